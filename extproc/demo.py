@@ -1,0 +1,91 @@
+"""``truthlens demo``: the shipped stack on its shipped ports (Envoy 10000, processor 50051,
+scripted upstream 8000), one grounded and one hallucinated question, plain and streaming,
+asked with the official ``openai`` client; prints what the client sees, then stops everything."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import tempfile
+from pathlib import Path
+
+from extproc import launch
+
+DEMO_SCRIPT = launch.REPO_ROOT / "deploy" / "demo_script.yaml"
+PASSAGE = (
+    "The Eiffel Tower is a wrought-iron lattice tower in Paris, France. It was designed by the "
+    "engineering company of Gustave Eiffel and completed in 1889 as the entrance arch to the "
+    "World's Fair. It is 330 metres tall."
+)
+QUESTIONS = (
+    ("grounded", "When was the Eiffel Tower completed?"),
+    ("hallucinated", "Who designed the Eiffel Tower?"),
+)
+
+
+def run_demo(config: Path) -> int:
+    ports = launch.EnvoyPorts()
+    children: list[launch.Child] = []
+    with tempfile.TemporaryDirectory(prefix="truthlens-demo-") as tmp:
+        work = Path(tmp)
+        try:
+            print("starting the scripted upstream (a test double, not a model) on 127.0.0.1:8000 ...")
+            upstream = launch.start_upstream(ports.upstream, work / "upstream.log", DEMO_SCRIPT)
+            children.append(upstream)
+            print("starting the processor on 127.0.0.1:50051 (loading the detector) ...")
+            processor = launch.start_processor(config, f"127.0.0.1:{ports.processor}", work / "processor.log")
+            children.append(processor)
+            print("starting Envoy on 127.0.0.1:10000 ...")
+            envoy = launch.start_envoy(launch.SHIPPED_ENVOY_CONFIG.read_text(encoding="utf-8"), work)
+            children.append(envoy)
+            launch.wait_upstream(ports.upstream, upstream)
+            launch.wait_processor(f"127.0.0.1:{ports.processor}", processor, timeout_s=120)
+            launch.wait_envoy(ports.admin, envoy)
+            print("ready.\n")
+            _ask_all(ports.listener)
+        except launch.LaunchError as exc:
+            print(f"demo failed: {exc}")
+            return 1
+        finally:
+            for child in reversed(children):
+                child.stop()
+    return 0
+
+
+def _ask_all(port: int) -> None:
+    from openai import OpenAI
+
+    client = OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="demo-key-not-used", max_retries=0)
+    for label, question in QUESTIONS:
+        body = {
+            "model": "demo-model",
+            "messages": [{"role": "user", "content": question}],
+            "extra_body": {"truthlens_context": [PASSAGE]},
+        }
+        print(f"=== {label}: {question}")
+        raw = client.chat.completions.with_raw_response.create(**body)  # type: ignore[call-overload]
+        completion = raw.parse()
+        print("  plain     headers:", _truthlens_headers(raw.headers))
+        print("  plain     content:", json.dumps(completion.choices[0].message.content))
+        with client.chat.completions.with_streaming_response.create(stream=True, **body) as resp:  # type: ignore[call-overload]
+            print("  streaming headers:", _truthlens_headers(resp.headers))
+            text, verdict = [], None
+            for chunk in resp.parse():
+                for choice in chunk.choices:
+                    if choice.delta.content:
+                        text.append(choice.delta.content)
+                extra = getattr(chunk, "model_extra", None) or {}
+                if "truthlens" in extra:
+                    verdict = extra["truthlens"]
+            print("  streaming content:", json.dumps("".join(text)))
+            print("  streaming verdict:", json.dumps(verdict))
+        print()
+
+
+def _truthlens_headers(headers: object) -> dict[str, str]:
+    items = getattr(headers, "items", None)
+    if items is None:
+        return {}
+    with contextlib.suppress(Exception):
+        return {k: v for k, v in items() if k.lower().startswith("x-truthlens-")}
+    return {}

@@ -1,0 +1,45 @@
+"""Runs the route's policy on the answers of one exchange and notes the outcome on the
+exchange span (metrics are recorded by :func:`extproc.policy.run_policy`)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from extproc import policy as policy_runner
+from extproc.phases.outcome import Presentation, present
+from extproc.phases.state import CheckedRequest, Runtime
+from plugins.base import Verdict
+
+
+async def check(
+    checked: CheckedRequest, rt: Runtime, answers: tuple[str, ...], exchange_span: Any
+) -> tuple[Verdict, Presentation]:
+    started = time.monotonic()
+    verdict = await policy_runner.run_policy(
+        checked.policy, checked.decision, checked.request, answers, rt.services, rt.telemetry
+    )
+    with rt.telemetry.span("truthlens.mitigation", decision=checked.decision.name, mode=verdict.mode) as span:
+        shown = present(
+            checked.policy,
+            checked.decision.name,
+            verdict,
+            n_choices=len(answers),
+            include_spans=checked.include_spans,
+            latency_s=time.monotonic() - started,
+        )
+        outcome = "block" if shown.block else "rewrite" if shown.contents or shown.warning else "annotate"
+        span.set_attribute("verdict", outcome)
+    if exchange_span is not None:
+        attrs: dict[str, Any] = {
+            "truthlens.decision": checked.decision.name,
+            "truthlens.mode": verdict.mode,
+            "truthlens.detected": verdict.status,
+            "truthlens.iterations": verdict.iterations,
+            "truthlens.span_count": sum(len(c.detection.spans) for c in verdict.choices),
+            "truthlens.verdict": outcome,
+        }
+        if verdict.score is not None:
+            attrs["truthlens.score"] = verdict.score
+        exchange_span.set_attributes(attrs)
+    return verdict, shown

@@ -1,0 +1,243 @@
+"""Dynamic micro-batching: rows from concurrent callers share one model run.
+
+Callers ``submit`` all rows of one check at once and await their outputs. A single worker
+task forms batches (up to ``max_batch_size`` rows, waiting at most ``max_wait_s`` after the
+oldest row arrived, rows of similar length together to limit padding) and runs them one at
+a time in a dedicated thread, so inference never blocks the event loop. The queue is
+bounded by checks in flight; a cancelled caller's rows are dropped before they run, or
+their outputs ignored if already running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from plugins.detector.types import DetectorError, Overloaded
+
+log = logging.getLogger(__name__)
+
+RowT = TypeVar("RowT")
+OutT = TypeVar("OutT")
+
+# Rows join the oldest row's batch when their lengths are within this ratio (plus slack),
+# so one long row does not make a batch of short ones pad to its length.
+LENGTH_RATIO = 1.25
+LENGTH_SLACK = 32
+
+
+class BatchFailed(DetectorError):
+    """The model run that held the caller's rows raised; the message says why."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("model_error", message)
+
+
+class BatcherClosed(DetectorError):
+    def __init__(self) -> None:
+        super().__init__("closed", "the detector is shut down")
+
+
+@dataclass(frozen=True, slots=True)
+class BatchStats:
+    runs: int  # model runs so far
+    rows: int  # rows run so far
+    largest_batch: int
+
+
+@dataclass(eq=False, slots=True)
+class _Job(Generic[OutT]):
+    future: asyncio.Future[list[OutT]]
+    outputs: list[OutT | None]
+    remaining: int
+    cancelled: bool = False
+
+
+@dataclass(slots=True)
+class _Entry(Generic[RowT]):
+    job: _Job
+    index: int
+    row: RowT
+    length: int
+    enqueued: float = field(default_factory=time.monotonic)
+
+
+class MicroBatcher(Generic[RowT, OutT]):
+    """Groups rows of concurrent ``submit`` calls into calls of ``run_batch`` in a worker thread."""
+
+    def __init__(
+        self,
+        run_batch: Callable[[Sequence[RowT]], Sequence[OutT]],
+        length: Callable[[RowT], int],
+        *,
+        max_batch_size: int,
+        max_wait_s: float,
+        max_queue: int,
+    ) -> None:
+        if max_batch_size < 1 or max_queue < 1 or max_wait_s < 0:
+            raise ValueError("max_batch_size and max_queue must be >= 1 and max_wait_s >= 0")
+        self._run_batch = run_batch
+        self._length = length
+        self._max_batch = max_batch_size
+        self._max_wait = max_wait_s
+        self._max_queue = max_queue
+        self._pending: deque[_Entry[RowT]] = deque()
+        self._jobs: set[_Job[OutT]] = set()
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="detector-infer")
+        self._worker: asyncio.Task[None] | None = None
+        self._wakeup: asyncio.Event | None = None
+        self._closed = False
+        self._runs = 0
+        self._rows = 0
+        self._largest = 0
+
+    @property
+    def queue_depth(self) -> int:
+        """Checks submitted and not yet answered (the ``truthlens_detector_queue_depth`` gauge)."""
+        return len(self._jobs)
+
+    @property
+    def pending_rows(self) -> int:
+        return len(self._pending)
+
+    @property
+    def stats(self) -> BatchStats:
+        return BatchStats(runs=self._runs, rows=self._rows, largest_batch=self._largest)
+
+    async def submit(self, rows: Sequence[RowT]) -> list[OutT]:
+        """Outputs for ``rows`` in order. Raises :class:`Overloaded` when the queue is full,
+        :class:`BatchFailed` when the model run failed, :class:`BatcherClosed` after ``close``."""
+        if self._closed:
+            raise BatcherClosed()
+        if not rows:
+            return []
+        if len(self._jobs) >= self._max_queue:
+            raise Overloaded(
+                f"detector queue is full: {len(self._jobs)} checks in flight (max_queue={self._max_queue}); "
+                "the check was not run"
+            )
+        wakeup = self._ensure_worker()
+        loop = asyncio.get_running_loop()
+        job: _Job[OutT] = _Job(future=loop.create_future(), outputs=[None] * len(rows), remaining=len(rows))
+        self._jobs.add(job)
+        self._pending.extend(_Entry(job, i, row, self._length(row)) for i, row in enumerate(rows))
+        wakeup.set()
+        try:
+            return await job.future
+        except asyncio.CancelledError:
+            self._drop(job)
+            raise
+        finally:
+            self._jobs.discard(job)
+
+    async def close(self) -> None:
+        """Stop the worker; waiting callers get :class:`BatcherClosed`."""
+        self._closed = True
+        for job in list(self._jobs):
+            if not job.future.done():
+                job.future.set_exception(BatcherClosed())
+        self._pending.clear()
+        if self._worker is not None:
+            self._worker.cancel()
+            try:
+                await self._worker
+            except asyncio.CancelledError:
+                pass
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def _ensure_worker(self) -> asyncio.Event:
+        loop = asyncio.get_running_loop()
+        if self._worker is None or self._worker.done() or self._worker.get_loop() is not loop:
+            if self._worker is not None and not self._worker.done() and not self._worker.get_loop().is_closed():
+                raise RuntimeError("MicroBatcher is bound to another running event loop")
+            self._wakeup = asyncio.Event()
+            self._worker = loop.create_task(self._work(self._wakeup), name="detector-batcher")
+        assert self._wakeup is not None
+        return self._wakeup
+
+    def _drop(self, job: _Job[OutT]) -> None:
+        job.cancelled = True
+        if any(e.job is job for e in self._pending):
+            self._pending = deque(e for e in self._pending if e.job is not job)
+
+    async def _work(self, wakeup: asyncio.Event) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            if not self._pending:
+                wakeup.clear()
+                await wakeup.wait()
+                continue
+            await self._gather(wakeup)
+            batch = self._take_batch()
+            if not batch:
+                continue
+            try:
+                outputs = await loop.run_in_executor(self._executor, self._run_batch, [e.row for e in batch])
+                if len(outputs) != len(batch):
+                    raise RuntimeError(f"model returned {len(outputs)} outputs for {len(batch)} rows")
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the model failed: every caller in the batch gets unavailable
+                log.exception("detector batch of %d rows failed", len(batch))
+                self._fail(batch, BatchFailed(f"model run failed: {type(exc).__name__}: {exc}"))
+                continue
+            self._runs += 1
+            self._rows += len(batch)
+            self._largest = max(self._largest, len(batch))
+            self._deliver(batch, outputs)
+
+    async def _gather(self, wakeup: asyncio.Event) -> None:
+        """Wait for the batch to fill, at most until the oldest row has waited ``max_wait``."""
+        deadline = self._pending[0].enqueued + self._max_wait
+        while self._pending and len(self._pending) < self._max_batch:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            wakeup.clear()
+            try:
+                await asyncio.wait_for(wakeup.wait(), left)
+            except TimeoutError:
+                return
+
+    def _take_batch(self) -> list[_Entry[RowT]]:
+        while self._pending and self._pending[0].job.cancelled:
+            self._pending.popleft()
+        if not self._pending:
+            return []
+        anchor = self._pending[0].length
+        low, high = anchor / LENGTH_RATIO - LENGTH_SLACK, anchor * LENGTH_RATIO + LENGTH_SLACK
+        batch: list[_Entry[RowT]] = []
+        rest: deque[_Entry[RowT]] = deque()
+        for entry in self._pending:
+            if entry.job.cancelled:
+                continue
+            if len(batch) < self._max_batch and low <= entry.length <= high:
+                batch.append(entry)
+            else:
+                rest.append(entry)
+        self._pending = rest
+        return batch
+
+    def _deliver(self, batch: list[_Entry[RowT]], outputs: Sequence[OutT]) -> None:
+        for entry, output in zip(batch, outputs, strict=True):
+            job = entry.job
+            if job.cancelled or job.future.done():
+                continue
+            job.outputs[entry.index] = output
+            job.remaining -= 1
+            if job.remaining == 0:
+                job.future.set_result(list(job.outputs))  # type: ignore[arg-type]
+
+    def _fail(self, batch: list[_Entry[RowT]], error: DetectorError) -> None:
+        for entry in batch:
+            job = entry.job
+            if not job.cancelled and not job.future.done():
+                job.future.set_exception(error)
+                # The rest of this job's rows are useless now.
+                self._drop(job)

@@ -1,0 +1,98 @@
+"""The ONNX Runtime backend: one inference session, provider choice, padded batch runs.
+
+``load(settings)`` builds the complete detector (model directory → tokenizer, session,
+micro-batcher, engine). Imports only onnxruntime, tokenizers and numpy.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+import onnxruntime as ort
+
+from plugins.detector.encoding import ModelRow, TextEncoder
+from plugins.detector.engine import DetectorEngine
+from plugins.detector.manifest import ModelDirError, ModelManifest, load_manifest, resolve_model_dir
+from plugins.detector.types import DetectorSettings
+
+log = logging.getLogger(__name__)
+
+CUDA = "CUDAExecutionProvider"
+CPU = "CPUExecutionProvider"
+
+
+def choose_providers(requested: Literal["auto", "cpu", "cuda"], available: Sequence[str]) -> list[str]:
+    """Execution providers in preference order for ``requested`` given what this build offers."""
+    if requested == "cpu":
+        return [CPU]
+    if CUDA in available:
+        return [CUDA, CPU]
+    if requested == "cuda":
+        log.warning("detector: provider 'cuda' requested but onnxruntime offers only %s; using CPU", list(available))
+    return [CPU]
+
+
+class OnnxRunner:
+    """Runs padded batches of :class:`ModelRow` and returns P(hallucinated) of each row's answer tokens."""
+
+    def __init__(self, manifest: ModelManifest, settings: DetectorSettings, pad_id: int) -> None:
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        if settings.intra_op_threads > 0:
+            options.intra_op_num_threads = settings.intra_op_threads
+        providers = choose_providers(settings.provider, ort.get_available_providers())
+        try:
+            self._session = ort.InferenceSession(str(manifest.model_path), options, providers=providers)
+        except Exception as exc:  # onnxruntime raises its own untyped errors for bad graphs
+            raise ModelDirError(f"{manifest.model_path}: onnxruntime cannot load it ({exc})") from exc
+        self.provider = self._session.get_providers()[0]
+        graph_inputs = [i.name for i in self._session.get_inputs()]
+        missing = [name for name in graph_inputs if name not in manifest.inputs]
+        if missing:
+            raise ModelDirError(f"{manifest.model_path}: graph needs inputs {missing} the manifest does not list")
+        self._inputs = tuple(graph_inputs)
+        self._output = self._session.get_outputs()[0].name
+        self._index = manifest.hallucinated_index
+        self._pad_id = pad_id
+
+    def run(self, rows: Sequence[ModelRow]) -> list[np.ndarray]:
+        width = max(r.length for r in rows)
+        ids = np.full((len(rows), width), self._pad_id, dtype=np.int64)
+        mask = np.zeros((len(rows), width), dtype=np.int64)
+        types = np.zeros((len(rows), width), dtype=np.int64)
+        for i, row in enumerate(rows):
+            ids[i, : row.length] = row.ids
+            mask[i, : row.length] = 1
+            types[i, : row.length] = row.type_ids
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+        (logits,) = self._session.run([self._output], {name: feed[name] for name in self._inputs})
+        probs = _softmax_at(np.asarray(logits, dtype=np.float32), self._index)
+        return [probs[i, r.answer_start : r.answer_start + r.answer_len].copy() for i, r in enumerate(rows)]
+
+
+def _softmax_at(logits: np.ndarray, index: int) -> np.ndarray:
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    exp = np.exp(shifted)
+    return exp[..., index] / exp.sum(axis=-1)
+
+
+def load(settings: DetectorSettings) -> DetectorEngine:
+    """The ONNX detector for ``settings`` (the shipped model when ``model_dir`` is None)."""
+    manifest = load_manifest(resolve_model_dir(settings.model_dir))
+    try:
+        encoder = TextEncoder(manifest.tokenizer_path)
+    except Exception as exc:  # tokenizers raises plain Exception for unreadable files
+        raise ModelDirError(f"{manifest.tokenizer_path}: cannot load tokenizer ({exc})") from exc
+    runner = OnnxRunner(manifest, settings, encoder.pad_id)
+    log.info(
+        "detector: %s on %s (requested %s), max_length %d, quantization %s",
+        manifest.directory,
+        runner.provider,
+        settings.provider,
+        manifest.max_length,
+        manifest.quantization,
+    )
+    return DetectorEngine(settings, manifest, encoder, runner.run, provider=runner.provider)

@@ -1,0 +1,1 @@
+"""``mode: auto`` — a cheap monitor decides whether an expensive mode runs (MetaRAG-style)."""

@@ -1,0 +1,178 @@
+"""Micro-batching: grouping, length buckets, saturation, cancellation, failures.
+
+The batcher is generic over its run function. Here the run function is a plain Python
+function gated by a ``threading.Event`` so a test can hold a batch "in the model" on
+purpose; end-to-end batching with ONNX Runtime is in ``test_engine.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+
+import pytest
+
+from plugins.detector.batcher import BatcherClosed, BatchFailed, MicroBatcher
+from plugins.detector.types import Overloaded
+
+
+class GatedRun:
+    """Doubles each row's value; blocks while ``gate`` is clear; records batches."""
+
+    def __init__(self) -> None:
+        self.gate = threading.Event()
+        self.gate.set()
+        self.started = threading.Event()
+        self.batches: list[list[int]] = []
+        self.fail = False
+
+    def __call__(self, rows: Sequence[int]) -> list[int]:
+        self.started.set()
+        self.gate.wait(10)
+        self.batches.append(list(rows))
+        if self.fail:
+            raise RuntimeError("boom")
+        return [2 * r for r in rows]
+
+
+def _batcher(run: GatedRun, **kw: float) -> MicroBatcher[int, int]:
+    options = {"max_batch_size": 8, "max_wait_s": 0.02, "max_queue": 64} | kw
+    return MicroBatcher(run, lambda r: abs(r), **options)  # type: ignore[arg-type]
+
+
+async def _wait_started(run: GatedRun) -> None:
+    await asyncio.to_thread(run.started.wait, 5)
+
+
+async def test_concurrent_callers_share_runs() -> None:
+    run = GatedRun()
+    batcher = _batcher(run)
+    results = await asyncio.gather(*(batcher.submit([100 + i]) for i in range(32)))
+    assert results == [[2 * (100 + i)] for i in range(32)]
+    assert batcher.stats.runs < 32
+    assert batcher.stats.rows == 32
+    assert max(len(b) for b in run.batches) == 8
+    assert batcher.queue_depth == 0
+    await batcher.close()
+
+
+async def test_rows_of_one_call_come_back_in_order() -> None:
+    run = GatedRun()
+    batcher = _batcher(run, max_batch_size=3)
+    assert await batcher.submit([101, 102, 103, 104, 105, 106, 107]) == [202, 204, 206, 208, 210, 212, 214]
+    assert await batcher.submit([]) == []
+    await batcher.close()
+
+
+async def test_length_buckets_keep_short_and_long_rows_apart() -> None:
+    run = GatedRun()
+    run.gate.clear()
+    batcher = _batcher(run, max_wait_s=0.0)
+    blocker = asyncio.create_task(batcher.submit([1]))
+    await _wait_started(run)
+    mixed = [asyncio.create_task(batcher.submit([n])) for n in (10, 1000, 12, 1100, 11)]
+    await asyncio.sleep(0.01)
+    run.gate.set()
+    await asyncio.gather(blocker, *mixed)
+    for batch in run.batches[1:]:
+        assert max(batch) / min(batch) <= 2
+    assert sorted(len(b) for b in run.batches[1:]) == [2, 3]
+    await batcher.close()
+
+
+async def test_saturated_queue_raises_overloaded_and_recovers() -> None:
+    run = GatedRun()
+    run.gate.clear()
+    batcher = _batcher(run, max_queue=3)
+    waiting = [asyncio.create_task(batcher.submit([100])) for _ in range(3)]
+    await _wait_started(run)
+    assert batcher.queue_depth == 3
+    with pytest.raises(Overloaded, match="queue is full: 3 checks in flight"):
+        await batcher.submit([100])
+    run.gate.set()
+    assert [await t for t in waiting] == [[200]] * 3
+    assert await batcher.submit([100]) == [200]
+    await batcher.close()
+
+
+async def test_cancelled_pending_caller_is_dropped_without_leak() -> None:
+    run = GatedRun()
+    run.gate.clear()
+    batcher = _batcher(run, max_wait_s=0.0, max_batch_size=1)
+    running = asyncio.create_task(batcher.submit([100]))
+    await _wait_started(run)
+    pending = asyncio.create_task(batcher.submit([500, 501]))
+    await asyncio.sleep(0.01)
+    assert batcher.pending_rows == 2
+    pending.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await pending
+    assert batcher.pending_rows == 0
+    assert batcher.queue_depth == 1
+    run.gate.set()
+    assert await running == [200]
+    assert all(500 not in b and 501 not in b for b in run.batches)
+    await batcher.close()
+
+
+async def test_caller_cancelled_while_its_batch_runs_is_ignored() -> None:
+    run = GatedRun()
+    run.gate.clear()
+    batcher = _batcher(run, max_wait_s=0.0)
+    doomed = asyncio.create_task(batcher.submit([100]))
+    await _wait_started(run)
+    doomed.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await doomed
+    assert batcher.queue_depth == 0
+    run.gate.set()
+    assert await batcher.submit([101]) == [202]
+    await batcher.close()
+
+
+async def test_event_loop_keeps_running_during_inference() -> None:
+    run = GatedRun()
+    run.gate.clear()
+    batcher = _batcher(run)
+    task = asyncio.create_task(batcher.submit([100]))
+    await _wait_started(run)
+    ticks = 0
+    for _ in range(5):
+        await asyncio.sleep(0.005)
+        ticks += 1
+    assert ticks == 5 and not task.done()
+    run.gate.set()
+    assert await task == [200]
+    await batcher.close()
+
+
+async def test_failed_run_fails_its_callers_and_not_the_next() -> None:
+    run = GatedRun()
+    run.fail = True
+    batcher = _batcher(run)
+    with pytest.raises(BatchFailed, match="RuntimeError: boom"):
+        await batcher.submit([100, 101])
+    run.fail = False
+    assert await batcher.submit([100]) == [200]
+    assert batcher.queue_depth == 0
+    await batcher.close()
+
+
+async def test_close_answers_waiting_callers() -> None:
+    run = GatedRun()
+    run.gate.clear()
+    batcher = _batcher(run)
+    task = asyncio.create_task(batcher.submit([100]))
+    await _wait_started(run)
+    await batcher.close()
+    with pytest.raises(BatcherClosed):
+        await task
+    with pytest.raises(BatcherClosed):
+        await batcher.submit([1])
+    run.gate.set()
+
+
+def test_bad_limits_are_rejected() -> None:
+    with pytest.raises(ValueError):
+        MicroBatcher(GatedRun(), abs, max_batch_size=0, max_wait_s=0.0, max_queue=1)

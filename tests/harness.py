@@ -1,0 +1,282 @@
+"""The end-to-end stack for tests: a real Envoy (the shipped ``envoy.yaml`` on free ports), the
+real processor (``python -m extproc serve``) with a real ONNX detector, and the scripted
+OpenAI-compatible upstream — the only test double.
+
+Reuse it from any test through the session fixtures in ``tests/conftest.py``::
+
+    def test_something(stack):
+        stack.set_script([{"match": {"user": "capital"}, "reply": {"content": "Paris."}}])
+        stack.write_config(stack.config_yaml(decisions=[...]))   # waits until applied
+        raw = stack.client.chat.completions.with_raw_response.create(...)
+        status, headers, body = stack.raw("POST", "/v1/chat/completions", b"{...}")
+        calls = stack.upstream_calls()
+"""
+
+from __future__ import annotations
+
+import copy
+import http.client
+import json
+import re
+import time
+import urllib.request
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from extproc import launch
+
+SHIPPED_CONFIG = launch.REPO_ROOT / "configs" / "config.yaml"
+_RELOADS = re.compile(r'^truthlens_config_reloads_total\{result="(\w+)"\}\s+([0-9.e+]+)', re.M)
+
+
+@dataclass(frozen=True, slots=True)
+class RawResponse:
+    status: int
+    headers: dict[str, str]  # lower-case names (repeated ones joined with ", ")
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+class Stack:
+    """Envoy → processor → scripted upstream, as child processes on free loopback ports."""
+
+    def __init__(self, workdir: Path, model_dir: Path | None, *, workers: int = 1) -> None:
+        self.workdir = workdir
+        self.model_dir = model_dir  # None: the shipped model
+        self.workers = workers
+        self.ports = launch.EnvoyPorts(
+            listener=launch.free_port(),
+            upstream=launch.free_port(),
+            processor=launch.free_port(),
+            admin=launch.free_port(),
+        )
+        self.metrics_port = launch.free_port()
+        self.config_path = workdir / "config.yaml"
+        self._children: dict[str, launch.Child] = {}
+        self._client: Any = None
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    @classmethod
+    @contextmanager
+    def running(cls, workdir: Path, model_dir: Path | None, *, workers: int = 1) -> Iterator[Stack]:
+        stack = cls(workdir, model_dir, workers=workers)
+        try:
+            stack.start()
+            yield stack
+        finally:
+            stack.stop()
+
+    def start(self) -> None:
+        self.config_path.write_text(self.config_yaml(), encoding="utf-8")
+        self._children["upstream"] = launch.start_upstream(self.ports.upstream, self.workdir / "upstream.log")
+        self.start_processor()
+        self._children["envoy"] = launch.start_envoy(launch.render_envoy_config(self.ports), self.workdir)
+        launch.wait_upstream(self.ports.upstream, self._children["upstream"])
+        launch.wait_envoy(self.ports.admin, self._children["envoy"])
+        self.wait_processor()
+
+    def start_processor(self) -> None:
+        self._children["processor"] = launch.start_processor(
+            self.config_path,
+            self.processor_target,
+            self.workdir / "processor.log",
+            metrics_listen=f"127.0.0.1:{self.metrics_port}",
+            workers=self.workers,
+            config_poll_s=0.2,
+        )
+
+    def wait_processor(self) -> None:
+        launch.wait_processor(self.processor_target, self._children["processor"], timeout_s=90)
+
+    def stop_processor(self) -> int | None:
+        """SIGTERM the processor (it drains); Envoy and the upstream keep running."""
+        child = self._children.pop("processor", None)
+        return child.stop() if child is not None else None
+
+    def stop(self) -> None:
+        if self._client is not None:
+            self._client.close()
+        for name in ("envoy", "processor", "upstream"):
+            child = self._children.pop(name, None)
+            if child is not None:
+                child.stop()
+
+    @property
+    def processor_target(self) -> str:
+        return f"127.0.0.1:{self.ports.processor}"
+
+    def processor_alive(self) -> bool:
+        child = self._children.get("processor")
+        return child is not None and child.alive
+
+    def processor_log(self) -> str:
+        return (self.workdir / "processor.log").read_text(encoding="utf-8", errors="replace")
+
+    # -- clients ------------------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.ports.listener}/v1"
+
+    @property
+    def client(self) -> Any:
+        """The official ``openai`` client, pointed at Envoy (no retries: tests see every failure)."""
+        if self._client is None:
+            from openai import OpenAI
+
+            self._client = OpenAI(base_url=self.base_url, api_key="test-key", max_retries=0, timeout=60)
+        return self._client
+
+    def raw(
+        self,
+        method: str,
+        path: str,
+        body: bytes | str | Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+        *,
+        port: int | None = None,
+        timeout_s: float = 60.0,
+    ) -> RawResponse:
+        """One HTTP/1.1 request through Envoy (or to ``port``), bytes in, bytes out."""
+        if isinstance(body, Mapping):
+            body = json.dumps(body)
+        data = body.encode() if isinstance(body, str) else body
+        hdrs = {"content-type": "application/json"} if data is not None else {}
+        hdrs.update(headers or {})
+        conn = http.client.HTTPConnection("127.0.0.1", port or self.ports.listener, timeout=timeout_s)
+        try:
+            conn.request(method, path, body=data, headers=hdrs)
+            resp = conn.getresponse()
+            out: dict[str, str] = {}
+            for name, value in resp.getheaders():
+                key = name.lower()
+                out[key] = f"{out[key]}, {value}" if key in out else value
+            return RawResponse(status=resp.status, headers=out, body=resp.read())
+        finally:
+            conn.close()
+
+    def upstream_raw(self, method: str, path: str, body: Any = None, headers: Mapping[str, str] | None = None) -> RawResponse:
+        """The same request straight to the scripted upstream (no Envoy): the reference bytes."""
+        return self.raw(method, path, body, headers, port=self.ports.upstream)
+
+    # -- the scripted upstream ----------------------------------------------------------------
+
+    def set_script(self, rules: Sequence[Mapping[str, Any]]) -> None:
+        """Replace the upstream's rules (and clear its call log)."""
+        resp = self.upstream_raw("POST", "/_script", json.dumps(list(rules)))
+        if resp.status != 200:
+            raise ValueError(f"the scripted upstream refused the script: {resp.body.decode()}")
+
+    def upstream_calls(self) -> list[dict[str, Any]]:
+        return list(self.upstream_raw("GET", "/_calls").json())
+
+    # -- configuration ------------------------------------------------------------------------
+
+    def base_config(self) -> dict[str, Any]:
+        """The shipped config re-targeted at this stack (detector model, upstream port)."""
+        doc: dict[str, Any] = yaml.safe_load(SHIPPED_CONFIG.read_text(encoding="utf-8"))
+        doc["detector"]["model"] = str(self.model_dir) if self.model_dir is not None else "builtin"
+        doc["detector"]["intra_op_threads"] = 1  # the test machine is small and shared
+        for endpoint in doc["models"].values():
+            endpoint["base_url"] = f"http://127.0.0.1:{self.ports.upstream}/v1"
+        return doc
+
+    def config_yaml(
+        self,
+        *,
+        hallucination: Mapping[str, Any] | None = None,
+        decisions: Sequence[Mapping[str, Any]] | None = None,
+        models: Mapping[str, Any] | None = None,
+    ) -> str:
+        """The base config with ``hallucination`` keys merged in and ``decisions`` /
+        ``models`` replaced when given."""
+        doc = self.base_config()
+        if hallucination:
+            merged = copy.deepcopy(doc["hallucination"])
+            merged.update(hallucination)
+            doc["hallucination"] = merged
+        if decisions is not None:
+            doc["decisions"] = list(decisions)
+        if models is not None:
+            doc["models"] = dict(models)
+        return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
+
+    def write_config(self, text: str, *, timeout_s: float = 15.0) -> str:
+        """Write the processor's config file and wait for its verdict on it:
+        ``"applied"``, ``"rejected"`` (the old config stays) or ``"unchanged"``."""
+        if self.config_path.read_text(encoding="utf-8") == text:
+            return "unchanged"
+        before = self.reload_counts()
+        tmp = self.config_path.with_suffix(".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(self.config_path)  # atomic: the processor never reads half a file
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            now = self.reload_counts()
+            for result in ("applied", "rejected"):
+                if now.get(result, 0.0) > before.get(result, 0.0):
+                    return result
+            time.sleep(0.05)
+        raise TimeoutError(f"the processor did not reload {self.config_path} within {timeout_s}s")
+
+    def metrics_text(self) -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as resp:
+            return str(resp.read().decode())
+
+    def metric(self, name: str, **labels: str) -> float:
+        """Sum of the samples of ``name`` whose labels include ``labels`` (0 when absent)."""
+        total = 0.0
+        for line in self.metrics_text().splitlines():
+            if not line.startswith(name):
+                continue
+            head, _, value = line.rpartition(" ")
+            sample, _, label_text = head.partition("{")
+            if sample != name:
+                continue
+            if all(f'{k}="{v}"' in label_text for k, v in labels.items()):
+                total += float(value)
+        return total
+
+    def reload_counts(self) -> dict[str, float]:
+        return {m.group(1): float(m.group(2)) for m in _RELOADS.finditer(self.metrics_text())}
+
+
+def chat_body(
+    question: str,
+    *,
+    context: Sequence[str] = (),
+    model: str = "test-model",
+    stream: bool = False,
+    n: int = 1,
+    **extra: Any,
+) -> dict[str, Any]:
+    """A chat completion request with the grounding passages in the extension field."""
+    body: dict[str, Any] = {"model": model, "messages": [{"role": "user", "content": question}]}
+    if context:
+        body["truthlens_context"] = list(context)
+    if stream:
+        body["stream"] = True
+    if n != 1:
+        body["n"] = n
+    body.update(extra)
+    return body
+
+
+def parse_sse(body: bytes) -> list[Any]:
+    """The ``data:`` payloads of an SSE body, JSON-decoded (``"[DONE]"`` kept as the string)."""
+    events = []
+    for block in re.split(rb"\r?\n\r?\n", body):
+        data = [line[5:].strip() for line in block.splitlines() if line.startswith(b"data:")]
+        if not data:
+            continue
+        payload = b"\n".join(data).decode()
+        events.append(payload if payload == "[DONE]" else json.loads(payload))
+    return events

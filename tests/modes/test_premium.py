@@ -1,0 +1,178 @@
+"""Premium mode (cross-model consensus) with the real detector and scripted verifiers.
+
+Real: the shipped detector in ONNX Runtime (also as the entailment checker), HTTP, the LLM
+client. Scripted: the verifier and judge models' answers (one script per test). Where a test
+relies on a judgement of the detector, it checks that judgement first and says so.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from extproc.scripted_upstream import ScriptedUpstream
+from plugins.base import ConfigError, OptionContext, Services
+from plugins.detector.types import Detector
+from plugins.truthlens import premium
+from plugins.truthlens.claims import align, segment
+from plugins.truthlens.premium import DEFAULT_ABSTAIN, PremiumOptions
+from plugins.truthlens.prompts import CONTEXT_MARKER, JUDGE_MARKER
+
+from .conftest import CONTEXT, exchange, score
+
+in_module_loop = pytest.mark.asyncio(loop_scope="module")
+
+PRIMARY = "The Eiffel Tower is in Paris. It was completed in 1925. It is 330 metres tall."
+WRONG_CLAIM = "It was completed in 1925."
+VERIFIER_A = "The Eiffel Tower stands in Paris. It was completed in 1889. It is 330 metres tall."
+VERIFIER_B = "The tower is in Paris, France. It was completed in 1889 for the World's Fair. It is 330 metres tall."
+VERIFIER_B_OTHER_YEAR = "The tower is in Paris, France. It was completed in 1901. It is 330 metres tall."
+JUDGED = "The Eiffel Tower is in Paris. It was completed in 1889 and is 330 metres tall."
+MODE = premium.build()
+TWO = PremiumOptions(verification_models=("verifier-a", "verifier-b"))
+
+
+def verifiers(a: dict[str, object], b: dict[str, object], judge: dict[str, object] | None = None) -> list[dict[str, object]]:
+    rules = [{"name": "a", "match": {"model": "verifier-a"}, "reply": a},
+             {"name": "b", "match": {"model": "verifier-b"}, "reply": b}]
+    if judge is not None:
+        rules.append({"name": "judge", "match": {"model": "judge"}, "reply": judge})
+    return rules
+
+
+async def supported(detector: Detector, claim: str, by: str) -> bool:
+    d = await score(detector, claim, context=(by,))
+    assert d.score is not None
+    return d.score < 0.5
+
+
+async def expected_replacement(detector: Detector, *answers: str) -> str:
+    """The wrong claim's aligned segment in the best-grounded of ``answers``, per the detector."""
+    scored = [((await score(detector, a)).score, a) for a in answers]
+    best = min(scored, key=lambda x: x[0] if x[0] is not None else 2.0)[1]
+    aligned, _ = align(segment(WRONG_CLAIM)[0], segment(best))
+    assert aligned is not None
+    return aligned.text
+
+
+@in_module_loop
+async def test_disagreeing_segment_is_replaced_by_the_most_reliable_verifier(
+        detector: Detector, upstream: ScriptedUpstream, services: Services) -> None:
+    for v in (VERIFIER_A, VERIFIER_B):
+        assert not await supported(detector, WRONG_CLAIM, v), "the detector should see 1925 contradict 1889"
+        for claim in (s.text for s in segment(PRIMARY) if s.text != WRONG_CLAIM):
+            assert await supported(detector, claim, v), f"the detector should find {claim!r} in {v!r}"
+    replacement = await expected_replacement(detector, VERIFIER_A, VERIFIER_B)
+    upstream.set_rules(verifiers({"content": VERIFIER_A}, {"content": VERIFIER_B}))
+    verdict = await MODE.run(exchange([PRIMARY], mode="premium", options=TWO), services)
+    hybrid = PRIMARY.replace(WRONG_CLAIM, replacement)
+    primary_d, hybrid_d = await score(detector, PRIMARY), await score(detector, hybrid)
+    assert hybrid_d.score is not None and primary_d.score is not None and hybrid_d.score < primary_d.score
+    choice = verdict.choices[0]
+    assert choice.text == hybrid
+    assert choice.detection.score == pytest.approx(hybrid_d.score, abs=1e-6)
+    assert verdict.attributes["premium.replaced"] == (1,) and verdict.attributes["premium.removed"] == (0,)
+    assert verdict.headers["x-truthlens-verifiers"] == "2/2"
+    assert verdict.headers["x-truthlens-consensus"] == "true"  # both verifiers agree on 1889
+    calls = {c.model: c for c in upstream.calls}
+    assert set(calls) == {"verifier-a", "verifier-b"}
+    for call in calls.values():  # same request, the out-of-band passages added as context
+        assert call.messages[0]["role"] == "system" and CONTEXT_MARKER in call.messages[0]["content"]
+        assert CONTEXT[0] in call.messages[0]["content"]
+        assert call.messages[1:] == ({"role": "user", "content": exchange([], mode="", options=None).query.question},)
+
+
+@in_module_loop
+async def test_a_failed_verifier_is_counted_and_does_not_fail_the_exchange(
+        detector: Detector, upstream: ScriptedUpstream, services: Services) -> None:
+    assert not await supported(detector, WRONG_CLAIM, VERIFIER_A)
+    upstream.set_rules(verifiers({"content": VERIFIER_A}, {"status": 500}))
+    verdict = await MODE.run(exchange([PRIMARY], mode="premium", options=TWO), services)
+    assert verdict.attributes["premium.verifiers_failed"] == ("verifier-b:http_5xx",)
+    assert verdict.attributes["premium.verifiers_ok"] == ("verifier-a",)
+    assert verdict.headers["x-truthlens-verifiers"] == "1/2"
+    assert verdict.choices[0].text == PRIMARY.replace(WRONG_CLAIM, await expected_replacement(detector, VERIFIER_A))
+    # Primary against one verifier is a tie: the claim was replaced, but without a majority.
+    assert verdict.headers["x-truthlens-consensus"] == "false"
+
+
+@in_module_loop
+async def test_all_verifiers_failing_falls_back_to_detection_only(
+        detector: Detector, upstream: ScriptedUpstream, services: Services) -> None:
+    upstream.set_rules(verifiers({"status": 503}, {"raw_body": "{broken"}))
+    verdict = await MODE.run(exchange([PRIMARY], mode="premium", options=TWO), services)
+    own = await score(detector, PRIMARY)
+    assert verdict.choices[0].text is None
+    assert verdict.choices[0].detection.score == pytest.approx(own.score, abs=1e-6)
+    assert verdict.attributes["premium.fallback"] == "all_verifiers_failed"
+    assert verdict.attributes["premium.verifiers_failed"] == ("verifier-a:http_5xx", "verifier-b:bad_response")
+    assert verdict.iterations == 0
+
+
+@in_module_loop
+async def test_slow_verifiers_leave_the_budget_intact(upstream: ScriptedUpstream, services: Services) -> None:
+    upstream.set_rules(verifiers({"content": VERIFIER_A, "delay_s": 30}, {"content": VERIFIER_B, "delay_s": 30}))
+    ex = exchange([PRIMARY], mode="premium", options=TWO, budget_s=2.0)
+    verdict = await MODE.run(ex, services)
+    assert time.monotonic() <= ex.deadline
+    assert verdict.attributes["premium.fallback"] == "all_verifiers_failed"
+    assert verdict.choices[0].detection.status != "unavailable"  # the primary was still checked
+
+
+@in_module_loop
+async def test_no_majority_abstains_or_warns_when_consensus_is_required(
+        detector: Detector, upstream: ScriptedUpstream, services: Services) -> None:
+    a_claim = "It was completed in 1889."
+    b_claim = "It was completed in 1901."
+    assert not await supported(detector, a_claim, VERIFIER_B_OTHER_YEAR), "1889 vs 1901 should disagree"
+    assert not await supported(detector, b_claim, VERIFIER_A), "1901 vs 1889 should disagree"
+    upstream.set_rules(verifiers({"content": VERIFIER_A}, {"content": VERIFIER_B_OTHER_YEAR}))
+    abstain = PremiumOptions(verification_models=TWO.verification_models, require_consensus=True,
+                             on_no_consensus="abstain")
+    verdict = await MODE.run(exchange([PRIMARY], mode="premium", options=abstain), services)
+    assert verdict.abstain_message == DEFAULT_ABSTAIN
+    assert verdict.headers["x-truthlens-consensus"] == "false"
+    warn = PremiumOptions(verification_models=TWO.verification_models, require_consensus=True)
+    warned = await MODE.run(exchange([PRIMARY], mode="premium", options=warn), services)
+    assert warned.abstain_message is None
+    assert warned.choices[0].detection.status == "detected"
+    assert warned.status == "detected"
+
+
+@in_module_loop
+async def test_judge_synthesises_from_the_claims_on_dispute_only(
+        detector: Detector, upstream: ScriptedUpstream, services: Services) -> None:
+    judged, primary_d = await score(detector, JUDGED), await score(detector, PRIMARY)
+    assert judged.score is not None and primary_d.score is not None and judged.score < primary_d.score
+    upstream.set_rules(verifiers({"content": VERIFIER_A}, {"content": VERIFIER_B}, judge={"content": JUDGED}))
+    with_judge = PremiumOptions(verification_models=TWO.verification_models, judge_model="judge")
+    verdict = await MODE.run(exchange([PRIMARY], mode="premium", options=with_judge), services)
+    assert verdict.choices[0].text == JUDGED
+    assert verdict.attributes["premium.judge"] == ("ok",)
+    (judge_call,) = upstream.calls_for("judge")
+    prompt = judge_call.messages[1]["content"]
+    assert JUDGE_MARKER in prompt and f"primary: {WRONG_CLAIM}" in prompt and CONTEXT[0] in prompt
+    # A correct primary answer that the verifiers share needs no judge and no rewrite.
+    upstream.set_rules(verifiers({"content": VERIFIER_A}, {"content": VERIFIER_A}, judge={"content": JUDGED}))
+    agreed = await MODE.run(exchange([VERIFIER_A], mode="premium", options=with_judge), services)
+    assert agreed.choices[0].text is None
+    assert agreed.attributes["premium.judge"] == ("not_needed",)
+    assert upstream.calls_for("judge") == []
+
+
+def test_options_parse_and_errors_name_the_key() -> None:
+    ctx = OptionContext(path="hallucination.premium", models=frozenset({"verifier-a", "verifier-b", "judge"}))
+    opts = premium.parse_options({"verification_models": ["verifier-a", "verifier-b"], "judge_model": "judge",
+                                  "require_consensus": True, "on_no_consensus": "abstain"}, ctx)
+    assert opts.verification_models == ("verifier-a", "verifier-b") and opts.judge_model == "judge"
+    assert opts.require_consensus and opts.on_no_consensus == "abstain"
+    for raw, key in [({}, "verification_models"), ({"verification_models": []}, "verification_models"),
+                     ({"verification_models": ["verifier-a", "ghost"]}, "verification_models[1]"),
+                     ({"verification_models": ["verifier-a"], "judge_model": "ghost"}, "judge_model"),
+                     ({"verification_models": ["verifier-a"], "on_no_consensus": "panic"}, "on_no_consensus"),
+                     ({"verification_models": ["verifier-a"], "require_consensus": "yes"}, "require_consensus"),
+                     ({"verification_models": ["verifier-a"], "judges": "x"}, "judges")]:
+        with pytest.raises(ConfigError) as err:
+            premium.parse_options(raw, ctx)
+        assert err.value.key == f"{ctx.path}.{key}"

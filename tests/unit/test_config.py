@@ -1,0 +1,247 @@
+"""Configuration: the shipped file loads; every error names its key path; the decision's
+configuration merges over the global section (mode options through the mode module);
+ConfigStore swaps atomically, rejects a bad file (logged, counted, old config kept) and pins
+snapshots. Real YAML files in a temp dir; nothing is scripted."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from prometheus_client import CollectorRegistry
+from opentelemetry.sdk.trace import TracerProvider
+
+from extproc.config import ConfigStore, load_config, parse_config
+from extproc.telemetry import Telemetry
+from plugins.base import ConfigError
+
+REPO = Path(__file__).resolve().parents[2]
+SHIPPED = REPO / "configs" / "config.yaml"
+
+
+def base() -> dict[str, Any]:
+    return yaml.safe_load(SHIPPED.read_text())
+
+
+def error_of(doc: Any) -> ConfigError:
+    with pytest.raises(ConfigError) as info:
+        parse_config(doc)
+    return info.value
+
+
+def test_shipped_config_loads() -> None:
+    cfg = load_config(SHIPPED)
+    assert cfg.version == 1 and len(cfg.digest) == 12 and cfg.source == str(SHIPPED)
+    (decision,) = cfg.decisions
+    policy = decision.policy
+    assert policy is not None
+    assert policy.mode == "lightweight" and policy.actions == {"header", "body"}
+    assert policy.streaming == "passthrough"  # auto: lightweight without block
+    assert policy.budgets.detection_s == 5.0 and policy.budgets.total_s == 120.0
+    assert policy.context.extension_field == "truthlens_context"
+    assert policy.warning.position == "prepend"
+    assert cfg.detector.model_dir is None and cfg.detector.max_batch_size == 8
+    assert cfg.models["default"].api_key_env == "OPENAI_API_KEY"
+    with pytest.raises(TypeError):
+        cfg.models["x"] = cfg.models["default"]  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "key", "fragment"),
+    [
+        (lambda d: d.update(version=2), "version", "unsupported schema version"),
+        (lambda d: d.update(extra=1), "extra", "unknown key"),
+        (lambda d: d["hallucination"].update(threshold=1.5), "hallucination.threshold", "<= 1.0"),
+        (lambda d: d["hallucination"].update(threshold="high"), "hallucination.threshold", "must be a number"),
+        (lambda d: d["hallucination"].update(actions=["header", "shout"]), "hallucination.actions[1]", "unknown action"),
+        (lambda d: d["hallucination"].update(fail_policy="maybe"), "hallucination.fail_policy", "open, closed"),
+        (lambda d: d["hallucination"]["budgets"].update(detection_mss=1), "hallucination.budgets.detection_mss", "unknown key"),
+        (lambda d: d["hallucination"]["budgets"].update(detection_ms=200000), "hallucination.budgets.detection_ms", "total_ms"),
+        (lambda d: d["hallucination"]["context"].update(tool_messages="yes"), "hallucination.context.tool_messages", "true or false"),
+        (lambda d: d["hallucination"].update(default_mode="turbo"), "hallucination.default_mode", "unknown mode 'turbo'"),
+        (lambda d: d["detector"].update(provider="tpu"), "detector.provider", "auto, cpu, cuda"),
+        (lambda d: d["detector"]["batching"].update(max_batch_size=0), "detector.batching.max_batch_size", ">= 1"),
+        (lambda d: d["models"]["default"].update(api_key="sk-live-abc123"), "models.default.api_key", "api_key_env"),
+        (lambda d: d["models"]["default"].update(api_key_env="sk-live-abc123"), "models.default.api_key_env", "name of an environment variable"),
+        (lambda d: d["models"]["default"].update(base_url="localhost:8000"), "models.default.base_url", "http"),
+        (lambda d: d["models"]["default"].update(timeout_s=0), "models.default.timeout_s", "> 0"),
+        (lambda d: d["decisions"].append(copy.deepcopy(d["decisions"][0])), "decisions[1].name", "duplicate decision name"),
+        (lambda d: d["decisions"][0]["rules"]["conditions"][0].update(type="domian"), "decisions[0].rules.conditions[0].type",
+         "unknown condition type 'domian' (expected one of header, keyword, model, path)"),
+        (lambda d: d["decisions"][0]["plugins"][0].update(type="pii"), "decisions[0].plugins[0].type", "unknown plugin type"),
+        (lambda d: d["decisions"][0]["plugins"][0]["configuration"].update(max_iterations=3),
+         "decisions[0].plugins[0].configuration.max_iterations", "lightweight mode takes no options"),
+        (lambda d: d["decisions"][0]["plugins"][0]["configuration"].update(mode="premiun"),
+         "decisions[0].plugins[0].configuration.mode", "unknown mode 'premiun'"),
+        (lambda d: d["decisions"][0]["plugins"][0]["configuration"].update(streaming="passthrough", actions=["block"]),
+         "decisions[0].plugins[0].configuration.streaming", "block action"),
+        (lambda d: d["decisions"][0]["plugins"][0]["configuration"].update(evidence={"enabled": True, "mode": "fuzzy"}),
+         "decisions[0].plugins[0].configuration.evidence.mode", "drop, rank"),
+        (lambda d: d["decisions"][0].update(priority="high"), "decisions[0].priority", "integer"),
+    ],
+)
+def test_errors_name_the_key(mutate: Any, key: str, fragment: str) -> None:
+    doc = base()
+    mutate(doc)
+    err = error_of(doc)
+    assert err.key == key, str(err)
+    assert fragment in str(err)
+    assert "sk-live-abc123" not in str(err)  # a key-looking value is never echoed
+
+
+def test_decision_configuration_merges_over_the_global_section() -> None:
+    doc = base()
+    doc["hallucination"].update(threshold=0.7, fail_policy="closed")
+    doc["hallucination"]["budgets"] = {"detection_ms": 1000, "total_ms": 30000}
+    doc["decisions"][0]["plugins"][0]["configuration"] = {
+        "threshold": 0.3,
+        "actions": ["header", "block"],
+        "budgets": {"total_ms": 9000},  # detection_ms still comes from the global section
+        "context": {"system_messages": True},
+        "evidence": {"enabled": True, "min_gate": 0.4, "max_passages": 3},
+    }
+    policy = parse_config(doc).decisions[0].policy
+    assert policy is not None
+    assert policy.threshold == 0.3 and policy.fail_policy == "closed"
+    assert policy.budgets.detection_s == 1.0 and policy.budgets.total_s == 9.0
+    assert policy.context.system_messages and policy.context.tool_messages
+    assert policy.streaming == "hold"  # auto + block
+    assert policy.evidence is not None
+    assert (policy.evidence.min_gate, policy.evidence.max_passages, policy.evidence.mode) == (0.4, 3, "drop")
+
+
+def test_mode_options_come_from_the_global_mode_section_and_the_decision() -> None:
+    pytest.importorskip("plugins.truthlens.standard", reason="standard mode module not present")
+    doc = base()
+    doc["hallucination"]["standard"] = {"max_iterations": 4, "convergence_threshold": 0.4}
+    doc["decisions"][0]["plugins"][0]["configuration"] = {"mode": "standard", "max_iterations": 2}
+    policy = parse_config(doc).decisions[0].policy
+    assert policy is not None and policy.mode == "standard" and policy.streaming == "hold"
+    assert policy.options.max_iterations == 2
+    assert policy.options.convergence_threshold == 0.4
+    doc["hallucination"]["standard"]["max_iterations"] = 99
+    err = error_of(doc)
+    assert err.key.startswith("hallucination.standard")
+
+
+def test_disabled_decision_has_no_policy_but_is_validated() -> None:
+    doc = base()
+    doc["decisions"][0]["plugins"][0]["configuration"] = {"enabled": False}
+    assert parse_config(doc).decisions[0].policy is None
+    doc["decisions"][0]["plugins"][0]["configuration"] = {"enabled": False, "threshold": 3}
+    assert error_of(doc).key == "decisions[0].plugins[0].configuration.threshold"
+
+
+def test_yaml_problems(tmp_path: Path) -> None:
+    dup = tmp_path / "dup.yaml"
+    dup.write_text("version: 1\nversion: 1\n")
+    with pytest.raises(ConfigError, match="duplicate key 'version'"):
+        load_config(dup)
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("version: [1\n")
+    with pytest.raises(ConfigError, match="invalid YAML"):
+        load_config(broken)
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(tmp_path / "missing.yaml")
+    assert error_of(["a list"]).key == "(root)"
+
+
+def test_relative_model_dir_is_anchored_at_the_config_file(tmp_path: Path) -> None:
+    doc = base()
+    doc["detector"]["model"] = "models/detector"
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    assert load_config(path).detector.model_dir == str(tmp_path / "models" / "detector")
+
+
+# ---------------------------------------------------------------- hot reload
+
+
+def telemetry() -> Telemetry:
+    return Telemetry(registry=CollectorRegistry(), tracer_provider=TracerProvider())
+
+
+def reloads(t: Telemetry, result: str) -> float:
+    return t.registry.get_sample_value("truthlens_config_reloads_total", {"result": result}) or 0.0
+
+
+def write(path: Path, doc: dict[str, Any]) -> None:
+    # Write then rename: a watcher never reads a half-written file.
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(yaml.safe_dump(doc, allow_unicode=True))
+    os.replace(tmp, path)
+
+
+def test_reload_swaps_and_pinned_snapshots_stay(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "config.yaml"
+    doc = base()
+    write(path, doc)
+    t = telemetry()
+    store = ConfigStore(path, telemetry=t)
+    pinned = store.current
+    assert store.reload() is False  # unchanged content
+
+    doc["hallucination"]["threshold"] = 0.9
+    doc["decisions"][0]["plugins"][0]["configuration"]["threshold"] = 0.8
+    write(path, doc)
+    assert store.reload() is True
+    assert store.current is not pinned and store.current.digest != pinned.digest
+    assert store.current.decisions[0].policy.threshold == 0.8  # type: ignore[union-attr]
+    assert pinned.decisions[0].policy.threshold == 0.5  # type: ignore[union-attr]
+    assert reloads(t, "applied") == 1
+
+    good = store.current
+    doc["decisions"][0]["rules"]["conditions"][0]["type"] = "domian"
+    write(path, doc)
+    with caplog.at_level(logging.ERROR, logger="extproc.config"):
+        assert store.reload() is False
+    assert store.current is good
+    assert reloads(t, "rejected") == 1
+    assert "decisions[0].rules.conditions[0].type" in caplog.text
+
+    doc["decisions"][0]["rules"]["conditions"][0]["type"] = "path"
+    doc["detector"]["token_threshold"] = 0.6
+    write(path, doc)
+    with caplog.at_level(logging.WARNING, logger="extproc.config"):
+        assert store.reload() is True
+    assert "after a restart" in caplog.text
+
+
+async def test_watch_picks_up_changes_and_survives_bad_files(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    doc = base()
+    write(path, doc)
+    t = telemetry()
+    store = ConfigStore(path, telemetry=t)
+    task = asyncio.create_task(store.watch(interval_s=0.02))
+    try:
+        path.write_text("version: [")  # invalid: rejected, old config stays
+        await _until(lambda: reloads(t, "rejected") >= 1)
+        assert store.current.decisions[0].name == "chat_completions"
+        doc["decisions"][0]["name"] = "renamed"
+        write(path, doc)
+        await _until(lambda: store.current.decisions[0].name == "renamed")
+        assert reloads(t, "applied") == 1
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+
+async def _until(cond: Any, timeout_s: float = 5.0) -> None:
+    async with asyncio.timeout(timeout_s):
+        while not cond():
+            await asyncio.sleep(0.01)
+
+
+def test_a_bad_file_at_start_is_fatal(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text("version: 2\n")
+    with pytest.raises(ConfigError, match="version"):
+        ConfigStore(path)

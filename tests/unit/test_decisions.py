@@ -1,0 +1,115 @@
+"""Decision matching: rule trees compiled from YAML-shaped mappings, priority order, every
+leaf type, and compile-time errors that name the key. Pure; nothing is scripted."""
+
+from __future__ import annotations
+
+import pytest
+
+from extproc.config import parse_config
+from extproc.decisions import RequestFacts, compile_rules, match
+from plugins.base import ConfigError
+
+
+def facts(path: str = "/v1/chat/completions", *, headers: dict[str, str] | None = None,
+          model: str = "m", text: str = "") -> RequestFacts:
+    return RequestFacts(path=path, method="POST", headers=headers or {}, model=model, user_text=text)
+
+
+def test_leaves() -> None:
+    hdr = compile_rules({"type": "header", "name": "X-Tenant", "value": "acme"}, "r")
+    assert hdr.matches(facts(headers={"x-tenant": "acme"}))
+    assert not hdr.matches(facts(headers={"x-tenant": "acme2"}))
+    assert not hdr.matches(facts())
+    contains = compile_rules({"type": "header", "name": "user-agent", "contains": "bot"}, "r")
+    assert contains.matches(facts(headers={"user-agent": "a-bot/1"}))
+    absent = compile_rules({"type": "header", "name": "x-skip", "present": False}, "r")
+    assert absent.matches(facts()) and not absent.matches(facts(headers={"x-skip": ""}))
+
+    prefix = compile_rules({"type": "path", "prefix": "/v1/chat"}, "r")
+    assert prefix.matches(facts("/v1/chat/completions?x=1")) and not prefix.matches(facts("/v1/embeddings"))
+    exact = compile_rules({"type": "path", "exact": "/v1/chat/completions"}, "r")
+    assert exact.matches(facts("/v1/chat/completions?stream=1")) and not exact.matches(facts("/v1/chat/completions/x"))
+    regex = compile_rules({"type": "path", "regex": r"^/tenants/[^/]+/v1/chat"}, "r")
+    assert regex.matches(facts("/tenants/a/v1/chat/completions"))
+
+    model = compile_rules({"type": "model", "any": ["gpt-4o", "qwen"]}, "r")
+    assert model.matches(facts(model="qwen")) and not model.matches(facts(model="llama"))
+    assert compile_rules({"type": "model", "name": "llama"}, "r").matches(facts(model="llama"))
+
+
+def test_keywords_whole_words_and_case() -> None:
+    kw = compile_rules({"type": "keyword", "any": ["Dose", "C++", "mg/kg"]}, "r")
+    assert kw.matches(facts(text="What DOSE is safe?"))
+    assert not kw.matches(facts(text="he dosed off"))
+    assert kw.matches(facts(text="learn c++ today"))
+    assert kw.matches(facts(text="give 5 mg/kg."))
+    assert kw.keywords == ("dose", "c++", "mg/kg")  # type: ignore[attr-defined]
+    cs = compile_rules({"type": "keyword", "any": ["NASA"], "case_sensitive": True}, "r")
+    assert cs.matches(facts(text="NASA said")) and not cs.matches(facts(text="nasa said"))
+
+
+def test_boolean_trees() -> None:
+    rule = compile_rules(
+        {
+            "operator": "AND",
+            "conditions": [
+                {"type": "path", "prefix": "/v1/chat"},
+                {"operator": "OR", "conditions": [{"type": "model", "name": "a"}, {"type": "keyword", "any": ["drug"]}]},
+                {"operator": "NOT", "conditions": [{"type": "header", "name": "x-skip", "present": True}]},
+            ],
+        },
+        "rules",
+    )
+    assert rule.matches(facts(model="a"))
+    assert rule.matches(facts(model="b", text="a drug question"))
+    assert not rule.matches(facts(model="b", text="weather"))
+    assert not rule.matches(facts(model="a", headers={"x-skip": "1"}))
+    assert compile_rules(None, "rules").matches(facts("/anything"))
+
+
+@pytest.mark.parametrize(
+    ("raw", "key", "fragment"),
+    [
+        ({"operator": "AND", "conditions": [{"type": "domian", "name": "x"}]}, "rules.conditions[0].type",
+         "unknown condition type 'domian' (expected one of header, keyword, model, path)"),
+        ({"operator": "XOR", "conditions": [{"type": "path", "prefix": "/"}]}, "rules.operator", "unknown operator"),
+        ({"operator": "NOT", "conditions": [{"type": "path", "prefix": "/"}, {"type": "path", "prefix": "/a"}]},
+         "rules.conditions", "exactly one"),
+        ({"operator": "AND", "conditions": []}, "rules.conditions", "non-empty"),
+        ({"type": "path", "prefix": "/", "exact": "/"}, "rules", "exactly one of prefix, exact, regex"),
+        ({"type": "path", "regex": "("}, "rules.regex", "invalid regular expression"),
+        ({"type": "header", "value": "x"}, "rules.name", "is required"),
+        ({"type": "header", "name": "x", "present": "yes"}, "rules.present", "true or false"),
+        ({"type": "keyword", "any": []}, "rules.any", "non-empty list"),
+        ({"type": "keyword", "any": ["a"], "case": True}, "rules.case", "unknown key"),
+        ({"type": "model", "any": ["a", 3]}, "rules.any[1]", "non-empty string"),
+        ("path", "rules", "must be a mapping"),
+    ],
+)
+def test_errors_name_the_key(raw: object, key: str, fragment: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        compile_rules(raw, "rules")
+    assert info.value.key == key
+    assert fragment in str(info.value)
+
+
+def test_match_takes_the_highest_priority_then_file_order() -> None:
+    cfg = parse_config(
+        {
+            "version": 1,
+            "decisions": [
+                {"name": "low", "priority": 1, "rules": {"type": "path", "prefix": "/v1"}},
+                {"name": "high", "priority": 50, "rules": {"type": "keyword", "any": ["medical"]},
+                 "plugins": [{"type": "hallucination", "configuration": {"threshold": 0.3}}]},
+                {"name": "tie", "priority": 1, "rules": {"type": "path", "prefix": "/"}},
+            ],
+        }
+    )
+    assert [d.name for d in cfg.decisions] == ["high", "low", "tie"]
+    hit = match(cfg, facts(text="a medical question"))
+    assert hit is not None and hit.name == "high" and hit.policy is not None and hit.policy.threshold == 0.3
+    hit = match(cfg, facts(text="weather"))
+    assert hit is not None and hit.name == "low" and hit.policy is None
+    hit = match(cfg, facts("/other"))
+    assert hit is not None and hit.name == "tie"
+    assert match(parse_config({"version": 1}), facts()) is None

@@ -1,0 +1,199 @@
+"""The LLM client against the scripted upstream over real HTTP: request shape, parsing,
+endpoint map, keys, retries, timeouts, the exchange budget, spans and the call callback.
+
+Scripted part: the upstream LLM (``extproc.scripted_upstream``). Real: aiohttp, HTTP, OpenTelemetry SDK.
+"""
+
+from __future__ import annotations
+
+import math
+import socket
+import time
+from collections.abc import Iterator
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from extproc.scripted_upstream import ScriptedUpstream
+from plugins.llm_client import ChatCall, Endpoint, LLMClient, LLMError
+
+MSGS = ({"role": "user", "content": "Where is the Eiffel Tower?"},)
+
+
+def call(model: str = "m", **kw: object) -> ChatCall:
+    return ChatCall(model=model, messages=MSGS, role="refine", **kw)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def spans() -> Iterator[InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = trace.get_tracer_provider()
+    if not isinstance(provider, TracerProvider):  # no SDK provider yet: install one for the run
+        provider = TracerProvider()
+        trace.set_tracer_provider(provider)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    yield exporter
+    exporter.shutdown()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def test_request_shape_choices_and_logprobs() -> None:
+    rules = [{"match": {"model": "served-m"}, "reply": {"contents": ["In Paris.", "Paris, France."],
+                                                         "confidence": 0.5}}]
+    async with ScriptedUpstream(rules) as up:
+        client = LLMClient({"m": Endpoint(base_url=up.base_url, served_model="served-m")})
+        try:
+            result = await client.chat(call(n=2, temperature=0.3, top_p=0.8, max_tokens=64, logprobs=True,
+                                            extra={"seed": 7}))
+        finally:
+            await client.aclose()
+    assert [c.text for c in result.choices] == ["In Paris.", "Paris, France."]
+    assert result.choices[0].finish_reason == "stop"
+    assert result.choices[0].token_logprobs == (math.log(0.5), math.log(0.5))
+    assert result.choices[0].confidence == pytest.approx(0.5)
+    sent = up.calls[0]
+    assert sent.model == "served-m"
+    assert sent.params == {"seed": 7, "n": 2, "stream": False, "temperature": 0.3, "top_p": 0.8,
+                           "max_tokens": 64, "logprobs": True}
+    assert list(sent.messages) == list(MSGS)
+
+
+async def test_endpoint_map_default_and_unknown_model() -> None:
+    rules = [{"match": {"model": "judge"}, "reply": {"content": "judged"}}]
+    async with ScriptedUpstream(rules) as up:
+        with_default = LLMClient({"default": Endpoint(base_url=up.base_url)})
+        without = LLMClient({"a": Endpoint(base_url=up.base_url)})
+        try:
+            r = await with_default.chat(call("judge"))
+            with pytest.raises(LLMError) as err:
+                await without.chat(call("judge"))
+        finally:
+            await with_default.aclose()
+            await without.aclose()
+    assert r.choices[0].text == "judged" and r.choices[0].token_logprobs is None
+    assert err.value.reason == "unknown_model"
+    assert with_default.resolve("anything")[0] == "default"
+
+
+async def test_api_key_from_environment_is_sent_but_never_shown() -> None:
+    async with ScriptedUpstream() as up:
+        client = LLMClient({"m": Endpoint(base_url=up.base_url, api_key_env="TL_TEST_KEY")},
+                           environ={"TL_TEST_KEY": "sk-secret-123"})
+        nokey = LLMClient({"m": Endpoint(base_url=up.base_url, api_key_env="TL_UNSET")}, environ={})
+        try:
+            await client.chat(call())
+            await nokey.chat(call())
+        finally:
+            await client.aclose()
+            await nokey.aclose()
+    assert up.calls[0].headers["authorization"] == "Bearer sk-secret-123"
+    assert "authorization" not in up.calls[1].headers
+    assert "sk-secret" not in repr(client) and "(key)" in repr(client)
+
+
+async def test_5xx_is_retried_4xx_is_not() -> None:
+    rules = [
+        {"match": {"model": "flaky", "times": 2}, "reply": {"status": 502}},
+        {"match": {"model": "flaky"}, "reply": {"content": "third time"}},
+        {"match": {"model": "bad"}, "reply": {"status": 400}},
+        {"match": {"model": "down"}, "reply": {"status": 500}},
+    ]
+    async with ScriptedUpstream(rules) as up:
+        client = LLMClient({"default": Endpoint(base_url=up.base_url, max_retries=2)}, backoff_base_s=0.01)
+        try:
+            r = await client.chat(call("flaky"))
+            with pytest.raises(LLMError) as e4:
+                await client.chat(call("bad"))
+            with pytest.raises(LLMError) as e5:
+                await client.chat(call("down"))
+        finally:
+            await client.aclose()
+    assert r.choices[0].text == "third time"
+    assert len(up.calls_for("flaky")) == 3
+    assert e4.value.reason == "http_4xx" and len(up.calls_for("bad")) == 1
+    assert e5.value.reason == "http_5xx" and len(up.calls_for("down")) == 3
+
+
+async def test_connection_errors_are_retried_then_reported() -> None:
+    client = LLMClient({"m": Endpoint(base_url=f"http://127.0.0.1:{free_port()}/v1", max_retries=1)},
+                       backoff_base_s=0.01)
+    try:
+        with pytest.raises(LLMError) as err:
+            await client.chat(call())
+    finally:
+        await client.aclose()
+    assert err.value.reason == "connect"
+
+
+async def test_per_attempt_timeout_and_exchange_budget() -> None:
+    rules = [{"reply": {"content": "slow", "delay_s": 5}}]
+    async with ScriptedUpstream(rules) as up:
+        client = LLMClient({"m": Endpoint(base_url=up.base_url, timeout_s=0.2, max_retries=3)})
+        budget_client = LLMClient({"m": Endpoint(base_url=up.base_url, timeout_s=30)})
+        try:
+            with pytest.raises(LLMError) as timeout:
+                await client.chat(call())
+            start = time.monotonic()
+            deadline = start + 0.3
+            with pytest.raises(LLMError) as budget:
+                await budget_client.chat(call(), deadline=deadline)
+            returned = time.monotonic()
+            with pytest.raises(LLMError) as spent:
+                await budget_client.chat(call(), deadline=time.monotonic() - 1)
+        finally:
+            await client.aclose()
+            await budget_client.aclose()
+    assert timeout.value.reason == "timeout" and len(up.calls) == 2  # timeouts are not retried
+    assert budget.value.reason == "budget"
+    assert returned >= deadline and returned - deadline < 0.5  # never waited well past the deadline
+    assert spent.value.reason == "budget"
+
+
+async def test_malformed_bodies_are_bad_responses() -> None:
+    rules = [
+        {"match": {"model": "raw"}, "reply": {"raw_body": "{not json"}},
+        {"match": {"model": "empty"}, "reply": {"raw_body": '{"choices": []}'}},
+        {"match": {"model": "gz"}, "reply": {"content": "zipped", "content_encoding": "gzip"}},
+    ]
+    async with ScriptedUpstream(rules) as up:
+        client = LLMClient({"default": Endpoint(base_url=up.base_url)})
+        try:
+            with pytest.raises(LLMError) as raw:
+                await client.chat(call("raw"))
+            with pytest.raises(LLMError) as empty:
+                await client.chat(call("empty"))
+            gz = await client.chat(call("gz"))
+        finally:
+            await client.aclose()
+    assert raw.value.reason == "bad_response" and empty.value.reason == "bad_response"
+    assert gz.choices[0].text == "zipped"
+
+
+async def test_each_call_is_one_span_and_one_callback(spans: InMemorySpanExporter) -> None:
+    seen: list[tuple[str, str]] = []
+    rules = [{"match": {"model": "bad"}, "reply": {"status": 400}}]
+    async with ScriptedUpstream(rules) as up:
+        client = LLMClient({"default": Endpoint(base_url=up.base_url)}, on_call=lambda m, r: seen.append((m, r)))
+        spans.clear()
+        try:
+            await client.chat(ChatCall(model="v1", messages=MSGS, role="verify", n=3))
+            with pytest.raises(LLMError):
+                await client.chat(ChatCall(model="bad", messages=MSGS, role="judge"))
+        finally:
+            await client.aclose()
+    assert seen == [("v1", "verify"), ("bad", "judge")]
+    finished = [s for s in spans.get_finished_spans() if s.name == "llm.chat"]
+    assert [s.attributes["llm.model"] for s in finished] == ["v1", "bad"]  # type: ignore[index]
+    ok, failed = (dict(s.attributes or {}) for s in finished)
+    assert ok["llm.role"] == "verify" and ok["llm.n"] == 3 and ok["llm.outcome"] == "ok"
+    assert float(ok["llm.latency_ms"]) > 0  # type: ignore[arg-type]
+    assert failed["llm.outcome"] == "http_4xx"
+    assert finished[0].kind == trace.SpanKind.CLIENT

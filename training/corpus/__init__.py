@@ -1,0 +1,1 @@
+"""Synthetic grounded-QA hallucination corpus with character-level labels (deterministic by seed)."""
