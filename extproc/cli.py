@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -65,10 +66,12 @@ def _serve(ns: argparse.Namespace) -> int:
         print("truthlens serve: --tls-cert and --tls-key go together", file=sys.stderr)
         return 2
     logging.basicConfig(level=ns.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    own_metrics_dir = None
     if ns.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         # Must be set before prometheus_client is imported (by extproc.server below) so every
         # worker writes its samples where the supervisor's /metrics reads them.
-        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="truthlens-metrics-")
+        own_metrics_dir = tempfile.mkdtemp(prefix="truthlens-metrics-")
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = own_metrics_dir
     from extproc.server import ServerSettings, run
 
     settings = ServerSettings(
@@ -82,4 +85,8 @@ def _serve(ns: argparse.Namespace) -> int:
         tls_key=ns.tls_key,
         config_poll_s=ns.config_poll_s,
     )
-    return run(settings)
+    try:
+        return run(settings)
+    finally:
+        if own_metrics_dir is not None:
+            shutil.rmtree(own_metrics_dir, ignore_errors=True)

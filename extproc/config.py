@@ -27,6 +27,7 @@ from extproc.openai_body import ContextSettings, WarningSpec
 from plugins import registry
 from plugins.base import ConfigError, OptionContext
 from plugins.detector.types import DetectorSettings
+from plugins.llm_client import Endpoint as ModelEndpoint
 
 if TYPE_CHECKING:
     from extproc.telemetry import Telemetry
@@ -50,28 +51,6 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 class Budgets:
     detection_s: float  # one detector call
     total_s: float  # the whole check of one exchange (refinement loops included)
-
-
-@dataclass(frozen=True, slots=True)
-class ModelEndpoint:
-    """An OpenAI-compatible endpoint re-asks can go to. The key is read from the environment."""
-
-    name: str
-    base_url: str
-    api_key_env: str | None = None
-    timeout_s: float = 30.0
-    max_retries: int = 2
-    served_model: str | None = None  # the model name the endpoint expects, if not ``name``
-
-    @property
-    def upstream_model(self) -> str:
-        return self.served_model or self.name
-
-    def api_key(self) -> str | None:
-        return os.environ.get(self.api_key_env) if self.api_key_env else None
-
-    def __repr__(self) -> str:  # never print a key; the env var's name is harmless
-        return f"ModelEndpoint({self.name!r}, {self.base_url!r}, api_key_env={self.api_key_env!r})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +105,7 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
     seen: set[Any] = set()
     for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+        key = loader.construct_object(key_node, deep=deep)
         if key in seen:
             raise yaml.constructor.ConstructorError(
                 None, None, f"duplicate key {key!r}", key_node.start_mark
@@ -135,7 +114,7 @@ def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: b
     return loader.construct_mapping(node, deep=deep)
 
 
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)  # type: ignore[arg-type]
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
 def load_config(path: str | os.PathLike[str]) -> Config:
@@ -323,7 +302,6 @@ def _parse_models(s: _Section) -> dict[str, ModelEndpoint]:
                 "must be the name of an environment variable (letters, digits, _), not a key",
             )
         models[name] = ModelEndpoint(
-            name=name,
             base_url=base_url.rstrip("/"),
             api_key_env=env,
             timeout_s=m.number("timeout_s", 30.0, positive=True),

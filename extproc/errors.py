@@ -51,6 +51,10 @@ _DETECTOR_REASONS: dict[str, str] = {
     "overloaded": "detector_overloaded",
     "invalid_input": "invalid_input",
     "budget": "budget_exhausted",
+    "internal_error": "detector_error",
+    "model_error": "detector_error",
+    "model_invalid": "detector_error",
+    "closed": "detector_error",
 }
 
 

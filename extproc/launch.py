@@ -8,6 +8,7 @@ processes the way an operator would.
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import signal
 import socket
@@ -16,7 +17,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -27,6 +28,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHIPPED_ENVOY_CONFIG = REPO_ROOT / "envoy.yaml"
+SHIPPED_CONFIG = REPO_ROOT / "configs" / "config.yaml"
 
 
 class LaunchError(RuntimeError):
@@ -64,7 +66,34 @@ def render_envoy_config(ports: EnvoyPorts, template: Path = SHIPPED_ENVOY_CONFIG
     for name, port in (("llm_upstream", ports.upstream), ("truthlens_extproc", ports.processor)):
         endpoint = by_name[name]["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]
         endpoint["address"]["socket_address"]["port_value"] = port
-    return yaml.safe_dump(doc, sort_keys=False)
+    return str(yaml.safe_dump(doc, sort_keys=False))
+
+
+def config_yaml(
+    model_dir: Path | None,
+    upstream_base_url: str,
+    *,
+    hallucination: Mapping[str, Any] | None = None,
+    decisions: Sequence[Mapping[str, Any]] | None = None,
+    models: Mapping[str, Any] | None = None,
+    intra_op_threads: int = 1,
+) -> str:
+    """The shipped ``configs/config.yaml`` with the detector at ``model_dir`` (None: the shipped
+    model), every model endpoint at ``upstream_base_url`` (unless ``models`` replaces them with
+    their own), ``hallucination`` keys merged in and ``decisions`` replaced when given."""
+    doc: dict[str, Any] = yaml.safe_load(SHIPPED_CONFIG.read_text(encoding="utf-8"))
+    doc["detector"]["model"] = str(model_dir) if model_dir is not None else "builtin"
+    doc["detector"]["intra_op_threads"] = intra_op_threads
+    if models is None:
+        for endpoint in doc["models"].values():
+            endpoint["base_url"] = upstream_base_url
+    else:
+        doc["models"] = {name: {"base_url": upstream_base_url, **dict(m)} for name, m in models.items()}
+    if hallucination:
+        doc["hallucination"] = {**doc["hallucination"], **copy.deepcopy(dict(hallucination))}
+    if decisions is not None:
+        doc["decisions"] = copy.deepcopy(list(decisions))
+    return str(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
 
 
 class Child:
@@ -160,7 +189,7 @@ def wait_until(check: Any, what: str, child: Child | None, timeout_s: float) -> 
         try:
             if check():
                 return
-        except Exception as exc:  # not ready yet: connection refused, 503, ...
+        except (OSError, grpc.RpcError) as exc:  # not ready yet: connection refused, reset, ...
             last = exc
         time.sleep(0.1)
     tail = child.log_tail() if child is not None else ""

@@ -175,6 +175,8 @@ def _content_text(content: Any, where: str, reason: str) -> str:
 
 
 def _extension_passages(value: Any, name: str) -> list[str]:
+    if value is None:  # "no context" stated explicitly; the field is still stripped
+        return []
     if not isinstance(value, list):
         raise BodyError("bad_context", f"'{name}' must be a list of strings or {{\"text\": ...}} objects")
     passages: list[str] = []
@@ -261,6 +263,8 @@ def render_chat_response(
     if contents is not None and len(contents) != len(resp.contents):
         raise ValueError(f"{len(contents)} contents for {len(resp.contents)} choices")
     changed = contents is not None and any(c is not None for c in contents)
+    if warning is not None and warn_indices is not None and not warn_indices & set(range(len(resp.contents))):
+        warning = None  # it applies to no choice
     if not changed and warning is None and details is None:
         return resp.body
     doc = dict(resp.raw)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import importlib
+import itertools
 import logging
 import time
 from collections.abc import Sequence
@@ -17,15 +18,16 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from extproc.errors import normalize_reason, reason_for_exception
+from extproc.telemetry import span_attributes
 from plugins import registry
 from plugins.base import ChoiceVerdict, Exchange, GroundedQuery, Mode, Services, Verdict
 from plugins.detector.types import Detection, DetectionInput, Detector
 
 if TYPE_CHECKING:
     from extproc.config import Decision, RoutePolicy
-    from plugins.evidence.gating import EvidenceSettings
     from extproc.openai_body import ChatRequest
     from extproc.telemetry import Telemetry
+    from plugins.evidence.gating import EvidenceSettings
 
 log = logging.getLogger(__name__)
 
@@ -50,12 +52,24 @@ async def run_policy(
             span.set_attribute("score", verdict.score)
         if reason is not None:
             span.set_attribute("reason", reason)
+        # The mode's own facts (ACR weight, escalation path, ...) travel with the span.
+        for key, value in span_attributes(verdict.attributes).items():
+            span.set_attribute(f"verdict.{key}", value)
     telemetry.record_latency(policy.mode, "policy", time.monotonic() - started)
     telemetry.record_detection(decision.name, policy.mode, verdict.status, verdict.score)
     telemetry.record_iterations(decision.name, policy.mode, verdict.iterations)
     if reason is not None:
         telemetry.record_error(reason)
+    record_escalations(verdict, telemetry)
     return verdict
+
+
+def record_escalations(verdict: Verdict, telemetry: Telemetry) -> None:
+    """Count each step of an ``auto`` verdict's ``escalation_path`` (cheap mode → costlier one)."""
+    path = verdict.attributes.get("escalation_path")
+    if isinstance(path, (list, tuple)) and all(isinstance(m, str) for m in path):
+        for from_mode, to_mode in itertools.pairwise(path):
+            telemetry.record_escalation(from_mode, to_mode)
 
 
 def unavailable_verdict(mode: str, n_choices: int, reason: str) -> Verdict:

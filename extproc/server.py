@@ -17,16 +17,21 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from extproc.config import Config, ConfigStore
+from extproc.config import ConfigStore
 from extproc.phases.state import Runtime
 from extproc.service import SERVICE_NAME, ExternalProcessor
+from extproc.services import ServiceProvider
 from extproc.telemetry import Telemetry, mark_process_dead
-from plugins.base import Services
+from plugins.base import ConfigError
+from plugins.detector.types import DetectorError
+from plugins.evidence.embedder import EmbedderError
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-_EMBEDDER_MODES = frozenset({"acr", "premium", "auto"})
+# A bad config file, a missing model, a port in use: reported in one line, exit status 1.
+STARTUP_ERRORS = (ConfigError, DetectorError, EmbedderError, OSError, RuntimeError, ValueError)
+STARTUP_FAILED = 3  # a worker's exit status that the supervisor does not retry
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,61 +50,31 @@ class ServerSettings:
     config_poll_s: float = 2.0
 
 
-async def build_services(config: Config, telemetry: Telemetry) -> Services:
-    """The detector (always), the LLM client (when models are configured) and the embedder
-    (when a route gates evidence or runs a mode that clusters answers)."""
-    from plugins.detector.factory import create_detector
-    from plugins.llm_client import Endpoint, LLMClient
-
-    # Loading the model takes a while and must not block the loop's other work.
-    detector = await asyncio.to_thread(create_detector, config.detector)
-    llm = None
-    if config.models:
-        endpoints = {
-            name: Endpoint(
-                base_url=m.base_url,
-                api_key_env=m.api_key_env,
-                timeout_s=m.timeout_s,
-                max_retries=m.max_retries,
-                served_model=m.served_model,
-            )
-            for name, m in config.models.items()
-        }
-        llm = LLMClient(endpoints, on_call=telemetry.record_model_call)
-    embedder = None
-    policies = [config.hallucination] + [d.policy for d in config.decisions if d.policy is not None]
-    if any(p.evidence is not None or p.mode in _EMBEDDER_MODES for p in policies):
-        from plugins.evidence.embedder import OnnxEmbedder
-
-        embedder = await asyncio.to_thread(OnnxEmbedder.load)
-    return Services(detector=detector, llm=llm, embedder=embedder)
-
-
-async def close_services(services: Services) -> None:
-    await services.detector.close()
-    if services.llm is not None:
-        await services.llm.aclose()
-    close = getattr(services.embedder, "close", None)
-    if close is not None:
-        close()
-
-
 class ProcessorServer:
     """One serving process: start, report health, drain."""
 
-    def __init__(self, settings: ServerSettings, *, worker_index: int = 0, serve_metrics: bool = True) -> None:
+    def __init__(
+        self,
+        settings: ServerSettings,
+        *,
+        worker_index: int = 0,
+        serve_metrics: bool = True,
+        telemetry: Telemetry | None = None,  # tests pass one with their own registry and exporter
+    ) -> None:
         self.settings = settings
+        self.telemetry = telemetry or Telemetry()
         self.worker_index = worker_index
         self.serve_metrics = serve_metrics
         self.health = health.aio.HealthServicer()
         self._server: grpc.aio.Server | None = None
-        self._services: Services | None = None
+        self._services: ServiceProvider | None = None
         self._watch: asyncio.Task[None] | None = None
+        self._sampler: asyncio.Task[None] | None = None
         self.port: int | None = None
 
     async def start(self) -> None:
         s = self.settings
-        telemetry = Telemetry()
+        telemetry = self.telemetry
         if s.metrics_listen and self.serve_metrics:
             telemetry.start_metrics_server(s.metrics_listen)
         store = ConfigStore(s.config_path, telemetry=telemetry)
@@ -124,9 +99,10 @@ class ProcessorServer:
         await server.start()
         self._server = server
         # Health answers NOT_SERVING while the detector loads; Process calls get UNAVAILABLE.
-        self._services = await build_services(store.current, telemetry)
+        self._services = await ServiceProvider.start(store.current, telemetry)
         processor.ready(Runtime(config=store, services=self._services, telemetry=telemetry))
         self._watch = asyncio.create_task(store.watch(s.config_poll_s))
+        self._sampler = asyncio.create_task(_sample_queue_depth(self._services, telemetry))
         for name in ("", SERVICE_NAME):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         log.info("worker %d serving on %s (config %s)", self.worker_index, s.listen, store.current.digest)
@@ -134,14 +110,25 @@ class ProcessorServer:
     async def stop(self) -> None:
         """Stop accepting, let in-flight streams finish within the grace period, release."""
         await self.health.enter_graceful_shutdown()
-        if self._watch is not None:
-            self._watch.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._watch
+        for task in (self._watch, self._sampler):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         if self._server is not None:
             await self._server.stop(self.settings.grace_s)
         if self._services is not None:
-            await close_services(self._services)
+            await self._services.close()
+
+
+async def _sample_queue_depth(services: ServiceProvider, telemetry: Telemetry, interval_s: float = 0.5) -> None:
+    """Keeps ``truthlens_detector_queue_depth`` current (the detector knows no telemetry)."""
+    while True:
+        depth = services.queue_depth()
+        if depth is None:
+            return
+        telemetry.set_queue_depth(depth)
+        await asyncio.sleep(interval_s)
 
 
 async def serve(settings: ServerSettings, *, worker_index: int = 0, serve_metrics: bool = True) -> None:
@@ -161,7 +148,11 @@ async def serve(settings: ServerSettings, *, worker_index: int = 0, serve_metric
 
 def _worker_main(settings: ServerSettings, index: int) -> None:
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s w{index} %(levelname)s %(name)s: %(message)s")
-    asyncio.run(serve(settings, worker_index=index, serve_metrics=False))
+    try:
+        asyncio.run(serve(settings, worker_index=index, serve_metrics=False))
+    except STARTUP_ERRORS as exc:
+        log.error("worker %d cannot start: %s", index, exc)
+        sys.exit(STARTUP_FAILED)
 
 
 def run(settings: ServerSettings) -> int:
@@ -171,7 +162,11 @@ def run(settings: ServerSettings) -> int:
     imported (the CLI does it) for the supervisor's /metrics to add up every worker.
     """
     if settings.workers <= 1:
-        asyncio.run(serve(settings))
+        try:
+            asyncio.run(serve(settings))
+        except STARTUP_ERRORS as exc:
+            log.error("cannot start: %s", exc)
+            return 1
         return 0
     return _supervise(settings)
 
@@ -206,6 +201,10 @@ def _supervise(settings: ServerSettings) -> int:
             p.join(timeout=0.2)
             if p.is_alive() or stopping:
                 continue
+            if p.exitcode == STARTUP_FAILED:
+                log.error("%s cannot start; stopping", p.name)
+                on_signal(signal.SIGTERM, None)
+                break
             # A worker died on its own: restart it, unless workers keep crashing.
             now = time.monotonic()
             restarts = [t for t in restarts if now - t < 60] + [now]

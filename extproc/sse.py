@@ -9,7 +9,7 @@ re-emit the upstream's bytes unchanged.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 DEFAULT_MAX_EVENT_BYTES = 4 * 1024 * 1024
 
@@ -25,11 +25,11 @@ class SSEError(Exception):
     reason = "sse_framing"
 
 
-@dataclass(frozen=True, slots=True)
-class SSEEvent:
+class SSEEvent(NamedTuple):
     """One event block. ``data`` joins its ``data:`` lines with ``\\n``; ``raw`` is the exact
     bytes received, including the blank line that ended it (absent for a block flushed at the
-    end of the stream)."""
+    end of the stream). A named tuple: immutable, and several times cheaper to build than a
+    frozen dataclass, which counts once per streamed token."""
 
     data: str
     event: str | None
@@ -57,18 +57,27 @@ class SSEDecoder:
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         self._buffer += chunk
+        buf = self._buffer
         events: list[SSEEvent] = []
         start = 0
-        buf = self._buffer
+        # Nearly every stream ends lines with "\n" only: a C-speed find is ~50x cheaper than
+        # the general pattern, which is kept for streams that use "\r".
+        plain = b"\r" not in buf
         while True:
-            m = _EVENT_END.search(buf, max(start, self._scan_from))
-            if m is None:
-                break
-            end = m.end()
-            # A match ending on a final "\r" may be the first half of a "\r\n" still on its
-            # way; wait for the next byte (or flush) before deciding.
-            if end == len(buf) and buf[end - 1] == 0x0D:
-                break
+            if plain:
+                pos = buf.find(b"\n\n", max(start, self._scan_from))
+                if pos < 0:
+                    break
+                end = pos + 2
+            else:
+                m = _EVENT_END.search(buf, max(start, self._scan_from))
+                if m is None:
+                    break
+                end = m.end()
+                # A match ending on a final "\r" may be the first half of a "\r\n" still on
+                # its way; wait for the next byte (or flush) before deciding.
+                if end == len(buf) and buf[end - 1] == 0x0D:
+                    break
             events.append(_parse_block(bytes(buf[start:end])))
             start = end
             self._scan_from = end
@@ -104,6 +113,9 @@ def _parse_block(raw: bytes) -> SSEEvent:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SSEError(f"SSE event is not valid UTF-8: {exc}") from None
+    # The common event, one "data: ..." line and the blank line, skips the general parser.
+    if text.startswith("data: ") and text.endswith("\n\n") and text.count("\n") == 2 and "\r" not in text:
+        return SSEEvent(data=text[6:-2], event=None, id=None, raw=raw)
     data_lines: list[str] = []
     event: str | None = None
     event_id: str | None = None

@@ -9,16 +9,24 @@ the exchange is passed through unchecked.
 
 from __future__ import annotations
 
-import contextlib
-from typing import Literal
+import functools
+from contextlib import nullcontext
+from typing import Any, Literal
 
-from protos import truthlens_ext_proc_pb2 as pb
+from opentelemetry import trace
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from extproc import errors, mutations
-from extproc.phases import request_body, request_headers, response_body, response_headers
+from extproc.phases import (
+    request_body,
+    request_headers,
+    response_body,
+    response_headers,
+)
 from extproc.phases.failures import reject
 from extproc.phases.response_stream import release_pending
 from extproc.phases.state import Runtime, StreamState
+from protos import truthlens_ext_proc_pb2 as pb
 
 MessageKind = Literal[
     "request_headers",
@@ -37,6 +45,12 @@ _RANK: dict[str, int] = {
     "response_trailers": 5,
 }
 _REPEATABLE = frozenset({"request_body", "response_body"})
+_PROPAGATOR = TraceContextTextMapPropagator()
+
+
+@functools.cache
+def _tracer(provider: Any) -> trace.Tracer:
+    return trace.get_tracer("truthlens.extproc", tracer_provider=provider)
 
 
 class ProtocolError(Exception):
@@ -53,7 +67,6 @@ class Stream:
         self._rank = -1
         self._last: str | None = None
         self._state: StreamState | None = None
-        self._span = contextlib.ExitStack()
 
     @property
     def state(self) -> StreamState | None:
@@ -69,9 +82,19 @@ class Stream:
             reply = request_headers.handle(state, msg)
             info = state.info
             assert info is not None
-            state.span = self._span.enter_context(self._rt.telemetry.exchange_span(info.traceparent))
+            state.span = self._start_span(info.traceparent, info.headers.get("tracestate"))
             state.span.set_attribute("http.path", info.path)
-        elif kind == "request_body":
+        else:
+            # The exchange span is current only while one message is handled: a gRPC stream's
+            # messages may run in different contexts, and a context attached in one cannot be
+            # detached in another.
+            current = trace.use_span(state.span, end_on_exit=False) if state.span is not None else nullcontext()
+            with current:
+                reply = await self._dispatch(state, msg, kind)
+        return None if msg.observability_mode else reply
+
+    async def _dispatch(self, state: StreamState, msg: pb.ProcessingRequest, kind: str) -> pb.ProcessingResponse:
+        if kind == "request_body":
             reply = await request_body.handle(state, msg, self._rt)
         elif kind == "response_headers":
             reply = response_headers.handle(state, msg, self._rt)
@@ -79,7 +102,18 @@ class Stream:
             reply = await response_body.handle(state, msg, self._rt)
         else:
             reply = mutations.passthrough(kind)  # type: ignore[arg-type]
-        return None if msg.observability_mode else reply
+        return reply
+
+    def _start_span(self, traceparent: str | None, tracestate: str | None) -> Any:
+        """The exchange's span, a child of the client's W3C trace; ended by :meth:`close`."""
+        carrier = {}
+        if traceparent:
+            carrier["traceparent"] = traceparent
+            if tracestate:
+                carrier["tracestate"] = tracestate
+        return _tracer(self._rt.telemetry.tracer_provider).start_span(
+            "truthlens.exchange", context=_PROPAGATOR.extract(carrier), kind=trace.SpanKind.SERVER
+        )
 
     def fallback(self, msg: pb.ProcessingRequest, exc: BaseException) -> pb.ProcessingResponse | None:
         """The reply when handling ``msg`` raised: unchanged ("continue") on a fail-open route,
@@ -89,7 +123,7 @@ class Stream:
             return None
         state = self._state
         if state is None:
-            return mutations.passthrough(kind)  # type: ignore[arg-type]
+            return mutations.passthrough(kind)
         streamed = state.streamed
         if kind == "response_body" and streamed is not None:
             # Headers already went out: release every withheld byte, in order, unchanged.
@@ -99,10 +133,11 @@ class Stream:
         state.checked = None
         if closed:
             return reject(errors.failure_outcome(errors.reason_for_exception(exc), "closed"))
-        return mutations.passthrough(kind)  # type: ignore[arg-type]
+        return mutations.passthrough(kind)
 
     def close(self) -> None:
-        self._span.close()
+        if self._state is not None and self._state.span is not None:
+            self._state.span.end()
 
     def _begin(self, msg: pb.ProcessingRequest, kind: str) -> StreamState:
         rank = _RANK[kind]

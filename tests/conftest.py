@@ -13,9 +13,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from detector.conftest import FLAGGED_WORDS, tokenizer_path, write_lookup_model  # tests/detector/conftest.py
+from detector.conftest import (  # tests/detector/conftest.py
+    FLAGGED_WORDS,
+    tokenizer_path,
+    write_lookup_model,
+)
 from harness import Stack
+
 from plugins.detector.manifest import DEFAULT_MODEL_DIR
 
 __all__ = ["FLAGGED_WORDS"]

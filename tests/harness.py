@@ -14,7 +14,6 @@ Reuse it from any test through the session fixtures in ``tests/conftest.py``::
 
 from __future__ import annotations
 
-import copy
 import http.client
 import json
 import re
@@ -26,12 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from extproc import launch
 
-SHIPPED_CONFIG = launch.REPO_ROOT / "configs" / "config.yaml"
-_RELOADS = re.compile(r'^truthlens_config_reloads_total\{result="(\w+)"\}\s+([0-9.e+]+)', re.M)
+_RELOADS = re.compile(r'^truthlens_config_reloads_total\{result="(\w+)"\}\s+([0-9.e+]+)', re.MULTILINE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +96,16 @@ class Stack:
         """SIGTERM the processor (it drains); Envoy and the upstream keep running."""
         child = self._children.pop("processor", None)
         return child.stop() if child is not None else None
+
+    def stop_upstream(self) -> None:
+        """Kill the upstream (Envoy then answers 503 itself); :meth:`start_upstream` brings it back."""
+        child = self._children.pop("upstream", None)
+        if child is not None:
+            child.stop()
+
+    def start_upstream(self) -> None:
+        self._children["upstream"] = launch.start_upstream(self.ports.upstream, self.workdir / "upstream.log")
+        launch.wait_upstream(self.ports.upstream, self._children["upstream"])
 
     def stop(self) -> None:
         if self._client is not None:
@@ -180,15 +186,6 @@ class Stack:
 
     # -- configuration ------------------------------------------------------------------------
 
-    def base_config(self) -> dict[str, Any]:
-        """The shipped config re-targeted at this stack (detector model, upstream port)."""
-        doc: dict[str, Any] = yaml.safe_load(SHIPPED_CONFIG.read_text(encoding="utf-8"))
-        doc["detector"]["model"] = str(self.model_dir) if self.model_dir is not None else "builtin"
-        doc["detector"]["intra_op_threads"] = 1  # the test machine is small and shared
-        for endpoint in doc["models"].values():
-            endpoint["base_url"] = f"http://127.0.0.1:{self.ports.upstream}/v1"
-        return doc
-
     def config_yaml(
         self,
         *,
@@ -196,18 +193,14 @@ class Stack:
         decisions: Sequence[Mapping[str, Any]] | None = None,
         models: Mapping[str, Any] | None = None,
     ) -> str:
-        """The base config with ``hallucination`` keys merged in and ``decisions`` /
-        ``models`` replaced when given."""
-        doc = self.base_config()
-        if hallucination:
-            merged = copy.deepcopy(doc["hallucination"])
-            merged.update(hallucination)
-            doc["hallucination"] = merged
-        if decisions is not None:
-            doc["decisions"] = list(decisions)
-        if models is not None:
-            doc["models"] = dict(models)
-        return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
+        """The shipped config re-targeted at this stack (see :func:`extproc.launch.config_yaml`)."""
+        return launch.config_yaml(
+            self.model_dir,
+            f"http://127.0.0.1:{self.ports.upstream}/v1",
+            hallucination=hallucination,
+            decisions=decisions,
+            models=models,
+        )
 
     def write_config(self, text: str, *, timeout_s: float = 15.0) -> str:
         """Write the processor's config file and wait for its verdict on it:
@@ -280,3 +273,25 @@ def parse_sse(body: bytes) -> list[Any]:
         payload = b"\n".join(data).decode()
         events.append(payload if payload == "[DONE]" else json.loads(payload))
     return events
+
+
+def decision(
+    name: str,
+    *,
+    route_header: str | None = None,
+    priority: int = 100,
+    path_prefix: str = "/v1/chat/completions",
+    **configuration: Any,
+) -> dict[str, Any]:
+    """A decision on the chat path; with ``route_header`` it matches only requests carrying
+    ``x-test-route: <route_header>``. ``configuration`` is the hallucination plugin's
+    (``mode``, ``actions``, ``streaming``, ``fail_policy``, ``budgets``, ``enabled``, ...)."""
+    conditions: list[dict[str, Any]] = [{"type": "path", "prefix": path_prefix}]
+    if route_header is not None:
+        conditions.append({"type": "header", "name": "x-test-route", "value": route_header})
+    return {
+        "name": name,
+        "priority": priority,
+        "rules": {"operator": "AND", "conditions": conditions},
+        "plugins": [{"type": "hallucination", "configuration": dict(configuration)}],
+    }

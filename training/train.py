@@ -1,7 +1,8 @@
 """Fine-tunes a pretrained encoder (all-MiniLM-L6-v2 by default) as the 2-label hallucination tagger.
 
 CPU-only recipe sized for a small machine: length-grouped batches (little padding), AdamW
-with linear warm-up and decay, one pass over a few thousand examples. Saves a Hugging Face
+with linear warm-up and decay, one pass over a few thousand examples, or as much of it as
+fits a time budget (the decay then follows elapsed time). Saves a Hugging Face
 checkpoint (model + tokenizer) that :mod:`plugins.detector.export` turns into ONNX.
 
     python -m training.train --corpus training/output/corpus --out training/output/hf
@@ -69,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lr", type=float, default=8e-5)
     parser.add_argument("--warmup", type=float, default=0.06)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--time-budget-min", type=float, default=0.0, help="stop (with the learning rate decayed to 0) after this many minutes; 0: no limit")
     parser.add_argument("--seed", type=int, default=13)
     args = parser.parse_args(argv)
 
@@ -95,26 +97,32 @@ def main(argv: list[str] | None = None) -> int:
     model.train()
     total_steps = int(len(encoded) / args.batch_size * args.epochs)
     warmup = max(1, int(total_steps * args.warmup))
+    budget_s = args.time_budget_min * 60 if args.time_budget_min else None
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: min((s + 1) / warmup, max(0.0, (total_steps - s) / max(1, total_steps - warmup)))
-    )
     pad_id = tokenizer.token_to_id("[PAD]") or 0
     step, started, running = 0, time.monotonic(), 0.0
-    while step < total_steps:
+
+    def progress() -> float:
+        # on a shared CPU the step rate varies: a time budget decays the rate by elapsed time
+        by_steps = step / total_steps
+        return max(by_steps, (time.monotonic() - started) / budget_s) if budget_s else by_steps
+
+    while progress() < 1.0:
         for batch in _batches(encoded, args.batch_size, rng):
-            if step >= total_steps:
+            done = progress()
+            if done >= 1.0:
                 break
+            for group in optimizer.param_groups:
+                group["lr"] = args.lr * min((step + 1) / warmup, (1.0 - done) / (1.0 - min(done, args.warmup)) if done > args.warmup else 1.0)
             loss = model(**_collate(batch, pad_id)).loss
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
-            scheduler.step()
             optimizer.zero_grad()
             step += 1
             running = 0.9 * running + 0.1 * loss.item() if step > 1 else loss.item()
-            if step % 10 == 0 or step == total_steps:
-                print(f"step {step}/{total_steps} loss {running:.4f} elapsed {time.monotonic() - started:.0f}s", flush=True)
+            if step % 10 == 0:
+                print(f"step {step}/{total_steps} progress {progress():.2f} loss {running:.4f} elapsed {time.monotonic() - started:.0f}s", flush=True)
 
     args.out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(args.out)
@@ -122,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("tokenizer_config.json", "special_tokens_map.json", "vocab.txt"):
         if (base / name).exists():
             shutil.copy(base / name, args.out / name)
-    recipe = {k: str(v) for k, v in vars(args).items()} | {"base": str(base.name), "steps": total_steps, "train_examples": len(encoded), "seconds": round(time.monotonic() - started)}
+    recipe = {k: str(v) for k, v in vars(args).items()} | {"base": str(base.name), "steps": step, "train_examples": len(encoded), "seconds": round(time.monotonic() - started)}
     (args.out / "training_args.json").write_text(json.dumps(recipe, indent=2))
     print(f"saved {args.out} after {recipe['seconds']}s", flush=True)
     return 0

@@ -17,7 +17,7 @@ async def check(
 ) -> tuple[Verdict, Presentation]:
     started = time.monotonic()
     verdict = await policy_runner.run_policy(
-        checked.policy, checked.decision, checked.request, answers, rt.services, rt.telemetry
+        checked.policy, checked.decision, checked.request, answers, checked.services, rt.telemetry
     )
     with rt.telemetry.span("truthlens.mitigation", decision=checked.decision.name, mode=verdict.mode) as span:
         shown = present(

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from protos import truthlens_ext_proc_pb2 as pb
-
 from extproc import errors, mutations, openai_body
 from extproc.phases.state import Runtime, Skipped, StreamState
+from protos import truthlens_ext_proc_pb2 as pb
 
 if TYPE_CHECKING:
     from extproc.config import RoutePolicy

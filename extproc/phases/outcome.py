@@ -6,12 +6,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from extproc.errors import normalize_reason
 from extproc.openai_body import WarningSpec
+from extproc.policy import verdict_reason
 
 if TYPE_CHECKING:
     from extproc.config import RoutePolicy
     from plugins.base import Verdict
+
+BLOCK_STATUS = 422  # the upstream answered, but the route's policy refuses the answer
+BLOCK_MESSAGE = "TruthLens: the answer was blocked because parts of it are not supported by the provided context."
+
 
 @dataclass(frozen=True, slots=True)
 class Presentation:
@@ -36,9 +40,13 @@ def unavailable_headers(policy: RoutePolicy, reason: str) -> dict[str, str]:
 
 
 def verdict_headers(policy: RoutePolicy, verdict: Verdict, latency_s: float) -> dict[str, str]:
+    """The X-TruthLens-* headers of a verdict: with the header action, or whenever the check
+    did not run (see :func:`unavailable_headers`); the mode's own headers come along."""
     status = verdict.status
+    if "header" not in policy.actions and status != "unavailable":
+        return {}
     if status == "unavailable":
-        headers = unavailable_headers(policy, _verdict_reason(verdict))
+        headers = unavailable_headers(policy, verdict_reason(verdict) or "mode_error")
     else:
         headers = {
             "x-truthlens-enabled": "true",
@@ -49,11 +57,9 @@ def verdict_headers(policy: RoutePolicy, verdict: Verdict, latency_s: float) -> 
         headers["x-truthlens-score"] = f"{verdict.score:.4f}"
     headers["x-truthlens-iterations"] = str(verdict.iterations)
     headers["x-truthlens-latency-ms"] = str(round(latency_s * 1000))
-    if "header" in policy.actions or status == "unavailable":
-        for name, value in verdict.headers.items():
-            headers[name.lower()] = value
-        return headers
-    return {}
+    for name, value in verdict.headers.items():
+        headers[name.lower()] = value
+    return headers
 
 
 def details(decision: str, verdict: Verdict, *, include_spans: bool) -> dict[str, Any]:
@@ -124,8 +130,3 @@ def new_contents(verdict: Verdict, n_choices: int) -> tuple[str | None, ...] | N
         if choice.text is not None and 0 <= choice.index < n_choices:
             contents[choice.index] = choice.text
     return tuple(contents)
-
-
-def _verdict_reason(verdict: Verdict) -> str:
-    reasons = [c.detection.reason for c in verdict.choices if c.detection.status == "unavailable"]
-    return normalize_reason(reasons[0] if reasons else "mode_error")

@@ -3,12 +3,11 @@ and forward the request with the context extension field stripped."""
 
 from __future__ import annotations
 
-from protos import truthlens_ext_proc_pb2 as pb
-
 from extproc import mutations, openai_body
 from extproc.decisions import RequestFacts, match
 from extproc.phases.failures import cannot_check
 from extproc.phases.state import CheckedRequest, Runtime, StreamState
+from protos import truthlens_ext_proc_pb2 as pb
 
 
 async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> pb.ProcessingResponse:
@@ -53,6 +52,7 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
                 policy=policy,
                 request=request,
                 include_spans=policy.spans_request_header.lower() in info.headers,
+                services=rt.services.for_config(config),
             )
     # The gateway's own extension field never reaches the upstream, checked or not.
     if request.forward_body is not None:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from protos import truthlens_ext_proc_pb2 as pb
-
 from extproc import mutations
 from extproc.phases.state import RequestInfo, StreamState
+from protos import truthlens_ext_proc_pb2 as pb
 
 # request_attributes arrive under the filter's name on the first message.
 _ATTRIBUTES_KEY = "envoy.filters.http.ext_proc"

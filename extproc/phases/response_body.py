@@ -3,16 +3,19 @@ actions (headers, warning / rewritten contents, block)."""
 
 from __future__ import annotations
 
-from protos import truthlens_ext_proc_pb2 as pb
-
 from extproc import errors, mutations, openai_body
 from extproc.phases import response_stream
 from extproc.phases.check import check
 from extproc.phases.failures import cannot_check, reject
-from extproc.phases.outcome import Presentation, unavailable_headers
+from extproc.phases.outcome import (
+    BLOCK_MESSAGE,
+    BLOCK_STATUS,
+    Presentation,
+    unavailable_headers,
+)
 from extproc.phases.state import CheckedRequest, Runtime, StreamState
-
-BLOCK_STATUS = 422  # the upstream answered, but the route's policy refuses the answer
+from extproc.policy import verdict_reason
+from protos import truthlens_ext_proc_pb2 as pb
 
 
 async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> pb.ProcessingResponse:
@@ -36,7 +39,7 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
 
     verdict, shown = await check(checked, rt, response.contents, state.span)
     if verdict.status == "unavailable" and policy.fail_policy == "closed":
-        return reject(errors.failure_outcome(shown.headers.get("x-truthlens-reason", "mode_error"), "closed"))
+        return reject(errors.failure_outcome(verdict_reason(verdict) or "mode_error", "closed"))
     if shown.block:
         return block_response(shown)
     new_body = None
@@ -53,8 +56,7 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
 def block_response(shown: Presentation) -> pb.ProcessingResponse:
     """An immediate response, not a body rewrite: only it can change the status code, and in
     BUFFERED mode nothing of the upstream's response has reached the client yet."""
-    message = "TruthLens: the answer was blocked because parts of it are not supported by the provided context."
-    body = openai_body.error_json(BLOCK_STATUS, message, "hallucination_detected", "hallucination_detected")
+    body = openai_body.error_json(BLOCK_STATUS, BLOCK_MESSAGE, "hallucination_detected", "hallucination_detected")
     return mutations.immediate_response(
         BLOCK_STATUS, body, set_headers=shown.headers, details="truthlens_blocked"
     )

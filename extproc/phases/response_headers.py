@@ -3,13 +3,12 @@ SSE, or not at all) and switch Envoy's response body mode accordingly."""
 
 from __future__ import annotations
 
-from protos import truthlens_ext_proc_pb2 as pb
-
 from extproc import mutations, openai_body, sse
 from extproc.phases.failures import cannot_check
 from extproc.phases.outcome import unavailable_headers
 from extproc.phases.request_headers import header_dict
 from extproc.phases.state import Runtime, StreamedResponse, StreamState
+from protos import truthlens_ext_proc_pb2 as pb
 
 
 def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> pb.ProcessingResponse:

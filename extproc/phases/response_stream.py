@@ -12,16 +12,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from protos import truthlens_ext_proc_pb2 as pb
-
 from extproc import errors, mutations, openai_body, sse
 from extproc.phases.check import check
-from extproc.phases.outcome import details
+from extproc.phases.outcome import BLOCK_MESSAGE, BLOCK_STATUS, details
 from extproc.phases.state import CheckedRequest, Runtime, StreamedResponse, StreamState
-
-_BLOCK_MESSAGE = (
-    "TruthLens: the answer was blocked because parts of it are not supported by the provided context."
-)
+from extproc.policy import verdict_reason
+from protos import truthlens_ext_proc_pb2 as pb
 
 
 async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> pb.ProcessingResponse:
@@ -109,7 +105,11 @@ async def _finish(
         return verdict_chunk
     verdict, shown = await check(checked, rt, answers, span)
     info = details(checked.decision.name, verdict, include_spans=checked.include_spans)
-    unavailable_closed = verdict.status == "unavailable" and policy.fail_policy == "closed"
+    refusal = None
+    if shown.block:
+        refusal = _error_event(None)
+    elif verdict.status == "unavailable" and policy.fail_policy == "closed":
+        refusal = _error_event(verdict_reason(verdict) or "mode_error")
     if st.strategy == "passthrough":
         out = bytearray()
         if shown.warning is not None:
@@ -117,11 +117,11 @@ async def _finish(
             note = "\n\n" + shown.warning.text.strip()
             out += openai_body.chunk_event(meta, deltas={i: note for i in range(len(answers))})
         out += openai_body.chunk_event(meta, details=info)
-        if shown.block or unavailable_closed:
-            out += _error_event(shown.block, info)
+        if refusal is not None:
+            out += refusal  # too late to withhold (passthrough), but the client learns of it
         return bytes(out)
-    if shown.block or unavailable_closed:
-        return _error_event(shown.block, info)
+    if refusal is not None:
+        return refusal
     contents = list(answers)
     if shown.contents is not None:
         contents = [new if new is not None else old for new, old in zip(shown.contents, answers)]
@@ -165,11 +165,12 @@ def release_pending(st: StreamedResponse) -> bytes:
     return out
 
 
-def _error_event(blocked: bool, info: dict[str, Any]) -> bytes:
-    if blocked:
-        return openai_body.error_event(422, _BLOCK_MESSAGE, "hallucination_detected", "hallucination_detected")
-    reason = str(info.get("reason") or "mode_error")
-    return openai_body.error_event(503, f"TruthLens: the answer could not be checked ({reason}).", "server_error", reason)
+def _error_event(unavailable_reason: str | None) -> bytes:
+    """The SSE error a blocked answer (``None``) or an unchecked one on a fail-closed route ends with."""
+    if unavailable_reason is None:
+        return openai_body.error_event(BLOCK_STATUS, BLOCK_MESSAGE, "hallucination_detected", "hallucination_detected")
+    outcome = errors.failure_outcome(unavailable_reason, "closed")
+    return openai_body.error_event(outcome.status, outcome.message, "server_error", outcome.reason)
 
 
 def _forwarded(st: StreamedResponse, raw: bytes) -> None:

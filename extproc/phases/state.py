@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from extproc.config import Config, ConfigStore, Decision, RoutePolicy
     from extproc.openai_body import ChatRequest, StreamAccumulator
+    from extproc.services import ServiceProvider
     from extproc.sse import SSEDecoder
     from extproc.telemetry import Telemetry
     from plugins.base import Services
@@ -19,7 +20,7 @@ class Runtime:
     """Shared by every stream of one server process."""
 
     config: ConfigStore
-    services: Services
+    services: ServiceProvider
     telemetry: Telemetry
 
 
@@ -44,6 +45,7 @@ class CheckedRequest:
     policy: RoutePolicy
     request: ChatRequest
     include_spans: bool
+    services: Services  # as of the exchange's pinned config
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,8 +5,12 @@ Round t: (I_c, I_s) from the two calibrated candidates (eq. 20); w_t from (μ_in
 query's model writes y_t from both candidates and their weights; Δu_t is y_t's counterfactual
 instability. In the uncertainty zone |I_c − I_s| ≤ θ with Δu_t < Δu_{t−1}, more evidence is
 fetched (retriever endpoint, else passages gating held back) and the external candidate is
-rebuilt; otherwise, or at ``max_rounds``, y_t is the answer. Δu_0 is the instability of the
-upstream's own answer, the answer under scrutiny.
+rebuilt; otherwise, or at ``max_rounds``, y_t is the answer.
+
+Δu_0 is the instability of the EXTERNAL candidate A_ext. Eq. 18 adds ξ·Δu to the internal
+weight, so Δu must measure how fragile the evidence-grounded answer is (§4.2.1: it guards
+against "local abnormal evidence"); measured on the upstream's answer instead, a model that
+ignored a correct context would be rewarded with more internal weight.
 """
 
 from __future__ import annotations
@@ -23,7 +27,12 @@ from opentelemetry import trace
 from plugins.acr import prompts
 from plugins.acr.e_agent import Candidate, ExternalCandidate, SamplingSettings
 from plugins.acr.equivalence import AnswerMatcher
-from plugins.acr.fusion import conflict_information, fusion_weight, in_uncertainty_zone, stability
+from plugins.acr.fusion import (
+    conflict_information,
+    fusion_weight,
+    in_uncertainty_zone,
+    stability,
+)
 from plugins.llm_client import ChatCall, LLMError
 
 if TYPE_CHECKING:
@@ -45,7 +54,7 @@ class Round:
     i_s: float
     weight: float  # of the internal answer
     delta_u_before: float
-    delta_u_after: float
+    delta_u_after: float | None  # None: not measured (no further round was possible)
     in_zone: bool
     answer: str
     evidence_added: int = 0
@@ -93,12 +102,14 @@ class EvidenceSource:
         if timeout <= 0:
             return []
         try:
-            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as s:
-                async with s.post(str(self._url), json={"query": query, "exclude": exclude}) as r:
-                    if r.status != 200:
-                        self.last_error = f"retriever HTTP {r.status}"
-                        return []
-                    payload = await r.json(content_type=None)
+            async with (
+                aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as s,
+                s.post(str(self._url), json={"query": query, "exclude": exclude}) as r,
+            ):
+                if r.status != 200:
+                    self.last_error = f"retriever HTTP {r.status}"
+                    return []
+                payload = await r.json(content_type=None)
         except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
             self.last_error = f"retriever: {type(exc).__name__}: {exc}"
             return []
@@ -164,7 +175,6 @@ class KAgent:
     async def resolve(
         self,
         question: str,
-        upstream_answer: str,
         internal: Candidate,
         external: ExternalCandidate,
         passages: Sequence[str],
@@ -173,7 +183,7 @@ class KAgent:
     ) -> Resolution:
         # Unknown stability (no usable counterfactuals) is treated as maximal instability:
         # it must not look like a stable answer.
-        delta_prev = await self.instability(question, upstream_answer)
+        delta_prev = await self.instability(question, external.candidate.answer)
         delta_prev = 1.0 if delta_prev is None else delta_prev
         rounds: list[Round] = []
         have = list(passages)
@@ -184,30 +194,32 @@ class KAgent:
                 i_c, i_s = conflict_information(c_int.mu, c_int.sigma, c_ext.mu, c_ext.sigma)
                 weight = fusion_weight(c_int.mu, c_ext.mu, delta_prev)
                 answer = await self.fuse(question, c_int.answer, c_ext.answer, weight)
-                delta_now = await self.instability(question, answer)
-                delta_now = 1.0 if delta_now is None else delta_now
                 zone = in_uncertainty_zone(i_c, i_s, self._theta)
+                # Δu_t only matters when another round is possible: outside the zone, or in the
+                # last round, the loop ends whatever it is, so its calls are saved.
+                could_continue = zone and index < self._max_rounds
+                delta_now = await self.instability(question, answer) if could_continue else None
                 for key, value in (("round", index), ("mu_int", c_int.mu), ("sigma_int", c_int.sigma),
                                    ("mu_ext", c_ext.mu), ("sigma_ext", c_ext.sigma), ("i_c", i_c),
-                                   ("i_s", i_s), ("w", weight), ("delta_u", delta_now),
-                                   ("delta_u_prev", delta_prev), ("in_zone", zone)):
+                                   ("i_s", i_s), ("w", weight), ("delta_u_prev", delta_prev),
+                                   ("in_zone", zone)):
                     span.set_attribute(f"acr.{key}", value)
+                if delta_now is not None:
+                    span.set_attribute("acr.delta_u", delta_now)
                 added: list[str] = []
-                improving = zone and delta_now < delta_prev
-                if improving and index < self._max_rounds:
+                improving = delta_now is not None and delta_now < delta_prev
+                if improving:
                     added = await evidence.more(question, have)
                     span.set_attribute("acr.evidence_added", len(added))
                 rounds.append(Round(index, c_int.mu, c_int.sigma, c_ext.mu, c_ext.sigma, i_c, i_s,
                                     weight, delta_prev, delta_now, zone, answer, len(added)))
             if not improving:
-                stop = "settled"
-                break
-            if index == self._max_rounds:
+                stop = "settled" if index < self._max_rounds or not zone else "max_rounds"
                 break
             if not added:
                 stop = "no_more_evidence"
                 break
             have.extend(added)
             external = await rebuild_external(have)
-            delta_prev = delta_now
+            delta_prev = delta_now if delta_now is not None else delta_prev
         return Resolution(rounds[-1].answer, tuple(rounds), external, stop)

@@ -20,12 +20,25 @@ from urllib.parse import urlparse
 
 from opentelemetry import trace
 
-from plugins.acr.e_agent import AgentError, Candidate, EAgent, ExternalCandidate, SamplingSettings
+from plugins.acr.e_agent import (
+    AgentError,
+    Candidate,
+    EAgent,
+    ExternalCandidate,
+    SamplingSettings,
+)
 from plugins.acr.equivalence import AnswerMatcher
 from plugins.acr.fusion import fusion_weight
 from plugins.acr.k_agent import EvidenceSource, KAgent, Resolution
 from plugins.acr.prompts import extract_answer
-from plugins.base import ChoiceVerdict, ConfigError, Exchange, OptionContext, Services, Verdict
+from plugins.base import (
+    ChoiceVerdict,
+    ConfigError,
+    Exchange,
+    OptionContext,
+    Services,
+    Verdict,
+)
 from plugins.detector.types import Detection, DetectionInput
 from plugins.llm_client import LLMError
 
@@ -122,33 +135,43 @@ class AcrMode:
 
     async def run(self, exchange: Exchange, services: Services) -> Verdict:
         opts: AcrOptions = exchange.options if isinstance(exchange.options, AcrOptions) else AcrOptions()
-        query = exchange.query
         answers = exchange.answers
         if not answers:
             return Verdict(mode=NAME, choices=())
-        detect_task = asyncio.create_task(self._detect(exchange, services, answers))
-        outcome: _Outcome | None = None
-        failure: str | None = None
-        if services.llm is None or services.embedder is None:
-            failure = "acr needs an LLM client and an embedder"
-        else:
-            # Keep time for re-detecting the fused answer after the agents are done.
-            reserve = min(2.0, 0.2 * exchange.remaining_s())
-            try:
-                async with asyncio.timeout_at(exchange.deadline - reserve):
-                    outcome = await self._resolve(exchange, services, opts, detect_task)
-            except TimeoutError:
-                failure = "timeout: the exchange budget ran out before ACR finished"
-            except (AgentError, LLMError) as exc:
-                failure = f"{getattr(exc, 'reason', 'error')}: {exc}"
-        upstream = await detect_task
-        if outcome is None:
-            return Verdict(
-                mode=NAME,
-                choices=tuple(ChoiceVerdict(i, d) for i, d in enumerate(upstream)),
-                attributes={"acr": {"outcome": "incomplete", "reason": failure}},
-            )
-        return await self._verdict(exchange, services, outcome, upstream)
+        with _tracer.start_as_current_span("acr") as span:
+            detect_task = asyncio.create_task(self._detect(exchange, services, answers))
+            outcome: _Outcome | None = None
+            failure: str | None = None
+            if services.llm is None or services.embedder is None:
+                failure = "acr needs an LLM client and an embedder"
+            else:
+                # Keep time for re-detecting the fused answer after the agents are done.
+                reserve = min(2.0, 0.2 * exchange.remaining_s())
+                try:
+                    async with asyncio.timeout_at(exchange.deadline - reserve):
+                        outcome = await self._resolve(exchange, services, opts, detect_task)
+                except TimeoutError:
+                    failure = "timeout: the exchange budget ran out before ACR finished"
+                except (AgentError, LLMError) as exc:
+                    failure = f"{getattr(exc, 'reason', 'error')}: {exc}"
+            upstream = await detect_task
+            if outcome is None:
+                span.set_attribute("acr.outcome", "incomplete")
+                span.set_attribute("acr.reason", str(failure))
+                return Verdict(
+                    mode=NAME,
+                    choices=tuple(ChoiceVerdict(i, d) for i, d in enumerate(upstream)),
+                    attributes={"acr": {"outcome": "incomplete", "reason": failure}},
+                )
+            span.set_attribute("acr.source", outcome.source)
+            span.set_attribute("acr.w", outcome.weight)
+            span.set_attribute("acr.mu_int", outcome.internal.mu)
+            span.set_attribute("acr.sigma_int", outcome.internal.sigma)
+            if outcome.external is not None:
+                span.set_attribute("acr.mu_ext", outcome.external.candidate.mu)
+                span.set_attribute("acr.sigma_ext", outcome.external.candidate.sigma)
+            span.set_attribute("acr.upstream_calls", outcome.calls)
+            return await self._verdict(exchange, services, outcome, upstream)
 
     async def _detect(self, exchange: Exchange, services: Services,
                       texts: Sequence[str]) -> list[Detection]:
@@ -185,6 +208,8 @@ class AcrMode:
         finally:
             if not external_task.done():
                 external_task.cancel()
+            elif not external_task.cancelled():
+                external_task.exception()  # mark a failure we no longer need as retrieved
         await matcher.warm([external.candidate.answer])
         if matcher.same(internal.answer, external.candidate.answer):
             # Δu = 0: no counterfactual was run; w then reflects the confidence gap only.
@@ -194,7 +219,7 @@ class AcrMode:
         evidence = EvidenceSource(opts.retriever_url, _held_back(exchange),
                                   timeout_s=opts.retriever_timeout_s, deadline=exchange.deadline)
         resolution = await k_agent.resolve(
-            q.question, answers[0], internal, external, q.passages, evidence,
+            q.question, internal, external, q.passages, evidence,
             lambda passages: e_agent.external(q.question, passages))
         final = resolution.answer
         await matcher.warm([final, *answers, extract_answer(final),
@@ -207,8 +232,9 @@ class AcrMode:
     async def _verdict(self, exchange: Exchange, services: Services, outcome: _Outcome,
                        upstream: list[Detection]) -> Verdict:
         rewritten = [i for i, t in enumerate(outcome.verdict_texts) if t is not None]
-        fresh = await self._detect(exchange, services,
-                                   [outcome.verdict_texts[i] or "" for i in rewritten])
+        fresh = (await self._detect(exchange, services,
+                                    [outcome.verdict_texts[i] or "" for i in rewritten])
+                 if rewritten else [])
         detections = list(upstream)
         for i, detection in zip(rewritten, fresh, strict=True):
             detections[i] = detection
@@ -262,7 +288,8 @@ def _facts(outcome: _Outcome) -> dict[str, Any]:
         facts["stop_reason"] = outcome.resolution.stop_reason
         facts["rounds"] = [
             {"round": x.index, "w": r(x.weight), "i_c": r(x.i_c), "i_s": r(x.i_s),
-             "delta_u_before": r(x.delta_u_before), "delta_u": r(x.delta_u_after),
+             "delta_u_before": r(x.delta_u_before),
+             "delta_u": None if x.delta_u_after is None else r(x.delta_u_after),
              "in_zone": x.in_zone, "evidence_added": x.evidence_added}
             for x in outcome.resolution.rounds
         ]

@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from plugins.detector.types import DetectorError, Overloaded
 
@@ -61,7 +61,7 @@ class _Job(Generic[OutT]):
 
 @dataclass(slots=True)
 class _Entry(Generic[RowT]):
-    job: _Job
+    job: _Job[Any]
     index: int
     row: RowT
     length: int
@@ -232,7 +232,7 @@ class MicroBatcher(Generic[RowT, OutT]):
             job.outputs[entry.index] = output
             job.remaining -= 1
             if job.remaining == 0:
-                job.future.set_result(list(job.outputs))  # type: ignore[arg-type]
+                job.future.set_result(list(job.outputs))
 
     def _fail(self, batch: list[_Entry[RowT]], error: DetectorError) -> None:
         for entry in batch:

@@ -41,10 +41,14 @@ class Window:
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """The rows of one check and which answer tokens each row scores."""
+    """The rows of one check and which answer tokens each row scores.
+
+    Rows are window-major: ``chunks`` consecutive rows pair one answer window with each
+    context chunk in order.
+    """
 
     rows: tuple[ModelRow, ...]
-    windows: tuple[Window, ...]  # windows[i] belongs to rows[i]
+    windows: tuple[Window, ...]  # windows[i] is the answer window of rows[i]
     chunks: int  # context chunks per answer window
 
 
@@ -118,17 +122,20 @@ def chunk_prompts(
     pieces: list[tuple[str, int]] = []
     for text, encoded in zip(context, encoder.encode_many(list(context)), strict=True):
         pieces.extend(_split_passage(text, encoded, passage_room))
-    prompts: list[np.ndarray] = []
-    group: list[str] = []
+    groups: list[list[str]] = [[]]
     used = 0
     for text, cost in pieces:
         cost += line_cost
-        if group and used + cost > budget - overhead:
-            prompts.extend(_fit_group(encoder, group, question, budget))
-            group, used = [], 0
-        group.append(text)
+        if groups[-1] and used + cost > budget - overhead:
+            groups.append([])
+            used = 0
+        groups[-1].append(text)
         used += cost
-    prompts.extend(_fit_group(encoder, group, question, budget))
+    # One batch call: the tokenizer encodes the chunk prompts in parallel.
+    encoded = encoder.encode_many([build_prompt(g, question) for g in groups])
+    prompts: list[np.ndarray] = []
+    for group, prompt in zip(groups, encoded, strict=True):
+        prompts.extend([prompt.ids] if len(prompt) <= budget else _fit_group(encoder, group, question, budget))
     return prompts
 
 

@@ -129,7 +129,7 @@ def _read_template(tokenizer: Tokenizer) -> _PairTemplate:
     first, second = ordinary[: len(a.ids)], ordinary[len(a.ids) :]
     if first != list(range(first[0], first[-1] + 1)) or second != list(range(second[0], second[-1] + 1)):
         raise ValueError("tokenizer post-processor interleaves special tokens inside a segment")
-    prefix = range(0, first[0])
+    prefix = range(first[0])
     middle = range(first[-1] + 1, second[0])
     suffix = range(second[-1] + 1, len(pair.ids))
     ids, types = pair.ids, pair.type_ids

@@ -1,8 +1,8 @@
 """The detector behind the :class:`~plugins.detector.types.Detector` protocol, backend-neutral.
 
 Per check: validate → tokenise and plan rows (in a thread: long inputs take a while) →
-micro-batched model runs → max-aggregate each answer token's probability across rows →
-spans and score. Model, queue and time failures come back as ``unavailable``; only bad
+micro-batched model runs → combine each answer token's probability across the rows that
+saw it (chunks by ``chunk_aggregation``, overlapping answer windows by max) → spans and score. Model, queue and time failures come back as ``unavailable``; only bad
 input raises (:class:`InvalidInput`).
 """
 
@@ -21,7 +21,14 @@ from plugins.detector.chunking import Plan, plan_rows
 from plugins.detector.encoding import EncodedText, ModelRow, TextEncoder
 from plugins.detector.manifest import ModelManifest
 from plugins.detector.spans import SpanRules, score_answer
-from plugins.detector.types import Detection, DetectionInput, DetectorError, DetectorSettings, InvalidInput
+from plugins.detector.types import (
+    ChunkAggregation,
+    Detection,
+    DetectionInput,
+    DetectorError,
+    DetectorSettings,
+    InvalidInput,
+)
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +106,8 @@ class DetectorEngine:
         except InvalidInput:
             raise
         except DetectorError as exc:
-            log.warning("detector check unavailable (%s): %s", exc.reason, exc)
+            # Model failures are logged where they happen; overload is counted by the caller.
+            log.debug("detector check unavailable (%s): %s", exc.reason, exc)
             return Detection.unavailable(exc.reason, elapsed())
         except Exception:  # a bug must not turn into "clean" nor kill the caller's stream
             log.exception("detector check failed")
@@ -128,12 +136,14 @@ class DetectorEngine:
         if prepared.plan is None:
             return TokenScores(prepared.answer.ids, prepared.answer.offsets, np.zeros(0, dtype=np.float32), 0)
         outputs = await self._batcher.submit(prepared.plan.rows)
-        probs = aggregate(len(prepared.answer), prepared.plan, outputs)
+        probs = aggregate(len(prepared.answer), prepared.plan, outputs, self.settings.chunk_aggregation)
         return TokenScores(prepared.answer.ids, prepared.answer.offsets, probs, len(prepared.plan.rows))
 
     async def detect_many(
         self, items: Sequence[DetectionInput], *, threshold: float, timeout_s: float | None = None
     ) -> list[Detection]:
+        for item in items:  # refuse the whole call before any work starts
+            validate(item, self.settings)
         return list(await asyncio.gather(*(self.detect(i, threshold=threshold, timeout_s=timeout_s) for i in items)))
 
     async def close(self) -> None:
@@ -154,11 +164,16 @@ class DetectorEngine:
         return _Prepared(answer=answer, plan=plan)
 
 
-def aggregate(n_tokens: int, plan: Plan, outputs: Sequence[np.ndarray]) -> np.ndarray:
-    """Each answer token's probability: the max over every row that scored it."""
+def aggregate(n_tokens: int, plan: Plan, outputs: Sequence[np.ndarray], across_chunks: ChunkAggregation) -> np.ndarray:
+    """Each answer token's probability: combined over the context chunks beside its answer
+    window (``across_chunks``), then the max over the overlapping windows that scored it."""
     probs = np.zeros(n_tokens, dtype=np.float32)
-    for window, out in zip(plan.windows, outputs, strict=True):
-        np.maximum(probs[window.start : window.end], out, out=probs[window.start : window.end])
+    combine = np.max if across_chunks == "max" else np.min
+    for first in range(0, len(outputs), plan.chunks):
+        window = plan.windows[first]
+        per_chunk = np.stack(outputs[first : first + plan.chunks])
+        view = probs[window.start : window.end]
+        np.maximum(view, combine(per_chunk, axis=0), out=view)
     return probs
 
 

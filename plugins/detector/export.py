@@ -73,22 +73,22 @@ class ExportReport:
         return json.dumps(asdict(self), indent=2)
 
 
-class _LogitsOnly:
-    """Wraps the HF model so the traced graph has positional inputs and one ``logits`` output."""
+def _logits_only(model: Any) -> Any:
+    """Wraps the HF model so the graph has named tensor inputs and one ``logits`` output."""
+    import torch
 
-    @staticmethod
-    def build(model: Any, input_names: Sequence[str]) -> Any:
-        import torch
+    class LogitsOnly(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
 
-        class Wrapper(torch.nn.Module):
-            def __init__(self) -> None:
-                super().__init__()
-                self.model = model
+        def forward(
+            self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None = None
+        ) -> torch.Tensor:
+            extra = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
+            return self.model(input_ids=input_ids, attention_mask=attention_mask, **extra).logits
 
-            def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
-                return self.model(**dict(zip(input_names, tensors, strict=True))).logits
-
-        return Wrapper().eval()
+    return LogitsOnly().eval()
 
 
 def _load_checkpoint(checkpoint_dir: Path) -> Any:
@@ -187,7 +187,7 @@ def _export_graph(wrapper: Any, feed: Mapping[str, np.ndarray], input_names: Seq
             batch, seq = torch.export.Dim("batch"), torch.export.Dim("sequence")
             program = torch.onnx.export(
                 wrapper, args, dynamo=True, opset_version=opset, input_names=list(input_names), output_names=["logits"],
-                dynamic_shapes=tuple({0: batch, 1: seq} for _ in input_names),
+                dynamic_shapes={name: {0: batch, 1: seq} for name in input_names},
                 optimize=opset < 23,  # the fused RotaryEmbedding of opset 23 fails in onnxruntime
             )
             program.save(str(path))
@@ -249,7 +249,7 @@ def export_model(
     positions = getattr(model.config, "max_position_embeddings", max_length)
     max_length = min(max_length, positions)
     names = _input_names(model)
-    wrapper = _LogitsOnly.build(model, names)
+    wrapper = _logits_only(model)
     feeds = _sample_batches(tokenizer, names, max_length)
 
     out.mkdir(parents=True, exist_ok=True)
@@ -284,7 +284,7 @@ def export_model(
         "quantization": "int8-dynamic-per-channel" if quantize == "int8" else "none",
         "source": {
             "architecture": type(model).__name__,
-            "base": str(getattr(model.config, "_name_or_path", "") or checkpoint.name),
+            "base": checkpoint.resolve().name,  # never a machine-specific path
             "opset": opset,
             "exporter": "torch.onnx (dynamo)" if dynamo else "torch.onnx (torchscript)",
         } | dict(provenance or {}),

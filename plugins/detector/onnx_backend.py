@@ -76,7 +76,7 @@ class OnnxRunner:
 def _softmax_at(logits: np.ndarray, index: int) -> np.ndarray:
     shifted = logits - logits.max(axis=-1, keepdims=True)
     exp = np.exp(shifted)
-    return exp[..., index] / exp.sum(axis=-1)
+    return np.asarray(exp[..., index] / exp.sum(axis=-1), dtype=np.float32)
 
 
 def load(settings: DetectorSettings) -> DetectorEngine:

@@ -8,6 +8,9 @@ from typing import Literal, Protocol
 
 Status = Literal["clean", "detected", "unavailable"]
 Aggregation = Literal["noisy_or", "max_span"]
+# How one answer token's probabilities from different context chunks combine: "max" flags a
+# token any chunk flags (LettuceDetect's choice); "min" keeps a token some chunk supports.
+ChunkAggregation = Literal["max", "min"]
 
 
 class DetectorError(Exception):
@@ -85,6 +88,7 @@ class DetectorSettings:
     provider: Literal["auto", "cpu", "cuda"] = "auto"
     token_threshold: float = 0.5
     aggregation: Aggregation = "noisy_or"
+    chunk_aggregation: ChunkAggregation = "max"
     min_span_length: int = 1  # characters
     min_span_confidence: float = 0.0
     max_batch_size: int = 8

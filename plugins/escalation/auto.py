@@ -13,6 +13,7 @@ counts ``truthlens_escalations_total{from_mode,to_mode}``.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 from collections.abc import Mapping
@@ -22,7 +23,14 @@ from typing import Any
 from opentelemetry import trace
 
 from plugins import registry
-from plugins.base import ChoiceVerdict, ConfigError, Exchange, OptionContext, Services, Verdict
+from plugins.base import (
+    ChoiceVerdict,
+    ConfigError,
+    Exchange,
+    OptionContext,
+    Services,
+    Verdict,
+)
 from plugins.detector.types import DetectionInput
 from plugins.escalation.monitor import Assessment, assess
 from plugins.llm_client import ChatCall, LLMError
@@ -93,10 +101,12 @@ class AutoMode:
         opts = exchange.options if isinstance(exchange.options, AutoOptions) else AutoOptions()
         q = exchange.query
         with _tracer.start_as_current_span("escalation.monitor") as span:
-            detections = await services.detector.detect_many(
-                [DetectionInput(q.passages, q.question, a) for a in exchange.answers],
-                threshold=exchange.threshold, timeout_s=max(0.001, exchange.remaining_s()))
-            expert = await self._expert_answer(exchange, services, opts)
+            detections, expert = await asyncio.gather(
+                services.detector.detect_many(
+                    [DetectionInput(q.passages, q.question, a) for a in exchange.answers],
+                    threshold=exchange.threshold, timeout_s=max(0.001, exchange.remaining_s())),
+                self._expert_answer(exchange, services, opts),
+            )
             assessments: list[Assessment] = [
                 await assess(a, d, q.passages, services.embedder, expert_answer=expert,
                              expert_threshold=opts.expert_threshold)

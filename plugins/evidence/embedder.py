@@ -6,12 +6,18 @@ L2-normalised per-token vectors (AMAR's token-level relevance gate). Texts longe
 model's window are split into windows, so nothing is silently cut off. A call's texts are
 tokenised as one batch and their windows run in length-sorted batches of ``batch_size``, in
 one worker thread so the event loop never blocks on it.
+
+Sentence vectors are kept in a bounded LRU cache keyed by the text: a RAG corpus sends the
+same passages again and again, and gating a 16k-token context costs about as much as
+detecting it, so a repeated passage should be embedded once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -45,6 +51,7 @@ class OnnxEmbedder:
         *,
         max_length: int,
         batch_size: int = 1,
+        cache_size: int = 4096,
     ) -> None:
         if max_length < 8:
             raise ValueError(f"max_length must be >= 8, got {max_length}")
@@ -57,6 +64,9 @@ class OnnxEmbedder:
         # padded batch a text's vector depends on its batch-mates (cosine 0.994 measured);
         # on CPU batching gained nothing measurable (bench/gating_quality.py machine).
         self._batch_size = max(1, batch_size)
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_size = max(0, cache_size)
+        self._cache_lock = threading.Lock()
         self._input_names = {i.name for i in session.get_inputs()}
         cls_id = tokenizer.token_to_id("[CLS]")
         sep_id = tokenizer.token_to_id("[SEP]")
@@ -69,7 +79,7 @@ class OnnxEmbedder:
 
     @classmethod
     def load(cls, model_dir: str | Path | None = None, *, intra_op_threads: int = 0,
-             batch_size: int = 1) -> OnnxEmbedder:
+             batch_size: int = 1, cache_size: int = 4096) -> OnnxEmbedder:
         """Load a model directory (``model.onnx``, ``tokenizer.json``, ``manifest.json``)."""
         root = Path(model_dir) if model_dir is not None else DEFAULT_MODEL_DIR
         manifest_path = root / "manifest.json"
@@ -85,6 +95,7 @@ class OnnxEmbedder:
             max_length=int(manifest["max_length"]),
             intra_op_threads=intra_op_threads,
             batch_size=batch_size,
+            cache_size=cache_size,
         )
 
     @classmethod
@@ -96,6 +107,7 @@ class OnnxEmbedder:
         max_length: int,
         intra_op_threads: int = 0,
         batch_size: int = 1,
+        cache_size: int = 4096,
     ) -> OnnxEmbedder:
         options = ort.SessionOptions()
         options.intra_op_num_threads = intra_op_threads
@@ -107,7 +119,8 @@ class OnnxEmbedder:
             tokenizer = Tokenizer.from_file(str(tokenizer_path))
         except Exception as exc:  # onnxruntime raises its own exception types
             raise EmbedderError(f"cannot load embedder from {onnx_path}: {exc}") from exc
-        return cls(session, tokenizer, max_length=max_length, batch_size=batch_size)
+        return cls(session, tokenizer, max_length=max_length, batch_size=batch_size,
+                   cache_size=cache_size)
 
     @property
     def dim(self) -> int:
@@ -135,6 +148,29 @@ class OnnxEmbedder:
 
     def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
         _check_texts(texts)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        missing: dict[str, list[int]] = {}
+        with self._cache_lock:
+            for i, text in enumerate(texts):
+                hit = self._cache.get(text)
+                if hit is not None:
+                    self._cache.move_to_end(text)
+                    out[i] = hit
+                else:
+                    missing.setdefault(text, []).append(i)
+        if missing:
+            fresh = self._pooled(list(missing))
+            with self._cache_lock:
+                for (text, rows), vector in zip(missing.items(), fresh, strict=True):
+                    out[rows] = vector
+                    if self._cache_size:
+                        self._cache[text] = vector.copy()
+                        self._cache.move_to_end(text)
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+        return out
+
+    def _pooled(self, texts: Sequence[str]) -> np.ndarray:
         sums = np.zeros((len(texts), self.dim), dtype=np.float64)
         counts = np.zeros(len(texts), dtype=np.float64)
         for window, hidden in self._run(texts):
@@ -197,9 +233,6 @@ def _check_texts(texts: Sequence[str]) -> None:
 
 def _normalise(rows: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(rows, axis=-1, keepdims=True)
-    return rows / np.maximum(norms, 1e-12)
+    out: np.ndarray = rows / np.maximum(norms, 1e-12)
+    return out
 
-
-def cosine_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Cosine similarities of L2-normalised rows: ``a @ b.T``."""
-    return np.asarray(a, dtype=np.float32) @ np.asarray(b, dtype=np.float32).T

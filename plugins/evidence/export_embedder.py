@@ -35,8 +35,8 @@ _PROBES = (
     "Sydney is the largest city in Australia and hosts the famous opera house.",
     "The Eiffel Tower was completed in 1889 for the World's Fair in Paris.",
     "Photosynthesis converts light energy into chemical energy stored in glucose.",
-    "The patient was prescribed 20 mg of atorvastatin daily to lower LDL cholesterol levels, "
-    "and follow-up blood tests were scheduled after six weeks to check liver enzymes.",
+    ("The patient was prescribed 20 mg of atorvastatin daily to lower LDL cholesterol levels, "
+     "and follow-up blood tests were scheduled after six weeks to check liver enzymes."),
     "Who wrote the novel Pride and Prejudice?",
     "Jane Austen published Pride and Prejudice in 1813.",
     "The quarterly revenue grew by 12 percent, driven mainly by cloud subscriptions in Europe.",

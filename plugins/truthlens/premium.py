@@ -21,6 +21,9 @@
 6. The final answer is re-detected against the context; it replaces the upstream's answer only
    when it scores better. ``require_consensus`` turns a claim without any majority into a
    warning (the choice stays detected) or an abstention.
+7. With ``max_iterations > 1``, a choice still detected after a round goes another round: the
+   verifiers see the current answer and its disputed claims, answer again (the critique step
+   of multi-agent debate), and steps 3-6 repeat against their new answers.
 
 A verifier that fails is counted and named in the attributes; if all fail, the mode falls
 back to lightweight behaviour (detect and report, no rewrite).
@@ -40,7 +43,7 @@ from plugins.base import ChoiceVerdict, ConfigError, Exchange, OptionContext, Se
 from plugins.detector.types import Detection, DetectionInput, DetectorError
 from plugins.llm_client import ChatCall, LLMError
 from plugins.truthlens.claims import Segment, align, rebuild, segment
-from plugins.truthlens.prompts import context_message, judge_messages
+from plugins.truthlens.prompts import context_message, debate_messages, judge_messages
 from plugins.truthlens.standard import check_keys, check_model, detect_answer, read_model, read_number
 
 NAME = "premium"
@@ -63,6 +66,10 @@ class PremiumOptions:
     abstain_message: str = DEFAULT_ABSTAIN
     verify_temperature: float | None = 0.0
     always_verify: bool = True  # False: skip the cross-check when every primary answer is clean
+    # Consensus rounds. Rounds after the first run only for choices still detected: the
+    # verifiers see the current answer and its disputed claims and answer again (the critique
+    # step of multi-agent debate, proposal §5.5.2).
+    max_iterations: int = 1
 
 
 def parse_options(raw: Mapping[str, Any], ctx: OptionContext) -> PremiumOptions:
@@ -92,6 +99,7 @@ def parse_options(raw: Mapping[str, Any], ctx: OptionContext) -> PremiumOptions:
         abstain_message=message,
         verify_temperature=read_number(raw, "verify_temperature", ctx, lo=0.0, hi=2.0, default=0.0),
         always_verify=flags["always_verify"],
+        max_iterations=read_number(raw, "max_iterations", ctx, lo=1, hi=10, default=1, integer=True),
     )
 
 
@@ -112,6 +120,16 @@ class _CrossCheck:
     unverified: int  # segments no verifier verdict was available for
     consensus: bool  # every claim has a majority (the primary's or the replacement's)
     judge: str  # "not_needed" | "none" | "ok" | "failed:<reason>"
+    disputed: tuple[str, ...]  # the primary's claims without a majority
+
+
+@dataclass(frozen=True, slots=True)
+class _Choice:
+    """One choice between rounds: its best text so far and that text's detection."""
+
+    text: str
+    detection: Detection
+    check: _CrossCheck | None  # the latest cross-check of this choice
 
 
 class PremiumMode:
@@ -119,47 +137,64 @@ class PremiumMode:
 
     async def run(self, exchange: Exchange, services: Services) -> Verdict:
         opts: PremiumOptions = exchange.options
-        start = time.monotonic()
-        verify_deadline = start + _VERIFY_SHARE * exchange.remaining_s()
+        verify_deadline = time.monotonic() + _VERIFY_SHARE * exchange.remaining_s()
+        request = _with_context(exchange.query.messages, exchange.query.passages)
         primaries_task = asyncio.gather(*(detect_answer(services, exchange, a) for a in exchange.answers))
         if opts.always_verify or services.llm is None:
             answers, primaries = await asyncio.gather(
-                self._ask_verifiers(exchange, services, opts, verify_deadline), primaries_task)
+                self._ask_verifiers(exchange, services, opts, request, verify_deadline), primaries_task)
         else:
             primaries = await primaries_task
             if not any(d.detected for d in primaries):
                 return self._fallback(primaries, "primary_clean", {})
-            answers = await self._ask_verifiers(exchange, services, opts, verify_deadline)
+            answers = await self._ask_verifiers(exchange, services, opts, request, verify_deadline)
         failed = {m: r for m, r in answers.items() if isinstance(r, LLMError)}
         texts = {m: r for m, r in answers.items() if isinstance(r, str)}
         if not texts:
             return self._fallback(primaries, "all_verifiers_failed", failed)
         verifiers = await self._score_verifiers(exchange, services, texts)
-        checks = await asyncio.gather(*(self._cross_check(exchange, services, opts, a, verifiers)
-                                        for a in exchange.answers))
-        finals = await asyncio.gather(*(detect_answer(services, exchange, c.text) for c in checks))
+        states = list(await asyncio.gather(*(
+            self._settle(exchange, services, opts, _Choice(text=a, detection=d, check=None), verifiers)
+            for a, d in zip(exchange.answers, primaries, strict=True))))
+        rounds = 1
+        debate_failures: list[str] = []
+        while rounds < opts.max_iterations and exchange.remaining_s() > 0:
+            todo = [i for i, st in enumerate(states) if st.detection.detected]
+            if not todo:
+                break
+            rounds += 1
+            results = await asyncio.gather(*(self._debate(exchange, services, opts, states[i]) for i in todo))
+            for i, (state, round_failed) in zip(todo, results, strict=True):
+                states[i] = state
+                debate_failures += [f"{m}:{e.reason}@round{rounds}" for m, e in sorted(round_failed.items())]
+        return self._verdict(exchange, opts, states, rounds, verifiers, texts, failed, debate_failures)
+
+    def _verdict(self, exchange: Exchange, opts: PremiumOptions, states: Sequence[_Choice], rounds: int,
+                 verifiers: Sequence[_Verifier], texts: Mapping[str, str], failed: Mapping[str, LLMError],
+                 debate_failures: Sequence[str]) -> Verdict:
+        checks = [st.check for st in states if st.check is not None]
+        consensus = all(c.consensus for c in checks)
         choices = []
-        for i, (original, first, check, final) in enumerate(zip(exchange.answers, primaries, checks, finals, strict=True)):
-            use_final = check.text != original and _better(final, first)
-            detection = final if use_final else first
-            if opts.require_consensus and not check.consensus and opts.on_no_consensus == "warn" \
-                    and detection.status == "clean":
+        for i, (original, st) in enumerate(zip(exchange.answers, states, strict=True)):
+            detection = st.detection
+            no_majority = st.check is not None and not st.check.consensus
+            if opts.require_consensus and no_majority and opts.on_no_consensus == "warn" and detection.status == "clean":
                 # The claims have no majority: the answer must carry the warning even if the
                 # detector finds the text grounded.
                 detection = replace(detection, status="detected", reason="no_consensus")
-            choices.append(ChoiceVerdict(index=i, detection=detection, text=check.text if use_final else None))
-        consensus = all(c.consensus for c in checks)
+            choices.append(ChoiceVerdict(index=i, detection=detection, text=st.text if st.text != original else None))
         abstain = opts.abstain_message if opts.require_consensus and not consensus \
             and opts.on_no_consensus == "abstain" else None
         return Verdict(
             mode=NAME,
             choices=tuple(choices),
-            iterations=1,
+            iterations=rounds,
             headers={"x-truthlens-consensus": "true" if consensus else "false",
-                     "x-truthlens-verifiers": f"{len(texts)}/{len(answers)}"},
+                     "x-truthlens-verifiers": f"{len(texts)}/{len(texts) + len(failed)}"},
             attributes={
                 "premium.verifiers_ok": tuple(sorted(texts)),
-                "premium.verifiers_failed": tuple(f"{m}:{e.reason}" for m, e in sorted(failed.items())),
+                "premium.verifiers_failed": tuple(f"{m}:{e.reason}" for m, e in sorted(failed.items()))
+                + tuple(debate_failures),
                 "premium.reliability": tuple(f"{v.model}:{'n/a' if v.score is None else f'{v.score:.4f}'}"
                                              for v in verifiers),
                 "premium.segments": tuple(c.segments for c in checks),
@@ -171,6 +206,31 @@ class PremiumMode:
             },
             abstain_message=abstain,
         )
+
+    async def _settle(self, exchange: Exchange, services: Services, opts: PremiumOptions, state: _Choice,
+                      verifiers: Sequence[_Verifier]) -> _Choice:
+        """Cross-check the state's text; take the result if the detector scores it better."""
+        check = await self._cross_check(exchange, services, opts, state.text, verifiers)
+        if check.text != state.text:
+            final = await detect_answer(services, exchange, check.text)
+            if _better(final, state.detection):
+                return _Choice(text=check.text, detection=final, check=check)
+        return replace(state, check=check)
+
+    async def _debate(self, exchange: Exchange, services: Services, opts: PremiumOptions,
+                      state: _Choice) -> tuple[_Choice, dict[str, LLMError]]:
+        """A later round: the verifiers see the current answer and its disputed claims, answer
+        again, and the answer is cross-checked against their new answers."""
+        disputed = state.check.disputed if state.check is not None else ()
+        messages = debate_messages(exchange.query.question, exchange.query.passages, state.text, disputed)
+        deadline = time.monotonic() + _VERIFY_SHARE * exchange.remaining_s()
+        answers = await self._ask_verifiers(exchange, services, opts, messages, deadline)
+        failed = {m: r for m, r in answers.items() if isinstance(r, LLMError)}
+        texts = {m: r for m, r in answers.items() if isinstance(r, str)}
+        if not texts:
+            return state, failed
+        verifiers = await self._score_verifiers(exchange, services, texts)
+        return await self._settle(exchange, services, opts, state, verifiers), failed
 
     @staticmethod
     def _fallback(primaries: Sequence[Detection], why: str, failed: Mapping[str, LLMError]) -> Verdict:
@@ -184,11 +244,10 @@ class PremiumMode:
         )
 
     async def _ask_verifiers(self, exchange: Exchange, services: Services, opts: PremiumOptions,
-                             deadline: float) -> dict[str, str | LLMError]:
+                             messages: Sequence[Mapping[str, Any]], deadline: float) -> dict[str, str | LLMError]:
         if services.llm is None:
             return {m: LLMError("unknown_model", "no LLM client configured") for m in opts.verification_models}
         llm = services.llm
-        messages = _with_context(exchange.query.messages, exchange.query.passages)
         max_tokens = exchange.query.sampling.get("max_tokens")
 
         async def ask(model: str) -> str | LLMError:
@@ -278,7 +337,8 @@ class PremiumMode:
             span.set_attribute("truthlens.removed", removed)
             span.set_attribute("truthlens.consensus", consensus)
             return _CrossCheck(text=hybrid or primary, segments=len(segs), replaced=len(replacements) - removed,
-                               removed=removed, unverified=unverified, consensus=consensus, judge=judge)
+                               removed=removed, unverified=unverified, consensus=consensus, judge=judge,
+                               disputed=tuple(seg.text for seg, _ in disputed))
 
     async def _replacements_have_majority(
         self, exchange: Exchange, services: Services, verifiers: Sequence[_Verifier],

@@ -3,7 +3,8 @@
 The refine prompt follows the four principles of the TruthLens proposal (§3.2.3):
 specificity (the flagged spans and their confidences are listed), grounding (the context is
 given), preservation (keep what is right) and uncertainty (say "not stated in the context"
-rather than invent). Prompts are plain chat messages; the markers below are stable so the
+rather than invent). Premium mode adds the judge's synthesis prompt and the debate prompt of
+its later rounds. Prompts are plain chat messages; the markers below are stable so the
 scripted upstream in tests can match on them.
 """
 
@@ -17,6 +18,7 @@ from plugins.detector.types import Span
 REFINE_MARKER = "Flagged spans that may be hallucinated"
 JUDGE_MARKER = "Claims checked by several models"
 CONTEXT_MARKER = "Answer using only this context"
+DEBATE_MARKER = "Another model answered"
 SPAN_OPEN, SPAN_CLOSE = "⟦", "⟧"
 
 REFINE_SYSTEM = (
@@ -76,6 +78,27 @@ def refine_messages(question: str, passages: Sequence[str], answer: str, spans: 
 def context_message(passages: Sequence[str]) -> dict[str, Any]:
     """A system message that hands verifiers the passages the client sent out of band."""
     return {"role": "system", "content": f"{CONTEXT_MARKER}:\n{_context_block(passages)}"}
+
+
+DEBATE_SYSTEM = (
+    "You check another model's answer against the context and then answer the question yourself. "
+    "Use only facts the context supports. Where the other answer contradicts the context, give the "
+    "context's version; where the context does not settle a claim, say so instead of guessing. "
+    "Reply with your own answer to the question only."
+)
+
+
+def debate_messages(question: str, passages: Sequence[str], answer: str, disputed: Sequence[str]) -> list[dict[str, Any]]:
+    """A later premium round: a verifier critiques the current answer and answers again."""
+    listed = "\n".join(f"- {c}" for c in disputed) or "(none singled out; check every claim)"
+    user = (
+        f"Context:\n{_context_block(passages)}\n\n"
+        f"Question:\n{question}\n\n"
+        f"{DEBATE_MARKER}:\n{answer}\n\n"
+        f"Claims the models disputed:\n{listed}\n\n"
+        "Answer the question."
+    )
+    return [{"role": "system", "content": DEBATE_SYSTEM}, {"role": "user", "content": user}]
 
 
 def judge_messages(

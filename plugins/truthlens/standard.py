@@ -155,6 +155,8 @@ class StandardMode:
         if services.llm is None:
             return _ChoiceOutcome(ChoiceVerdict(index=index, detection=first), 0, "no_llm", (first.score,))
         converge_below = exchange.threshold if opts.convergence_threshold is None else opts.convergence_threshold
+        if first.score < converge_below:  # flagged, yet already below a looser convergence threshold
+            return _ChoiceOutcome(ChoiceVerdict(index=index, detection=first), 0, "converged", (first.score,))
         model = opts.refine_model or exchange.query.model
         reserve = detection_reserve_s(first)
         best_text, best = original, first
@@ -162,30 +164,28 @@ class StandardMode:
         iterations = 0
         stop = "max_iterations"
         for iteration in range(1, opts.max_iterations + 1):
-            if first.score < converge_below:
-                stop = "converged"
-                break
             with _tracer.start_as_current_span("truthlens.standard.iteration") as span:
                 span.set_attribute("truthlens.choice", index)
                 span.set_attribute("truthlens.iteration", iteration)
                 span.set_attribute("truthlens.refine_model", model)
-                stop, text, detection = await self._one_round(exchange, services, opts, model, best_text, best, reserve)
-                span.set_attribute("truthlens.outcome", stop)
+                outcome, text, detection = await self._one_round(exchange, services, opts, model, best_text, best,
+                                                                 reserve)
+                span.set_attribute("truthlens.outcome", outcome)
                 if detection is not None and detection.score is not None:
                     span.set_attribute("truthlens.score", detection.score)
-            if text is None or detection is None:
+            if text is None or detection is None:  # no revision came back: budget, error, empty
+                stop = outcome
                 break
             iterations = iteration
             if detection.score is None:
                 stop = "detector_unavailable"
                 break
             scores.append(detection.score)
-            if detection.score < (best.score if best.score is not None else 1.0):
+            if best.score is None or detection.score < best.score:
                 best_text, best = text, detection
             if detection.score < converge_below:
                 stop = "converged"
                 break
-            stop = "max_iterations"
         rewritten = best_text if best_text != original else None
         return _ChoiceOutcome(ChoiceVerdict(index=index, detection=best, text=rewritten), iterations, stop, tuple(scores))
 

@@ -1,12 +1,22 @@
-"""The shipped embedding model, loaded once (real ONNX Runtime, nothing scripted)."""
+"""Real collaborators for the ACR tests: the shipped embedder and detector (ONNX Runtime), an
+LLM client over real HTTP, and the scripted upstream (the only test double) at port 0."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from extproc.scripted_upstream import ScriptedUpstream
+from plugins.detector.factory import create_detector
+from plugins.detector.manifest import DEFAULT_MODEL_DIR
+from plugins.detector.types import Detector, DetectorSettings
 from plugins.evidence.embedder import OnnxEmbedder
+from plugins.llm_client import Endpoint, LLMClient
 
 
 @pytest.fixture(scope="session")
@@ -14,3 +24,38 @@ def embedder() -> Iterator[OnnxEmbedder]:
     model = OnnxEmbedder.load()
     yield model
     model.close()
+
+
+@pytest.fixture(scope="session")
+async def detector() -> AsyncIterator[Detector]:
+    if not (DEFAULT_MODEL_DIR / "manifest.json").is_file():
+        pytest.skip("the shipped detector model has not been built yet")
+    built = create_detector(DetectorSettings())
+    yield built
+    await built.close()
+
+
+@pytest.fixture
+async def upstream() -> AsyncIterator[ScriptedUpstream]:
+    async with ScriptedUpstream(port=0) as server:
+        yield server
+
+
+@pytest.fixture
+async def llm(upstream: ScriptedUpstream) -> AsyncIterator[LLMClient]:
+    client = LLMClient({"default": Endpoint(base_url=upstream.base_url, timeout_s=10.0, max_retries=0)})
+    yield client
+    await client.aclose()
+
+
+@pytest.fixture
+def spans() -> Iterator[InMemorySpanExporter]:
+    """Spans the modes emit through the global OpenTelemetry API, collected in memory."""
+    exporter = InMemorySpanExporter()
+    provider = trace.get_tracer_provider()
+    if not isinstance(provider, TracerProvider):  # no SDK provider yet: install one for the run
+        provider = TracerProvider()
+        trace.set_tracer_provider(provider)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    yield exporter
+    exporter.shutdown()

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
 
-from plugins.acr import conflict_information, fusion_weight, in_uncertainty_zone, stability
+from plugins.acr import (
+    conflict_information,
+    fusion_weight,
+    in_uncertainty_zone,
+    stability,
+)
 
 
 def test_paper_case_near_equal_confidences_give_a_soft_weight() -> None:
@@ -32,7 +38,7 @@ def test_case_study_direction_moves_toward_external() -> None:
     # w is the INTERNAL weight, so it must fall.
     steps = [(0.40, 0.6), (0.55, 0.4), (0.70, 0.2), (0.85, 0.05)]
     weights = [fusion_weight(0.6, mu_ext, du) for mu_ext, du in steps]
-    assert all(a > b for a, b in zip(weights, weights[1:]))
+    assert all(a > b for a, b in itertools.pairwise(weights))
     assert weights[-1] < 0.5 < weights[0]
 
 
@@ -92,7 +98,7 @@ def test_uncertainty_zone() -> None:
 
 
 def test_stability_share() -> None:
-    same = lambda a, b: a == b  # noqa: E731
+    same = lambda a, b: a == b
     assert stability("x", ["x", "x", "y", "z"], same) == pytest.approx(0.5)
     assert stability("x", ["x", "x"], same) == 0.0
     assert stability("x", ["y"], same) == 1.0

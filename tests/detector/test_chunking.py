@@ -5,6 +5,7 @@ Nothing is scripted: a real tokenizer (MiniLM vocabulary) plans real rows; no mo
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +27,7 @@ def _passages(n: int, words: int) -> list[str]:
 
 
 def _prompt_text(encoder: TextEncoder, row_ids: np.ndarray, answer_start: int) -> str:
-    return encoder._tokenizer.decode(row_ids[:answer_start].tolist())  # noqa: SLF001 - test reads back ids
+    return encoder._tokenizer.decode(row_ids[:answer_start].tolist())
 
 
 def test_small_input_is_one_row_equal_to_the_plain_pair(encoder: TextEncoder) -> None:
@@ -62,7 +63,7 @@ def test_one_huge_passage_is_cut_with_overlap(encoder: TextEncoder) -> None:
     for i in (0, 1234, 2999):
         assert any(f"tok{i}" in t for t in texts)
     # consecutive pieces share the words around each cut
-    shared = [set(a.split("tok")) & set(b.split("tok")) for a, b in zip(texts, texts[1:])]
+    shared = [set(a.split("tok")) & set(b.split("tok")) for a, b in itertools.pairwise(texts)]
     assert all(len(s) > 3 for s in shared)
 
 

@@ -54,3 +54,21 @@ def test_truncation_settings_of_the_file_are_ignored(encoder: TextEncoder) -> No
 def test_lone_surrogate_is_invalid_input(encoder: TextEncoder) -> None:
     with pytest.raises(InvalidInput, match="not valid Unicode"):
         encoder.encode("bad \ud800 text")
+
+
+def test_pair_layout_of_a_roberta_style_tokenizer(tmp_path: Path) -> None:
+    """``<s> A </s></s> B </s>`` with one segment type, as RoBERTa/ModernBERT-style tokenizers use."""
+    from tokenizers import models, pre_tokenizers, processors
+
+    vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, "the": 4, "answer": 5, "prompt": 6, "a": 7, "b": 8}
+    tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
+    path = tmp_path / "tokenizer.json"
+    tokenizer.save(str(path))
+    encoder = TextEncoder(path)
+    assert encoder.num_special == 4 and encoder.pad_id == 1
+    row = encoder.pair(encoder.encode("the prompt").ids, encoder.encode("the answer").ids)
+    expected = tokenizer.encode("the prompt", "the answer")
+    assert row.ids.tolist() == expected.ids == [0, 4, 6, 2, 2, 4, 5, 2]
+    assert row.answer_start == 5 and row.answer_len == 2

@@ -167,3 +167,21 @@ async def test_provider_is_logged_at_start(tiny_model_dir: Path, caplog: pytest.
     assert detector.provider == "CPUExecutionProvider"
     assert "CPUExecutionProvider" in caplog.text
     await detector.close()
+
+
+def test_aggregate_combines_chunks_then_takes_max_over_windows() -> None:
+    import numpy as np
+
+    from plugins.detector.chunking import Plan, Window
+    from plugins.detector.engine import aggregate
+
+    # two answer windows over 5 tokens ([0,3) and [2,5)), each beside two context chunks
+    plan = Plan(rows=(), windows=(Window(0, 3), Window(0, 3), Window(2, 5), Window(2, 5)), chunks=2)
+    outputs = [
+        np.array([0.9, 0.1, 0.2], dtype=np.float32),  # window 1, chunk 1
+        np.array([0.2, 0.8, 0.3], dtype=np.float32),  # window 1, chunk 2
+        np.array([0.6, 0.1, 0.7], dtype=np.float32),  # window 2, chunk 1
+        np.array([0.1, 0.9, 0.6], dtype=np.float32),  # window 2, chunk 2
+    ]
+    assert aggregate(5, plan, outputs, "max").tolist() == pytest.approx([0.9, 0.8, 0.6, 0.9, 0.7])
+    assert aggregate(5, plan, outputs, "min").tolist() == pytest.approx([0.2, 0.1, 0.2, 0.1, 0.6])

@@ -17,6 +17,7 @@ import torch
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
 
 from plugins.detector.export import ExportError, export_model, main
+from plugins.detector.manifest import load_manifest
 from plugins.detector.prompt import build_prompt
 
 _TEXT = (
@@ -117,6 +118,8 @@ def test_modernbert_export_matches_torch_past_the_local_window(modernbert_checkp
     assert manifest["source"]["architecture"] == "ModernBertForTokenClassification"
     assert report.verification is not None and 300 in report.verification.lengths
     assert report.verification.max_abs_logit_diff < 1e-4
+    loaded = load_manifest(out)  # the runtime accepts the directory as written
+    assert loaded.inputs == ("input_ids", "attention_mask") and loaded.max_length == 300
 
     # independent check: the shipped files alone reproduce torch on a 300-token input and a padded batch
     shipped_tok = Tokenizer.from_file(str(out / "tokenizer.json"))

@@ -76,6 +76,21 @@ async def test_bad_input_is_a_clear_error(embedder: OnnxEmbedder) -> None:
     assert (await embedder.embed([])).shape == (0, 384)
 
 
+def test_sentence_vectors_are_cached_and_bounded() -> None:
+    small = OnnxEmbedder.load(cache_size=2)
+    try:
+        first = small.embed_sync(["alpha", "beta"])
+        assert len(small._cache) == 2
+        again = small.embed_sync(["beta", "alpha", "beta"])
+        assert np.array_equal(again, first[[1, 0, 1]])
+        small.embed_sync(["gamma"])
+        assert list(small._cache) == ["beta", "gamma"]  # "alpha" was least recently used
+        again[0, 0] = 42.0  # callers get copies: the cache cannot be corrupted
+        assert small.embed_sync(["beta"])[0, 0] == first[1, 0]
+    finally:
+        small.close()
+
+
 def test_missing_model_directory(tmp_path) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(EmbedderError, match="manifest.json"):
         OnnxEmbedder.load(tmp_path)

@@ -17,7 +17,7 @@ from plugins.detector.types import Detector
 from plugins.truthlens import premium
 from plugins.truthlens.claims import align, segment
 from plugins.truthlens.premium import DEFAULT_ABSTAIN, PremiumOptions
-from plugins.truthlens.prompts import CONTEXT_MARKER, JUDGE_MARKER
+from plugins.truthlens.prompts import CONTEXT_MARKER, DEBATE_MARKER, JUDGE_MARKER
 
 from .conftest import CONTEXT, exchange, score
 
@@ -26,7 +26,7 @@ in_module_loop = pytest.mark.asyncio(loop_scope="module")
 PRIMARY = "The Eiffel Tower is in Paris. It was completed in 1925. It is 330 metres tall."
 WRONG_CLAIM = "It was completed in 1925."
 VERIFIER_A = "The Eiffel Tower stands in Paris. It was completed in 1889. It is 330 metres tall."
-VERIFIER_B = "The tower is in Paris, France. It was completed in 1889 for the World's Fair. It is 330 metres tall."
+VERIFIER_B = "The tower is in Paris, France. It was finished in 1889. It is 330 metres tall."
 VERIFIER_B_OTHER_YEAR = "The tower is in Paris, France. It was completed in 1901. It is 330 metres tall."
 JUDGED = "The Eiffel Tower is in Paris. It was completed in 1889 and is 330 metres tall."
 MODE = premium.build()
@@ -65,13 +65,16 @@ async def test_disagreeing_segment_is_replaced_by_the_most_reliable_verifier(
             assert await supported(detector, claim, v), f"the detector should find {claim!r} in {v!r}"
     replacement = await expected_replacement(detector, VERIFIER_A, VERIFIER_B)
     upstream.set_rules(verifiers({"content": VERIFIER_A}, {"content": VERIFIER_B}))
-    verdict = await MODE.run(exchange([PRIMARY], mode="premium", options=TWO), services)
+    # Extra rounds are allowed but not needed: the first round's answer is already clean.
+    options = PremiumOptions(verification_models=TWO.verification_models, max_iterations=3)
+    verdict = await MODE.run(exchange([PRIMARY], mode="premium", options=options), services)
     hybrid = PRIMARY.replace(WRONG_CLAIM, replacement)
     primary_d, hybrid_d = await score(detector, PRIMARY), await score(detector, hybrid)
     assert hybrid_d.score is not None and primary_d.score is not None and hybrid_d.score < primary_d.score
     choice = verdict.choices[0]
     assert choice.text == hybrid
     assert choice.detection.score == pytest.approx(hybrid_d.score, abs=1e-6)
+    assert choice.detection.status == "clean" and verdict.iterations == 1
     assert verdict.attributes["premium.replaced"] == (1,) and verdict.attributes["premium.removed"] == (0,)
     assert verdict.headers["x-truthlens-verifiers"] == "2/2"
     assert verdict.headers["x-truthlens-consensus"] == "true"  # both verifiers agree on 1889
@@ -81,6 +84,29 @@ async def test_disagreeing_segment_is_replaced_by_the_most_reliable_verifier(
         assert call.messages[0]["role"] == "system" and CONTEXT_MARKER in call.messages[0]["content"]
         assert CONTEXT[0] in call.messages[0]["content"]
         assert call.messages[1:] == ({"role": "user", "content": exchange([], mode="", options=None).query.question},)
+
+
+@in_module_loop
+async def test_a_later_round_lets_the_verifiers_critique_the_answer(
+        detector: Detector, upstream: ScriptedUpstream, services: Services) -> None:
+    echo = PRIMARY.replace("is in", "stands in")  # round 1: both verifiers repeat the wrong year
+    assert await supported(detector, WRONG_CLAIM, echo), "the detector should find 1925 in an answer saying 1925"
+    primary_d = await score(detector, PRIMARY)
+    assert primary_d.detected, "the detector should flag 1925 against a context saying 1889"
+    replacement = await expected_replacement(detector, VERIFIER_A, VERIFIER_B)
+    upstream.set_rules([
+        {"name": "a-debate", "match": {"model": "verifier-a", "any": DEBATE_MARKER}, "reply": {"content": VERIFIER_A}},
+        {"name": "b-debate", "match": {"model": "verifier-b", "any": DEBATE_MARKER}, "reply": {"content": VERIFIER_B}},
+        *verifiers({"content": echo}, {"content": echo}),
+    ])
+    options = PremiumOptions(verification_models=TWO.verification_models, max_iterations=3)
+    verdict = await MODE.run(exchange([PRIMARY], mode="premium", options=options), services)
+    assert verdict.choices[0].text == PRIMARY.replace(WRONG_CLAIM, replacement)
+    assert verdict.iterations == 2  # round 2 made it clean: no third round
+    assert [c.rule for c in upstream.calls].count("a-debate") == 1
+    debate = next(c for c in upstream.calls if c.rule == "a-debate")
+    prompt = debate.messages[1]["content"]
+    assert PRIMARY in prompt and CONTEXT[0] in prompt
 
 
 @in_module_loop
@@ -113,7 +139,7 @@ async def test_all_verifiers_failing_falls_back_to_detection_only(
 @in_module_loop
 async def test_slow_verifiers_leave_the_budget_intact(upstream: ScriptedUpstream, services: Services) -> None:
     upstream.set_rules(verifiers({"content": VERIFIER_A, "delay_s": 30}, {"content": VERIFIER_B, "delay_s": 30}))
-    ex = exchange([PRIMARY], mode="premium", options=TWO, budget_s=2.0)
+    ex = exchange([PRIMARY], mode="premium", options=TWO, budget_s=3.0)
     verdict = await MODE.run(ex, services)
     assert time.monotonic() <= ex.deadline
     assert verdict.attributes["premium.fallback"] == "all_verifiers_failed"
@@ -166,12 +192,13 @@ def test_options_parse_and_errors_name_the_key() -> None:
     opts = premium.parse_options({"verification_models": ["verifier-a", "verifier-b"], "judge_model": "judge",
                                   "require_consensus": True, "on_no_consensus": "abstain"}, ctx)
     assert opts.verification_models == ("verifier-a", "verifier-b") and opts.judge_model == "judge"
-    assert opts.require_consensus and opts.on_no_consensus == "abstain"
+    assert opts.require_consensus and opts.on_no_consensus == "abstain" and opts.max_iterations == 1
     for raw, key in [({}, "verification_models"), ({"verification_models": []}, "verification_models"),
                      ({"verification_models": ["verifier-a", "ghost"]}, "verification_models[1]"),
                      ({"verification_models": ["verifier-a"], "judge_model": "ghost"}, "judge_model"),
                      ({"verification_models": ["verifier-a"], "on_no_consensus": "panic"}, "on_no_consensus"),
                      ({"verification_models": ["verifier-a"], "require_consensus": "yes"}, "require_consensus"),
+                     ({"verification_models": ["verifier-a"], "max_iterations": 11}, "max_iterations"),
                      ({"verification_models": ["verifier-a"], "judges": "x"}, "judges")]:
         with pytest.raises(ConfigError) as err:
             premium.parse_options(raw, ctx)

@@ -89,7 +89,7 @@ async def test_refine_that_times_out_ends_within_the_budget(detector: Detector, 
                                                             services: Services) -> None:
     t = await threshold_between(detector, WRONG, FIXED)
     upstream.set_rules(refine_rule(content=FIXED, delay_s=30))
-    ex = exchange([WRONG], mode="standard", options=StandardOptions(), threshold=t, budget_s=1.5)
+    ex = exchange([WRONG], mode="standard", options=StandardOptions(), threshold=t, budget_s=3.0)
     verdict = await MODE.run(ex, services)
     assert time.monotonic() <= ex.deadline  # the mode returned inside its budget
     assert verdict.choices[0].text is None and verdict.choices[0].detection.status == "detected"

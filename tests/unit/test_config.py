@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 import yaml
-from prometheus_client import CollectorRegistry
 from opentelemetry.sdk.trace import TracerProvider
+from prometheus_client import CollectorRegistry
 
 from extproc.config import ConfigStore, load_config, parse_config
 from extproc.telemetry import Telemetry
@@ -50,6 +50,12 @@ def test_shipped_config_loads() -> None:
     assert cfg.models["default"].api_key_env == "OPENAI_API_KEY"
     with pytest.raises(TypeError):
         cfg.models["x"] = cfg.models["default"]  # type: ignore[index]
+
+
+@pytest.mark.parametrize("name", sorted(str(p.relative_to(REPO)) for p in (REPO / "configs").rglob("*.yaml")))
+def test_every_shipped_config_file_loads(name: str) -> None:
+    cfg = load_config(REPO / name)
+    assert cfg.decisions and all(d.policy is None or d.policy.streaming in ("passthrough", "hold") for d in cfg.decisions)
 
 
 @pytest.mark.parametrize(
@@ -136,6 +142,16 @@ def test_disabled_decision_has_no_policy_but_is_validated() -> None:
     assert parse_config(doc).decisions[0].policy is None
     doc["decisions"][0]["plugins"][0]["configuration"] = {"enabled": False, "threshold": 3}
     assert error_of(doc).key == "decisions[0].plugins[0].configuration.threshold"
+
+
+def test_global_switch_is_the_default_a_decision_can_override() -> None:
+    doc = base()
+    doc["hallucination"]["enabled"] = False
+    doc["decisions"][0]["plugins"][0]["configuration"].pop("enabled")
+    cfg = parse_config(doc)
+    assert cfg.hallucination.enabled is False and cfg.decisions[0].policy is None
+    doc["decisions"][0]["plugins"][0]["configuration"]["enabled"] = True
+    assert parse_config(doc).decisions[0].policy is not None
 
 
 def test_yaml_problems(tmp_path: Path) -> None:

@@ -97,6 +97,12 @@ def test_extension_field_is_stripped_and_comes_first() -> None:
     assert forwarded["messages"] == doc["messages"]
 
 
+def test_null_extension_field_is_stripped_without_passages() -> None:
+    req = parse_chat_request(body({"messages": [{"role": "user", "content": "q"}], "truthlens_context": None}), CTX)
+    assert req.passages == () and req.forward_body is not None
+    assert "truthlens_context" not in json.loads(req.forward_body)
+
+
 def test_context_settings_switch_sources_off() -> None:
     doc = {"messages": [{"role": "tool", "content": "T"}, {"role": "user", "content": "q"}], "ctx": ["E"]}
     req = parse_chat_request(body(doc), ContextSettings(extension_field="ctx", tool_messages=False))
@@ -166,6 +172,7 @@ def test_render_unchanged_returns_the_same_bytes() -> None:
     resp = parse_chat_response(raw)
     assert render_chat_response(resp) is raw
     assert render_chat_response(resp, contents=[None, None]) is raw
+    assert render_chat_response(resp, warning=WarningSpec("x"), warn_indices=frozenset()) is raw
 
 
 def test_render_rewrites_warns_and_keeps_everything_else() -> None:

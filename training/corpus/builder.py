@@ -96,13 +96,13 @@ class ExampleBuilder:
         self.unable = _train_or_heldout(_UNABLE, split)
         self.summary_questions = _train_or_heldout(_SUMMARY_QUESTIONS, split)
 
-    def t(self, items: tuple[str, ...]) -> str:
+    def template(self, items: tuple[str, ...]) -> str:
         return self.rng.choice(_train_or_heldout(items, self.split))
 
     # ---- passages ----
 
     def _fact(self, attr: Attribute, entity: str, value: Value) -> str:
-        return "".join(_fill(self.t(attr.facts), entity, value.render(self.rng)))
+        return "".join(_fill(self.template(attr.facts), entity, value.render(self.rng)))
 
     def _entity_sentences(self, domain: Domain, entity: str, facts: dict[str, Value]) -> list[str]:
         by_name = {a.name: a for a in domain.attributes}
@@ -177,11 +177,20 @@ class ExampleBuilder:
         if len(asked) > 1 and rng.random() < 0.5:
             question = rng.choice(self.summary_questions).replace("{e}", entity)
         else:
-            question = self.t(asked[0].questions).replace("{e}", entity)
+            question = self.template(asked[0].questions).replace("{e}", entity)
 
         context = self._passages(domain, entity, {a.name: values[a.name] for a in present}, distractors)
         answer = self._answer(entity, asked, values, absent, distractors, unanswerable=unanswerable, hallucinate=hallucinate)
         return Example(example_id, self.split, domain.name, tuple(context), question, answer.text, tuple(answer.labels))
+
+    def _join(self, out: _Answer) -> bool:
+        """Separate the next claim: usually a new sentence, sometimes ", and" (then lower-case it)."""
+        ends_in_label = bool(out.labels) and out.labels[-1].end == len(out.text)
+        if out.text.endswith(".") and not ends_in_label and self.rng.random() < 0.2:
+            out.text = out.text[:-1] + ", and "
+            return True
+        out.add(" ")
+        return False
 
     def _answer(
         self,
@@ -203,7 +212,7 @@ class ExampleBuilder:
             lead = rng.choice(self.lead_ins)
             out.add(lead)
             attr = asked[0]
-            before, value, after = _fill(self.t(attr.answers), entity, values[attr.name].render(rng), lower_first=bool(lead))
+            before, value, after = _fill(self.template(attr.answers), entity, values[attr.name].render(rng), lower_first=bool(lead))
             out.add_labeled(before + value + after, "unanswerable")
             return out
 
@@ -225,9 +234,8 @@ class ExampleBuilder:
         for i in range(len(asked) + 1):
             if extra_at == i:
                 attr = rng.choice(absent)
-                if not first:
-                    out.add(" ")
-                before, value, after = _fill(self.t(attr.answers), entity, attr.make(rng).render(rng), lower_first=first and bool(lead))
+                joined = not first and self._join(out)
+                before, value, after = _fill(self.template(attr.answers), entity, attr.make(rng).render(rng), lower_first=joined or (first and bool(lead)))
                 out.add_labeled(before + value + after, "unsupported")
                 first = False
             if i == len(asked):
@@ -241,9 +249,8 @@ class ExampleBuilder:
                     value, kind = rng.choice(donor), "conflation"
                 else:
                     value, kind = value.corrupt(rng)
-            if not first:
-                out.add(" ")
-            before, text, after = _fill(self.t(attr.answers), entity, value.render(rng), lower_first=first and bool(lead))
+            joined = not first and self._join(out)
+            before, text, after = _fill(self.template(attr.answers), entity, value.render(rng), lower_first=joined or (first and bool(lead)))
             out.add(before)
             if kind is None:
                 out.add(text)

@@ -1,0 +1,128 @@
+"""The gateway's body codec on its hot path, side by side in one process.
+
+1. A response the verdict leaves alone: ``render_chat_response`` hands back the original bytes
+   vs re-serialising the parsed document (what a naive rewrite costs on every clean answer).
+2. The JSON library: stdlib ``json`` vs ``orjson`` (when installed) for the decode / encode
+   of a 16 KiB completion, one stream chunk and a RAG request with passages.
+3. SSE framing: ``SSEDecoder`` fed a 200-event stream whole vs in 64-byte network chunks;
+   the "\\n"-only fast path vs the general parser (the same stream with CRLF line ends);
+   decoding + parsing + accumulating the chunks.
+
+    python -m bench.codec_hot_path [--repeats 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Callable
+
+from extproc.openai_body import (
+    ContextSettings,
+    StreamAccumulator,
+    parse_chat_request,
+    parse_chat_response,
+    parse_chunk,
+    render_chat_response,
+)
+from extproc.sse import SSEDecoder
+
+ANSWER = "The Eiffel Tower is a wrought-iron lattice tower in Paris, completed in 1889. " * 200
+
+
+def per_call_us(fn: Callable[[], object], repeats: int) -> float:
+    fn()
+    best = float("inf")
+    for _ in range(5):  # best of 5 rounds: the machine is shared
+        start = time.perf_counter()
+        for _ in range(repeats):
+            fn()
+        best = min(best, (time.perf_counter() - start) / repeats)
+    return best * 1e6
+
+
+def row(name: str, a: float, b: float, a_label: str, b_label: str) -> None:
+    print(f"{name:<34} {a_label} {a:9.2f} us   {b_label} {b:9.2f} us   ratio {a / b:6.2f}x")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeats", type=int, default=2000)
+    args = ap.parse_args()
+    n = args.repeats
+
+    completion = {
+        "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": ANSWER}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 4000, "total_tokens": 4010},
+    }
+    body = json.dumps(completion).encode()
+    resp = parse_chat_response(body)
+    print(f"completion body: {len(body)} bytes")
+    row(
+        "unchanged response: render",
+        per_call_us(lambda: json.dumps(resp.raw, ensure_ascii=False, separators=(",", ":")).encode(), n),
+        per_call_us(lambda: render_chat_response(resp), n),
+        "re-serialise", "original bytes",
+    )
+
+    chunk = json.dumps({
+        "id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+        "choices": [{"index": 0, "delta": {"content": " Paris"}, "logprobs": None, "finish_reason": None}],
+    }).encode()
+    request = json.dumps({
+        "model": "m", "truthlens_context": ["passage " * 200] * 5,
+        "messages": [{"role": "user", "content": "Where is the Eiffel Tower?"}],
+    }).encode()
+    try:
+        import orjson
+    except ImportError:
+        print("orjson is not installed: stdlib json only")
+    else:
+        for name, data in (("16 KiB completion", body), ("stream chunk", chunk), ("RAG request", request)):
+            doc = json.loads(data)
+            row(f"decode {name}", per_call_us(lambda d=data: json.loads(d), n),
+                per_call_us(lambda d=data: orjson.loads(d), n), "json", "orjson")
+            row(f"encode {name}",
+                per_call_us(lambda d=doc: json.dumps(d, ensure_ascii=False, separators=(",", ":")).encode(), n),
+                per_call_us(lambda d=doc: orjson.dumps(d), n), "json", "orjson")
+    ctx = ContextSettings()
+    print(f"{'parse_chat_request (strips field)':<34} {per_call_us(lambda: parse_chat_request(request, ctx), n):9.2f} us")
+
+    contents = [f"token{i} " for i in range(200)]
+    stream = b"".join(
+        b"data: " + json.dumps({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                                "choices": [{"index": 0, "delta": {"content": c}, "finish_reason": None}]}).encode()
+        + b"\n\n"
+        for c in contents
+    ) + b"data: [DONE]\n\n"
+
+    def whole() -> None:
+        SSEDecoder().feed(stream)
+
+    def pieces() -> None:
+        dec = SSEDecoder()
+        for i in range(0, len(stream), 64):
+            dec.feed(stream[i : i + 64])
+
+    def accumulate() -> None:
+        acc = StreamAccumulator()
+        for e in SSEDecoder().feed(stream):
+            if not e.is_done:
+                acc.add(parse_chunk(e.data))
+
+    crlf = stream.replace(b"\n", b"\r\n")
+
+    def general() -> None:
+        SSEDecoder().feed(crlf)
+
+    reps = max(1, n // 20)
+    print(f"SSE stream: {len(stream)} bytes, 201 events")
+    row("SSE decode (per stream)", per_call_us(pieces, reps), per_call_us(whole, reps), "64 B chunks", "whole")
+    row("SSE framing path (per stream)", per_call_us(general, reps), per_call_us(whole, reps), "CRLF/general", "LF/fast")
+    print(f"{'decode + parse + accumulate':<34} {per_call_us(accumulate, reps):9.2f} us per stream")
+
+
+if __name__ == "__main__":
+    main()

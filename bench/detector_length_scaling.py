@@ -1,0 +1,90 @@
+"""Detector latency by input length (256 … 16k tokens): cost grows linearly once chunked.
+
+Runs the real ONNX detector (default: the shipped model) on one answer beside contexts of
+growing size, measured in one process, and prints per-length latency, the number of model
+rows, the cost per 1k input tokens and the ratio to the previous length. Linear scaling
+shows as a flat "ms / 1k tok" column and ratios close to the length ratio (2x).
+
+    python -m bench.detector_length_scaling [--model DIR] [--repeats 3] [--threads 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import statistics
+import time
+
+from plugins.detector.encoding import TextEncoder
+from plugins.detector.engine import DetectorEngine
+from plugins.detector.factory import create_detector
+from plugins.detector.manifest import load_manifest, resolve_model_dir
+from plugins.detector.types import DetectionInput, DetectorSettings
+
+LENGTHS = (256, 512, 1024, 2048, 4096, 8192, 16384)
+ANSWER = "The bridge over the river was opened in 1932 and is 412 metres long. It carries two tracks."
+QUESTION = "When was the bridge opened and how long is it?"
+WORDS = (
+    "river", "bridge", "town", "market", "station", "tower", "council", "museum", "harbour", "railway",
+    "century", "engineer", "opened", "built", "length", "metres", "tracks", "road", "north", "south",
+    "east", "west", "old", "new", "stone", "steel",
+)
+
+
+def make_context(encoder: TextEncoder, target_tokens: int, rng: random.Random) -> list[str]:
+    """Passages of plain sentences totalling about ``target_tokens`` tokens."""
+    passages: list[str] = []
+    total = 0
+    while total < target_tokens:
+        sentences = [
+            f"The {rng.choice(WORDS)} near the {rng.choice(WORDS)} was {rng.choice(WORDS)} in {rng.randint(1800, 2020)}."
+            for _ in range(6)
+        ]
+        passage = " ".join(sentences)
+        total += len(encoder.encode(passage))
+        passages.append(passage)
+    return passages
+
+
+async def run(model: str | None, repeats: int, threads: int) -> None:
+    manifest = load_manifest(resolve_model_dir(model))
+    encoder = TextEncoder(manifest.tokenizer_path)
+    detector = create_detector(DetectorSettings(model_dir=model, provider="cpu", intra_op_threads=threads))
+    assert isinstance(detector, DetectorEngine)
+    rng = random.Random(0)
+    warm = DetectionInput(make_context(encoder, 256, rng), QUESTION, ANSWER)
+    await detector.detect(warm, threshold=0.5)
+    print(f"model {manifest.directory} ({manifest.source.get('architecture')}, {manifest.quantization}), "
+          f"window {manifest.max_length} tokens, provider {detector.provider}, median of {repeats}")
+    print(f"{'context tok':>11} {'rows':>5} {'ms':>9} {'ms / 1k tok':>12} {'x prev len':>10} {'x prev ms':>10}")
+    previous: tuple[int, float] | None = None
+    for length in LENGTHS:
+        item = DetectionInput(make_context(encoder, length, rng), QUESTION, ANSWER)
+        times = []
+        rows = 0
+        for _ in range(repeats):
+            started = time.perf_counter()
+            result = await detector.detect(item, threshold=0.5)
+            times.append((time.perf_counter() - started) * 1000)
+            rows = result.chunks
+        ms = statistics.median(times)
+        tokens = sum(len(encoder.encode(p)) for p in item.context)
+        ratio_len = f"{tokens / previous[0]:.2f}" if previous else "-"
+        ratio_ms = f"{ms / previous[1]:.2f}" if previous else "-"
+        print(f"{tokens:>11} {rows:>5} {ms:>9.1f} {ms / tokens * 1000:>12.1f} {ratio_len:>10} {ratio_ms:>10}")
+        previous = (tokens, ms)
+    await detector.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default=None, help="model directory (default: the shipped model)")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=0, help="onnxruntime intra-op threads (0: default)")
+    args = parser.parse_args()
+    asyncio.run(run(args.model, args.repeats, args.threads))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+"""More evidence for the K-Agent loop: a real aiohttp retriever on port 0, held-back passages.
+Nothing scripted: the retriever here is the test's own tiny HTTP service."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from plugins.acr.k_agent import EvidenceSource
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@pytest.fixture
+async def serve() -> AsyncIterator[Callable[[Handler], Awaitable[str]]]:
+    runners: list[web.AppRunner] = []
+
+    async def start(handler: Handler) -> str:
+        app = web.Application()
+        app.router.add_post("/retrieve", handler)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        runners.append(runner)
+        return f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}/retrieve"  # type: ignore[union-attr]
+
+    yield start
+    for runner in runners:
+        await runner.cleanup()
+
+
+def _source(url: str | None, held: list[str]) -> EvidenceSource:
+    return EvidenceSource(url, held, timeout_s=2.0, deadline=time.monotonic() + 10)
+
+
+async def test_retriever_first_then_nothing_known(serve: Any) -> None:
+    seen: list[Any] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        seen.append(await request.json())
+        return web.json_response({"passages": ["old", "new one", 3, ""]})
+
+    source = _source(await serve(handler), ["held"])
+    assert await source.more("q", ["old"]) == ["new one"]
+    assert seen == [{"query": "q", "exclude": ["old"]}]
+
+
+async def test_held_back_when_retriever_has_nothing_new(serve: Any) -> None:
+    async def handler(request: web.Request) -> web.Response:
+        return web.json_response({"passages": ["old"]})
+
+    source = _source(await serve(handler), ["held a", "old", "held b"])
+    assert await source.more("q", ["old"]) == ["held a", "held b"]
+    assert await source.more("q", ["old", "held a", "held b"]) == []  # offered once
+
+
+@pytest.mark.parametrize("reply", [
+    web.json_response({"error": "boom"}, status=500),
+    web.json_response({"docs": []}),
+    web.Response(text="not json"),
+])
+async def test_broken_retriever_is_no_evidence_not_a_crash(serve: Any, reply: web.Response) -> None:
+    async def handler(request: web.Request) -> web.Response:
+        return reply
+
+    source = _source(await serve(handler), [])
+    assert await source.more("q", []) == []
+    assert source.last_error
+
+
+async def test_unreachable_retriever(serve: Any) -> None:
+    source = _source("http://127.0.0.1:9/retrieve", ["held"])
+    assert await source.more("q", []) == ["held"]
+    assert source.last_error and "retriever" in source.last_error
+
+
+async def test_without_retriever_uses_held_back_only() -> None:
+    assert await _source(None, ["a"]).more("q", []) == ["a"]
+    assert await _source(None, []).more("q", []) == []

@@ -1,0 +1,192 @@
+"""run_policy containment: whatever fails (unknown mode, a broken collaborator, an exhausted
+budget, missing gating parts) the verdict is "unavailable" with a reason and the failure is
+counted, never "clean" and never an exception. Evidence gating runs the real embedder.
+Real modes, real failures and a real ONNX detector: nothing is scripted (no upstream LLM is
+involved)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from prometheus_client import CollectorRegistry
+
+from extproc.config import Budgets, Config, Decision, parse_config
+from extproc.openai_body import ChatRequest, ContextSettings, parse_chat_request
+from extproc.policy import BudgetedDetector, record_escalations, run_policy, verdict_reason
+from extproc.telemetry import Telemetry
+from plugins.base import ChoiceVerdict, Services, Verdict
+from plugins.detector.types import Detection, DetectionInput
+
+PASSAGES = [
+    "The Eiffel Tower is a wrought-iron lattice tower in Paris, completed in 1889.",
+    "Bananas are botanically berries and grow in tropical climates.",
+    "Photosynthesis converts light energy into chemical energy in plants.",
+]
+
+
+def config(configuration: dict[str, Any]) -> Config:
+    return parse_config(
+        {
+            "version": 1,
+            "decisions": [
+                {"name": "rag", "priority": 1, "plugins": [{"type": "hallucination", "configuration": configuration}]}
+            ],
+        }
+    )
+
+
+def request() -> ChatRequest:
+    body = {
+        "model": "m",
+        "truthlens_context": PASSAGES,
+        "messages": [{"role": "user", "content": "Where is the Eiffel Tower?"}],
+    }
+    return parse_chat_request(json.dumps(body).encode(), ContextSettings())
+
+
+def telemetry() -> tuple[Telemetry, InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return Telemetry(registry=CollectorRegistry(), tracer_provider=provider), exporter
+
+
+def counted(t: Telemetry, metric: str, labels: dict[str, str]) -> float:
+    return t.registry.get_sample_value(metric, labels) or 0.0
+
+
+def decision_of(cfg: Config) -> tuple[Decision, Any]:
+    decision = cfg.decisions[0]
+    assert decision.policy is not None
+    return decision, decision.policy
+
+
+async def test_unknown_mode_is_unavailable_not_an_exception() -> None:
+    decision, policy = decision_of(config({}))
+    policy = dataclasses.replace(policy, mode="no_such_mode")
+    t, spans = telemetry()
+    verdict = await run_policy(policy, decision, request(), ["An answer."], Services(detector=None), t)  # type: ignore[arg-type]
+    assert verdict.status == "unavailable" and verdict.score is None
+    assert verdict_reason(verdict) == "mode_unavailable"
+    assert counted(t, "truthlens_errors_total", {"reason": "mode_unavailable"}) == 1
+    assert counted(t, "truthlens_detections_total", {"decision": "rag", "mode": "no_such_mode", "detected": "unavailable"}) == 1
+    (span,) = spans.get_finished_spans()
+    assert span.name == "truthlens.policy" and span.attributes["reason"] == "mode_unavailable"
+    assert span.attributes["verdict.reason"] == "mode_unavailable"
+
+
+async def test_a_failing_collaborator_is_contained_as_mode_error() -> None:
+    # No detector at all: the lightweight mode's call fails with a plain AttributeError,
+    # the kind of bug that must never reach the stream.
+    decision, policy = decision_of(config({}))
+    t, _ = telemetry()
+    verdict = await run_policy(policy, decision, request(), ["One.", "Two."], Services(detector=None), t)  # type: ignore[arg-type]
+    assert [c.detection.status for c in verdict.choices] == ["unavailable", "unavailable"]
+    assert [c.index for c in verdict.choices] == [0, 1]
+    assert verdict_reason(verdict) == "mode_error"
+    assert counted(t, "truthlens_latency_seconds_count", {"mode": "lightweight", "operation": "policy"}) == 1
+
+
+async def test_no_choices_is_unavailable() -> None:
+    decision, policy = decision_of(config({}))
+    t, _ = telemetry()
+    verdict = await run_policy(policy, decision, request(), [], Services(detector=None), t)  # type: ignore[arg-type]
+    assert verdict.status == "unavailable" and verdict_reason(verdict) == "no_choices"
+
+
+async def test_an_exhausted_budget_never_reaches_the_detector() -> None:
+    decision, policy = decision_of(config({}))
+    policy = dataclasses.replace(policy, budgets=Budgets(detection_s=0.0, total_s=0.0))
+    t, _ = telemetry()
+    verdict = await run_policy(policy, decision, request(), ["An answer."], Services(detector=None), t)  # type: ignore[arg-type]
+    assert verdict_reason(verdict) == "budget_exhausted"
+    assert counted(t, "truthlens_errors_total", {"reason": "budget_exhausted"}) == 1
+
+
+async def test_budgeted_detector_without_budget_answers_unavailable() -> None:
+    t, _ = telemetry()
+    view = BudgetedDetector(None, 0.5, 0.0, t, "lightweight")  # type: ignore[arg-type]  # deadline long past
+    item = DetectionInput(context=PASSAGES, question="q", answer="a")
+    assert (await view.detect(item, threshold=0.5)).reason == "budget_exhausted"
+    assert [d.reason for d in await view.detect_many([item, item], threshold=0.5)] == ["budget_exhausted"] * 2
+    await view.close()  # closes nothing: the shared detector outlives an exchange
+
+
+async def test_gating_without_an_embedder_still_runs_the_check() -> None:
+    decision, policy = decision_of(config({"evidence": {"enabled": True}}))
+    t, _ = telemetry()
+    verdict = await run_policy(policy, decision, request(), ["An answer."], Services(detector=None), t)  # type: ignore[arg-type]
+    assert counted(t, "truthlens_errors_total", {"reason": "evidence_error"}) == 1
+    # The check itself went on (and failed here for want of a detector, not for gating).
+    assert verdict_reason(verdict) == "mode_error"
+
+
+async def test_gating_with_the_real_embedder_keeps_the_relevant_passage() -> None:
+    embedder_module = pytest.importorskip("plugins.evidence.embedder")
+    try:
+        embedder = embedder_module.OnnxEmbedder.load()
+    except embedder_module.EmbedderError as exc:
+        pytest.skip(f"the evidence embedder model is not available: {exc}")
+    decision, policy = decision_of(config({"evidence": {"enabled": True, "min_gate": 0.5}}))
+    t, spans = telemetry()
+    try:
+        await run_policy(policy, decision, request(), ["An answer."], Services(detector=None, embedder=embedder), t)  # type: ignore[arg-type]
+    finally:
+        embedder.close()
+    gate_span = next(s for s in spans.get_finished_spans() if s.name == "truthlens.evidence_gate")
+    assert gate_span.attributes["passages"] == 3
+    assert 1 <= gate_span.attributes["kept"] < 3
+    assert counted(t, "truthlens_latency_seconds_count", {"mode": "lightweight", "operation": "evidence_gate"}) == 1
+    assert counted(t, "truthlens_errors_total", {"reason": "evidence_error"}) == 0
+
+
+async def test_verdicts_on_a_real_onnx_detector(lookup_model_dir: Path) -> None:
+    """The lookup model of tests/conftest.py (a real ONNX graph run by the real runtime) flags
+    "berlin" and "1925" whatever the context, so the expected verdict is known in advance."""
+    from plugins.detector.factory import create_detector
+    from plugins.detector.types import DetectorSettings
+
+    detector = create_detector(DetectorSettings(model_dir=str(lookup_model_dir)))
+    decision, policy = decision_of(config({}))
+    t, _ = telemetry()
+    try:
+        answers = ["The Eiffel Tower is in Paris.", "The Eiffel Tower is in Berlin since 1925."]
+        verdict = await run_policy(policy, decision, request(), answers, Services(detector=detector), t)
+        clean, flagged = verdict.choices
+        assert (clean.detection.status, flagged.detection.status) == ("clean", "detected")
+        assert {s.text.lower() for s in flagged.detection.spans} >= {"berlin"}
+        assert verdict.status == "detected" and verdict_reason(verdict) is None
+        assert counted(t, "truthlens_detections_total", {"decision": "rag", "mode": "lightweight", "detected": "true"}) == 1
+        assert counted(t, "truthlens_latency_seconds_count", {"mode": "lightweight", "operation": "detect"}) == 1
+
+        # A detection budget no model can meet: unavailable with a reason, never "clean".
+        starved = dataclasses.replace(policy, budgets=Budgets(detection_s=1e-9, total_s=5.0))
+        verdict = await run_policy(starved, decision, request(), answers[:1], Services(detector=detector), t)
+        assert verdict.status == "unavailable"
+        assert verdict_reason(verdict) in {"detector_timeout", "budget_exhausted"}
+        assert counted(t, "truthlens_errors_total", {"reason": verdict_reason(verdict)}) == 1
+    finally:
+        await detector.close()
+
+
+def test_escalation_path_is_counted_step_by_step() -> None:
+    t, _ = telemetry()
+    clean = Detection(status="clean", score=0.1)
+    verdict = Verdict(
+        mode="auto",
+        choices=(ChoiceVerdict(0, clean),),
+        attributes={"escalated_to": "premium", "escalation_path": ["lightweight", "standard", "premium"]},
+    )
+    record_escalations(verdict, t)
+    record_escalations(dataclasses.replace(verdict, attributes={"escalation_path": ["lightweight"]}), t)
+    get = t.registry.get_sample_value
+    assert get("truthlens_escalations_total", {"from_mode": "lightweight", "to_mode": "standard"}) == 1
+    assert get("truthlens_escalations_total", {"from_mode": "standard", "to_mode": "premium"}) == 1
+    assert get("truthlens_escalations_total", {"from_mode": "lightweight", "to_mode": "premium"}) is None

