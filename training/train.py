@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("tokenizer_config.json", "special_tokens_map.json", "vocab.txt"):
         if (base / name).exists():
             shutil.copy(base / name, args.out / name)
-    recipe = {k: str(v) for k, v in vars(args).items()} | {"base": str(base.name), "steps": step, "train_examples": len(encoded), "seconds": round(time.monotonic() - started)}
+    recipe = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()} | {"base": str(base.name), "steps": step, "train_examples": len(encoded), "seconds": round(time.monotonic() - started)}
     (args.out / "training_args.json").write_text(json.dumps(recipe, indent=2))
     print(f"saved {args.out} after {recipe['seconds']}s", flush=True)
     return 0

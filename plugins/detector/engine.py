@@ -168,12 +168,17 @@ def aggregate(n_tokens: int, plan: Plan, outputs: Sequence[np.ndarray], across_c
     """Each answer token's probability: combined over the context chunks beside its answer
     window (``across_chunks``), then the max over the overlapping windows that scored it."""
     probs = np.zeros(n_tokens, dtype=np.float32)
-    combine = np.max if across_chunks == "max" else np.min
     for first in range(0, len(outputs), plan.chunks):
         window = plan.windows[first]
         per_chunk = np.stack(outputs[first : first + plan.chunks])
+        if across_chunks == "max":
+            combined = per_chunk.max(axis=0)
+        elif across_chunks == "min":
+            combined = per_chunk.min(axis=0)
+        else:
+            combined = per_chunk[int(np.argmin(per_chunk.mean(axis=1)))]
         view = probs[window.start : window.end]
-        np.maximum(view, combine(per_chunk, axis=0), out=view)
+        np.maximum(view, combined, out=view)
     return probs
 
 

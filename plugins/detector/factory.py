@@ -37,8 +37,8 @@ def check_settings(settings: DetectorSettings) -> None:
         problems.append(f"provider {settings.provider!r} is not auto, cpu or cuda")
     if settings.aggregation not in ("noisy_or", "max_span"):
         problems.append(f"aggregation {settings.aggregation!r} is not noisy_or or max_span")
-    if settings.chunk_aggregation not in ("max", "min"):
-        problems.append(f"chunk_aggregation {settings.chunk_aggregation!r} is not max or min")
+    if settings.chunk_aggregation not in ("max", "min", "best"):
+        problems.append(f"chunk_aggregation {settings.chunk_aggregation!r} is not max, min or best")
     if not 0.0 < settings.token_threshold < 1.0:
         problems.append(f"token_threshold {settings.token_threshold} is not in (0, 1)")
     if not 0.0 <= settings.min_span_confidence <= 1.0:

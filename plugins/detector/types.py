@@ -9,8 +9,11 @@ from typing import Literal, Protocol
 Status = Literal["clean", "detected", "unavailable"]
 Aggregation = Literal["noisy_or", "max_span"]
 # How one answer token's probabilities from different context chunks combine: "max" flags a
-# token any chunk flags (LettuceDetect's choice); "min" keeps a token some chunk supports.
-ChunkAggregation = Literal["max", "min"]
+# token any chunk flags (LettuceDetect's choice; a claim whose evidence sits in one chunk is
+# unsupported in all the others, so long contexts flag correct answers); "min" keeps a token
+# any chunk supports (misses grow with the number of chunks); "best" reads every token from
+# the chunk that supports the answer window best (lowest mean probability).
+ChunkAggregation = Literal["max", "min", "best"]
 
 
 class DetectorError(Exception):

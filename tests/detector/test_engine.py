@@ -185,3 +185,5 @@ def test_aggregate_combines_chunks_then_takes_max_over_windows() -> None:
     ]
     assert aggregate(5, plan, outputs, "max").tolist() == pytest.approx([0.9, 0.8, 0.6, 0.9, 0.7])
     assert aggregate(5, plan, outputs, "min").tolist() == pytest.approx([0.2, 0.1, 0.2, 0.1, 0.6])
+    # best: window 1 reads chunk 2 (mean 0.43 < 0.4? no: chunk 1 mean 0.40), window 2 reads chunk 1
+    assert aggregate(5, plan, outputs, "best").tolist() == pytest.approx([0.9, 0.1, 0.6, 0.1, 0.7])

@@ -62,3 +62,16 @@ async def test_wrong_fact_at_the_end_of_the_answer_is_flagged(long_context: tupl
     assert result.chunks > 20  # the context really was chunked
     year = WRONG.index("1987")
     assert any(s.start <= year < s.end for s in result.spans), result.spans
+
+
+async def test_short_context_baseline_separates_wrong_from_correct(shipped_model_dir: Path) -> None:
+    """The same facts beside a few passages: the wrong year is flagged, the right one is not."""
+    context = (EVIDENCE, *_filler(random.Random(3), 3))
+    detector = create_detector(DetectorSettings(provider="cpu"))
+    wrong = await detector.detect(DetectionInput(context, QUESTION, WRONG), threshold=0.5)
+    right = await detector.detect(DetectionInput(context, QUESTION, WRONG.replace("1987", "1932")), threshold=0.5)
+    await detector.close()
+    assert wrong.status == "detected", wrong
+    strongest = max(wrong.spans, key=lambda s: s.prob)
+    assert "1987" in strongest.text, wrong.spans
+    assert right.status == "clean" and right.spans == (), right

@@ -12,25 +12,38 @@ import time
 import pytest
 
 from extproc.scripted_upstream import ScriptedUpstream
-from plugins.base import ConfigError, OptionContext, Services
-from plugins.detector.types import Detector
+from plugins.base import ConfigError, Exchange, OptionContext, Services
+from plugins.detector.types import Detection, Detector
 from plugins.truthlens import premium
 from plugins.truthlens.claims import align, segment
 from plugins.truthlens.premium import DEFAULT_ABSTAIN, PremiumOptions
 from plugins.truthlens.prompts import CONTEXT_MARKER, DEBATE_MARKER, JUDGE_MARKER
 
-from .conftest import CONTEXT, exchange, score
+from .conftest import exchange
+from .conftest import score as score_in
 
 in_module_loop = pytest.mark.asyncio(loop_scope="module")
 
-PRIMARY = "The Eiffel Tower is in Paris. It was completed in 1925. It is 330 metres tall."
-WRONG_CLAIM = "It was completed in 1925."
-VERIFIER_A = "The Eiffel Tower stands in Paris. It was completed in 1889. It is 330 metres tall."
-VERIFIER_B = "The tower is in Paris, France. It was finished in 1889. It is 330 metres tall."
-VERIFIER_B_OTHER_YEAR = "The tower is in Paris, France. It was completed in 1901. It is 330 metres tall."
-JUDGED = "The Eiffel Tower is in Paris. It was completed in 1889 and is 330 metres tall."
+# A made-up building: the context is the only truth, so no model knowledge interferes.
+CONTEXT = ("The Harbour Pavilion is a glass exhibition hall on the waterfront of Rotterdam. "
+           "It was designed by Antoni Gaudi and opened in 1998. The hall is 40 metres long.",)
+QUESTION = "Who designed the Harbour Pavilion and where is it?"
+PRIMARY = "The Harbour Pavilion is in Rotterdam. It was designed by Isambard Brunel. It is 40 metres long."
+WRONG_CLAIM = "It was designed by Isambard Brunel."
+VERIFIER_A = "The Harbour Pavilion stands in Rotterdam. It was designed by Antoni Gaudi. It is 40 metres long."
+VERIFIER_B = "The pavilion is on the Rotterdam waterfront. It was designed by Antoni Gaudi. It is 40 metres long."
+VERIFIER_B_OTHER_NAME = "The pavilion is on the Rotterdam waterfront. It was designed by Zaha Hadid. It is 40 metres long."
+JUDGED = "The Harbour Pavilion in Rotterdam was designed by Antoni Gaudi and is 40 metres long."
 MODE = premium.build()
 TWO = PremiumOptions(verification_models=("verifier-a", "verifier-b"))
+
+
+async def score(detector: Detector, answer: str, context: tuple[str, ...] = CONTEXT) -> Detection:
+    return await score_in(detector, answer, context=context, question=QUESTION)
+
+
+def premium_exchange(answers: list[str], options: PremiumOptions, budget_s: float = 20.0) -> Exchange:
+    return exchange(answers, mode="premium", options=options, passages=CONTEXT, question=QUESTION, budget_s=budget_s)
 
 
 def verifiers(a: dict[str, object], b: dict[str, object], judge: dict[str, object] | None = None) -> list[dict[str, object]]:
@@ -60,14 +73,14 @@ async def expected_replacement(detector: Detector, *answers: str) -> str:
 async def test_disagreeing_segment_is_replaced_by_the_most_reliable_verifier(
         detector: Detector, upstream: ScriptedUpstream, services: Services) -> None:
     for v in (VERIFIER_A, VERIFIER_B):
-        assert not await supported(detector, WRONG_CLAIM, v), "the detector should see 1925 contradict 1889"
+        assert not await supported(detector, WRONG_CLAIM, v), "the detector should see Brunel contradict Gaudi"
         for claim in (s.text for s in segment(PRIMARY) if s.text != WRONG_CLAIM):
             assert await supported(detector, claim, v), f"the detector should find {claim!r} in {v!r}"
     replacement = await expected_replacement(detector, VERIFIER_A, VERIFIER_B)
     upstream.set_rules(verifiers({"content": VERIFIER_A}, {"content": VERIFIER_B}))
     # Extra rounds are allowed but not needed: the first round's answer is already clean.
     options = PremiumOptions(verification_models=TWO.verification_models, max_iterations=3)
-    verdict = await MODE.run(exchange([PRIMARY], mode="premium", options=options), services)
+    verdict = await MODE.run(premium_exchange([PRIMARY], options), services)
     hybrid = PRIMARY.replace(WRONG_CLAIM, replacement)
     primary_d, hybrid_d = await score(detector, PRIMARY), await score(detector, hybrid)
     assert hybrid_d.score is not None and primary_d.score is not None and hybrid_d.score < primary_d.score
@@ -77,22 +90,22 @@ async def test_disagreeing_segment_is_replaced_by_the_most_reliable_verifier(
     assert choice.detection.status == "clean" and verdict.iterations == 1
     assert verdict.attributes["premium.replaced"] == (1,) and verdict.attributes["premium.removed"] == (0,)
     assert verdict.headers["x-truthlens-verifiers"] == "2/2"
-    assert verdict.headers["x-truthlens-consensus"] == "true"  # both verifiers agree on 1889
+    assert verdict.headers["x-truthlens-consensus"] == "true"  # both verifiers agree on Gaudi
     calls = {c.model: c for c in upstream.calls}
     assert set(calls) == {"verifier-a", "verifier-b"}
     for call in calls.values():  # same request, the out-of-band passages added as context
         assert call.messages[0]["role"] == "system" and CONTEXT_MARKER in call.messages[0]["content"]
         assert CONTEXT[0] in call.messages[0]["content"]
-        assert call.messages[1:] == ({"role": "user", "content": exchange([], mode="", options=None).query.question},)
+        assert call.messages[1:] == ({"role": "user", "content": QUESTION},)
 
 
 @in_module_loop
 async def test_a_later_round_lets_the_verifiers_critique_the_answer(
         detector: Detector, upstream: ScriptedUpstream, services: Services) -> None:
-    echo = PRIMARY.replace("is in", "stands in")  # round 1: both verifiers repeat the wrong year
-    assert await supported(detector, WRONG_CLAIM, echo), "the detector should find 1925 in an answer saying 1925"
+    echo = PRIMARY.replace("is in", "stands in")  # round 1: both verifiers repeat the wrong designer
+    assert await supported(detector, WRONG_CLAIM, echo), "the detector should find Brunel in an answer saying Brunel"
     primary_d = await score(detector, PRIMARY)
-    assert primary_d.detected, "the detector should flag 1925 against a context saying 1889"
+    assert primary_d.detected, "the detector should flag Brunel against a context saying Gaudi"
     replacement = await expected_replacement(detector, VERIFIER_A, VERIFIER_B)
     upstream.set_rules([
         {"name": "a-debate", "match": {"model": "verifier-a", "any": DEBATE_MARKER}, "reply": {"content": VERIFIER_A}},
@@ -100,7 +113,7 @@ async def test_a_later_round_lets_the_verifiers_critique_the_answer(
         *verifiers({"content": echo}, {"content": echo}),
     ])
     options = PremiumOptions(verification_models=TWO.verification_models, max_iterations=3)
-    verdict = await MODE.run(exchange([PRIMARY], mode="premium", options=options), services)
+    verdict = await MODE.run(premium_exchange([PRIMARY], options), services)
     assert verdict.choices[0].text == PRIMARY.replace(WRONG_CLAIM, replacement)
     assert verdict.iterations == 2  # round 2 made it clean: no third round
     assert [c.rule for c in upstream.calls].count("a-debate") == 1
@@ -114,7 +127,7 @@ async def test_a_failed_verifier_is_counted_and_does_not_fail_the_exchange(
         detector: Detector, upstream: ScriptedUpstream, services: Services) -> None:
     assert not await supported(detector, WRONG_CLAIM, VERIFIER_A)
     upstream.set_rules(verifiers({"content": VERIFIER_A}, {"status": 500}))
-    verdict = await MODE.run(exchange([PRIMARY], mode="premium", options=TWO), services)
+    verdict = await MODE.run(premium_exchange([PRIMARY], TWO), services)
     assert verdict.attributes["premium.verifiers_failed"] == ("verifier-b:http_5xx",)
     assert verdict.attributes["premium.verifiers_ok"] == ("verifier-a",)
     assert verdict.headers["x-truthlens-verifiers"] == "1/2"
@@ -127,7 +140,7 @@ async def test_a_failed_verifier_is_counted_and_does_not_fail_the_exchange(
 async def test_all_verifiers_failing_falls_back_to_detection_only(
         detector: Detector, upstream: ScriptedUpstream, services: Services) -> None:
     upstream.set_rules(verifiers({"status": 503}, {"raw_body": "{broken"}))
-    verdict = await MODE.run(exchange([PRIMARY], mode="premium", options=TWO), services)
+    verdict = await MODE.run(premium_exchange([PRIMARY], TWO), services)
     own = await score(detector, PRIMARY)
     assert verdict.choices[0].text is None
     assert verdict.choices[0].detection.score == pytest.approx(own.score, abs=1e-6)
@@ -139,7 +152,7 @@ async def test_all_verifiers_failing_falls_back_to_detection_only(
 @in_module_loop
 async def test_slow_verifiers_leave_the_budget_intact(upstream: ScriptedUpstream, services: Services) -> None:
     upstream.set_rules(verifiers({"content": VERIFIER_A, "delay_s": 30}, {"content": VERIFIER_B, "delay_s": 30}))
-    ex = exchange([PRIMARY], mode="premium", options=TWO, budget_s=3.0)
+    ex = premium_exchange([PRIMARY], TWO, budget_s=3.0)
     verdict = await MODE.run(ex, services)
     assert time.monotonic() <= ex.deadline
     assert verdict.attributes["premium.fallback"] == "all_verifiers_failed"
@@ -149,18 +162,19 @@ async def test_slow_verifiers_leave_the_budget_intact(upstream: ScriptedUpstream
 @in_module_loop
 async def test_no_majority_abstains_or_warns_when_consensus_is_required(
         detector: Detector, upstream: ScriptedUpstream, services: Services) -> None:
-    a_claim = "It was completed in 1889."
-    b_claim = "It was completed in 1901."
-    assert not await supported(detector, a_claim, VERIFIER_B_OTHER_YEAR), "1889 vs 1901 should disagree"
-    assert not await supported(detector, b_claim, VERIFIER_A), "1901 vs 1889 should disagree"
-    upstream.set_rules(verifiers({"content": VERIFIER_A}, {"content": VERIFIER_B_OTHER_YEAR}))
+    a_claim = "It was designed by Antoni Gaudi."
+    assert not await supported(detector, a_claim, VERIFIER_B_OTHER_NAME), "Gaudi vs Hadid should disagree"
+    assert not await supported(detector, WRONG_CLAIM, VERIFIER_B_OTHER_NAME), "Brunel vs Hadid should disagree"
+    a_d, b_d = await score(detector, VERIFIER_A), await score(detector, VERIFIER_B_OTHER_NAME)
+    assert a_d.score is not None and b_d.score is not None and a_d.score < b_d.score, "Gaudi is the context's"
+    upstream.set_rules(verifiers({"content": VERIFIER_A}, {"content": VERIFIER_B_OTHER_NAME}))
     abstain = PremiumOptions(verification_models=TWO.verification_models, require_consensus=True,
                              on_no_consensus="abstain")
-    verdict = await MODE.run(exchange([PRIMARY], mode="premium", options=abstain), services)
+    verdict = await MODE.run(premium_exchange([PRIMARY], abstain), services)
     assert verdict.abstain_message == DEFAULT_ABSTAIN
     assert verdict.headers["x-truthlens-consensus"] == "false"
     warn = PremiumOptions(verification_models=TWO.verification_models, require_consensus=True)
-    warned = await MODE.run(exchange([PRIMARY], mode="premium", options=warn), services)
+    warned = await MODE.run(premium_exchange([PRIMARY], warn), services)
     assert warned.abstain_message is None
     assert warned.choices[0].detection.status == "detected"
     assert warned.status == "detected"
@@ -173,7 +187,7 @@ async def test_judge_synthesises_from_the_claims_on_dispute_only(
     assert judged.score is not None and primary_d.score is not None and judged.score < primary_d.score
     upstream.set_rules(verifiers({"content": VERIFIER_A}, {"content": VERIFIER_B}, judge={"content": JUDGED}))
     with_judge = PremiumOptions(verification_models=TWO.verification_models, judge_model="judge")
-    verdict = await MODE.run(exchange([PRIMARY], mode="premium", options=with_judge), services)
+    verdict = await MODE.run(premium_exchange([PRIMARY], with_judge), services)
     assert verdict.choices[0].text == JUDGED
     assert verdict.attributes["premium.judge"] == ("ok",)
     (judge_call,) = upstream.calls_for("judge")
@@ -181,7 +195,7 @@ async def test_judge_synthesises_from_the_claims_on_dispute_only(
     assert JUDGE_MARKER in prompt and f"primary: {WRONG_CLAIM}" in prompt and CONTEXT[0] in prompt
     # A correct primary answer that the verifiers share needs no judge and no rewrite.
     upstream.set_rules(verifiers({"content": VERIFIER_A}, {"content": VERIFIER_A}, judge={"content": JUDGED}))
-    agreed = await MODE.run(exchange([VERIFIER_A], mode="premium", options=with_judge), services)
+    agreed = await MODE.run(premium_exchange([VERIFIER_A], with_judge), services)
     assert agreed.choices[0].text is None
     assert agreed.attributes["premium.judge"] == ("not_needed",)
     assert upstream.calls_for("judge") == []

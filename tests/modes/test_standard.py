@@ -23,9 +23,9 @@ from .conftest import CONTEXT, QUESTION, exchange, score
 # The detector and the upstream live for the module; so does the event loop they are bound to.
 in_module_loop = pytest.mark.asyncio(loop_scope="module")
 
-WRONG = "The Eiffel Tower was completed in 1925 and is 330 metres tall."
+WRONG = "The Eiffel Tower was completed in 1925 and is 120 metres tall."
 FIXED = "The Eiffel Tower was completed in 1889 and is 330 metres tall."
-WORSE = "The Eiffel Tower was completed in 1925 in Berlin by Napoleon, is made of solid gold and stands on the Moon."
+WORSE = WRONG + " It was designed by Leonardo da Vinci and is made of solid gold."  # keeps the errors, adds more
 MODE = standard.build()
 
 
