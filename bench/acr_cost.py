@@ -2,7 +2,7 @@
 
 The upstream is the scripted OpenAI-compatible server with a simulated generation delay per
 call (``--gen-delay``); the detector, embedder and LLM client are the real ones. Every mode
-checks the same grounded exchange (context says 1925, the model's memory 1889); the table
+checks the same grounded exchange (context says 1911, the model's memory 1950); the table
 gives calls, wall time added by the mode, and both as a ratio to standard, in one run.
 
     python -m bench.acr_cost [--gen-delay 0.3] [--repeats 3] [--model-dir DIR]
@@ -24,27 +24,29 @@ from plugins.detector.types import DetectorSettings
 from plugins.evidence.embedder import OnnxEmbedder
 from plugins.llm_client import Endpoint, LLMClient
 
-QUESTION = "When was the Eiffel Tower completed?"
-PASSAGE = "The Eiffel Tower was completed in 1925 for the World's Fair in Paris."
-ANSWER = "The Eiffel Tower was completed in 1889 for the World's Fair in Paris."
+QUESTION = "When was the museum founded?"
+PASSAGE = ("The city museum opens at 9 am on weekdays and closes at 5 pm. Entry costs 12 euros for adults. "
+           "The museum was founded by Anna Berg in 1911.")
+ANSWER = "The museum was founded in 1950."
+GROUNDED = "The museum was founded by Anna Berg in 1911."
 
 
 def _rules(delay: float, agree: bool) -> list[dict[str, Any]]:
-    external = "1889" if agree else "1925"
+    external = "1950" if agree else "1911"
 
     def tag(t: str, **reply: Any) -> dict[str, Any]:
         return {"name": t, "match": {"system_regex": rf"^\[acr:{t}"}, "reply": {"delay_s": delay, **reply}}
 
     return [
-        tag("internal-", content="Answer: 1889", confidence=0.9),
-        tag("extract-triples", content=f"<s>Eiffel Tower | completed in | {external}</s>"),
+        tag("internal-", content="Answer: 1950", confidence=0.9),
+        tag("extract-triples", content=f"<s>museum | founded in | {external}</s>"),
         tag("verify-triples", content="1: yes"),
         tag("external-answer", content=f"Answer: {external}", confidence=0.6),
         tag("perturb", content="negation: a\nentity_swap: b\ntime_shift: c"),
-        tag("counterfactual-answer", content="Answer: 1889"),
+        tag("counterfactual-answer", content="Answer: 1950"),
         tag("fuse", content=ANSWER),
         # standard's refine call (any other prompt)
-        {"name": "refine", "reply": {"content": PASSAGE, "delay_s": delay}},
+        {"name": "refine", "reply": {"content": GROUNDED, "delay_s": delay}},
     ]
 
 
@@ -93,6 +95,8 @@ async def main() -> None:
     await detector.close()
     embedder.close()
     base_s, base_calls = next((s, c) for label, s, c, _ in rows if label.startswith("standard"))
+    if base_calls == 0:
+        raise SystemExit("the detector did not flag the benchmark answer: standard made no call to compare with")
     print(f"simulated generation {args.gen_delay:.2f} s per upstream call; median of {args.repeats}")
     print(f"{'mode':<22}{'calls':>6}{'added s':>9}{'calls/std':>11}{'time/std':>10}  verdict")
     for label, secs, calls, status in rows:

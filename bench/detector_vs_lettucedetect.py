@@ -1,7 +1,8 @@
 """Our ONNX detector vs LettuceDetect's own ``TransformerDetector`` on one checkpoint.
 
 Same trained Hugging Face checkpoint, same inputs, measured side by side in one process:
-- latency at 1 caller (p50 / p95), interleaved per input so both see the same machine load;
+- latency at 1 caller (p50 / p95), in blocks of inputs with the runtimes taking turns, so
+  all see the same machine load;
 - throughput at N concurrent callers (ours: micro-batched asyncio callers; LettuceDetect:
   N threads calling ``predict``, torch releases the GIL);
 - token-level agreement of predictions (P(hallucinated) > 0.5) of our fp32 and int8 ONNX
@@ -40,6 +41,7 @@ from plugins.detector.manifest import load_manifest
 from plugins.detector.types import DetectionInput, DetectorSettings
 
 DEFAULT_INPUTS = Path("training/output/corpus/heldout.jsonl")
+BLOCK = 25  # inputs timed per runtime before switching to the next
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,13 +183,19 @@ async def run(args: argparse.Namespace) -> None:
             await ours.detect(item, threshold=0.5)
             await ours8.detect(item, threshold=0.5)
 
+        # Blocks of inputs per runtime, in rotating order: interleaving single calls would let
+        # one runtime's spinning worker threads (OpenMP, onnxruntime) slow the other down.
         lat: dict[str, list[float]] = {"lettucedetect": [], "onnx fp32": [], "onnx int8": []}
-        for item in items:
-            started = time.perf_counter()
-            lettuce_probs(ld, item)
-            lat["lettucedetect"].append((time.perf_counter() - started) * 1000)
-            lat["onnx fp32"].append(await timed_ours(ours, item))
-            lat["onnx int8"].append(await timed_ours(ours8, item))
+        for start in range(0, len(items), BLOCK):
+            block = items[start : start + BLOCK]
+            for name in _rotate(list(lat), start // BLOCK):
+                for item in block:
+                    if name == "lettucedetect":
+                        started = time.perf_counter()
+                        lettuce_probs(ld, item)
+                        lat[name].append((time.perf_counter() - started) * 1000)
+                    else:
+                        lat[name].append(await timed_ours(ours if name == "onnx fp32" else ours8, item))
 
         tput = {
             "lettucedetect": throughput_lettuce(ld, items, args.concurrency),
@@ -223,6 +231,11 @@ async def run(args: argparse.Namespace) -> None:
                   f"{g.example_agree:>14.2%} {g.skipped:>8}")
         await ours.close()
         await ours8.close()
+
+
+def _rotate(names: list[str], k: int) -> list[str]:
+    k %= len(names)
+    return names[k:] + names[:k]
 
 
 def _fields(settings: DetectorSettings) -> dict[str, Any]:

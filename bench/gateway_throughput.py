@@ -30,11 +30,12 @@ import yaml
 from extproc import launch
 from plugins.detector.manifest import DEFAULT_MODEL_DIR
 
-CONTEXT = [
+PASSAGE = (
     "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris, France. It is named "
     "after the engineer Gustave Eiffel, whose company designed and built the tower from 1887 to 1889. "
     "It was the entrance arch to the 1889 World's Fair and is 330 metres tall."
-]
+)
+CONTEXT = [PASSAGE]
 ANSWER = (
     "The Eiffel Tower was built by Gustave Eiffel's company between 1887 and 1889 as the entrance arch "
     "to the World's Fair. It stands in Paris on the Champ de Mars and is about 330 metres tall."
@@ -142,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
         model_dir: Path | None = None
         if not shipped:
             sys.path.insert(0, str(launch.REPO_ROOT / "tests"))
-            from detector.conftest import tokenizer_path, write_lookup_model  # test model: flags a few words
+            # The hand-weighted lookup test model (flags a few words), when no trained model exists.
+            from detector.conftest import tokenizer_path, write_lookup_model
 
             tokenizer = tokenizer_path()
             if tokenizer is None:
@@ -173,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
                         if workers > 1:
                             log = work / f"processor-{workers}.log"
                             launch.wait_until(
-                                lambda log=log: log.read_text().count(" serving on ") >= workers,  # type: ignore[misc]
+                                lambda log=log, n=workers: log.read_text().count(" serving on ") >= n,  # type: ignore[misc]
                                 "all workers", proc, 120,
                             )
                         name = "lightweight" if enabled else "detection-off"

@@ -66,7 +66,7 @@ def _ask_all(port: int) -> None:
         raw = client.chat.completions.with_raw_response.create(**body)  # type: ignore[call-overload]
         completion = raw.parse()
         print("  plain     headers:", _truthlens_headers(raw.headers))
-        print("  plain     content:", json.dumps(completion.choices[0].message.content))
+        print("  plain     content:", json.dumps(completion.choices[0].message.content, ensure_ascii=False))
         with client.chat.completions.with_streaming_response.create(stream=True, **body) as resp:  # type: ignore[call-overload]
             print("  streaming headers:", _truthlens_headers(resp.headers))
             text, verdict = [], None
@@ -77,7 +77,7 @@ def _ask_all(port: int) -> None:
                 extra = getattr(chunk, "model_extra", None) or {}
                 if "truthlens" in extra:
                     verdict = extra["truthlens"]
-            print("  streaming content:", json.dumps("".join(text)))
+            print("  streaming content:", json.dumps("".join(text), ensure_ascii=False))
             print("  streaming verdict:", json.dumps(verdict))
         print()
 

@@ -118,8 +118,9 @@ async def _contained(
     try:
         async with timeout:
             query = request.grounded_query()
+            held_back: tuple[str, ...] = ()
             if policy.evidence is not None:
-                query = await _gate(query, policy.evidence, services, telemetry, policy.mode)
+                query, held_back = await _gate(query, policy.evidence, services, telemetry, policy.mode)
             exchange = Exchange(
                 decision=decision,
                 mode=policy.mode,
@@ -128,6 +129,7 @@ async def _contained(
                 query=query,
                 answers=answers,
                 deadline=deadline,
+                held_back_passages=held_back,
             )
             verdict = await mode.run(exchange, scoped)
     except TimeoutError as exc:
@@ -166,9 +168,9 @@ def _mode(name: str) -> Mode:
 
 async def _gate(
     query: GroundedQuery, settings: EvidenceSettings, services: Services, telemetry: Telemetry, mode: str
-) -> GroundedQuery:
-    """Evidence gating is an optimisation: when it is missing or fails, the check runs on every
-    passage (counted as ``evidence_error``)."""
+) -> tuple[GroundedQuery, tuple[str, ...]]:
+    """The gated query and the passages gating held back. Gating is an optimisation: when it
+    is missing or fails, the check runs on every passage (counted as ``evidence_error``)."""
     try:
         gating = importlib.import_module(_GATING_MODULE)
     except ModuleNotFoundError as exc:
@@ -176,15 +178,16 @@ async def _gate(
             raise
         log.warning("evidence gating is configured but %s is not installed", _GATING_MODULE)
         telemetry.record_error("evidence_error")
-        return query
+        return query, ()
     if services.embedder is None:
         log.warning("evidence gating is configured but no embedder is loaded")
         telemetry.record_error("evidence_error")
-        return query
+        return query, ()
     started = time.monotonic()
     try:
         with telemetry.span("truthlens.evidence_gate", passages=len(query.passages)) as span:
-            gated = (await gating.gate(query, settings, services.embedder)).query
+            result = await gating.gate(query, settings, services.embedder)
+            gated, held_back = result.query, tuple(result.held_back)
             if not isinstance(gated, GroundedQuery):
                 raise TypeError(f"gate() gave {type(gated).__name__}, not a GroundedQuery")
             span.set_attribute("kept", len(gated.passages))
@@ -193,9 +196,9 @@ async def _gate(
     except Exception:
         log.exception("evidence gating failed; checking against every passage")
         telemetry.record_error("evidence_error")
-        return query
+        return query, ()
     telemetry.record_latency(mode, "evidence_gate", time.monotonic() - started)
-    return gated
+    return gated, held_back
 
 
 class BudgetedDetector:

@@ -58,6 +58,9 @@ class Exchange:
     query: GroundedQuery
     answers: tuple[str, ...]  # message content of each choice, by choice index
     deadline: float  # time.monotonic() by which run() must return
+    # Passages evidence gating kept out of ``query`` (best first); a mode that
+    # wants more evidence (ACR) may bring them back before asking a retriever.
+    held_back_passages: tuple[str, ...] = ()
 
     def remaining_s(self) -> float:
         return max(0.0, self.deadline - time.monotonic())

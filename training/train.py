@@ -36,7 +36,7 @@ def _batches(items: list[Encoded], batch_size: int, rng: random.Random) -> list[
     order = items[:]
     rng.shuffle(order)
     pool = batch_size * 50
-    batches = []
+    batches: list[list[Encoded]] = []
     for i in range(0, len(order), pool):
         chunk = sorted(order[i : i + pool], key=lambda e: len(e.input_ids))
         batches.extend(chunk[j : j + batch_size] for j in range(0, len(chunk), batch_size))

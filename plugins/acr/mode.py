@@ -216,7 +216,7 @@ class AcrMode:
             weight = fusion_weight(internal.mu, external.candidate.mu, 0.0)
             return _Outcome((None,) * len(answers), "agreement", weight, internal, external, None,
                             e_agent.calls)
-        evidence = EvidenceSource(opts.retriever_url, _held_back(exchange),
+        evidence = EvidenceSource(opts.retriever_url, exchange.held_back_passages,
                                   timeout_s=opts.retriever_timeout_s, deadline=exchange.deadline)
         resolution = await k_agent.resolve(
             q.question, internal, external, q.passages, evidence,
@@ -249,11 +249,6 @@ class AcrMode:
             headers=headers,
             attributes={"acr": _facts(outcome)},
         )
-
-
-def _held_back(exchange: Exchange) -> tuple[str, ...]:
-    # Passages evidence gating set aside; the gateway fills this when gating runs.
-    return tuple(getattr(exchange, "held_back_passages", ()) or ())
 
 
 def _source(matcher: AnswerMatcher, final: str, internal: str, external: str) -> Source:

@@ -190,6 +190,8 @@ def _export_graph(wrapper: Any, feed: Mapping[str, np.ndarray], input_names: Seq
                 dynamic_shapes={name: {0: batch, 1: seq} for name in input_names},
                 optimize=opset < 23,  # the fused RotaryEmbedding of opset 23 fails in onnxruntime
             )
+            if program is None:
+                raise ExportError("the dynamo exporter returned no program")
             program.save(str(path))
             return
         axes = {name: {0: "batch", 1: "sequence"} for name in input_names} | {"logits": {0: "batch", 1: "sequence"}}
@@ -274,6 +276,15 @@ def export_model(
         shutil.copyfile(final, out / "model.onnx")
     tokenizer.save(str(out / "tokenizer.json"))
 
+    quantization = "int8-dynamic-per-channel" if quantize == "int8" else "none"
+    source: dict[str, object] = {
+        "architecture": type(model).__name__,
+        "base": checkpoint.resolve().name,  # never a machine-specific path
+        "opset": opset,
+        "exporter": "torch.onnx (dynamo)" if dynamo else "torch.onnx (torchscript)",
+    } | dict(provenance or {})
+    if verification is not None:
+        source["verification"] = asdict(verification)
     manifest = {
         "format": MANIFEST_FORMAT,
         "labels": labels,
@@ -281,21 +292,14 @@ def export_model(
         "max_length": max_length,
         "prompt_template": TEMPLATE_NAME,
         "inputs": list(names),
-        "quantization": "int8-dynamic-per-channel" if quantize == "int8" else "none",
-        "source": {
-            "architecture": type(model).__name__,
-            "base": checkpoint.resolve().name,  # never a machine-specific path
-            "opset": opset,
-            "exporter": "torch.onnx (dynamo)" if dynamo else "torch.onnx (torchscript)",
-        } | dict(provenance or {}),
+        "quantization": quantization,
+        "source": source,
         "metrics": dict(metrics or {}),
     }
-    if verification is not None:
-        manifest["source"]["verification"] = asdict(verification)
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     return ExportReport(
         out_dir=str(out), architecture=type(model).__name__, inputs=names, opset=opset,
-        quantization=manifest["quantization"], max_length=max_length, model_bytes=(out / "model.onnx").stat().st_size,
+        quantization=quantization, max_length=max_length, model_bytes=(out / "model.onnx").stat().st_size,
         seconds=round(time.monotonic() - started, 2), verification=verification,
     )
 

@@ -22,6 +22,9 @@ from plugins.llm_client import LLMClient
 
 from .scenarios import QUESTION, RIGHT_PASSAGE, WRONG_PASSAGE, rules, tags_called
 
+# The shared detector and the scripted upstream live on the session's event loop.
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
 
 def _exchange(passages: tuple[str, ...], answer: str, options: AcrOptions, budget_s: float = 60.0) -> Exchange:
     messages = ({"role": "system", "content": "Context: " + " ".join(passages)},
@@ -101,15 +104,19 @@ async def test_context_right_internal_wrong(upstream: ScriptedUpstream, llm: LLM
         counterfactual={"content": "Answer: Canberra"},
         fused="The capital of Australia is Canberra.",
     ))
-    verdict = await _run(_exchange((RIGHT_PASSAGE,), "The capital of Australia is Sydney.", AcrOptions()),
-                         detector, llm, embedder)
+    # The upstream followed the (right) context; its memory disagrees: a conflict to resolve.
+    answer = "Canberra is the capital of Australia."
+    verdict = await _run(_exchange((RIGHT_PASSAGE,), answer, AcrOptions()), detector, llm, embedder)
     acr = verdict.attributes["acr"]
+    assert acr["outcome"] == "resolved", acr
     assert acr["internal"]["answer"] == "Sydney" and acr["external"]["answer"] == "Canberra"
     assert acr["internal"]["support"] == pytest.approx(8 / 12, abs=1e-3)
     assert verdict.headers[SOURCE_HEADER] == "external"
     assert float(verdict.headers[WEIGHT_HEADER]) < 0.5
-    assert verdict.choices[0].text == "The capital of Australia is Canberra."
+    # The fused answer says what the upstream already said: the answer stands, unrewritten.
+    assert verdict.choices[0].text is None and not verdict.rewritten
     assert verdict.choices[0].detection.score is not None
+    assert "acr:fuse" in tags_called(upstream.calls)
 
 
 async def test_agreement_exits_early_and_keeps_the_answer(upstream: ScriptedUpstream, llm: LLMClient,

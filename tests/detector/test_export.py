@@ -14,7 +14,14 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 import torch
-from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+from tokenizers import (
+    Tokenizer,
+    models,
+    normalizers,
+    pre_tokenizers,
+    processors,
+    trainers,
+)
 
 from plugins.detector.export import ExportError, export_model, main
 from plugins.detector.manifest import load_manifest

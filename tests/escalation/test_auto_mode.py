@@ -13,7 +13,6 @@ import pytest
 
 from extproc.scripted_upstream import ScriptedUpstream
 from plugins.base import (
-    ConfigError,
     Exchange,
     GroundedQuery,
     OptionContext,
@@ -25,13 +24,16 @@ from plugins.escalation.auto import AutoOptions, build, parse_options
 from plugins.evidence.embedder import OnnxEmbedder
 from plugins.llm_client import LLMClient
 
+# The shared detector and the scripted upstream live on the session's event loop.
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
 CTX = OptionContext(path="decisions[0].plugins[0].configuration",
                     models=frozenset({"default", "expert", "verifier"}))
-MUSEUM = "The city museum opens at 9 am on weekdays and closes at 5 pm."
+MUSEUM = ("The city museum opens at 9 am on weekdays and closes at 5 pm. Entry costs 12 euros for adults. "
+          "The museum was founded by Anna Berg in 1911.")
 FAITHFUL = "The city museum opens at 9 am on weekdays."
 EMBELLISHED = "The city museum opens at 9 am on weekdays and offers free guided tours for children."
-TOWER_WRONG = "The Eiffel Tower was completed in 1925 for the World's Fair in Paris."
-TOWER_ANSWER = "The Eiffel Tower was completed in 1889 for the World's Fair in Paris."
+FOUNDED_1950 = "The museum was founded in 1950."
 
 
 def _exchange(passage: str, question: str, answer: str, options: AutoOptions,
@@ -73,11 +75,13 @@ async def test_clean_answer_stops_at_lightweight(upstream: ScriptedUpstream, llm
 
 async def test_contradicting_span_escalates_to_acr(upstream: ScriptedUpstream, llm: LLMClient,
                                                    embedder: OnnxEmbedder, detector: Detector) -> None:
-    # The context is wrong (1925); the answer says 1889: a context-memory conflict.
-    upstream.set_rules(_acr_rules("1889", "1925", "<s>Eiffel Tower | completed in | 1925</s>",
-                                  TOWER_ANSWER))
-    verdict = await _run(_exchange(TOWER_WRONG, "When was the Eiffel Tower completed?", TOWER_ANSWER,
+    # The passage says 1911, the answer 1950 (the model's memory): a context-memory conflict.
+    upstream.set_rules(_acr_rules("1950", "1911", "<s>museum | founded in | 1911</s>", FOUNDED_1950))
+    verdict = await _run(_exchange(MUSEUM, "When was the museum founded?", FOUNDED_1950,
                                    parse_options({}, CTX)), detector, llm, embedder)
+    detection = verdict.choices[0].detection
+    if "1950" not in [s.text.strip() for s in detection.spans]:
+        pytest.fail(f"the shipped detector no longer flags the contradicting year: {detection}")
     assert verdict.attributes["monitor"]["findings"] == ["conflict"], verdict.attributes
     assert verdict.attributes["escalation_path"] == ["lightweight", "acr"]
     assert verdict.attributes["escalated_to"] == "acr"
@@ -150,20 +154,3 @@ async def test_unavailable_detection_is_not_escalated_and_not_clean(
     assert verdict.attributes["escalated_to"] == "lightweight"
     assert upstream.calls == []
 
-
-def test_options() -> None:
-    opts = parse_options({"expert_model": "expert", "expert_threshold": 0.5, "acr": {"samples": 4}}, CTX)
-    assert opts.expert_model == "expert" and opts.expert_threshold == 0.5
-    assert opts.acr.samples == 4 and opts.standard is not None and opts.premium is None
-    with pytest.raises(ConfigError) as err:
-        parse_options({"acr": {"samples": 1}}, CTX)
-    assert err.value.key == f"{CTX.path}.acr.samples"
-    with pytest.raises(ConfigError) as err:
-        parse_options({"expert_model": "nowhere"}, OptionContext(path="p", models=frozenset({"x"})))
-    assert err.value.key == "p.expert_model"
-    with pytest.raises(ConfigError) as err:
-        parse_options({"premium": {}}, CTX)
-    assert err.value.key.startswith(f"{CTX.path}.premium")
-    with pytest.raises(ConfigError) as err:
-        parse_options({"escalate": True}, CTX)
-    assert err.value.key == f"{CTX.path}.escalate"

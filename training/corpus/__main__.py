@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from training.corpus.splits import generate, write_jsonl
+from training.corpus.splits import SplitName, generate, write_jsonl
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -17,7 +17,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--word-budget", type=int, default=220, help="passage words per example (fits 384 tokens)")
     args = parser.parse_args(argv)
-    for split, n in (("train", args.train), ("test", args.test), ("heldout", args.heldout)):
+    sizes: tuple[tuple[SplitName, int], ...] = (("train", args.train), ("test", args.test), ("heldout", args.heldout))
+    for split, n in sizes:
         count = write_jsonl(generate(split, n, seed=args.seed, word_budget=args.word_budget), args.out / f"{split}.jsonl")
         print(f"{split}: {count} examples -> {args.out / f'{split}.jsonl'}")
     return 0

@@ -77,9 +77,8 @@ def _fill(template: str, entity: str, value: str, *, lower_first: bool = False) 
     before, after = template.split("{v}", 1)
     before = before.replace("{e}", entity)
     after = after.replace("{e}", entity)
-    if lower_first and not template.startswith("{"):
-        if before:
-            before = before[0].lower() + before[1:]
+    if lower_first and before and not template.startswith("{"):
+        before = before[0].lower() + before[1:]
     return before, value, after
 
 
@@ -212,8 +211,8 @@ class ExampleBuilder:
             lead = rng.choice(self.lead_ins)
             out.add(lead)
             attr = asked[0]
-            before, value, after = _fill(self.template(attr.answers), entity, values[attr.name].render(rng), lower_first=bool(lead))
-            out.add_labeled(before + value + after, "unanswerable")
+            claim = "".join(_fill(self.template(attr.answers), entity, values[attr.name].render(rng), lower_first=bool(lead)))
+            out.add_labeled(claim, "unanswerable")
             return out
 
         # which claims go wrong, and how
@@ -235,8 +234,8 @@ class ExampleBuilder:
             if extra_at == i:
                 attr = rng.choice(absent)
                 joined = not first and self._join(out)
-                before, value, after = _fill(self.template(attr.answers), entity, attr.make(rng).render(rng), lower_first=joined or (first and bool(lead)))
-                out.add_labeled(before + value + after, "unsupported")
+                claim = "".join(_fill(self.template(attr.answers), entity, attr.make(rng).render(rng), lower_first=joined or (first and bool(lead))))
+                out.add_labeled(claim, "unsupported")
                 first = False
             if i == len(asked):
                 break

@@ -12,7 +12,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from training.corpus import names
-from training.corpus.values import Choice, Date, Money, Quantity, Unit, Value, Version, Year
+from training.corpus.values import (
+    Choice,
+    Date,
+    Money,
+    Quantity,
+    Unit,
+    Value,
+    Version,
+    Year,
+)
 
 Maker = Callable[[random.Random], Value]
 

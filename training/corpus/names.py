@@ -49,7 +49,7 @@ def countries() -> tuple[tuple[str, ...], ...]:
     for c in pycountry.countries:
         if "," in c.name or "(" in c.name:
             continue
-        names = (c.name,)
+        names: tuple[str, ...] = (c.name,)
         official = getattr(c, "official_name", None)
         if official and official != c.name:
             names += (official,)

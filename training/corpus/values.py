@@ -32,7 +32,7 @@ class Value(Protocol):
 
 def _fmt_number(amount: float, decimals: int, rng: random.Random, *, words: bool = True) -> str:
     if decimals == 0:
-        n = int(round(amount))
+        n = round(amount)
         if words and 0 <= n < len(_SMALL) and rng.random() < 0.4:
             return _SMALL[n]
         if n >= 1000 and rng.random() < 0.7:
