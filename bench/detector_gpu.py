@@ -100,6 +100,8 @@ def main() -> None:
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--tf32", action="store_true", help="allow TF32 matmuls in both runtimes (default: off in both)")
+    parser.add_argument("--torch-only", action="store_true",
+                        help="time torch alone (where onnxruntime-gpu cannot be installed); ONNX columns show '-'")
     args = parser.parse_args()
     lengths = args.lengths or ([64, 128, 256] if args.tiny else [512, 2048, 4096])
 
@@ -108,7 +110,7 @@ def main() -> None:
     else:
         if not torch.cuda.is_available():
             raise SystemExit("no CUDA device for torch; use --cpu for a smoke test")
-        if "CUDAExecutionProvider" not in ort.get_available_providers():
+        if not args.torch_only and "CUDAExecutionProvider" not in ort.get_available_providers():
             raise SystemExit(f"onnxruntime has no CUDAExecutionProvider ({ort.get_available_providers()}); install onnxruntime-gpu")
         device = torch.device("cuda")
         providers = [("CUDAExecutionProvider", {"use_tf32": int(args.tf32)}), ("CPUExecutionProvider", {})]
@@ -120,13 +122,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="truthlens-gpu-bench-") as tmp:
         path = Path(tmp) / "model.onnx"
         started = time.perf_counter()
-        export(model, path, model.config.vocab_size)
+        session: ort.InferenceSession | None = None
+        used = "not used"
+        if not args.torch_only:
+            export(model, path, model.config.vocab_size)
+            options = ort.SessionOptions()
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            session = ort.InferenceSession(str(path), options, providers=providers)
+            used = session.get_providers()[0]
         export_s = time.perf_counter() - started
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        session = ort.InferenceSession(str(path), options, providers=providers)
-        used = session.get_providers()[0]
-        if not args.cpu and used != "CUDAExecutionProvider":
+        if session is not None and not args.cpu and used != "CUDAExecutionProvider":
             raise SystemExit(f"onnxruntime fell back to {used}; CUDA libraries missing?")
         model = model.to(device)
         name = torch.cuda.get_device_name() if device.type == "cuda" else "CPU"
@@ -149,10 +154,15 @@ def main() -> None:
                     return out.float().cpu().numpy()  # .cpu() synchronises the device
 
                 def run_onnx(ids: np.ndarray = ids, mask: np.ndarray = mask) -> np.ndarray:
+                    assert session is not None
                     return session.run(["logits"], {"input_ids": ids, "attention_mask": mask})[0]
 
                 try:
                     t_times, t_out = timeit(run_torch, args.warmup, args.iters)
+                    if session is None:
+                        print(f"{batch:>5} {length:>6} {statistics.median(t_times):>10.2f} "
+                              f"{np.percentile(t_times, 95):>10.2f} {'-':>9} {'-':>9} {'-':>15} {'-':>9}")
+                        continue
                     o_times, o_out = timeit(run_onnx, args.warmup, args.iters)
                 except (RuntimeError, MemoryError) as exc:  # out of memory at large batch x length
                     print(f"{batch:>5} {length:>6}  skipped: {type(exc).__name__}: {str(exc)[:80]}")

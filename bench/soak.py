@@ -38,10 +38,10 @@ from pathlib import Path
 import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from harness import Stack  # noqa: E402  (tests/harness.py: the e2e stack launcher)
+from harness import Stack
 
-from bench import soak_traffic as traffic  # noqa: E402
-from extproc import launch  # noqa: E402
+from bench import soak_traffic as traffic
+from extproc import launch
 
 PATH = "/v1/chat/completions"
 
@@ -159,7 +159,7 @@ async def one_request(
                 complete = True
             except aiohttp.ClientPayloadError as exc:  # the connection ended mid-body
                 error = f"payload: {exc}"
-    except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+    except (TimeoutError, aiohttp.ClientError) as exc:
         error = f"{type(exc).__name__}: {exc}"
     ended = time.monotonic()
     tally.sent += 1
@@ -175,7 +175,10 @@ async def one_request(
             tally.failures.append(
                 f"t={started - t0:6.1f}s {kind.name}: {verdict.outcome} {verdict.reason} status={status} {error[:120]}"
             )
-    tally.outcomes[(verdict.outcome, verdict.reason)] += 1
+    reason = verdict.reason
+    if verdict.outcome == "ok" and reason != "checked":
+        reason = f"{reason} ({kind.name})"  # why a check was skipped, and on which kind
+    tally.outcomes[(verdict.outcome, reason)] += 1
     if verdict.outcome == "ok":
         tally.latencies[kind.name].append(ended - started)
         if not verdict.checked:
@@ -235,8 +238,9 @@ async def inject_faults(stack: SoakStack, duration_s: float, tally: Tally, t0: f
     await at(0.30)
     workers = stack.worker_pids()
     if workers:
+        active = await asyncio.to_thread(stack.metric, "truthlens_streams_active")
         os.kill(workers[0], signal.SIGTERM)
-        note(f"SIGTERM to worker pid {workers[0]} (of {len(workers)})")
+        note(f"SIGTERM to worker pid {workers[0]} (of {len(workers)}); {active:.0f} exchanges in flight on all workers")
         for _ in range(300):
             await asyncio.sleep(0.1)
             now = stack.worker_pids()
@@ -252,11 +256,13 @@ def percentile(values: list[float], q: float) -> float:
 
 def report(tally: Tally, memory: list[tuple[float, float]], duration_s: float, args: argparse.Namespace) -> str:
     lines = [
-        f"soak: {duration_s:.0f} s, concurrency {args.concurrency}, processor workers {args.workers}, "
-        f"{os.cpu_count()} CPUs (shared with other jobs), shipped ONNX detector",
+        (
+            f"soak: {duration_s:.0f} s, concurrency {args.concurrency}, processor workers {args.workers}, "
+            f"{os.cpu_count()} CPUs (shared with other jobs), shipped ONNX detector"
+        ),
         f"requests sent: {tally.sent}  ({tally.sent / duration_s:.1f}/s)",
     ]
-    by_outcome = Counter()
+    by_outcome: Counter[str] = Counter()
     for (outcome, _), n in tally.outcomes.items():
         by_outcome[outcome] += n
     lines.append("outcomes: " + ", ".join(f"{k}={by_outcome.get(k, 0)}" for k in ("ok", "expected_error", "lost", "corrupted")))

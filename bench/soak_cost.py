@@ -31,9 +31,9 @@ from typing import Any
 import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from harness import Stack  # noqa: E402
+from harness import Stack
 
-from bench import soak_traffic as traffic  # noqa: E402
+from bench import soak_traffic as traffic
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -76,8 +76,10 @@ async def run_load(url: str, route: str, n: int, concurrency: int) -> list[float
 
 def through_gateway(n: int) -> list[str]:
     lines = [
-        f"{'configuration':16s} {'conc':>4s} {'processor CPU ms/req':>21s} {'envoy CPU ms/req':>17s} "
-        f"{'p50 ms':>7s} {'p99 ms':>7s}"
+        (
+            f"{'configuration':16s} {'conc':>4s} {'processor CPU ms/req':>21s} {'envoy CPU ms/req':>17s} "
+            f"{'p50 ms':>7s} {'p99 ms':>7s}"
+        )
     ]
     with tempfile.TemporaryDirectory(prefix="truthlens-cost-") as tmp, Stack.running(Path(tmp), None) as stack:
         stack.set_script(traffic.script())
@@ -120,7 +122,7 @@ def detector_batching(repeats: int = 5) -> list[str]:
     rng = np.random.default_rng(0)
     lines = [f"{'seq len':>7s} {'batch 1 x8 ms/row':>18s} {'batch 8 x1 ms/row':>18s} {'speed-up':>9s}"]
     for length in (512, 128):
-        def feed(batch: int) -> dict[str, np.ndarray]:
+        def feed(batch: int, length: int = length) -> dict[str, np.ndarray]:
             ids = rng.integers(1000, 20000, size=(batch, length), dtype=np.int64)
             full = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
             return {k: full[k] for k in names}

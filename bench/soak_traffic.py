@@ -218,9 +218,8 @@ def classify(kind: Kind, status: int, headers: Mapping[str, str], body: bytes, c
         return Verdict("corrupted", f"upstream 500 arrived as {status}", checked)
     if status != 200:
         return Verdict("corrupted", f"status {status}", checked)
-    if kind.expect == "gzip":
-        if headers.get("content-encoding") == "gzip":
-            body = gzip.decompress(body)
+    if kind.expect == "gzip" and headers.get("content-encoding") == "gzip":
+        body = gzip.decompress(body)
     if kind.stream:
         parsed = _sse_content(body)
         if parsed is None:

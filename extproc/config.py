@@ -247,7 +247,7 @@ def _parse_detector(s: _Section, base_dir: Path | None) -> DetectorSettings:
     s.allow(
         "model", "backend", "provider", "token_threshold", "aggregation", "min_span_length",
         "min_span_confidence", "batching", "intra_op_threads", "max_answer_chars",
-        "max_context_chars", "answer_overlap_tokens",
+        "max_context_chars", "answer_overlap_tokens", "chunk_aggregation",
     )
     d = DetectorSettings()
     model = s.string("model", "builtin")
@@ -275,6 +275,7 @@ def _parse_detector(s: _Section, base_dir: Path | None) -> DetectorSettings:
         max_answer_chars=s.integer("max_answer_chars", d.max_answer_chars, lo=1),
         max_context_chars=s.integer("max_context_chars", d.max_context_chars, lo=1),
         answer_overlap_tokens=s.integer("answer_overlap_tokens", d.answer_overlap_tokens, lo=0),
+        chunk_aggregation=s.choice("chunk_aggregation", d.chunk_aggregation, ("max", "min", "best")),  # type: ignore[arg-type]
     )
 
 

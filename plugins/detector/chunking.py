@@ -132,9 +132,9 @@ def chunk_prompts(
         groups[-1].append(text)
         used += cost
     # One batch call: the tokenizer encodes the chunk prompts in parallel.
-    encoded = encoder.encode_many([build_prompt(g, question) for g in groups])
+    chunk_encodings = encoder.encode_many([build_prompt(g, question) for g in groups])
     prompts: list[np.ndarray] = []
-    for group, prompt in zip(groups, encoded, strict=True):
+    for group, prompt in zip(groups, chunk_encodings, strict=True):
         prompts.extend([prompt.ids] if len(prompt) <= budget else _fit_group(encoder, group, question, budget))
     return prompts
 

@@ -1,12 +1,14 @@
-"""Routes and upstream script of the gateway's end-to-end tests."""
+"""Routes and upstream script of the gateway's end-to-end tests (answers from ``tests/shipped_inputs.py``)."""
 
 from __future__ import annotations
 
 from harness import decision
+from shipped_inputs import CONTEXT as PASSAGE
+from shipped_inputs import GROUNDED, HALLUCINATED, WRONG_FACTS
 
-CONTEXT = ["Paris is the capital of France. The Eiffel Tower was completed in 1889."]
-GROUNDED = "The capital of France is Paris."
-HALLUCINATED = "The capital of France is Berlin."
+CONTEXT = [PASSAGE]
+
+__all__ = ["CONTEXT", "DECISIONS", "GROUNDED", "HALLUCINATED", "SCRIPT", "WRONG_FACTS"]
 
 DECISIONS = [
     decision("header_only", route_header="header", actions=["header"]),

@@ -1,8 +1,8 @@
 """Grounded vs hallucinated answers, plain and streaming, under each action, as the official
 ``openai`` client sees them through a real Envoy and the real processor.
 
-Scripted: only the upstream LLM (``extproc/scripted_upstream.py``). The detector is the real
-ONNX runtime on the lookup model (flags ``Berlin``), so the verdicts are known in advance.
+Scripted: only the upstream LLM (``extproc/scripted_upstream.py``). The detector is the shipped
+trained model in ONNX Runtime, fed answers it judges with a wide margin (``tests/shipped_inputs.py``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 import openai
 import pytest
-from gateway_routes import CONTEXT, GROUNDED, HALLUCINATED
+from gateway_routes import CONTEXT, GROUNDED, HALLUCINATED, WRONG_FACTS
 from harness import Stack, chat_body
 
 pytestmark = pytest.mark.envoy
@@ -48,7 +48,7 @@ def read_stream(raw: Any) -> tuple[list[str], dict[str, Any] | None]:
 
 
 def test_grounded_answer_is_clean_and_unchanged(gateway: Stack) -> None:
-    raw = ask(gateway, "grounded: what is the capital?")
+    raw = ask(gateway, "grounded: when was the Eiffel Tower completed?")
     headers = truthlens_headers(raw)
     assert headers["x-truthlens-detected"] == "false"
     assert headers["x-truthlens-enabled"] == "true"
@@ -62,7 +62,7 @@ def test_grounded_answer_is_clean_and_unchanged(gateway: Stack) -> None:
 
 
 def test_hallucinated_answer_is_flagged_and_warned(gateway: Stack) -> None:
-    raw = ask(gateway, "hallucinated: what is the capital?", n=2)
+    raw = ask(gateway, "hallucinated: when was the Eiffel Tower completed?", n=2)
     headers = truthlens_headers(raw)
     assert headers["x-truthlens-detected"] == "true"
     assert float(headers["x-truthlens-score"]) > 0.5
@@ -86,8 +86,10 @@ def test_verdicts_are_counted(gateway: Stack) -> None:
 def test_spans_come_back_when_asked(gateway: Stack) -> None:
     raw = ask(gateway, "hallucinated?", extra_headers={"x-truthlens-include-spans": "true"})
     details = raw.parse().model_extra["truthlens"]
-    span = details["choices"][0]["spans"][0]
-    assert span["text"].lower().strip() == "berlin"
+    spans = details["choices"][0]["spans"]
+    assert spans, "a detected answer comes with the spans that made it so"
+    for span in spans:  # each flagged span lies inside one of the answer's wrong facts
+        assert any(span["text"].strip() in fact for fact in WRONG_FACTS), span
     assert details["detected"] == "detected"
 
 
@@ -148,7 +150,7 @@ def test_streaming_block_ends_with_an_error_event(gateway: Stack) -> None:
     # Nothing of the withheld answer was released before the error.
     body = gateway.raw("POST", "/v1/chat/completions", chat_body("hallucinated?", context=CONTEXT, stream=True),
                        {"x-test-route": "block"}).body
-    assert b"Berlin" not in body and b"hallucination_detected" in body
+    assert b"Speer" not in body and b"hallucination_detected" in body  # a word of the wrong fact
 
 
 def test_disabled_route_is_byte_identical_to_the_upstream(gateway: Stack) -> None:

@@ -95,22 +95,17 @@ def test_two_workers_serve_one_port_and_stop_cleanly(tmp_path: Path, stack: Stac
         child.stop()
 
 
-def test_shipped_detector_tells_grounded_from_hallucinated(shipped_stack: Stack) -> None:
-    shipped_stack.set_script(
+def test_shipped_detector_tells_grounded_from_hallucinated(gateway: Stack) -> None:
+    # The demo's passage and questions (deploy/demo_script.yaml), answered right and wrong.
+    gateway.set_script(
         [
             {"match": {"user": "completed"}, "reply": {"content": "The Eiffel Tower was completed in 1889."}},
             {"match": {"user": "designed"},
              "reply": {"content": "The Eiffel Tower was designed by Leonardo da Vinci in 1502 and is made of solid gold."}},
         ]
     )
-    context = [
-        (
-            "The Eiffel Tower is a wrought-iron lattice tower in Paris, France. It was designed by the "
-            "engineering company of Gustave Eiffel and completed in 1889 as the entrance arch to the World's Fair."
-        )
-    ]
-    grounded = shipped_stack.raw("POST", PATH, chat_body("When was the Eiffel Tower completed?", context=context))
-    wrong = shipped_stack.raw("POST", PATH, chat_body("Who designed the Eiffel Tower?", context=context))
+    grounded = gateway.raw("POST", PATH, chat_body("When was the Eiffel Tower completed?", context=CONTEXT))
+    wrong = gateway.raw("POST", PATH, chat_body("Who designed the Eiffel Tower?", context=CONTEXT))
     assert grounded.headers["x-truthlens-detected"] == "false"
     assert wrong.headers["x-truthlens-detected"] == "true"
     assert float(wrong.headers["x-truthlens-score"]) > float(grounded.headers["x-truthlens-score"])

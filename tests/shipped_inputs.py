@@ -1,0 +1,46 @@
+"""The shipped detector (``plugins/detector/default_model``) in tests, and inputs it judges with a wide margin.
+
+Each was probed with ``truthlens detect``: the hallucinated answers score ≥ 0.99, the grounded
+ones 0.0, so the gateway tests built on them check the gateway, not a borderline score. The
+flagged spans of a hallucinated answer lie inside its wrong facts (``WRONG_FACTS``).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from plugins.detector.manifest import DEFAULT_MODEL_DIR
+
+
+def require_shipped_model() -> None:
+    """Skip the calling test when the shipped detector model has not been built into this checkout."""
+    for name in ("model.onnx", "tokenizer.json", "manifest.json"):
+        if not (DEFAULT_MODEL_DIR / name).is_file():
+            pytest.skip(f"the shipped detector model is not built yet ({DEFAULT_MODEL_DIR.name}/{name} missing)")
+
+
+# --- a passage about the Eiffel Tower (the demo's) and answers to questions about it ---------
+
+CONTEXT = (
+    "The Eiffel Tower is a wrought-iron lattice tower in Paris, France. It was designed by the "
+    "engineering company of Gustave Eiffel and completed in 1889 as the entrance arch to the World's Fair."
+)
+QUESTION = "When was the Eiffel Tower completed?"
+GROUNDED = "The Eiffel Tower was completed in 1889."
+HALLUCINATED = "The Eiffel Tower was completed in 1925 and designed by Albert Speer."
+WRONG_FACTS = ("1925", "Albert Speer")  # where the detector's spans in HALLUCINATED lie
+# Keeps HALLUCINATED's errors and adds one: asked QUESTION, it scores above HALLUCINATED.
+WORSE = HALLUCINATED + " It is made of solid gold."
+
+# --- a made-up building (premium mode): the context is the only truth -------------------------
+# Shared with tests/modes/test_premium.py, which checks the shipped detector's claim judgements.
+
+PAVILION_CONTEXT = (
+    "The Harbour Pavilion is a glass exhibition hall on the waterfront of Rotterdam. "
+    "It was designed by Antoni Gaudi and opened in 1998. The hall is 40 metres long."
+)
+PAVILION_QUESTION = "Who designed the Harbour Pavilion and where is it?"
+PAVILION_PRIMARY = "The Harbour Pavilion is in Rotterdam. It was designed by Isambard Brunel. It is 40 metres long."
+PAVILION_WRONG_CLAIM = "It was designed by Isambard Brunel."
+PAVILION_VERIFIER = "The Harbour Pavilion stands in Rotterdam. It was designed by Antoni Gaudi. It is 40 metres long."
+PAVILION_JUDGED = "The Harbour Pavilion in Rotterdam was designed by Antoni Gaudi and is 40 metres long."
