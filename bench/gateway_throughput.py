@@ -3,12 +3,12 @@
 Configurations, all behind the same Envoy and the same scripted upstream:
   envoy-only      a route with ext_proc disabled (Envoy → upstream)
   detection-off   through the processor, the decision has ``enabled: false``
-  lightweight     through the processor, lightweight detection (shipped model, else the
-                  lookup test model, named in the output)
+  lightweight     through the processor, lightweight detection (the shipped trained model,
+                  or the model directory given with ``--model``)
   lightweight x2  the same with two worker processes sharing the port (SO_REUSEPORT)
 
 Prints requests/s, p50 and p99 latency per configuration and their ratios to envoy-only.
-Run: ``python -m bench.gateway_throughput [--seconds 8] [--concurrency 16]``.
+Run: ``python -m bench.gateway_throughput [--seconds 8] [--concurrency 16] [--model DIR]``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import argparse
 import asyncio
 import json
 import statistics
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -134,23 +133,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--envoy-concurrency", type=int, default=2,
                         help="Envoy worker threads (each opens its own connection to the processor)")
+    parser.add_argument("--model", type=Path, default=None,
+                        help="detector model directory (default: the shipped trained model)")
     args = parser.parse_args(argv)
 
-    shipped = (DEFAULT_MODEL_DIR / "model.onnx").is_file()
+    model_dir: Path | None = args.model  # None: the shipped model
+    if not ((model_dir or DEFAULT_MODEL_DIR) / "model.onnx").is_file():
+        print(f"no detector model at {model_dir or DEFAULT_MODEL_DIR} (model.onnx missing): build the shipped "
+              "model or pass --model DIR")
+        return 1
     ports = launch.EnvoyPorts(*(launch.free_port() for _ in range(4)))
     with tempfile.TemporaryDirectory(prefix="truthlens-bench-") as tmp:
         work = Path(tmp)
-        model_dir: Path | None = None
-        if not shipped:
-            sys.path.insert(0, str(launch.REPO_ROOT / "tests"))
-            # The hand-weighted lookup test model (flags a few words), when no trained model exists.
-            from detector.conftest import tokenizer_path, write_lookup_model
-
-            tokenizer = tokenizer_path()
-            if tokenizer is None:
-                print("no detector model available (shipped model not built, no MiniLM tokenizer)")
-                return 1
-            model_dir = write_lookup_model(work / "lookup", tokenizer)
         upstream_url = f"http://127.0.0.1:{ports.upstream}/v1"
         config = work / "config.yaml"
         script = work / "script.yaml"
@@ -186,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             for child in reversed(children):
                 child.stop()
-    report(results, "shipped model" if shipped else "lookup test model (shipped model not built)", args)
+    report(results, "shipped model" if model_dir is None else str(model_dir), args)
     return 0
 
 

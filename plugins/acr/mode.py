@@ -41,6 +41,7 @@ from plugins.base import (
 )
 from plugins.detector.types import Detection, DetectionInput
 from plugins.llm_client import LLMError
+from plugins.options import check_keys, read_model, read_number
 
 NAME = "acr"
 Source = Literal["internal", "external", "fused", "agreement"]
@@ -66,45 +67,29 @@ class AcrOptions:
     retriever_timeout_s: float = 5.0
 
 
-_NUMBERS: dict[str, tuple[type, float, float]] = {
-    "samples": (int, 2, 16),
-    "temperature": (float, 0.0, 2.0),
-    "top_p": (float, 1e-6, 1.0),
-    "max_tokens": (int, 1, 32_768),
-    "cluster_threshold": (float, 0.0, 1.0),
-    "theta": (float, 0.0, 10.0),
-    "max_rounds": (int, 1, 8),
-    "max_passages": (int, 1, 256),
-    "max_triples": (int, 1, 256),
-    "retriever_timeout_s": (float, 0.01, 600.0),
+_NUMBERS: dict[str, tuple[bool, float, float]] = {  # key: (integer, low, high)
+    "samples": (True, 2, 16),  # calibration needs M >= 2
+    "temperature": (False, 0.0, 2.0),
+    "top_p": (False, 1e-6, 1.0),
+    "max_tokens": (True, 1, 32_768),
+    "cluster_threshold": (False, 0.0, 1.0),
+    "theta": (False, 0.0, 10.0),
+    "max_rounds": (True, 1, 8),
+    "max_passages": (True, 1, 256),
+    "max_triples": (True, 1, 256),
+    "retriever_timeout_s": (False, 0.01, 600.0),
 }
 
 
 def parse_options(raw: Mapping[str, Any], ctx: OptionContext) -> AcrOptions:
-    if not isinstance(raw, Mapping):
-        raise ConfigError(ctx.path, "must be a mapping")
-    known = {f.name for f in dataclasses.fields(AcrOptions)}
-    unknown = sorted(set(raw) - known)
-    if unknown:
-        raise ConfigError(f"{ctx.path}.{unknown[0]}", f"unknown option (known: {sorted(known)})")
-    values: dict[str, Any] = {}
-    for key, (kind, low, high) in _NUMBERS.items():
-        if key not in raw:
-            continue
-        value = raw[key]
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or (
-            kind is int and not isinstance(value, int)
-        ):
-            raise ConfigError(f"{ctx.path}.{key}", f"expected {kind.__name__}, got {value!r}")
-        if not low <= value <= high:
-            raise ConfigError(f"{ctx.path}.{key}", f"must be in [{low}, {high}], got {value}")
-        values[key] = kind(value)
-    model = raw.get("model")
+    check_keys(raw, {f.name for f in dataclasses.fields(AcrOptions)}, ctx)
+    values: dict[str, Any] = {
+        key: read_number(raw, key, ctx, lo=low, hi=high, default=None, integer=integer)
+        for key, (integer, low, high) in _NUMBERS.items()
+        if key in raw
+    }
+    model = read_model(raw, "model", ctx)
     if model is not None:
-        if not isinstance(model, str) or not model:
-            raise ConfigError(f"{ctx.path}.model", "expected a model name")
-        if model not in ctx.models and "default" not in ctx.models:
-            raise ConfigError(f"{ctx.path}.model", f"{model!r} is not in the models section")
         values["model"] = model
     url = raw.get("retriever_url")
     if url is not None:

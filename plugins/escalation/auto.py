@@ -34,6 +34,7 @@ from plugins.base import (
 from plugins.detector.types import DetectionInput
 from plugins.escalation.monitor import Assessment, assess
 from plugins.llm_client import ChatCall, LLMError
+from plugins.options import check_keys, read_model
 
 NAME = "auto"
 log = logging.getLogger(__name__)
@@ -53,19 +54,10 @@ class AutoOptions:
 
 
 def parse_options(raw: Mapping[str, Any], ctx: OptionContext) -> AutoOptions:
-    if not isinstance(raw, Mapping):
-        raise ConfigError(ctx.path, "must be a mapping")
-    known = {f.name for f in dataclasses.fields(AutoOptions)}
-    unknown = sorted(set(raw) - known)
-    if unknown:
-        raise ConfigError(f"{ctx.path}.{unknown[0]}", f"unknown option (known: {sorted(known)})")
+    check_keys(raw, {f.name for f in dataclasses.fields(AutoOptions)}, ctx)
     values: dict[str, Any] = {}
-    expert = raw.get("expert_model")
+    expert = read_model(raw, "expert_model", ctx)
     if expert is not None:
-        if not isinstance(expert, str) or not expert:
-            raise ConfigError(f"{ctx.path}.expert_model", f"expected a model name, got {expert!r}")
-        if expert not in ctx.models and "default" not in ctx.models:
-            raise ConfigError(f"{ctx.path}.expert_model", f"{expert!r} is not in the models section")
         values["expert_model"] = expert
     k = raw.get("expert_threshold", 0.4)
     if isinstance(k, bool) or not isinstance(k, (int, float)) or not -1.0 <= k <= 1.0:

@@ -10,7 +10,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from plugins.base import ChoiceVerdict, ConfigError, Exchange, OptionContext, Services, Verdict
+from plugins.base import (
+    ChoiceVerdict,
+    ConfigError,
+    Exchange,
+    OptionContext,
+    Services,
+    Verdict,
+)
 from plugins.detector.types import Detection, DetectionInput, DetectorError
 
 NAME = "lightweight"

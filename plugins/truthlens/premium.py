@@ -39,12 +39,20 @@ from typing import Any, Literal
 
 from opentelemetry import trace
 
-from plugins.base import ChoiceVerdict, ConfigError, Exchange, OptionContext, Services, Verdict
+from plugins.base import (
+    ChoiceVerdict,
+    ConfigError,
+    Exchange,
+    OptionContext,
+    Services,
+    Verdict,
+)
 from plugins.detector.types import Detection, DetectionInput, DetectorError
 from plugins.llm_client import ChatCall, LLMError
+from plugins.options import check_keys, check_model, read_model, read_number
 from plugins.truthlens.claims import Segment, align, rebuild, segment
 from plugins.truthlens.prompts import context_message, debate_messages, judge_messages
-from plugins.truthlens.standard import check_keys, check_model, detect_answer, read_model, read_number
+from plugins.truthlens.standard import detect_answer
 
 NAME = "premium"
 _tracer = trace.get_tracer(__name__)

@@ -22,9 +22,16 @@ from typing import Any
 
 from opentelemetry import trace
 
-from plugins.base import ChoiceVerdict, ConfigError, Exchange, OptionContext, Services, Verdict
+from plugins.base import (
+    ChoiceVerdict,
+    Exchange,
+    OptionContext,
+    Services,
+    Verdict,
+)
 from plugins.detector.types import Detection, DetectionInput, DetectorError
 from plugins.llm_client import ChatCall, LLMError
+from plugins.options import check_keys, read_model, read_number
 from plugins.truthlens.prompts import refine_messages
 
 NAME = "standard"
@@ -36,42 +43,6 @@ class StandardOptions:
     convergence_threshold: float | None = None  # None: the route's detection threshold
     refine_model: str | None = None  # None: the request's model
     refine_temperature: float | None = 0.0  # None: the backend's default
-
-
-# --- option readers (shared with premium) --------------------------------------------------
-
-
-def check_keys(raw: Mapping[str, Any], known: frozenset[str], ctx: OptionContext) -> None:
-    unknown = sorted(set(raw) - known)
-    if unknown:
-        raise ConfigError(f"{ctx.path}.{unknown[0]}", f"unknown option (known: {', '.join(sorted(known))})")
-
-
-def read_number(raw: Mapping[str, Any], key: str, ctx: OptionContext, *, lo: float, hi: float,
-                default: float | None, integer: bool = False) -> Any:
-    value = raw.get(key, default)
-    if value is None:
-        return None
-    kinds: tuple[type, ...] = (int,) if integer else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kinds):
-        raise ConfigError(f"{ctx.path}.{key}", f"must be {'an integer' if integer else 'a number'}, got {value!r}")
-    if not lo <= value <= hi:
-        raise ConfigError(f"{ctx.path}.{key}", f"must be between {lo:g} and {hi:g}, got {value!r}")
-    return int(value) if integer else float(value)
-
-
-def read_model(raw: Mapping[str, Any], key: str, ctx: OptionContext) -> str | None:
-    value = raw.get(key)
-    return None if value is None else check_model(value, f"{ctx.path}.{key}", ctx)
-
-
-def check_model(value: Any, key_path: str, ctx: OptionContext) -> str:
-    """A model name the ``models:`` section can reach (its ``default`` entry reaches any name)."""
-    if not isinstance(value, str) or not value:
-        raise ConfigError(key_path, f"must be a model name, got {value!r}")
-    if value not in ctx.models and "default" not in ctx.models:
-        raise ConfigError(key_path, f"model {value!r} is not in the models section")
-    return value
 
 
 def parse_options(raw: Mapping[str, Any], ctx: OptionContext) -> StandardOptions:

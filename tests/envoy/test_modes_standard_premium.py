@@ -12,13 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import shipped_inputs
 import yaml
-
 from harness import Stack, chat_body, decision, parse_sse
 from shipped_inputs import (
-    CONTEXT as PASSAGE,
-    GROUNDED as FIXED,
-    HALLUCINATED as WRONG,
     PAVILION_CONTEXT,
     PAVILION_JUDGED,
     PAVILION_PRIMARY,
@@ -34,7 +31,9 @@ from plugins.truthlens.prompts import REFINE_MARKER
 
 pytestmark = pytest.mark.envoy
 
-CONTEXT = [PASSAGE]
+CONTEXT = [shipped_inputs.CONTEXT]
+WRONG = shipped_inputs.HALLUCINATED
+FIXED = shipped_inputs.GROUNDED
 
 
 def premium_fixed() -> str:

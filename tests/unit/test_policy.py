@@ -16,11 +16,23 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry
-from shipped_inputs import CONTEXT, GROUNDED, HALLUCINATED, QUESTION, WRONG_FACTS, require_shipped_model
+from shipped_inputs import (
+    CONTEXT,
+    GROUNDED,
+    HALLUCINATED,
+    QUESTION,
+    WRONG_FACTS,
+    require_shipped_model,
+)
 
 from extproc.config import Budgets, Config, Decision, parse_config
 from extproc.openai_body import ChatRequest, ContextSettings, parse_chat_request
-from extproc.policy import BudgetedDetector, record_escalations, run_policy, verdict_reason
+from extproc.policy import (
+    BudgetedDetector,
+    record_escalations,
+    run_policy,
+    verdict_reason,
+)
 from extproc.telemetry import Telemetry
 from plugins.base import ChoiceVerdict, Services, Verdict
 from plugins.detector.types import Detection, DetectionInput

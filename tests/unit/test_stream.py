@@ -1,9 +1,9 @@
 """The processor driven over a real gRPC channel with the messages Envoy sends, no Envoy.
 
 Real parts: the gRPC server (``ProcessorServer`` on a free port), the service, the stream state
-machine, the phases, config loading, and the ONNX detector running the hand-weighted lookup
-model (it flags the words ``berlin``, ``lyon``, ``1925``, ``北``). Scripted: the upstream's
-response bytes, written here as Envoy would forward them.
+machine, the phases, config loading, and the shipped trained detector in ONNX Runtime, fed answers it judges with a
+wide margin (``tests/shipped_inputs.py``). Scripted: the upstream's response bytes, written here
+as Envoy would forward them.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import asyncio
 import gzip
 import json
 from collections.abc import AsyncIterator, Sequence
-from pathlib import Path
 from typing import Any
 
 import grpc
@@ -22,6 +21,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry
+from shipped_inputs import CONTEXT as PASSAGE
+from shipped_inputs import GROUNDED, HALLUCINATED, WRONG_FACTS, require_shipped_model
 
 from extproc.launch import config_yaml
 from extproc.server import ProcessorServer, ServerSettings
@@ -31,9 +32,7 @@ from protos import truthlens_ext_proc_pb2 as pb
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
-CONTEXT = ["Paris is the capital of France."]
-GROUNDED = "The capital of France is Paris."
-HALLUCINATED = "The capital of France is Berlin."
+CONTEXT = [PASSAGE]
 DECISIONS = [
     decision("block", route_header="block", actions=["header", "block"]),
     decision("hold", route_header="hold", streaming="hold", actions=["header", "body"]),
@@ -49,9 +48,10 @@ SPANS = InMemorySpanExporter()
 
 
 @pytest.fixture(scope="module")
-async def channel(tmp_path_factory: pytest.TempPathFactory, lookup_model_dir: Path) -> AsyncIterator[grpc.aio.Channel]:
+async def channel(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[grpc.aio.Channel]:
+    require_shipped_model()
     config = tmp_path_factory.mktemp("stream") / "config.yaml"
-    config.write_text(config_yaml(lookup_model_dir, "http://127.0.0.1:9/v1", decisions=DECISIONS), encoding="utf-8")
+    config.write_text(config_yaml(None, "http://127.0.0.1:9/v1", decisions=DECISIONS), encoding="utf-8")
     tracing = TracerProvider()
     tracing.add_span_processor(SimpleSpanProcessor(SPANS))
     telemetry = Telemetry(registry=CollectorRegistry(), tracer_provider=tracing)
@@ -180,7 +180,7 @@ async def chat(
         channel,
         [
             request_headers(route=route),
-            request_body(body if body is not None else chat_body("What is the capital?", context=CONTEXT)),
+            request_body(body if body is not None else chat_body("When was the Eiffel Tower completed?", context=CONTEXT)),
             response_headers(status, content_type, **resp_extra),
             response_body(answer),
         ],
@@ -248,9 +248,11 @@ async def test_spans_only_when_the_client_asks(channel: grpc.aio.Channel) -> Non
         ],
     )
     details = json.loads(asked[3].response_body.response.body_mutation.body)["truthlens"]
-    span = details["choices"][0]["spans"][0]
-    assert HALLUCINATED[span["start"] : span["end"]] == span["text"]
-    assert "berlin" in span["text"].lower()
+    spans = details["choices"][0]["spans"]
+    assert spans
+    for span in spans:
+        assert HALLUCINATED[span["start"] : span["end"]] == span["text"]
+        assert any(span["text"].strip() in fact for fact in WRONG_FACTS)  # inside a wrong fact
     plain = await chat(channel, completion(HALLUCINATED))
     assert "truthlens" not in json.loads(plain[3].response_body.response.body_mutation.body)
 
@@ -340,7 +342,7 @@ async def test_slow_detector_is_unavailable_not_clean(channel: grpc.aio.Channel)
 async def _stream(channel: grpc.aio.Channel, chunks: list[bytes], route: str | None = None, **req_extra: str) -> list[pb.ProcessingResponse]:
     messages = [
         request_headers(route=route, **req_extra),
-        request_body(chat_body("What is the capital?", context=CONTEXT, stream=True)),
+        request_body(chat_body("When was the Eiffel Tower completed?", context=CONTEXT, stream=True)),
         response_headers(content_type="text/event-stream"),
     ]
     messages += [response_body(c, end_of_stream=False) for c in chunks]
