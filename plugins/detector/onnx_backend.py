@@ -49,6 +49,9 @@ class OnnxRunner:
         except Exception as exc:  # onnxruntime raises its own untyped errors for bad graphs
             raise ModelDirError(f"{manifest.model_path}: onnxruntime cannot load it ({exc})") from exc
         self.provider = self._session.get_providers()[0]
+        if "CUDAExecutionProvider" in providers and self.provider != "CUDAExecutionProvider":
+            # onnxruntime-gpu without a visible GPU (or without its CUDA libraries) falls back silently.
+            log.warning("detector: CUDA was offered but no GPU session could be made; running on %s", self.provider)
         graph_inputs = [i.name for i in self._session.get_inputs()]
         missing = [name for name in graph_inputs if name not in manifest.inputs]
         if missing:
