@@ -33,7 +33,7 @@ WRONG_FACTS = ("1925", "Albert Speer")  # where the detector's spans in HALLUCIN
 WORSE = HALLUCINATED + " It is made of solid gold."
 
 # --- a made-up building (premium mode): the context is the only truth -------------------------
-# Shared with tests/modes/test_premium.py, which checks the shipped detector's claim judgements.
+# Premium mode's case (tests/modes/test_premium.py checks the shipped detector's claim judgements on it).
 
 PAVILION_CONTEXT = (
     "The Harbour Pavilion is a glass exhibition hall on the waterfront of Rotterdam. "

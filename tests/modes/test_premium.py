@@ -10,6 +10,14 @@ from __future__ import annotations
 import time
 
 import pytest
+from shipped_inputs import (
+    PAVILION_CONTEXT,
+    PAVILION_JUDGED,
+    PAVILION_PRIMARY,
+    PAVILION_QUESTION,
+    PAVILION_VERIFIER,
+    PAVILION_WRONG_CLAIM,
+)
 
 from extproc.scripted_upstream import ScriptedUpstream
 from plugins.base import ConfigError, Exchange, OptionContext, Services
@@ -25,15 +33,14 @@ from .conftest import score as score_in
 in_module_loop = pytest.mark.asyncio(loop_scope="module")
 
 # A made-up building: the context is the only truth, so no model knowledge interferes.
-CONTEXT = ("The Harbour Pavilion is a glass exhibition hall on the waterfront of Rotterdam. "
-           "It was designed by Antoni Gaudi and opened in 1998. The hall is 40 metres long.",)
-QUESTION = "Who designed the Harbour Pavilion and where is it?"
-PRIMARY = "The Harbour Pavilion is in Rotterdam. It was designed by Isambard Brunel. It is 40 metres long."
-WRONG_CLAIM = "It was designed by Isambard Brunel."
-VERIFIER_A = "The Harbour Pavilion stands in Rotterdam. It was designed by Antoni Gaudi. It is 40 metres long."
+CONTEXT = (PAVILION_CONTEXT,)
+QUESTION = PAVILION_QUESTION
+PRIMARY = PAVILION_PRIMARY
+WRONG_CLAIM = PAVILION_WRONG_CLAIM
+VERIFIER_A = PAVILION_VERIFIER
 VERIFIER_B = "The pavilion is on the Rotterdam waterfront. It was designed by Antoni Gaudi. It is 40 metres long."
 VERIFIER_B_OTHER_NAME = "The pavilion is on the Rotterdam waterfront. It was designed by Zaha Hadid. It is 40 metres long."
-JUDGED = "The Harbour Pavilion in Rotterdam was designed by Antoni Gaudi and is 40 metres long."
+JUDGED = PAVILION_JUDGED
 MODE = premium.build()
 TWO = PremiumOptions(verification_models=("verifier-a", "verifier-b"))
 
