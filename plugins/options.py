@@ -20,15 +20,15 @@ def check_keys(raw: Any, known: frozenset[str] | set[str], ctx: OptionContext) -
 def read_number(raw: Mapping[str, Any], key: str, ctx: OptionContext, *, lo: float, hi: float,
                 default: float | None, integer: bool = False) -> Any:
     """``raw[key]`` (or ``default``) as a number in [lo, hi]; booleans are not numbers."""
-    value = raw.get(key, default)
+    value: Any = raw.get(key, default)
     if value is None:
         return None
-    kinds: tuple[type, ...] = (int,) if integer else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kinds):
+    if isinstance(value, bool) or not isinstance(value, int if integer else (int, float)):
         raise ConfigError(f"{ctx.path}.{key}", f"must be {'an integer' if integer else 'a number'}, got {value!r}")
-    if not lo <= value <= hi:
+    number = float(value)
+    if not lo <= number <= hi:
         raise ConfigError(f"{ctx.path}.{key}", f"must be between {lo:g} and {hi:g}, got {value!r}")
-    return int(value) if integer else float(value)
+    return int(value) if integer else number
 
 
 def read_model(raw: Mapping[str, Any], key: str, ctx: OptionContext) -> str | None:

@@ -16,7 +16,14 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
-from plugins.detector.types import Detection, DetectionInput, Detector, DetectorError, DetectorSettings, InvalidInput
+from plugins.detector.types import (
+    Detection,
+    DetectionInput,
+    Detector,
+    DetectorError,
+    DetectorSettings,
+    InvalidInput,
+)
 
 BLOCK_LINES = 64  # lines checked concurrently; bounds memory for large files
 

@@ -15,7 +15,12 @@ import onnxruntime as ort
 
 from plugins.detector.encoding import ModelRow, TextEncoder
 from plugins.detector.engine import DetectorEngine
-from plugins.detector.manifest import ModelDirError, ModelManifest, load_manifest, resolve_model_dir
+from plugins.detector.manifest import (
+    ModelDirError,
+    ModelManifest,
+    load_manifest,
+    resolve_model_dir,
+)
 from plugins.detector.types import DetectorSettings
 
 log = logging.getLogger(__name__)

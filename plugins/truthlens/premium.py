@@ -32,6 +32,7 @@ back to lightweight behaviour (detect and report, no rewrite).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -81,7 +82,7 @@ class PremiumOptions:
 
 
 def parse_options(raw: Mapping[str, Any], ctx: OptionContext) -> PremiumOptions:
-    check_keys(raw, frozenset(PremiumOptions.__slots__), ctx)  # type: ignore[attr-defined]
+    check_keys(raw, frozenset(f.name for f in dataclasses.fields(PremiumOptions)), ctx)
     models = raw.get("verification_models")
     if not isinstance(models, (list, tuple)) or not models:
         raise ConfigError(f"{ctx.path}.verification_models", "must be a non-empty list of model names")

@@ -15,6 +15,7 @@ readers.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -46,7 +47,7 @@ class StandardOptions:
 
 
 def parse_options(raw: Mapping[str, Any], ctx: OptionContext) -> StandardOptions:
-    check_keys(raw, frozenset(StandardOptions.__slots__), ctx)  # type: ignore[attr-defined]
+    check_keys(raw, frozenset(f.name for f in dataclasses.fields(StandardOptions)), ctx)
     return StandardOptions(
         max_iterations=read_number(raw, "max_iterations", ctx, lo=1, hi=10, default=3, integer=True),
         convergence_threshold=read_number(raw, "convergence_threshold", ctx, lo=0.0, hi=1.0, default=None),
@@ -121,8 +122,8 @@ class StandardMode:
         first = await detect_answer(services, exchange, original)
         if first.status != "detected" or first.score is None:
             stop = "unavailable" if first.status == "unavailable" else "not_detected"
-            scores = () if first.score is None else (first.score,)
-            return _ChoiceOutcome(ChoiceVerdict(index=index, detection=first), 0, stop, scores)
+            return _ChoiceOutcome(ChoiceVerdict(index=index, detection=first), 0, stop,
+                                  () if first.score is None else (first.score,))
         if services.llm is None:
             return _ChoiceOutcome(ChoiceVerdict(index=index, detection=first), 0, "no_llm", (first.score,))
         converge_below = exchange.threshold if opts.convergence_threshold is None else opts.convergence_threshold
@@ -131,7 +132,7 @@ class StandardMode:
         model = opts.refine_model or exchange.query.model
         reserve = detection_reserve_s(first)
         best_text, best = original, first
-        scores = [first.score]
+        scores: list[float] = [first.score]
         iterations = 0
         stop = "max_iterations"
         for iteration in range(1, opts.max_iterations + 1):
