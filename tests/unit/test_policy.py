@@ -160,6 +160,26 @@ async def test_gating_with_the_real_embedder_keeps_the_relevant_passage() -> Non
     assert counted(t, "truthlens_errors_total", {"reason": "evidence_error"}) == 0
 
 
+async def test_gating_hands_the_held_back_passages_on() -> None:
+    """What gating sets aside is what ACR may bring back as more evidence (Exchange.held_back_passages)."""
+    from extproc.policy import _gate
+    from plugins.evidence.gating import EvidenceSettings
+
+    embedder_module = pytest.importorskip("plugins.evidence.embedder")
+    embedder = embedder_module.OnnxEmbedder.load()
+    t, _ = telemetry()
+    try:
+        query, held_back = await _gate(
+            request().grounded_query(), EvidenceSettings(enabled=True, min_gate=0.5),
+            Services(detector=None, embedder=embedder), t, "lightweight",  # type: ignore[arg-type]
+        )
+    finally:
+        embedder.close()
+    assert PASSAGES[0] in query.passages
+    assert held_back and set(held_back) | set(query.passages) == set(PASSAGES)
+    assert not set(held_back) & set(query.passages)
+
+
 async def test_verdicts_on_the_shipped_onnx_detector() -> None:
     """The shipped trained model, fed answers it judges with a wide margin (tests/shipped_inputs.py)."""
     from plugins.detector.factory import create_detector
