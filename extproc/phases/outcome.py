@@ -68,13 +68,13 @@ def details(decision: str, verdict: Verdict, *, include_spans: bool) -> dict[str
     out: dict[str, Any] = {
         "decision": decision,
         "mode": verdict.mode,
-        "detected": verdict.status,
+        "status": verdict.status,
         "score": None if verdict.score is None else round(verdict.score, 4),
         "iterations": verdict.iterations,
         "choices": [
             {
                 "index": c.index,
-                "detected": c.detection.status,
+                "status": c.detection.status,
                 "score": None if c.detection.score is None else round(c.detection.score, 4),
                 "reason": c.detection.reason,
                 **(

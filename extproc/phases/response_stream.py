@@ -149,7 +149,7 @@ def _unavailable_chunk(
     info: dict[str, Any] = {
         "decision": checked.decision.name,
         "mode": checked.policy.mode,
-        "detected": "unavailable",
+        "status": "unavailable",
         "reason": reason,
     }
     if detail:

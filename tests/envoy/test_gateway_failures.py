@@ -105,7 +105,7 @@ def test_broken_sse_framing_is_delivered_with_an_unavailable_verdict(gateway: St
     assert resp.body.count(b"data: ") == direct.body.count(b"data: ") + 1
     tail = resp.body[resp.body.rindex(b"data: ") :]
     verdict = json.loads(tail[len(b"data: ") :])["truthlens"]
-    assert verdict["detected"] == "unavailable" and verdict["reason"] == "sse_framing"
+    assert verdict["status"] == "unavailable" and verdict["reason"] == "sse_framing"
     still_serving(gateway)
 
 
@@ -141,7 +141,7 @@ def test_slow_detector_is_unavailable_with_the_response_intact(gateway: Stack) -
     events = parse_sse(stream.body)
     text = "".join(c["delta"].get("content") or "" for e in events[:-1] for c in e["choices"])
     assert text == HALLUCINATED
-    assert events[-2]["truthlens"]["detected"] == "unavailable"
+    assert events[-2]["truthlens"]["status"] == "unavailable"
 
 
 def test_slow_detector_on_a_fail_closed_route_is_503(gateway: Stack) -> None:

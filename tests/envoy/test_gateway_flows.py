@@ -90,7 +90,7 @@ def test_spans_come_back_when_asked(gateway: Stack) -> None:
     assert spans, "a detected answer comes with the spans that made it so"
     for span in spans:  # each flagged span lies inside one of the answer's wrong facts
         assert any(span["text"].strip() in fact for fact in WRONG_FACTS), span
-    assert details["detected"] == "detected"
+    assert details["status"] == "detected"
 
 
 def test_header_action_leaves_the_body_alone(gateway: Stack) -> None:
@@ -120,18 +120,18 @@ def test_streaming_passthrough_appends_warning_and_verdict(gateway: Stack) -> No
     assert truthlens_headers(raw) == {"x-truthlens-enabled": "true", "x-truthlens-mode": "lightweight"}
     (text,), verdict = read_stream(raw)
     assert text.startswith(HALLUCINATED) and "⚠️ Warning" in text[len(HALLUCINATED) :]
-    assert verdict is not None and verdict["detected"] == "detected" and verdict["score"] > 0.5
+    assert verdict is not None and verdict["status"] == "detected" and verdict["score"] > 0.5
 
     raw = ask(gateway, "grounded?", stream=True)
     (text,), verdict = read_stream(raw)
     assert text == GROUNDED
-    assert verdict is not None and verdict["detected"] == "clean"
+    assert verdict is not None and verdict["status"] == "clean"
 
 
 def test_streaming_hold_sends_the_warned_answer_rechunked(gateway: Stack) -> None:
     (text,), verdict = read_stream(ask(gateway, "hallucinated?", route="hold", stream=True))
     assert text.startswith("⚠️ Warning") and text.endswith(HALLUCINATED)
-    assert verdict is not None and verdict["detected"] == "detected"
+    assert verdict is not None and verdict["status"] == "detected"
 
 
 @pytest.mark.parametrize("route", [None, "hold"])

@@ -365,7 +365,7 @@ async def test_passthrough_forwards_every_event_and_adds_the_verdict_before_done
     assert events[-1] == "[DONE]"
     warning, verdict = events[0], events[1]
     assert warning["choices"][0]["delta"]["content"].strip().startswith("⚠️ Warning")
-    assert verdict["choices"] == [] and verdict["truthlens"]["detected"] == "detected"
+    assert verdict["choices"] == [] and verdict["truthlens"]["status"] == "detected"
 
 
 async def test_hold_rechunks_the_warned_answer(channel: grpc.aio.Channel) -> None:
@@ -376,7 +376,7 @@ async def test_hold_rechunks_the_warned_answer(channel: grpc.aio.Channel) -> Non
     events = parse_sse(out)
     text = "".join(c["delta"].get("content") or "" for e in events[:-1] for c in e["choices"])
     assert text.startswith("⚠️ Warning") and text.endswith(HALLUCINATED)
-    assert events[-2]["truthlens"]["detected"] == "detected" and events[-1] == "[DONE]"
+    assert events[-2]["truthlens"]["status"] == "detected" and events[-1] == "[DONE]"
     # Nothing of the upstream's went out before the verdict.
     first_reply = replies[3].response_body.response.body_mutation
     assert first_reply.WhichOneof("mutation") == "clear_body"
@@ -390,7 +390,7 @@ async def test_broken_sse_framing_releases_everything_and_says_unavailable(chann
         out = released(replies[3:], chunks + [b""])
         assert out.startswith(upstream)  # every byte the upstream sent, unchanged
         verdict = parse_sse(out[len(upstream) :])[-1]
-        assert verdict["truthlens"]["detected"] == "unavailable"
+        assert verdict["truthlens"]["status"] == "unavailable"
         assert verdict["truthlens"]["reason"] == "sse_framing"
 
 
@@ -401,7 +401,7 @@ async def test_truncated_stream_is_released_with_an_unavailable_verdict(channel:
     out = released(replies[3:], chunks + [b""])
     assert out.startswith(upstream)
     tail = out[len(upstream) :]
-    assert b'"detected":"unavailable"' in tail and b'"reason":"sse_framing"' in tail
+    assert b'"status":"unavailable"' in tail and b'"reason":"sse_framing"' in tail
 
 
 # -- protocol and containment ----------------------------------------------------------------------
