@@ -6,10 +6,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from span_capture import captured_spans
 
 from extproc.scripted_upstream import ScriptedUpstream
 from plugins.detector.factory import create_detector
@@ -51,11 +49,5 @@ async def llm(upstream: ScriptedUpstream) -> AsyncIterator[LLMClient]:
 @pytest.fixture
 def spans() -> Iterator[InMemorySpanExporter]:
     """Spans the modes emit through the global OpenTelemetry API, collected in memory."""
-    exporter = InMemorySpanExporter()
-    provider = trace.get_tracer_provider()
-    if not isinstance(provider, TracerProvider):  # no SDK provider yet: install one for the run
-        provider = TracerProvider()
-        trace.set_tracer_provider(provider)
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    yield exporter
-    exporter.shutdown()
+    with captured_spans() as exporter:
+        yield exporter

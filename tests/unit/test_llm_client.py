@@ -13,9 +13,8 @@ from collections.abc import Iterator
 
 import pytest
 from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from span_capture import captured_spans
 
 from extproc.scripted_upstream import ScriptedUpstream
 from plugins.llm_client import ChatCall, Endpoint, LLMClient, LLMError
@@ -29,14 +28,8 @@ def call(model: str = "m", **kw: object) -> ChatCall:
 
 @pytest.fixture(scope="module")
 def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = trace.get_tracer_provider()
-    if not isinstance(provider, TracerProvider):  # no SDK provider yet: install one for the run
-        provider = TracerProvider()
-        trace.set_tracer_provider(provider)
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    yield exporter
-    exporter.shutdown()
+    with captured_spans() as exporter:
+        yield exporter
 
 
 def free_port() -> int:
