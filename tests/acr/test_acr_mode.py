@@ -7,11 +7,10 @@ by their ``[acr:<task>]`` tags. Real: LLM client, ONNX embedder, ONNX detector, 
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import pytest
-from aiohttp import web
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from scripted_retriever import scripted_retriever
 
 from extproc.scripted_upstream import ScriptedUpstream
 from plugins.acr.mode import SOURCE_HEADER, WEIGHT_HEADER, AcrOptions, build
@@ -141,20 +140,7 @@ async def test_agreement_exits_early_and_keeps_the_answer(upstream: ScriptedUpst
 async def test_retriever_adds_evidence_in_a_second_round(upstream: ScriptedUpstream, llm: LLMClient,
                                                          embedder: OnnxEmbedder, detector: Detector) -> None:
     new_passage = "Official sources confirm that Canberra, not Sydney, is Australia's capital city."
-    requests: list[dict[str, Any]] = []
-
-    async def retrieve(request: web.Request) -> web.Response:
-        requests.append(await request.json())
-        return web.json_response({"passages": [new_passage]})
-
-    app = web.Application()
-    app.router.add_post("/retrieve", retrieve)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
+    async with scripted_retriever([new_passage]) as retriever:
         upstream.set_rules(rules(
             internal={"content": "Answer: Canberra", "confidence": 0.7},
             triples="<s>Australia | capital | Sydney</s>",
@@ -165,16 +151,14 @@ async def test_retriever_adds_evidence_in_a_second_round(upstream: ScriptedUpstr
             fused="The capital of Australia is Canberra.",
         ))
         # θ wide enough that this exchange counts as the uncertainty zone.
-        options = AcrOptions(theta=100.0, max_rounds=3, retriever_url=f"http://127.0.0.1:{port}/retrieve")
+        options = AcrOptions(theta=100.0, max_rounds=3, retriever_url=retriever.url)
         verdict = await _run(_exchange((WRONG_PASSAGE,), "Sydney.", options), detector, llm, embedder)
-    finally:
-        await runner.cleanup()
     acr = verdict.attributes["acr"]
     rounds = acr["rounds"]
     assert rounds[0]["delta_u_before"] == 1.0 and rounds[0]["delta_u"] == 0.0
     assert rounds[0]["in_zone"] and rounds[0]["evidence_added"] == 1
     assert len(rounds) == 2 and acr["stop_reason"] == "settled"
-    assert requests == [{"query": QUESTION, "exclude": [WRONG_PASSAGE]}]
+    assert retriever.requests == [{"query": QUESTION, "exclude": [WRONG_PASSAGE]}]
     extracted_from = [c.messages[1]["content"] for c in upstream.calls
                       if str(c.messages[0]["content"]).startswith("[acr:extract-triples]")]
     assert any(new_passage in text for text in extracted_from)

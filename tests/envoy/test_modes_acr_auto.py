@@ -14,8 +14,8 @@ import asyncio
 from typing import Any
 
 import pytest
-from aiohttp import web
 from harness import Stack, chat_body, decision, parse_sse
+from scripted_retriever import scripted_retriever
 from shipped_inputs import CONTEXT, GROUNDED, HALLUCINATED, QUESTION
 
 pytestmark = pytest.mark.envoy
@@ -98,23 +98,10 @@ def test_acr_context_right_internal_wrong_keeps_the_answer(stack: Stack) -> None
 
 async def test_acr_retriever_adds_evidence_in_a_second_round(stack: Stack) -> None:
     new_passage = "Official records confirm the Eiffel Tower was completed in 1889, not in 1925."
-    requests: list[Any] = []
-
-    async def retrieve(request: web.Request) -> web.Response:
-        requests.append(await request.json())
-        return web.json_response({"passages": [new_passage]})
-
-    app = web.Application()
-    app.router.add_post("/retrieve", retrieve)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
+    async with scripted_retriever([new_passage]) as retriever:
         # θ at its maximum (10) puts the round in the uncertainty zone only if |I_c − I_s| ≤ 10:
         # equal confidences would make I_c = −log(0) huge, so the two sources differ a little.
-        use(stack, "acr", theta=10.0, max_rounds=3, retriever_url=f"http://127.0.0.1:{port}/retrieve")
+        use(stack, "acr", theta=10.0, max_rounds=3, retriever_url=retriever.url)
         # Round 1: the external "1925" flips under all three counterfactuals (Δu = 1), the fused
         # "1889" under none (Δu = 0): improved → the retriever is asked; round 2 then settles.
         stack.set_script(agent_script(
@@ -125,14 +112,12 @@ async def test_acr_retriever_adds_evidence_in_a_second_round(stack: Stack) -> No
         # The client blocks; the retriever answers on this loop meanwhile.
         resp = await asyncio.to_thread(
             stack.raw, "POST", "/v1/chat/completions", chat_body(QUESTION, context=WRONG_CONTEXT))
-    finally:
-        await runner.cleanup()
     assert resp.status == 200, resp.body
     assert resp.json()["choices"][0]["message"]["content"].endswith(FUSED)
     assert resp.headers["x-truthlens-mode"] == "acr"
     assert resp.headers["x-truthlens-acr-source"] == "internal"
     assert resp.headers["x-truthlens-iterations"] == "2"
-    assert requests == [{"query": QUESTION, "exclude": WRONG_CONTEXT}]
+    assert retriever.requests == [{"query": QUESTION, "exclude": WRONG_CONTEXT}]
     calls = stack.upstream_calls()
     rules = [c["rule"] for c in calls]
     assert rules[0] == "primary" and rules.count("fuse") == 2 and rules.count("external-answer") == 2
