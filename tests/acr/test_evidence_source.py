@@ -5,33 +5,24 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack
 from typing import Any
 
 import pytest
 from aiohttp import web
+from scripted_retriever import Handler, serving
 
 from plugins.acr.k_agent import EvidenceSource
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 @pytest.fixture
 async def serve() -> AsyncIterator[Callable[[Handler], Awaitable[str]]]:
-    runners: list[web.AppRunner] = []
+    async with AsyncExitStack() as servers:
 
-    async def start(handler: Handler) -> str:
-        app = web.Application()
-        app.router.add_post("/retrieve", handler)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        runners.append(runner)
-        return f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}/retrieve"  # type: ignore[union-attr]
+        async def start(handler: Handler) -> str:
+            return await servers.enter_async_context(serving(handler))
 
-    yield start
-    for runner in runners:
-        await runner.cleanup()
+        yield start
 
 
 def _source(url: str | None, held: list[str]) -> EvidenceSource:
