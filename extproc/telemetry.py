@@ -2,7 +2,14 @@
 
 Tracing exports only when the standard environment asks for it (``OTEL_TRACES_EXPORTER``,
 or ``OTEL_EXPORTER_OTLP_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` for OTLP):
-otherwise spans are created for in-process use and nothing touches the network.
+otherwise spans are created for in-process use and nothing touches the network. The provider
+is this process's own and is never installed globally: its tracer (:attr:`Telemetry.tracer`)
+reaches the modes and the LLM client through :class:`plugins.base.Services`, so the gateway's
+tracing does not depend on, or change, what the rest of the process does with the global API.
+
+Latency observations made inside a sampled span carry its trace and span id as an exemplar;
+Prometheus sees them when it scrapes the OpenMetrics format (``Accept:
+application/openmetrics-text``). ``prometheus_client`` drops exemplars in multi-process mode.
 
 Worker processes: when ``PROMETHEUS_MULTIPROC_DIR`` is set *before* ``prometheus_client`` is
 first imported, every process writes its samples there and :func:`start_metrics_server` in
@@ -17,7 +24,7 @@ import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
@@ -28,6 +35,10 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client import multiprocess as prom_multiprocess
 
 from extproc.errors import normalize_reason
+from plugins.tracing import capture_content
+
+if TYPE_CHECKING:
+    from plugins.base import Verdict
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +98,11 @@ class _Metrics:
             "truthlens_detector_queue_depth", "Detection requests waiting for the model",
             registry=registry, multiprocess_mode="livesum",
         )
+        self.backend_ready = Gauge(
+            "truthlens_detector_backend_ready",
+            "1 while the detector's remote inference server and model are ready, else 0 (remote backend only)",
+            registry=registry, multiprocess_mode="liveall",
+        )
         self.escalations = Counter(
             "truthlens_escalations_total", "Escalations from a cheap mode to an expensive one",
             ["from_mode", "to_mode"], registry=registry,
@@ -117,7 +133,7 @@ class Telemetry:
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
         self.metrics = _Metrics(self.registry)
         self.tracer_provider = tracer_provider or build_tracer_provider(service_name)
-        self._tracer = self.tracer_provider.get_tracer("truthlens.extproc")
+        self.tracer: trace.Tracer = self.tracer_provider.get_tracer("truthlens.extproc")
 
     # -- spans
 
@@ -130,15 +146,48 @@ class Telemetry:
             if tracestate:
                 carrier["tracestate"] = tracestate
         parent = _PROPAGATOR.extract(carrier)
-        with self._tracer.start_as_current_span(
+        with self.tracer.start_as_current_span(
             "truthlens.exchange", context=parent, kind=trace.SpanKind.SERVER
         ) as span:
             yield span
 
     @contextmanager
     def span(self, name: str, **attrs: Any) -> Iterator[trace.Span]:
-        with self._tracer.start_as_current_span(name, attributes=span_attributes(attrs)) as span:
+        """A child of the current span; ``attrs`` are recorded as ``truthlens.<key>``."""
+        qualified = {f"truthlens.{key}": value for key, value in attrs.items()}
+        with self.tracer.start_as_current_span(name, attributes=span_attributes(qualified)) as span:
             yield span
+
+    def annotate_exchange(self, span: trace.Span, *, decision: str, model: str, verdict: Verdict,
+                          outcome: str) -> None:
+        """The exchange span's verdict attributes, and each detected span as a span event (its
+        text only when ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` is true)."""
+        attrs: dict[str, Any] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": model,
+            "truthlens.decision": decision,
+            "truthlens.mode": verdict.mode,
+            "truthlens.detected": verdict.status,
+            "truthlens.iterations": verdict.iterations,
+            "truthlens.span_count": sum(len(c.detection.spans) for c in verdict.choices),
+            "truthlens.verdict": outcome,
+        }
+        if verdict.score is not None:
+            attrs["truthlens.score"] = verdict.score
+        span.set_attributes(attrs)
+        with_text = capture_content()
+        for choice in verdict.choices:
+            for found in choice.detection.spans:
+                event: dict[str, Any] = {
+                    "truthlens.choice": choice.index,
+                    "truthlens.span.start": found.start,
+                    "truthlens.span.end": found.end,
+                    "truthlens.span.prob": found.prob,
+                    "truthlens.span.reason": found.reason,
+                }
+                if with_text:
+                    event["truthlens.span.text"] = found.text
+                span.add_event("truthlens.detected_span", event)
 
     # -- metrics
 
@@ -149,7 +198,7 @@ class Telemetry:
             self.metrics.score.labels(decision, mode).observe(score)
 
     def record_latency(self, mode: str, operation: str, seconds: float) -> None:
-        self.metrics.latency.labels(mode, operation).observe(seconds)
+        self.metrics.latency.labels(mode, operation).observe(seconds, exemplar=trace_exemplar())
 
     def record_iterations(self, decision: str, mode: str, n: int) -> None:
         self.metrics.iterations.labels(decision, mode).observe(n)
@@ -168,6 +217,9 @@ class Telemetry:
 
     def set_queue_depth(self, depth: int) -> None:
         self.metrics.queue_depth.set(depth)
+
+    def set_backend_ready(self, ready: bool) -> None:
+        self.metrics.backend_ready.set(1 if ready else 0)
 
     @contextmanager
     def track_stream(self) -> Iterator[None]:
@@ -199,6 +251,14 @@ class Telemetry:
 
     def shutdown(self) -> None:
         self.tracer_provider.shutdown()
+
+
+def trace_exemplar() -> dict[str, str] | None:
+    """The current span's ids as exemplar labels; None outside a sampled span."""
+    ctx = trace.get_current_span().get_span_context()
+    if not ctx.is_valid or not ctx.trace_flags.sampled:
+        return None
+    return {"trace_id": format(ctx.trace_id, "032x"), "span_id": format(ctx.span_id, "016x")}
 
 
 def parse_listen(listen: str) -> tuple[str, int]:

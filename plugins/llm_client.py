@@ -4,8 +4,11 @@
 aiohttp session per event loop. Every call has a per-attempt timeout (the endpoint's) and an
 optional absolute ``deadline`` (``time.monotonic()``) that it never waits past; connection
 errors and 5xx answers are retried with full-jitter backoff, bounded by the endpoint's
-``max_retries`` and by the deadline. Each call is one OpenTelemetry client span and one
-``on_call(model, role)`` notification (the gateway counts it as ``truthlens_models_used``).
+``max_retries`` and by the deadline. Each call is one OpenTelemetry client span (GenAI
+semantic conventions: ``chat {model}``, ``gen_ai.request.model``, ``gen_ai.usage.*``), started
+with the tracer the client is given, and every attempt carries that span's W3C ``traceparent``
+so the model server's own spans join the exchange's trace; and one ``on_call(model, role)``
+notification (the gateway counts it as ``truthlens_models_used``).
 API keys are read once from the environment variables the config names and never appear in
 reprs or logs.
 """
@@ -22,12 +25,14 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlparse
 
 import aiohttp
 from opentelemetry import trace
 
+from plugins.tracing import NO_TRACER, inject_trace_context
+
 log = logging.getLogger(__name__)
-_tracer = trace.get_tracer(__name__)
 
 
 class LLMError(Exception):
@@ -76,6 +81,9 @@ class ChatResult:
     model: str
     choices: tuple[ChatChoice, ...]
     latency_s: float
+    response_id: str | None = None
+    input_tokens: int | None = None  # the server's ``usage``, when it reports one
+    output_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +110,7 @@ class LLMClient:
         endpoints: Mapping[str, Endpoint],
         *,
         on_call: OnCall | None = None,
+        tracer: trace.Tracer = NO_TRACER,
         environ: Mapping[str, str] | None = None,
         pool_limit: int = 64,
         backoff_base_s: float = 0.05,
@@ -118,6 +127,7 @@ class LLMClient:
                 else:
                     log.info("model %r: environment variable %s is unset; calling without a key", name, ep.api_key_env)
         self._on_call = on_call
+        self._tracer = tracer
         self._pool_limit = pool_limit
         self._backoff_base_s = backoff_base_s
         self._backoff_cap_s = backoff_cap_s
@@ -162,29 +172,31 @@ class LLMClient:
         if self._on_call is not None:
             self._on_call(call.model, call.role)
         start = time.monotonic()
-        with _tracer.start_as_current_span("llm.chat", kind=trace.SpanKind.CLIENT) as span:
-            span.set_attribute("llm.model", call.model)
-            span.set_attribute("llm.role", call.role)
-            span.set_attribute("llm.n", call.n)
+        with self._tracer.start_as_current_span(
+            f"chat {call.model}", kind=trace.SpanKind.CLIENT, attributes=_request_attributes(call, ep)
+        ) as span:
             attempts = 0
             outcome = "ok"
             try:
                 result, attempts = await self._with_retries(call, entry, ep, deadline)
+                _record_response(span, result)
                 return result
             except LLMError as exc:
                 outcome = exc.reason
+                span.set_attribute("error.type", exc.reason)
                 span.set_status(trace.Status(trace.StatusCode.ERROR, exc.reason))
                 raise
             finally:
-                span.set_attribute("llm.outcome", outcome)
-                span.set_attribute("llm.attempts", attempts)
-                span.set_attribute("llm.latency_ms", (time.monotonic() - start) * 1000.0)
+                span.set_attribute("truthlens.llm.outcome", outcome)
+                span.set_attribute("truthlens.llm.attempts", attempts)
+                span.set_attribute("truthlens.llm.latency_ms", (time.monotonic() - start) * 1000.0)
 
     async def _with_retries(
         self, call: ChatCall, entry: str, ep: Endpoint, deadline: float | None
     ) -> tuple[ChatResult, int]:
         body = _request_body(call, ep.served_model or call.model)
         headers = {"Content-Type": "application/json"}
+        inject_trace_context(headers)  # the current span is this call's client span
         if entry in self._keys:
             headers["Authorization"] = f"Bearer {self._keys[entry]}"
         url = ep.base_url.rstrip("/") + "/chat/completions"
@@ -231,6 +243,39 @@ class LLMClient:
         return _parse_result(raw, call, time.monotonic() - start)
 
 
+def _request_attributes(call: ChatCall, ep: Endpoint) -> dict[str, Any]:
+    """GenAI semantic-convention attributes of a chat call, plus why it was made."""
+    url = urlparse(ep.base_url)
+    attrs: dict[str, Any] = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "openai",  # the wire API spoken (vLLM serves the same)
+        "gen_ai.request.model": ep.served_model or call.model,
+        "gen_ai.request.choice.count": call.n,
+        "truthlens.llm.model": call.model,
+        "truthlens.llm.role": call.role,
+    }
+    for key, value in (("temperature", call.temperature), ("top_p", call.top_p), ("max_tokens", call.max_tokens)):
+        if value is not None:
+            attrs[f"gen_ai.request.{key}"] = value
+    if url.hostname:
+        attrs["server.address"] = url.hostname
+        attrs["server.port"] = url.port or (443 if url.scheme == "https" else 80)
+    return attrs
+
+
+def _record_response(span: trace.Span, result: ChatResult) -> None:
+    span.set_attribute("gen_ai.response.model", result.model)
+    finish = [c.finish_reason for c in result.choices if c.finish_reason]
+    if finish:
+        span.set_attribute("gen_ai.response.finish_reasons", finish)
+    if result.response_id:
+        span.set_attribute("gen_ai.response.id", result.response_id)
+    if result.input_tokens is not None:
+        span.set_attribute("gen_ai.usage.input_tokens", result.input_tokens)
+    if result.output_tokens is not None:
+        span.set_attribute("gen_ai.usage.output_tokens", result.output_tokens)
+
+
 def _request_body(call: ChatCall, served_model: str) -> bytes:
     body: dict[str, Any] = dict(call.extra)
     body.update(model=served_model, messages=list(call.messages), n=call.n, stream=False)
@@ -251,7 +296,19 @@ def _parse_result(raw: bytes, call: ChatCall, latency_s: float) -> ChatResult:
         raise LLMError("bad_response", f"{call.model}: malformed completion: {exc}") from exc
     if not choices:
         raise LLMError("bad_response", f"{call.model}: completion has no choices")
-    return ChatResult(model=str(payload.get("model") or call.model), choices=choices, latency_s=latency_s)
+    usage = payload.get("usage") if isinstance(payload.get("usage"), Mapping) else {}
+    return ChatResult(
+        model=str(payload.get("model") or call.model),
+        choices=choices,
+        latency_s=latency_s,
+        response_id=payload["id"] if isinstance(payload.get("id"), str) else None,
+        input_tokens=_count(usage.get("prompt_tokens")),
+        output_tokens=_count(usage.get("completion_tokens")),
+    )
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def _parse_choice(choice: Mapping[str, Any], want_logprobs: bool) -> ChatChoice:

@@ -1,4 +1,9 @@
-"""Collect the spans code emits through the global OpenTelemetry API, in memory, for assertions."""
+"""Collect spans in memory, for assertions, from a tracer provider of the test's own.
+
+Nothing here installs a global provider: the code under test must be handed
+:attr:`SpanCapture.tracer` (``Services(tracer=...)``, ``LLMClient(tracer=...)``), exactly as
+the gateway hands its own tracer over, so a test passes only when spans travel that way.
+"""
 
 from __future__ import annotations
 
@@ -11,15 +16,20 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 
+class SpanCapture(InMemorySpanExporter):
+    """An in-memory exporter behind a private provider; ``tracer`` feeds it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.provider = TracerProvider()
+        self.provider.add_span_processor(SimpleSpanProcessor(self))
+        self.tracer: trace.Tracer = self.provider.get_tracer("tests")
+
+
 @contextmanager
-def captured_spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = trace.get_tracer_provider()
-    if not isinstance(provider, TracerProvider):  # no SDK provider yet: install one for the run
-        provider = TracerProvider()
-        trace.set_tracer_provider(provider)
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+def captured_spans() -> Iterator[SpanCapture]:
+    capture = SpanCapture()
     try:
-        yield exporter
+        yield capture
     finally:
-        exporter.shutdown()
+        capture.provider.shutdown()

@@ -29,11 +29,10 @@ from plugins.acr.calibration import calibrate
 from plugins.acr.equivalence import AnswerMatcher
 from plugins.acr.prompts import INTERNAL_TEMPLATES, Triple
 from plugins.llm_client import ChatCall, LLMError
+from plugins.tracing import NO_TRACER
 
 if TYPE_CHECKING:
     from plugins.llm_client import LLMClient
-
-_tracer = trace.get_tracer("truthlens.acr")
 
 _AGREEMENT_IN, _AGREEMENT_OUT = 0.9, 0.1
 
@@ -127,6 +126,7 @@ class EAgent:
         deadline: float,
         max_passages: int,
         max_triples: int,
+        tracer: trace.Tracer = NO_TRACER,
     ) -> None:
         self._llm = llm
         self._matcher = matcher
@@ -134,6 +134,7 @@ class EAgent:
         self._deadline = deadline
         self._max_passages = max_passages
         self._max_triples = max_triples
+        self._tracer = tracer
         self.calls = 0
 
     async def _chat(self, call: ChatCall) -> list[Sample]:
@@ -161,7 +162,7 @@ class EAgent:
     # -- internal ------------------------------------------------------------------------
 
     async def internal(self, question: str) -> Candidate:
-        with _tracer.start_as_current_span("acr.e_agent.internal") as span:
+        with self._tracer.start_as_current_span("truthlens.acr.e_agent.internal") as span:
             calls = [self._sampled("acr_internal", prompts.internal_messages(t, question))
                      for t in INTERNAL_TEMPLATES]
             results = await asyncio.gather(*(self._chat(c) for c in calls), return_exceptions=True)
@@ -182,7 +183,7 @@ class EAgent:
     # -- external ------------------------------------------------------------------------
 
     async def external(self, question: str, passages: Sequence[str]) -> ExternalCandidate:
-        with _tracer.start_as_current_span("acr.e_agent.external") as span:
+        with self._tracer.start_as_current_span("truthlens.acr.e_agent.external") as span:
             unique = await self._dedupe(passages)
             extracted = await asyncio.gather(
                 *(self._chat(self._greedy("acr_extract", prompts.triples_messages(p, question)))
@@ -218,9 +219,9 @@ class EAgent:
             if len(samples) < 2:
                 raise AgentError("too_few_samples", "the external answer call returned < 2 samples")
             candidate = await self._select(samples)
-            span.set_attribute("acr.passages", len(unique))
-            span.set_attribute("acr.triples_extracted", len(votes))
-            span.set_attribute("acr.triples_kept", len(kept))
+            span.set_attribute("truthlens.acr.passages", len(unique))
+            span.set_attribute("truthlens.acr.triples_extracted", len(votes))
+            span.set_attribute("truthlens.acr.triples_kept", len(kept))
             _record(span, candidate)
             return ExternalCandidate(candidate, len(unique), len(votes), tuple(kept))
 
@@ -266,11 +267,11 @@ def _no_samples(which: str, failures: Sequence[BaseException]) -> AgentError:
 
 
 def _record(span: trace.Span, candidate: Candidate, **extra: int) -> None:
-    span.set_attribute("acr.mu", candidate.mu)
-    span.set_attribute("acr.sigma", candidate.sigma)
-    span.set_attribute("acr.support", candidate.support)
-    span.set_attribute("acr.samples", candidate.samples)
-    span.set_attribute("acr.confidence_source", candidate.confidence_source)
+    span.set_attribute("truthlens.acr.mu", candidate.mu)
+    span.set_attribute("truthlens.acr.sigma", candidate.sigma)
+    span.set_attribute("truthlens.acr.support", candidate.support)
+    span.set_attribute("truthlens.acr.samples", candidate.samples)
+    span.set_attribute("truthlens.acr.confidence_source", candidate.confidence_source)
     for key, value in extra.items():
-        span.set_attribute(f"acr.{key}", value)
+        span.set_attribute(f"truthlens.acr.{key}", value)
 

@@ -34,11 +34,10 @@ from plugins.acr.fusion import (
     stability,
 )
 from plugins.llm_client import ChatCall, LLMError
+from plugins.tracing import NO_TRACER, inject_trace_context
 
 if TYPE_CHECKING:
     from plugins.llm_client import LLMClient
-
-_tracer = trace.get_tracer("truthlens.acr")
 
 RebuildExternal = Callable[[Sequence[str]], Awaitable[ExternalCandidate]]
 
@@ -77,11 +76,13 @@ class EvidenceSource:
 
     Retriever protocol: ``POST retriever_url`` with ``{"query": str, "exclude": [str]}`` →
     ``{"passages": [str]}``. A failing retriever counts as "no more evidence", never as a crash.
+    Each request is a client span whose ``traceparent`` it carries.
     """
 
     def __init__(self, retriever_url: str | None, held_back: Sequence[str], *,
-                 timeout_s: float, deadline: float) -> None:
+                 timeout_s: float, deadline: float, tracer: trace.Tracer = NO_TRACER) -> None:
         self._url = retriever_url
+        self._tracer = tracer
         self._held_back = list(held_back)
         self._timeout_s = timeout_s
         self._deadline = deadline
@@ -101,11 +102,25 @@ class EvidenceSource:
         timeout = min(self._timeout_s, max(0.0, self._deadline - time.monotonic()))
         if timeout <= 0:
             return []
+        with self._tracer.start_as_current_span(
+            "truthlens.acr.retrieve", kind=trace.SpanKind.CLIENT,
+            attributes={"http.request.method": "POST", "url.full": str(self._url)},
+        ) as span:
+            earlier = self.last_error
+            passages = await self._post(query, exclude, timeout, span)
+            if self.last_error is not earlier and self.last_error is not None:
+                span.set_status(trace.Status(trace.StatusCode.ERROR, self.last_error))
+            span.set_attribute("truthlens.acr.passages_returned", len(passages))
+            return passages
+
+    async def _post(self, query: str, exclude: list[str], timeout: float, span: trace.Span) -> list[str]:
         try:
             async with (
                 aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as s,
-                s.post(str(self._url), json={"query": query, "exclude": exclude}) as r,
+                s.post(str(self._url), json={"query": query, "exclude": exclude},
+                       headers=inject_trace_context({})) as r,
             ):
+                span.set_attribute("http.response.status_code", r.status)
                 if r.status != 200:
                     self.last_error = f"retriever HTTP {r.status}"
                     return []
@@ -122,13 +137,14 @@ class EvidenceSource:
 
 class KAgent:
     def __init__(self, llm: LLMClient, matcher: AnswerMatcher, sampling: SamplingSettings, *,
-                 deadline: float, theta: float, max_rounds: int) -> None:
+                 deadline: float, theta: float, max_rounds: int, tracer: trace.Tracer = NO_TRACER) -> None:
         self._llm = llm
         self._matcher = matcher
         self._sampling = sampling
         self._deadline = deadline
         self._theta = theta
         self._max_rounds = max_rounds
+        self._tracer = tracer
         self.calls = 0
 
     async def _ask(self, role: str, messages: list[dict[str, str]]) -> str:
@@ -140,10 +156,10 @@ class KAgent:
 
     async def instability(self, question: str, answer: str) -> float | None:
         """Δu of ``answer`` (eq. 8, 17); None when no counterfactual could be built or answered."""
-        with _tracer.start_as_current_span("acr.k_agent.stability") as span:
+        with self._tracer.start_as_current_span("truthlens.acr.k_agent.stability") as span:
             reply = await self._ask("acr_perturb", prompts.perturb_messages(question, answer))
             premises = list(prompts.parse_perturbations(reply).values())
-            span.set_attribute("acr.perturbations", len(premises))
+            span.set_attribute("truthlens.acr.perturbations", len(premises))
             if not premises:
                 return None
             replies = await asyncio.gather(
@@ -163,12 +179,12 @@ class KAgent:
             core = prompts.extract_answer(answer)
             await self._matcher.warm([core, *answers])
             delta_u = stability(core, answers, self._matcher.same)
-            span.set_attribute("acr.delta_u", delta_u)
+            span.set_attribute("truthlens.acr.delta_u", delta_u)
             return delta_u
 
     async def fuse(self, question: str, internal: str, external: str, weight: float) -> str:
-        with _tracer.start_as_current_span("acr.k_agent.fuse") as span:
-            span.set_attribute("acr.w", weight)
+        with self._tracer.start_as_current_span("truthlens.acr.k_agent.fuse") as span:
+            span.set_attribute("truthlens.acr.w", weight)
             return await self._ask("acr_fuse",
                                    prompts.fusion_messages(question, internal, external, weight))
 
@@ -190,7 +206,7 @@ class KAgent:
         stop = "max_rounds"
         for index in range(1, self._max_rounds + 1):
             c_int, c_ext = internal, external.candidate
-            with _tracer.start_as_current_span("acr.k_agent.round") as span:
+            with self._tracer.start_as_current_span("truthlens.acr.k_agent.round") as span:
                 i_c, i_s = conflict_information(c_int.mu, c_int.sigma, c_ext.mu, c_ext.sigma)
                 weight = fusion_weight(c_int.mu, c_ext.mu, delta_prev)
                 answer = await self.fuse(question, c_int.answer, c_ext.answer, weight)
@@ -203,14 +219,14 @@ class KAgent:
                                    ("mu_ext", c_ext.mu), ("sigma_ext", c_ext.sigma), ("i_c", i_c),
                                    ("i_s", i_s), ("w", weight), ("delta_u_prev", delta_prev),
                                    ("in_zone", zone)):
-                    span.set_attribute(f"acr.{key}", value)
+                    span.set_attribute(f"truthlens.acr.{key}", value)
                 if delta_now is not None:
-                    span.set_attribute("acr.delta_u", delta_now)
+                    span.set_attribute("truthlens.acr.delta_u", delta_now)
                 added: list[str] = []
                 improving = delta_now is not None and delta_now < delta_prev
                 if improving:
                     added = await evidence.more(question, have)
-                    span.set_attribute("acr.evidence_added", len(added))
+                    span.set_attribute("truthlens.acr.evidence_added", len(added))
                 rounds.append(Round(index, c_int.mu, c_int.sigma, c_ext.mu, c_ext.sigma, i_c, i_s,
                                     weight, delta_prev, delta_now, zone, answer, len(added)))
             if not improving:

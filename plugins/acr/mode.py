@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlparse
 
-from opentelemetry import trace
-
 from plugins.acr.e_agent import (
     AgentError,
     Candidate,
@@ -47,8 +45,6 @@ NAME = "acr"
 Source = Literal["internal", "external", "fused", "agreement"]
 WEIGHT_HEADER = "x-truthlens-acr-weight"
 SOURCE_HEADER = "x-truthlens-acr-source"
-
-_tracer = trace.get_tracer("truthlens.acr")
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +119,7 @@ class AcrMode:
         answers = exchange.answers
         if not answers:
             return Verdict(mode=NAME, choices=())
-        with _tracer.start_as_current_span("acr") as span:
+        with services.tracer.start_as_current_span("truthlens.acr") as span:
             detect_task = asyncio.create_task(self._detect(exchange, services, answers))
             outcome: _Outcome | None = None
             failure: str | None = None
@@ -141,21 +137,21 @@ class AcrMode:
                     failure = f"{getattr(exc, 'reason', 'error')}: {exc}"
             upstream = await detect_task
             if outcome is None:
-                span.set_attribute("acr.outcome", "incomplete")
-                span.set_attribute("acr.reason", str(failure))
+                span.set_attribute("truthlens.acr.outcome", "incomplete")
+                span.set_attribute("truthlens.acr.reason", str(failure))
                 return Verdict(
                     mode=NAME,
                     choices=tuple(ChoiceVerdict(i, d) for i, d in enumerate(upstream)),
                     attributes={"acr": {"outcome": "incomplete", "reason": failure}},
                 )
-            span.set_attribute("acr.source", outcome.source)
-            span.set_attribute("acr.w", outcome.weight)
-            span.set_attribute("acr.mu_int", outcome.internal.mu)
-            span.set_attribute("acr.sigma_int", outcome.internal.sigma)
+            span.set_attribute("truthlens.acr.source", outcome.source)
+            span.set_attribute("truthlens.acr.w", outcome.weight)
+            span.set_attribute("truthlens.acr.mu_int", outcome.internal.mu)
+            span.set_attribute("truthlens.acr.sigma_int", outcome.internal.sigma)
             if outcome.external is not None:
-                span.set_attribute("acr.mu_ext", outcome.external.candidate.mu)
-                span.set_attribute("acr.sigma_ext", outcome.external.candidate.sigma)
-            span.set_attribute("acr.upstream_calls", outcome.calls)
+                span.set_attribute("truthlens.acr.mu_ext", outcome.external.candidate.mu)
+                span.set_attribute("truthlens.acr.sigma_ext", outcome.external.candidate.sigma)
+            span.set_attribute("truthlens.acr.upstream_calls", outcome.calls)
             return await self._verdict(exchange, services, outcome, upstream)
 
     async def _detect(self, exchange: Exchange, services: Services,
@@ -173,9 +169,10 @@ class AcrMode:
                                     opts.top_p, opts.max_tokens)
         matcher = AnswerMatcher(services.embedder, opts.cluster_threshold)
         e_agent = EAgent(services.llm, matcher, sampling, deadline=exchange.deadline,
-                         max_passages=opts.max_passages, max_triples=opts.max_triples)
+                         max_passages=opts.max_passages, max_triples=opts.max_triples,
+                         tracer=services.tracer)
         k_agent = KAgent(services.llm, matcher, sampling, deadline=exchange.deadline,
-                         theta=opts.theta, max_rounds=opts.max_rounds)
+                         theta=opts.theta, max_rounds=opts.max_rounds, tracer=services.tracer)
         answers = exchange.answers
         external_task = asyncio.create_task(e_agent.external(q.question, q.passages))
         try:
@@ -202,7 +199,8 @@ class AcrMode:
             return _Outcome((None,) * len(answers), "agreement", weight, internal, external, None,
                             e_agent.calls)
         evidence = EvidenceSource(opts.retriever_url, exchange.held_back_passages,
-                                  timeout_s=opts.retriever_timeout_s, deadline=exchange.deadline)
+                                  timeout_s=opts.retriever_timeout_s, deadline=exchange.deadline,
+                                  tracer=services.tracer)
         resolution = await k_agent.resolve(
             q.question, internal, external, q.passages, evidence,
             lambda passages: e_agent.external(q.question, passages))

@@ -20,8 +20,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from opentelemetry import trace
-
 from plugins import registry
 from plugins.base import (
     ChoiceVerdict,
@@ -38,7 +36,6 @@ from plugins.options import check_keys, read_model
 
 NAME = "auto"
 log = logging.getLogger(__name__)
-_tracer = trace.get_tracer("truthlens.escalation")
 
 _STAGE_MODES = ("standard", "acr", "premium")
 
@@ -92,7 +89,7 @@ class AutoMode:
     async def run(self, exchange: Exchange, services: Services) -> Verdict:
         opts = exchange.options if isinstance(exchange.options, AutoOptions) else AutoOptions()
         q = exchange.query
-        with _tracer.start_as_current_span("escalation.monitor") as span:
+        with services.tracer.start_as_current_span("truthlens.escalation.monitor") as span:
             detections, expert = await asyncio.gather(
                 services.detector.detect_many(
                     [DetectionInput(q.passages, q.question, a) for a in exchange.answers],
@@ -105,7 +102,7 @@ class AutoMode:
                 for a, d in zip(exchange.answers, detections, strict=True)
             ]
             findings = {a.finding for a in assessments}
-            span.set_attribute("escalation.findings", sorted(findings))
+            span.set_attribute("truthlens.escalation.findings", sorted(findings))
         verdict = Verdict(mode=NAME, choices=tuple(ChoiceVerdict(i, d) for i, d in enumerate(detections)))
         path = ["lightweight"]
         monitor = {"findings": [a.finding for a in assessments], "why": [a.why for a in assessments],
@@ -160,7 +157,7 @@ class AutoMode:
         if options is None:
             options = module.parse_options({}, OptionContext(path=f"auto.{mode}", models=frozenset()))
         staged = dataclasses.replace(exchange, mode=mode, options=options, answers=answers)
-        with _tracer.start_as_current_span(f"escalation.{mode}"):
+        with services.tracer.start_as_current_span(f"truthlens.escalation.{mode}"):
             try:
                 verdict = await module.build().run(staged, services)
             except Exception as exc:  # a broken stage must not lose the check already made

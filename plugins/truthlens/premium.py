@@ -38,8 +38,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from opentelemetry import trace
-
 from plugins.base import (
     ChoiceVerdict,
     ConfigError,
@@ -56,7 +54,6 @@ from plugins.truthlens.prompts import context_message, debate_messages, judge_me
 from plugins.truthlens.standard import detect_answer
 
 NAME = "premium"
-_tracer = trace.get_tracer(__name__)
 
 DEFAULT_ABSTAIN = (
     "I can't give a reliable answer to this: the models consulted disagree on facts that the "
@@ -298,7 +295,7 @@ class PremiumMode:
 
     async def _cross_check(self, exchange: Exchange, services: Services, opts: PremiumOptions,
                            primary: str, verifiers: Sequence[_Verifier]) -> _CrossCheck:
-        with _tracer.start_as_current_span("truthlens.premium.cross_check") as span:
+        with services.tracer.start_as_current_span("truthlens.premium.cross_check") as span:
             segs = segment(primary)
             votes = await self._entailed(exchange, services, [(v.text, s.text) for s in segs for v in verifiers])
             replacements: dict[Segment, str | None] = {}

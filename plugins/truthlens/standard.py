@@ -21,8 +21,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from opentelemetry import trace
-
 from plugins.base import (
     ChoiceVerdict,
     Exchange,
@@ -36,7 +34,7 @@ from plugins.options import check_keys, read_model, read_number
 from plugins.truthlens.prompts import refine_messages
 
 NAME = "standard"
-_tracer = trace.get_tracer(__name__)
+
 
 @dataclass(frozen=True, slots=True)
 class StandardOptions:
@@ -136,7 +134,7 @@ class StandardMode:
         iterations = 0
         stop = "max_iterations"
         for iteration in range(1, opts.max_iterations + 1):
-            with _tracer.start_as_current_span("truthlens.standard.iteration") as span:
+            with services.tracer.start_as_current_span("truthlens.standard.iteration") as span:
                 span.set_attribute("truthlens.choice", index)
                 span.set_attribute("truthlens.iteration", iteration)
                 span.set_attribute("truthlens.refine_model", model)

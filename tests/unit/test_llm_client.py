@@ -13,8 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 from opentelemetry import trace
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from span_capture import captured_spans
+from span_capture import SpanCapture, captured_spans
 
 from extproc.scripted_upstream import ScriptedUpstream
 from plugins.llm_client import ChatCall, Endpoint, LLMClient, LLMError
@@ -27,7 +26,7 @@ def call(model: str = "m", **kw: object) -> ChatCall:
 
 
 @pytest.fixture(scope="module")
-def spans() -> Iterator[InMemorySpanExporter]:
+def spans() -> Iterator[SpanCapture]:
     with captured_spans() as exporter:
         yield exporter
 
@@ -170,11 +169,12 @@ async def test_malformed_bodies_are_bad_responses() -> None:
     assert gz.choices[0].text == "zipped"
 
 
-async def test_each_call_is_one_span_and_one_callback(spans: InMemorySpanExporter) -> None:
+async def test_each_call_is_one_span_and_one_callback(spans: SpanCapture) -> None:
     seen: list[tuple[str, str]] = []
     rules = [{"match": {"model": "bad"}, "reply": {"status": 400}}]
     async with ScriptedUpstream(rules) as up:
-        client = LLMClient({"default": Endpoint(base_url=up.base_url)}, on_call=lambda m, r: seen.append((m, r)))
+        client = LLMClient({"default": Endpoint(base_url=up.base_url)}, on_call=lambda m, r: seen.append((m, r)),
+                           tracer=spans.tracer)
         spans.clear()
         try:
             await client.chat(ChatCall(model="v1", messages=MSGS, role="verify", n=3))
@@ -183,10 +183,43 @@ async def test_each_call_is_one_span_and_one_callback(spans: InMemorySpanExporte
         finally:
             await client.aclose()
     assert seen == [("v1", "verify"), ("bad", "judge")]
-    finished = [s for s in spans.get_finished_spans() if s.name == "llm.chat"]
-    assert [s.attributes["llm.model"] for s in finished] == ["v1", "bad"]  # type: ignore[index]
+    finished = [s for s in spans.get_finished_spans() if s.name in ("chat v1", "chat bad")]
+    assert [s.attributes["gen_ai.request.model"] for s in finished] == ["v1", "bad"]  # type: ignore[index]
     ok, failed = (dict(s.attributes or {}) for s in finished)
-    assert ok["llm.role"] == "verify" and ok["llm.n"] == 3 and ok["llm.outcome"] == "ok"
-    assert float(ok["llm.latency_ms"]) > 0  # type: ignore[arg-type]
-    assert failed["llm.outcome"] == "http_4xx"
+    assert ok["gen_ai.operation.name"] == "chat" and ok["gen_ai.request.choice.count"] == 3
+    assert ok["truthlens.llm.role"] == "verify" and ok["truthlens.llm.outcome"] == "ok"
+    # The scripted upstream reports usage like vLLM does.
+    assert int(ok["gen_ai.usage.input_tokens"]) > 0  # type: ignore[arg-type]
+    assert int(ok["gen_ai.usage.output_tokens"]) > 0  # type: ignore[arg-type]
+    assert ok["gen_ai.response.finish_reasons"] == ("stop", "stop", "stop")
+    assert float(ok["truthlens.llm.latency_ms"]) > 0  # type: ignore[arg-type]
+    assert failed["truthlens.llm.outcome"] == "http_4xx" and failed["error.type"] == "http_4xx"
     assert finished[0].kind == trace.SpanKind.CLIENT
+
+
+async def test_each_attempt_carries_the_call_spans_traceparent(spans: SpanCapture) -> None:
+    rules = [{"match": {"model": "flaky", "times": 1}, "reply": {"status": 503}}]
+    async with ScriptedUpstream(rules) as up:
+        client = LLMClient({"default": Endpoint(base_url=up.base_url, max_retries=1)}, tracer=spans.tracer,
+                           backoff_base_s=0.001)
+        spans.clear()
+        try:
+            with spans.tracer.start_as_current_span("parent") as parent:
+                await client.chat(call("flaky"))
+        finally:
+            await client.aclose()
+        received = [c.headers.get("traceparent") for c in up.calls]
+    (chat,) = [s for s in spans.get_finished_spans() if s.name == "chat flaky"]
+    assert chat.parent is not None and chat.parent.span_id == parent.get_span_context().span_id
+    expected = f"00-{chat.context.trace_id:032x}-{chat.context.span_id:016x}-{int(chat.context.trace_flags):02x}"
+    assert received == [expected, expected]  # the failed attempt and its retry
+
+
+async def test_no_tracer_no_traceparent() -> None:
+    async with ScriptedUpstream() as up:
+        client = LLMClient({"default": Endpoint(base_url=up.base_url)})
+        try:
+            await client.chat(call())
+        finally:
+            await client.aclose()
+        assert "traceparent" not in up.calls[0].headers

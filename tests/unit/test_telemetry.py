@@ -72,8 +72,8 @@ def test_exchange_span_continues_the_client_trace() -> None:
     assert format(root.context.trace_id, "032x") == TRACE_ID
     assert root.parent is not None and format(root.parent.span_id, "016x") == "00f067aa0ba902b7"
     assert child.parent is not None and child.parent.span_id == root.context.span_id
-    assert child.attributes["chunks"] == 2 and "reason" not in child.attributes
-    assert isinstance(child.attributes["model"], str)
+    assert child.attributes["truthlens.chunks"] == 2 and "truthlens.reason" not in child.attributes
+    assert isinstance(child.attributes["truthlens.model"], str)
 
 
 def test_exchange_span_without_traceparent_starts_a_trace() -> None:
