@@ -1,4 +1,4 @@
-"""Regenerate ``truthlens_ext_proc_pb2.py`` and its ``.pyi`` from the ``.proto`` beside it.
+"""Regenerate the ``*_pb2.py`` modules and their ``.pyi`` from the ``.proto`` files beside them.
 
 Needs ``grpcio-tools`` (the ``dev`` extra). Run from the repository root:
 ``python -m protos.generate``.
@@ -11,7 +11,7 @@ from importlib import resources
 from pathlib import Path
 
 PROTO_DIR = Path(__file__).resolve().parent
-PROTO_FILES = ("truthlens_ext_proc.proto",)
+PROTO_FILES = ("truthlens_ext_proc.proto", "oip_v2.proto")
 
 
 def main() -> int:
