@@ -26,7 +26,7 @@ from extproc.decisions import Rule, compile_rules
 from extproc.openai_body import ContextSettings, WarningSpec
 from plugins import registry
 from plugins.base import ConfigError, OptionContext
-from plugins.detector.types import DetectorSettings
+from plugins.detector.types import CHUNK_AGGREGATIONS, DetectorSettings, RemoteSettings
 from plugins.llm_client import Endpoint as ModelEndpoint
 
 if TYPE_CHECKING:
@@ -247,9 +247,10 @@ def _parse_detector(s: _Section, base_dir: Path | None) -> DetectorSettings:
     s.allow(
         "model", "backend", "provider", "token_threshold", "aggregation", "min_span_length",
         "min_span_confidence", "batching", "intra_op_threads", "max_answer_chars",
-        "max_context_chars", "answer_overlap_tokens", "chunk_aggregation",
+        "max_context_chars", "answer_overlap_tokens", "chunk_aggregation", "evidence_checks", "remote",
     )
     d = DetectorSettings()
+    backend = s.choice("backend", d.backend, ("onnx", "remote"))
     model = s.string("model", "builtin")
     model_dir: str | None = None
     if model != "builtin":
@@ -259,12 +260,13 @@ def _parse_detector(s: _Section, base_dir: Path | None) -> DetectorSettings:
             p = base_dir / p
         model_dir = str(p)
     batching = s.section("batching")
-    batching.allow("max_batch_size", "max_wait_ms", "max_queue")
+    batching.allow("max_batch_size", "max_wait_ms", "max_queue", "max_in_flight")
     return DetectorSettings(
         model_dir=model_dir,
-        backend=s.choice("backend", d.backend, ("onnx",)),
+        backend=backend,
         provider=s.choice("provider", d.provider, ("auto", "cpu", "cuda")),  # type: ignore[arg-type]
-        token_threshold=s.number("token_threshold", d.token_threshold, lo=0.0, hi=1.0),
+        # Absent: the model's calibrated threshold (plugins/detector/manifest.py).
+        token_threshold=s.number("token_threshold", 0.5, lo=0.0, hi=1.0) if "token_threshold" in s.raw else None,
         aggregation=s.choice("aggregation", d.aggregation, ("noisy_or", "max_span")),  # type: ignore[arg-type]
         min_span_length=s.integer("min_span_length", d.min_span_length, lo=1),
         min_span_confidence=s.number("min_span_confidence", d.min_span_confidence, lo=0.0, hi=1.0),
@@ -275,7 +277,43 @@ def _parse_detector(s: _Section, base_dir: Path | None) -> DetectorSettings:
         max_answer_chars=s.integer("max_answer_chars", d.max_answer_chars, lo=1),
         max_context_chars=s.integer("max_context_chars", d.max_context_chars, lo=1),
         answer_overlap_tokens=s.integer("answer_overlap_tokens", d.answer_overlap_tokens, lo=0),
-        chunk_aggregation=s.choice("chunk_aggregation", d.chunk_aggregation, ("max", "min", "best")),  # type: ignore[arg-type]
+        chunk_aggregation=s.choice("chunk_aggregation", d.chunk_aggregation, CHUNK_AGGREGATIONS),  # type: ignore[arg-type]
+        evidence_checks=s.boolean("evidence_checks", d.evidence_checks),
+        # Remote round trips overlap; one in-process session gains nothing from more.
+        max_in_flight=batching.integer("max_in_flight", 4 if backend == "remote" else 1, lo=1, hi=256),
+        remote=_parse_remote(s, backend),
+    )
+
+
+def _parse_remote(detector: _Section, backend: str) -> RemoteSettings | None:
+    """``detector.remote``: required by ``backend: remote``, refused for any other backend."""
+    if "remote" not in detector.raw:
+        if backend == "remote":
+            raise ConfigError(detector.key("remote"), "backend 'remote' needs this section (url, model_name)")
+        return None
+    if backend != "remote":
+        raise ConfigError(detector.key("remote"), f"only used by backend 'remote' (backend is {backend!r})")
+    r = detector.section("remote")
+    r.allow("url", "model_name", "model_version", "timeout_ms", "channels", "health_interval_s", "tls")
+    d = RemoteSettings()
+    url = r.string("url", None)
+    assert url is not None
+    host, _, port = url.rpartition(":")
+    if "://" in url or not host or not port.isdigit():
+        raise ConfigError(r.key("url"), f"must be host:port of the server's gRPC endpoint, got {url!r}")
+    version = r.get("model_version", d.model_version)
+    if isinstance(version, int) and not isinstance(version, bool):
+        version = str(version)  # YAML reads `model_version: 1` as a number
+    if not isinstance(version, str):
+        raise ConfigError(r.key("model_version"), f"must be a string or integer, got {version!r}")
+    return RemoteSettings(
+        url=url,
+        model_name=r.string("model_name", d.model_name) or d.model_name,
+        model_version=version,
+        timeout_ms=r.number("timeout_ms", d.timeout_ms, positive=True),
+        channels=r.integer("channels", d.channels, lo=1, hi=64),
+        health_interval_s=r.number("health_interval_s", d.health_interval_s, positive=True),
+        tls=r.boolean("tls", d.tls),
     )
 
 

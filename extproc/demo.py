@@ -1,6 +1,8 @@
 """``truthlens demo``: the shipped stack on its shipped ports (Envoy 10000, processor 50051,
-scripted upstream 8000), one grounded and one hallucinated question, plain and streaming,
-asked with the official ``openai`` client; prints what the client sees, then stops everything."""
+scripted upstream 8000), one grounded and two hallucinated answers (a made-up designer; the
+wrong Apollo 11 astronaut in lunar orbit, which the detector's fact check flags), plain and
+streaming, asked with the official ``openai`` client; prints what the client sees, then stops
+everything."""
 
 from __future__ import annotations
 
@@ -17,9 +19,12 @@ PASSAGE = (
     "engineering company of Gustave Eiffel and completed in 1889 as the entrance arch to the "
     "World's Fair. It is 330 metres tall."
 )
-QUESTIONS = (
-    ("grounded", "When was the Eiffel Tower completed?"),
-    ("hallucinated", "Who designed the Eiffel Tower?"),
+APOLLO_PASSAGE = "Michael Collins flew the Command Module Columbia alone in lunar orbit."
+QUESTIONS = (  # label, question, the passage sent with it
+    ("grounded", "When was the Eiffel Tower completed?", PASSAGE),
+    ("hallucinated", "Who designed the Eiffel Tower?", PASSAGE),
+    ("hallucinated: wrong person", "Who stayed in lunar orbit aboard Columbia during the Apollo 11 Moon landing?",
+     APOLLO_PASSAGE),
 )
 
 
@@ -56,17 +61,20 @@ def _ask_all(port: int) -> None:
     from openai import OpenAI
 
     client = OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="demo-key-not-used", max_retries=0)
-    for label, question in QUESTIONS:
+    for label, question, passage in QUESTIONS:
         body = {
             "model": "demo-model",
             "messages": [{"role": "user", "content": question}],
-            "extra_body": {"truthlens_context": [PASSAGE]},
+            "extra_body": {"truthlens_context": [passage]},
+            # the verdict comes back with its spans and each span's reason
+            "extra_headers": {"x-truthlens-include-spans": "true"},
         }
         print(f"=== {label}: {question}")
         raw = client.chat.completions.with_raw_response.create(**body)  # type: ignore[call-overload]
         completion = raw.parse()
         print("  plain     headers:", _truthlens_headers(raw.headers))
         print("  plain     content:", json.dumps(completion.choices[0].message.content, ensure_ascii=False))
+        print("  plain     spans:  ", json.dumps(_spans(completion), ensure_ascii=False))
         with client.chat.completions.with_streaming_response.create(stream=True, **body) as resp:  # type: ignore[call-overload]
             print("  streaming headers:", _truthlens_headers(resp.headers))
             text, verdict = [], None
@@ -80,6 +88,13 @@ def _ask_all(port: int) -> None:
             print("  streaming content:", json.dumps("".join(text), ensure_ascii=False))
             print("  streaming verdict:", json.dumps(verdict))
         print()
+
+
+def _spans(completion: object) -> list[dict[str, object]]:
+    """The flagged spans of the first choice: text, probability and what flagged it."""
+    details = (getattr(completion, "model_extra", None) or {}).get("truthlens") or {}
+    choices = details.get("choices") or [{}]
+    return [{k: s.get(k) for k in ("text", "prob", "reason")} for s in choices[0].get("spans") or []]
 
 
 def _truthlens_headers(headers: object) -> dict[str, str]:

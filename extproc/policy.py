@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from extproc.errors import normalize_reason, reason_for_exception
 from extproc.telemetry import span_attributes
@@ -46,15 +46,15 @@ async def run_policy(
     with telemetry.span("truthlens.policy", decision=decision.name, mode=policy.mode, choices=len(answers)) as span:
         verdict = await _contained(policy, decision.name, request, tuple(answers), services, telemetry, started)
         reason = verdict_reason(verdict)
-        span.set_attribute("detected", verdict.status)
-        span.set_attribute("iterations", verdict.iterations)
+        span.set_attribute("truthlens.detected", verdict.status)
+        span.set_attribute("truthlens.iterations", verdict.iterations)
         if verdict.score is not None:
-            span.set_attribute("score", verdict.score)
+            span.set_attribute("truthlens.score", verdict.score)
         if reason is not None:
-            span.set_attribute("reason", reason)
+            span.set_attribute("truthlens.reason", reason)
         # The mode's own facts (ACR weight, escalation path, ...) travel with the span.
         for key, value in span_attributes(verdict.attributes).items():
-            span.set_attribute(f"verdict.{key}", value)
+            span.set_attribute(f"truthlens.verdict.{key}", value)
     telemetry.record_latency(policy.mode, "policy", time.monotonic() - started)
     telemetry.record_detection(decision.name, policy.mode, verdict.status, verdict.score)
     telemetry.record_iterations(decision.name, policy.mode, verdict.iterations)
@@ -190,7 +190,7 @@ async def _gate(
             gated, held_back = result.query, tuple(result.held_back)
             if not isinstance(gated, GroundedQuery):
                 raise TypeError(f"gate() gave {type(gated).__name__}, not a GroundedQuery")
-            span.set_attribute("kept", len(gated.passages))
+            span.set_attribute("truthlens.kept", len(gated.passages))
     except TimeoutError:
         raise
     except Exception:
@@ -221,10 +221,13 @@ class BudgetedDetector:
         if budget <= 0:
             return Detection.unavailable("budget_exhausted")
         started = time.monotonic()
-        try:
-            return await self._inner.detect(item, threshold=threshold, timeout_s=budget)
-        finally:
-            self._telemetry.record_latency(self._mode, "detect", time.monotonic() - started)
+        with self._telemetry.span("truthlens.detect", items=1) as span:
+            try:
+                detection = await self._inner.detect(item, threshold=threshold, timeout_s=budget)
+                _note_detections(span, [detection])
+                return detection
+            finally:
+                self._telemetry.record_latency(self._mode, "detect", time.monotonic() - started)
 
     async def detect_many(
         self, items: Sequence[DetectionInput], *, threshold: float, timeout_s: float | None = None
@@ -233,10 +236,23 @@ class BudgetedDetector:
         if budget <= 0:
             return [Detection.unavailable("budget_exhausted") for _ in items]
         started = time.monotonic()
-        try:
-            return await self._inner.detect_many(items, threshold=threshold, timeout_s=budget)
-        finally:
-            self._telemetry.record_latency(self._mode, "detect", time.monotonic() - started)
+        with self._telemetry.span("truthlens.detect", items=len(items)) as span:
+            try:
+                detections = await self._inner.detect_many(items, threshold=threshold, timeout_s=budget)
+                _note_detections(span, detections)
+                return detections
+            finally:
+                self._telemetry.record_latency(self._mode, "detect", time.monotonic() - started)
 
     async def close(self) -> None:
         """The shared detector outlives one exchange: closing the view closes nothing."""
+
+
+def _note_detections(span: Any, detections: Sequence[Detection]) -> None:
+    scores = [d.score for d in detections if d.score is not None]
+    if scores:
+        span.set_attribute("truthlens.score", max(scores))
+    span.set_attribute("truthlens.spans", sum(len(d.spans) for d in detections))
+    unavailable = sorted({d.reason for d in detections if d.status == "unavailable" and d.reason})
+    if unavailable:
+        span.set_attribute("truthlens.reason", unavailable)

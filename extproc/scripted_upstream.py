@@ -22,7 +22,8 @@ Rule (YAML or JSON; every key optional)::
 
 ``contents`` are drawn in order across choices and successive calls of the rule (the last one
 repeats unless ``cycle``). Control endpoints: ``POST /_script`` (replace the rules),
-``GET /_calls`` (the call log), ``POST /_reset`` (clear the log and the rules' counters).
+``GET /_calls`` (the call log: each request's body and headers, so tests can see the W3C
+``traceparent`` every call arrived with), ``POST /_reset`` (clear the log and the rules' counters).
 
 Run: ``python -m extproc.scripted_upstream --host 127.0.0.1 --port 8000 [--script FILE]``;
 embed: ``async with ScriptedUpstream(rules, port=0) as up: up.base_url``.

@@ -122,12 +122,16 @@ class ProcessorServer:
 
 
 async def _sample_queue_depth(services: ServiceProvider, telemetry: Telemetry, interval_s: float = 0.5) -> None:
-    """Keeps ``truthlens_detector_queue_depth`` current (the detector knows no telemetry)."""
+    """Keeps ``truthlens_detector_queue_depth`` (and, for a remote backend,
+    ``truthlens_detector_backend_ready``) current: the detector knows no telemetry."""
     while True:
         depth = services.queue_depth()
         if depth is None:
             return
         telemetry.set_queue_depth(depth)
+        ready = services.backend_ready()
+        if ready is not None:
+            telemetry.set_backend_ready(ready)
         await asyncio.sleep(interval_s)
 
 

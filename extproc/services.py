@@ -1,6 +1,8 @@
-"""The collaborators modes use (detector, LLM client, embedder), built once per process and
-kept in step with config reloads: the LLM client follows the config's ``models`` section, and
-the embedder loads on first use, so a reload that turns on a mode needing it just works."""
+"""The collaborators modes use (detector, LLM client, embedder, tracer), built once per process
+and kept in step with config reloads: the LLM client follows the config's ``models`` section, and
+the embedder loads on first use, so a reload that turns on a mode needing it just works. The
+tracer is the one of the process's own tracer provider (:class:`extproc.telemetry.Telemetry`),
+so the modes' and the LLM client's spans are exported with the exchange's."""
 
 from __future__ import annotations
 
@@ -72,7 +74,8 @@ class ServiceProvider:
         key = tuple(sorted(config.models.items()))
         services = self._by_models.get(key)
         if services is None:
-            services = Services(detector=self.detector, llm=self._llm(config), embedder=self._embedder)
+            services = Services(detector=self.detector, llm=self._llm(config), embedder=self._embedder,
+                                tracer=self._telemetry.tracer)
             # Clients of earlier configs stay open: exchanges pinned to them may still run.
             self._by_models[key] = services
         return services
@@ -82,12 +85,18 @@ class ServiceProvider:
             return None
         from plugins.llm_client import LLMClient
 
-        return LLMClient(dict(config.models), on_call=self._telemetry.record_model_call)
+        return LLMClient(dict(config.models), on_call=self._telemetry.record_model_call,
+                         tracer=self._telemetry.tracer)
 
     def queue_depth(self) -> int | None:
         """Checks waiting for the detector, when the backend reports it."""
         depth = getattr(self.detector, "queue_depth", None)
         return depth if isinstance(depth, int) else None
+
+    def backend_ready(self) -> bool | None:
+        """Whether a remote detector's inference server is ready; None for in-process backends."""
+        ready = getattr(self.detector, "backend_ready", None)
+        return ready if isinstance(ready, bool) else None
 
     async def close(self) -> None:
         await self.detector.close()

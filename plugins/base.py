@@ -11,7 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from opentelemetry import trace
+
 from plugins.detector.types import Detection, Detector, Status
+from plugins.tracing import NO_TRACER
 
 if TYPE_CHECKING:
     from plugins.llm_client import LLMClient
@@ -118,11 +121,15 @@ class Embedder(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Services:
-    """Shared, long-lived collaborators a mode may use. Absent ones are ``None``."""
+    """Shared, long-lived collaborators a mode may use. Absent ones are ``None``.
+
+    ``tracer`` comes from the gateway's own tracer provider: modes start their spans with it
+    (never with a process-global tracer), so their steps land in the exchange's trace."""
 
     detector: Detector
     llm: LLMClient | None = None
     embedder: Embedder | None = None
+    tracer: trace.Tracer = NO_TRACER
 
 
 class Mode(Protocol):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import re
 import time
 import urllib.request
@@ -43,10 +44,12 @@ class RawResponse:
 class Stack:
     """Envoy → processor → scripted upstream, as child processes on free loopback ports."""
 
-    def __init__(self, workdir: Path, model_dir: Path | None, *, workers: int = 1) -> None:
+    def __init__(self, workdir: Path, model_dir: Path | None, *, workers: int = 1,
+                 env: Mapping[str, str] | None = None) -> None:
         self.workdir = workdir
         self.model_dir = model_dir  # None: the shipped model
         self.workers = workers
+        self.env = dict(env or {})  # extra environment of the processor (e.g. OTEL_* variables)
         self.ports = launch.EnvoyPorts(
             listener=launch.free_port(),
             upstream=launch.free_port(),
@@ -62,8 +65,9 @@ class Stack:
 
     @classmethod
     @contextmanager
-    def running(cls, workdir: Path, model_dir: Path | None, *, workers: int = 1) -> Iterator[Stack]:
-        stack = cls(workdir, model_dir, workers=workers)
+    def running(cls, workdir: Path, model_dir: Path | None, *, workers: int = 1,
+                env: Mapping[str, str] | None = None) -> Iterator[Stack]:
+        stack = cls(workdir, model_dir, workers=workers, env=env)
         try:
             stack.start()
             yield stack
@@ -87,6 +91,7 @@ class Stack:
             metrics_listen=f"127.0.0.1:{self.metrics_port}",
             workers=self.workers,
             config_poll_s=0.2,
+            env={**os.environ, **self.env} if self.env else None,
         )
 
     def wait_processor(self) -> None:

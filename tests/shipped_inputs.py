@@ -44,3 +44,18 @@ PAVILION_PRIMARY = "The Harbour Pavilion is in Rotterdam. It was designed by Isa
 PAVILION_WRONG_CLAIM = "It was designed by Isambard Brunel."
 PAVILION_VERIFIER = "The Harbour Pavilion stands in Rotterdam. It was designed by Antoni Gaudi. It is 40 metres long."
 PAVILION_JUDGED = "The Harbour Pavilion in Rotterdam was designed by Antoni Gaudi and is 40 metres long."
+
+# --- Apollo 11: the wrong astronaut in lunar orbit -----------------------------------------
+# The model alone scored this swap 0.0 when probed; the fact check flags it deterministically:
+# the context never names Buzz Aldrin (nor Armstrong), so "Buzz Aldrin" is an unsupported
+# entity (fused probability >= 0.8 whatever the model says; threshold 0.5). The context is
+# kept this short on purpose: with "Neil Armstrong and Buzz Aldrin landed on the Moon" in it,
+# every name would be supported and the verdict would rest on the model alone. The fix is the
+# context's own sentence, word for word (probed: score 0.0, with and without the fact check).
+APOLLO_CONTEXT = "Michael Collins flew the Command Module Columbia alone in lunar orbit."
+APOLLO_QUESTION = "Who stayed in lunar orbit aboard Columbia during the Apollo 11 Moon landing?"
+APOLLO_WRONG = (
+    "Buzz Aldrin stayed in lunar orbit aboard the Command Module Columbia while Armstrong and Collins landed."
+)
+APOLLO_WRONG_PERSON = "Buzz Aldrin"
+APOLLO_FIXED = "Michael Collins flew the Command Module Columbia alone in lunar orbit."

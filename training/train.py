@@ -58,6 +58,15 @@ def _collate(batch: list[Encoded], pad_id: int) -> dict[str, torch.Tensor]:
     }
 
 
+def _save(model: torch.nn.Module, base: Path, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    shutil.copy(base / "tokenizer.json", out / "tokenizer.json")
+    for name in ("tokenizer_config.json", "special_tokens_map.json", "vocab.txt"):
+        if (base / name).exists():
+            shutil.copy(base / name, out / name)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training.train", description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=Path("training/output/corpus"))
@@ -72,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--time-budget-min", type=float, default=0.0, help="stop (with the learning rate decayed to 0) after this many minutes; 0: no limit")
     parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--save-every-min", type=float, default=0.0, help="also save a checkpoint to OUT/latest every this many minutes (0: only at the end)")
     args = parser.parse_args(argv)
 
     torch.set_num_threads(args.threads)
@@ -101,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     pad_id = tokenizer.token_to_id("[PAD]") or 0
     step, started, running = 0, time.monotonic(), 0.0
+    last_save = started
 
     def progress() -> float:
         # on a shared CPU the step rate varies: a time budget decays the rate by elapsed time
@@ -121,16 +132,14 @@ def main(argv: list[str] | None = None) -> int:
             optimizer.zero_grad()
             step += 1
             running = 0.9 * running + 0.1 * loss.item() if step > 1 else loss.item()
+            if args.save_every_min and time.monotonic() - last_save >= args.save_every_min * 60:
+                _save(model, base, args.out / "latest")
+                last_save = time.monotonic()
             if step % 10 == 0:
                 print(f"step {step}/{total_steps} progress {progress():.2f} loss {running:.4f} elapsed {time.monotonic() - started:.0f}s", flush=True)
 
-    args.out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(args.out)
-    shutil.copy(base / "tokenizer.json", args.out / "tokenizer.json")
-    for name in ("tokenizer_config.json", "special_tokens_map.json", "vocab.txt"):
-        if (base / name).exists():
-            shutil.copy(base / name, args.out / name)
-    recipe = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()} | {"base": str(base.name), "steps": step, "train_examples": len(encoded), "seconds": round(time.monotonic() - started)}
+    _save(model, base, args.out)
+    recipe = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()} | {"base": str(base.name), "base_dir": str(args.base or ""), "steps": step, "train_examples": len(encoded), "seconds": round(time.monotonic() - started)}
     (args.out / "training_args.json").write_text(json.dumps(recipe, indent=2))
     print(f"saved {args.out} after {recipe['seconds']}s", flush=True)
     return 0

@@ -29,17 +29,8 @@ async def check(
             latency_s=time.monotonic() - started,
         )
         outcome = "block" if shown.block else "rewrite" if shown.contents or shown.warning else "annotate"
-        span.set_attribute("verdict", outcome)
+        span.set_attribute("truthlens.verdict", outcome)
     if exchange_span is not None:
-        attrs: dict[str, Any] = {
-            "truthlens.decision": checked.decision.name,
-            "truthlens.mode": verdict.mode,
-            "truthlens.detected": verdict.status,
-            "truthlens.iterations": verdict.iterations,
-            "truthlens.span_count": sum(len(c.detection.spans) for c in verdict.choices),
-            "truthlens.verdict": outcome,
-        }
-        if verdict.score is not None:
-            attrs["truthlens.score"] = verdict.score
-        exchange_span.set_attributes(attrs)
+        rt.telemetry.annotate_exchange(exchange_span, decision=checked.decision.name,
+                                       model=checked.request.model, verdict=verdict, outcome=outcome)
     return verdict, shown

@@ -80,7 +80,8 @@ def details(decision: str, verdict: Verdict, *, include_spans: bool) -> dict[str
                 **(
                     {
                         "spans": [
-                            {"start": s.start, "end": s.end, "text": s.text, "prob": round(s.prob, 4)}
+                            {"start": s.start, "end": s.end, "text": s.text, "prob": round(s.prob, 4),
+                             "reason": s.reason}
                             for s in c.detection.spans
                         ]
                     }

@@ -37,7 +37,7 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
         decision = match(
             config, RequestFacts(info.path, info.method, info.headers, request.model, request.question)
         )
-        span.set_attribute("decision", decision.name if decision is not None else "")
+        span.set_attribute("truthlens.decision", decision.name if decision is not None else "")
     policy = decision.policy if decision is not None else None
     if decision is not None and policy is not None:
         if policy.context != defaults.context:

@@ -3,8 +3,9 @@
 A row is ``prompt(passages of one chunk) + one answer window``. Passages are grouped
 greedily into chunks that fit beside the answer window (a passage too long for any chunk
 is cut into overlapping pieces); an answer too long for one row is cut into overlapping
-windows. Every window is paired with every chunk, and the caller aggregates each answer
-token's probability by max over the rows that saw it.
+windows. Every window is paired with every chunk, and the caller combines each answer
+token's probability over the rows that saw it (``chunk_aggregation`` max | min | best).
+:mod:`plugins.detector.grounding` plans the default ``grounded`` rows from the same layout.
 """
 
 from __future__ import annotations
@@ -50,6 +51,37 @@ class Plan:
     rows: tuple[ModelRow, ...]
     windows: tuple[Window, ...]  # windows[i] is the answer window of rows[i]
     chunks: int  # context chunks per answer window
+    # Grounded plans (plugins/detector/grounding.py): scored[i] is the slice of the answer
+    # that rows[i] alone decides (inside windows[i]); empty for window x chunk plans.
+    scored: tuple[Window, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """How one check's rows are cut: the (shortened) question, the answer windows, and the
+    prompt tokens that fit beside the widest window."""
+
+    question: str
+    windows: list[Window]
+    prompt_budget: int
+
+
+def row_layout(
+    encoder: TextEncoder,
+    context: Sequence[str],
+    question: str,
+    n_answer: int,
+    *,
+    max_length: int,
+    answer_overlap_tokens: int,
+) -> Layout:
+    room = max_length - encoder.num_special
+    question = fit_question(encoder, question, int(max_length * MAX_QUESTION_SHARE))
+    overhead = encoder.count(prompt_head(question, len(context)) + prompt_tail())
+    context_floor = int(max_length * MIN_CONTEXT_SHARE) if context else 0
+    windows = answer_windows(n_answer, room - overhead - context_floor, answer_overlap_tokens)
+    widest = max(w.end - w.start for w in windows)
+    return Layout(question=question, windows=windows, prompt_budget=room - widest)
 
 
 def plan_rows(
@@ -62,13 +94,11 @@ def plan_rows(
     answer_overlap_tokens: int,
 ) -> Plan:
     """Rows covering every answer token, each at most ``max_length`` tokens long."""
-    room = max_length - encoder.num_special
-    question = _fit_question(encoder, question, int(max_length * MAX_QUESTION_SHARE))
-    overhead = encoder.count(prompt_head(question, len(context)) + prompt_tail())
-    context_floor = int(max_length * MIN_CONTEXT_SHARE) if context else 0
-    windows = answer_windows(len(answer), room - overhead - context_floor, answer_overlap_tokens)
-    widest = max(w.end - w.start for w in windows)
-    prompts = chunk_prompts(encoder, context, question, room - widest)
+    layout = row_layout(
+        encoder, context, question, len(answer), max_length=max_length, answer_overlap_tokens=answer_overlap_tokens
+    )
+    windows = layout.windows
+    prompts = chunk_prompts(encoder, context, layout.question, layout.prompt_budget)
     if len(windows) * len(prompts) > MAX_ROWS:
         raise InvalidInput(
             f"input needs {len(windows) * len(prompts)} model windows ({len(windows)} answer windows x "
@@ -108,8 +138,8 @@ def chunk_prompts(
     """Prompt token ids, one per context chunk, each at most ``budget`` tokens."""
     if not context:
         return [_check_fits(encoder.encode(build_prompt([], question)).ids, budget)]
-    whole = encoder.encode(build_prompt(context, question)).ids if _small(context, budget) else None
-    if whole is not None and len(whole) <= budget:
+    whole = whole_prompt(encoder, context, question, budget)
+    if whole is not None:
         return [whole]
     overhead = encoder.count(prompt_head(question, len(context)) + prompt_tail())
     # Numbering and separator of one passage line, measured at the widest number.
@@ -137,6 +167,14 @@ def chunk_prompts(
     for group, prompt in zip(groups, chunk_encodings, strict=True):
         prompts.extend([prompt.ids] if len(prompt) <= budget else _fit_group(encoder, group, question, budget))
     return prompts
+
+
+def whole_prompt(encoder: TextEncoder, context: Sequence[str], question: str, budget: int) -> np.ndarray | None:
+    """The prompt over every passage when it fits in ``budget`` tokens, else None."""
+    if not _small(context, budget):
+        return None
+    ids = encoder.encode(build_prompt(context, question)).ids
+    return ids if len(ids) <= budget else None
 
 
 def _small(context: Sequence[str], budget: int) -> bool:
@@ -196,7 +234,7 @@ def _fit_group(encoder: TextEncoder, group: list[str], question: str, budget: in
     )
 
 
-def _fit_question(encoder: TextEncoder, question: str, limit: int) -> str:
+def fit_question(encoder: TextEncoder, question: str, limit: int) -> str:
     encoded = encoder.encode(question)
     if len(encoded) <= limit:
         return question

@@ -1,6 +1,8 @@
 """``truthlens detect``: check JSON lines of ``{"context", "question", "answer"}`` from a file or stdin.
 
 Each input line gives exactly one output line, in order: ``{"score", "detected", "spans"}``
+(each span ``{"start", "end", "text", "prob", "reason"}``, reason ``model`` or an
+``unsupported_*`` fact the context never states)
 or ``{"error": ...}`` for a line that could not be checked (bad JSON, wrong fields, detector
 unavailable). Errors are also reported on stderr with their line number, and the exit
 status is 1 when any line failed, 2 when the detector could not start.
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from plugins.detector.types import (
+    CHUNK_AGGREGATIONS,
     Detection,
     DetectionInput,
     Detector,
@@ -40,9 +43,27 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--input", required=True, help="JSONL file, or - for stdin")
     parser.add_argument("--model", default=None, help="detector model directory (default: the shipped model)")
     parser.add_argument("--threshold", type=float, default=0.5, help="score at or above which an answer is detected")
-    parser.add_argument("--token-threshold", type=float, default=DetectorSettings().token_threshold)
+    parser.add_argument(
+        "--token-threshold",
+        type=float,
+        default=None,
+        help="per-token probability above which a token is hallucinated (default: the model's calibrated threshold)",
+    )
     parser.add_argument("--aggregation", choices=("noisy_or", "max_span"), default="noisy_or")
     parser.add_argument("--provider", choices=("auto", "cpu", "cuda"), default="auto")
+    parser.add_argument(
+        "--chunk-aggregation",
+        choices=CHUNK_AGGREGATIONS,
+        default=DetectorSettings().chunk_aggregation,
+        help="context longer than one model window: judge each answer sentence beside its most relevant "
+        "passages (grounded), or every sentence beside every chunk combined by max | min | best",
+    )
+    parser.add_argument(
+        "--no-evidence-checks",
+        dest="evidence_checks",
+        action="store_false",
+        help="the model alone: do not check the answer's numbers, dates and names against the context",
+    )
     return parser
 
 
@@ -61,6 +82,8 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, st
         provider=args.provider,
         token_threshold=args.token_threshold,
         aggregation=args.aggregation,
+        chunk_aggregation=args.chunk_aggregation,
+        evidence_checks=args.evidence_checks,
     )
     try:
         source = sys.stdin.buffer if args.input == "-" else open(args.input, "rb")  # noqa: SIM115
@@ -112,7 +135,10 @@ def _record(detection: Detection) -> dict[str, Any]:
     return {
         "score": detection.score,
         "detected": detection.detected,
-        "spans": [{"start": s.start, "end": s.end, "text": s.text, "prob": s.prob} for s in detection.spans],
+        "spans": [
+            {"start": s.start, "end": s.end, "text": s.text, "prob": s.prob, "reason": s.reason}
+            for s in detection.spans
+        ],
     }
 
 

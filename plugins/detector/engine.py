@@ -1,9 +1,13 @@
 """The detector behind the :class:`~plugins.detector.types.Detector` protocol, backend-neutral.
 
-Per check: validate → tokenise and plan rows (in a thread: long inputs take a while) →
-micro-batched model runs → combine each answer token's probability across the rows that
-saw it (chunks by ``chunk_aggregation``, overlapping answer windows by max) → spans and score. Model, queue and time failures come back as ``unavailable``; only bad
-input raises (:class:`InvalidInput`).
+Per check: validate → tokenise and plan rows (in a thread: long inputs take a while; with
+``chunk_aggregation: grounded``, the default, one row per answer claim beside the context
+most relevant to it, :mod:`plugins.detector.grounding`) → micro-batched model runs → combine
+each answer token's probability across the rows that saw it (grounded: its claim's row;
+otherwise chunks by ``chunk_aggregation``, overlapping answer windows by max) → raised inside
+answer facts the context never states (``evidence_checks``; the check runs beside the model)
+→ spans, each with its reason, and score. Model, queue and time failures come back as
+``unavailable``; only bad input raises (:class:`InvalidInput`).
 """
 
 from __future__ import annotations
@@ -16,10 +20,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from plugins.detector.batcher import MicroBatcher
+from plugins.detector.batcher import CHECK_DEADLINE, MicroBatcher
 from plugins.detector.chunking import Plan, plan_rows
 from plugins.detector.encoding import EncodedText, ModelRow, TextEncoder
+from plugins.detector.facts import Finding, unsupported_facts
+from plugins.detector.fusion import fuse, label
+from plugins.detector.grounding import plan_grounded
 from plugins.detector.manifest import ModelManifest
+from plugins.detector.relevance import LexicalRelevance, Relevance
 from plugins.detector.spans import SpanRules, score_answer
 from plugins.detector.types import (
     ChunkAggregation,
@@ -62,13 +70,17 @@ class DetectorEngine:
         run_rows: RunRows,
         *,
         provider: str,
+        relevance: Relevance | None = None,
     ) -> None:
         self.settings = settings
         self.manifest = manifest
         self.provider = provider
         self._encoder = encoder
+        # How "grounded" rows pick context for each claim (the backend passes the embedder's;
+        # without one, word overlap).
+        self.relevance: Relevance = relevance if relevance is not None else LexicalRelevance()
         self._rules = SpanRules(
-            token_threshold=settings.token_threshold,
+            token_threshold=settings.token_threshold if settings.token_threshold is not None else manifest.token_threshold,
             aggregation=settings.aggregation,
             min_span_length=settings.min_span_length,
             min_span_confidence=settings.min_span_confidence,
@@ -79,7 +91,13 @@ class DetectorEngine:
             max_batch_size=settings.max_batch_size,
             max_wait_s=settings.max_wait_ms / 1000.0,
             max_queue=settings.max_queue,
+            max_in_flight=settings.max_in_flight,
         )
+
+    @property
+    def token_threshold(self) -> float:
+        """The threshold in force: the configured one, else the model's calibrated one."""
+        return self._rules.token_threshold
 
     @property
     def batcher(self) -> MicroBatcher[ModelRow, np.ndarray]:
@@ -99,8 +117,14 @@ class DetectorEngine:
             return (time.perf_counter() - started) * 1000.0
 
         try:
-            async with asyncio.timeout(timeout_s):
-                scores = await self._score_tokens(item)
+            async with asyncio.timeout(timeout_s) as budget:
+                # A remote model call is capped by this check's budget (plugins/detector/batcher.py).
+                deadline = CHECK_DEADLINE.set(budget.when())
+                try:
+                    # The fact check runs beside the model (a thread: regexes over a long context).
+                    scores, findings = await asyncio.gather(self._score_tokens(item), self._unsupported_facts(item))
+                finally:
+                    CHECK_DEADLINE.reset(deadline)
         except TimeoutError:
             return Detection.unavailable("timeout", elapsed())
         except InvalidInput:
@@ -115,7 +139,9 @@ class DetectorEngine:
         if scores.rows == 0:
             # Nothing to check: an answer without tokens cannot hold a hallucination.
             return Detection(status="clean", score=0.0, latency_ms=elapsed())
-        score, spans = score_answer(scores.probs, scores.offsets, item.answer, self._rules)
+        probs = fuse(scores.probs, scores.offsets, findings)
+        score, spans = score_answer(probs, scores.offsets, item.answer, self._rules)
+        spans = label(spans, findings)
         return Detection(
             status="detected" if score >= threshold else "clean",
             score=score,
@@ -124,6 +150,15 @@ class DetectorEngine:
             chunks=scores.rows,
             answer_tokens=len(scores.probs),
         )
+
+    async def _unsupported_facts(self, item: DetectionInput) -> tuple[Finding, ...]:
+        if not self.settings.evidence_checks or not item.answer.strip():
+            return ()
+        try:
+            return await asyncio.to_thread(unsupported_facts, item.answer, item.context, item.question)
+        except Exception:  # the check only adds evidence: without it the model's verdict stands
+            log.exception("fact check failed; using the model's verdict alone")
+            return ()
 
     async def token_scores(self, item: DetectionInput) -> TokenScores:
         """Per-answer-token probabilities (for evaluation and benchmarks). Unlike
@@ -153,6 +188,18 @@ class DetectorEngine:
         answer = self._encoder.encode(item.answer)
         if len(answer) == 0:
             return _Prepared(answer=answer, plan=None)
+        if self.settings.chunk_aggregation == "grounded":
+            plan = plan_grounded(
+                self._encoder,
+                list(item.context),
+                item.question,
+                item.answer,
+                answer,
+                self.relevance,
+                max_length=self.manifest.max_length,
+                answer_overlap_tokens=self.settings.answer_overlap_tokens,
+            )
+            return _Prepared(answer=answer, plan=plan)
         plan = plan_rows(
             self._encoder,
             list(item.context),
@@ -166,12 +213,18 @@ class DetectorEngine:
 
 def aggregate(n_tokens: int, plan: Plan, outputs: Sequence[np.ndarray], across_chunks: ChunkAggregation) -> np.ndarray:
     """Each answer token's probability: combined over the context chunks beside its answer
-    window (``across_chunks``), then the max over the overlapping windows that scored it."""
+    window (``across_chunks``), then the max over the overlapping windows that scored it.
+    A grounded plan reads each token from the one row that holds its claim's context."""
     probs = np.zeros(n_tokens, dtype=np.float32)
+    if plan.scored:
+        for output, window, claim in zip(outputs, plan.windows, plan.scored, strict=True):
+            view = probs[claim.start : claim.end]
+            np.maximum(view, output[claim.start - window.start : claim.end - window.start], out=view)
+        return probs
     for first in range(0, len(outputs), plan.chunks):
         window = plan.windows[first]
         per_chunk = np.stack(outputs[first : first + plan.chunks])
-        if across_chunks == "max":
+        if across_chunks in ("max", "grounded"):  # grounded: one chunk here (the context fits)
             combined = per_chunk.max(axis=0)
         elif across_chunks == "min":
             combined = per_chunk.min(axis=0)

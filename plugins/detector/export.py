@@ -331,25 +331,67 @@ def _verify_int8(model: Any, path: Path, feeds: Sequence[Mapping[str, np.ndarray
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``truthlens export --checkpoint DIR --out DIR [--int8] [--opset N]``."""
+    """``truthlens export --checkpoint DIR --out DIR [--int8] [--opset N] [--triton-repo DIR]``,
+    or ``truthlens export --triton-repo DIR [--model DIR]`` for an existing model directory."""
     parser = argparse.ArgumentParser(prog="truthlens export", description="Export a token-classification checkpoint to a detector model directory.")
-    parser.add_argument("--checkpoint", required=True, type=Path, help="Hugging Face checkpoint directory")
-    parser.add_argument("--out", required=True, type=Path, help="model directory to write")
+    parser.add_argument("--checkpoint", type=Path, help="Hugging Face checkpoint directory")
+    parser.add_argument("--out", type=Path, help="model directory to write")
     parser.add_argument("--int8", action="store_true", help="dynamic int8 quantisation (per channel)")
     parser.add_argument("--opset", type=int, default=17)
     parser.add_argument("--dynamo", action="store_true", help="use the dynamo exporter (opset >= 18)")
     parser.add_argument("--max-length", type=int, default=512, help="window recorded in the manifest (capped by the model)")
     parser.add_argument("--no-verify", action="store_true", help="skip the ONNX-vs-torch check")
+    triton = parser.add_argument_group("Triton model repository (plugins/detector/triton_repo.py)")
+    triton.add_argument("--triton-repo", type=Path, help="also write a Triton model repository here")
+    triton.add_argument("--model", default=None,
+                        help="without --checkpoint: the model directory to serve (default: the shipped model)")
+    triton.add_argument("--triton-max-batch", type=int, default=32, help="max_batch_size of each model")
+    triton.add_argument("--triton-queue-delay-us", type=int, default=500, help="dynamic batching queue delay")
+    triton.add_argument("--triton-kind", choices=("gpu", "cpu"), default="gpu", help="instance group kind")
+    triton.add_argument("--triton-instances", type=int, default=1, help="model instances per device")
+    triton.add_argument("--triton-fp16", action="store_true", help="TensorRT execution accelerator in fp16 (GPU)")
+    triton.add_argument("--no-embedder", action="store_true", help="leave the relevance embedder out")
     args = parser.parse_args(argv)
+    if args.checkpoint is None and args.triton_repo is None:
+        parser.error("--checkpoint and --out are required (or --triton-repo alone, for an existing model)")
+    if args.checkpoint is not None and args.out is None:
+        parser.error("--checkpoint needs --out")
+    model_dir = args.model
+    if args.checkpoint is not None:
+        try:
+            report = export_model(
+                args.checkpoint, args.out, quantize="int8" if args.int8 else "none", opset=args.opset,
+                max_length=args.max_length, verify=not args.no_verify, dynamo=args.dynamo,
+            )
+        except (ExportError, OSError) as exc:
+            print(f"export failed: {exc}", file=sys.stderr)
+            return 1
+        print(report.to_json())
+        model_dir = str(args.out)
+    if args.triton_repo is not None:
+        return _export_triton_repo(args, model_dir)
+    return 0
+
+
+def _export_triton_repo(args: argparse.Namespace, model_dir: str | None) -> int:
+    from plugins.detector.triton_repo import RepoOptions, write_triton_repo
+    from plugins.detector.types import DetectorError
+
+    options = RepoOptions(
+        max_batch_size=args.triton_max_batch,
+        preferred_batch_sizes=tuple(b for b in (8, 16, 32, 64) if b <= args.triton_max_batch),
+        max_queue_delay_us=args.triton_queue_delay_us,
+        kind=args.triton_kind,
+        instances=args.triton_instances,
+        tensorrt_fp16=args.triton_fp16,
+        embedder=not args.no_embedder,
+    )
     try:
-        report = export_model(
-            args.checkpoint, args.out, quantize="int8" if args.int8 else "none", opset=args.opset,
-            max_length=args.max_length, verify=not args.no_verify, dynamo=args.dynamo,
-        )
-    except (ExportError, OSError) as exc:
-        print(f"export failed: {exc}", file=sys.stderr)
+        written = write_triton_repo(model_dir, args.triton_repo, options)
+    except (DetectorError, ValueError, OSError) as exc:
+        print(f"triton repository export failed: {exc}", file=sys.stderr)
         return 1
-    print(report.to_json())
+    print(json.dumps({"triton_repo": str(args.triton_repo), "models": [p.name for p in written]}))
     return 0
 
 

@@ -17,6 +17,7 @@ from plugins.detector.types import DetectorError
 MANIFEST_FORMAT = "truthlens-detector/1"
 KNOWN_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "default_model"
+DEFAULT_TOKEN_THRESHOLD = 0.5  # for a model whose manifest records no calibration
 
 
 class ModelDirError(DetectorError):
@@ -39,6 +40,9 @@ class ModelManifest:
     quantization: str
     source: dict[str, Any]
     metrics: dict[str, Any]
+    # The threshold chosen on tuning data for this model (training/calibrate.py); what
+    # ``token_threshold`` means when a deployment does not set one.
+    token_threshold: float = DEFAULT_TOKEN_THRESHOLD
 
     @property
     def model_path(self) -> Path:
@@ -107,6 +111,10 @@ def _parse(directory: Path, path: Path, raw: dict[str, Any]) -> ModelManifest:
     metrics = raw.get("metrics", {})
     if not isinstance(quantization, str) or not isinstance(source, dict) or not isinstance(metrics, dict):
         raise ModelDirError(f"{path}: 'quantization' must be a string, 'source' and 'metrics' objects")
+    calibration = raw.get("calibration", {})
+    threshold = calibration.get("token_threshold", DEFAULT_TOKEN_THRESHOLD) if isinstance(calibration, dict) else None
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 < threshold < 1.0:
+        raise ModelDirError(f"{path}: 'calibration' must be an object whose 'token_threshold' is in (0, 1)")
     return ModelManifest(
         directory=directory,
         labels=tuple(labels),
@@ -117,4 +125,5 @@ def _parse(directory: Path, path: Path, raw: dict[str, Any]) -> ModelManifest:
         quantization=quantization,
         source=source,
         metrics=metrics,
+        token_threshold=float(threshold),
     )

@@ -21,6 +21,7 @@ from plugins.detector.manifest import (
     load_manifest,
     resolve_model_dir,
 )
+from plugins.detector.relevance import Relevance, load_relevance
 from plugins.detector.types import DetectorSettings
 
 log = logging.getLogger(__name__)
@@ -67,18 +68,39 @@ class OnnxRunner:
         self._pad_id = pad_id
 
     def run(self, rows: Sequence[ModelRow]) -> list[np.ndarray]:
-        width = max(r.length for r in rows)
-        ids = np.full((len(rows), width), self._pad_id, dtype=np.int64)
-        mask = np.zeros((len(rows), width), dtype=np.int64)
-        types = np.zeros((len(rows), width), dtype=np.int64)
-        for i, row in enumerate(rows):
-            ids[i, : row.length] = row.ids
-            mask[i, : row.length] = 1
-            types[i, : row.length] = row.type_ids
-        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+        feed = pad_rows(rows, self._pad_id)
         (logits,) = self._session.run([self._output], {name: feed[name] for name in self._inputs})
-        probs = _softmax_at(np.asarray(logits, dtype=np.float32), self._index)
-        return [probs[i, r.answer_start : r.answer_start + r.answer_len].copy() for i, r in enumerate(rows)]
+        return answer_probs(logits, rows, self._index)
+
+
+def pad_rows(rows: Sequence[ModelRow], pad_id: int) -> dict[str, np.ndarray]:
+    """The model's int64 input tensors for ``rows``, right-padded to the longest row
+    (shared with the remote backend, so both feed the model byte-identical batches)."""
+    width = max(r.length for r in rows)
+    ids = np.full((len(rows), width), pad_id, dtype=np.int64)
+    mask = np.zeros((len(rows), width), dtype=np.int64)
+    types = np.zeros((len(rows), width), dtype=np.int64)
+    for i, row in enumerate(rows):
+        ids[i, : row.length] = row.ids
+        mask[i, : row.length] = 1
+        types[i, : row.length] = row.type_ids
+    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+
+
+def answer_probs(logits: np.ndarray, rows: Sequence[ModelRow], index: int) -> list[np.ndarray]:
+    """P(label ``index``) of each row's answer tokens from ``[batch, length, labels]`` logits."""
+    probs = _softmax_at(np.asarray(logits, dtype=np.float32), index)
+    return [probs[i, r.answer_start : r.answer_start + r.answer_len].copy() for i, r in enumerate(rows)]
+
+
+def grounded_relevance(settings: DetectorSettings) -> Relevance | None:
+    """The context ranking of "grounded" rows: the shipped sentence embedder (word overlap,
+    with a warning, when it cannot load); the other aggregations never need one."""
+    if settings.chunk_aggregation != "grounded":
+        return None
+    relevance = load_relevance(settings.intra_op_threads)
+    log.info("detector: grounded rows rank context by %s relevance", relevance.name)
+    return relevance
 
 
 def _softmax_at(logits: np.ndarray, index: int) -> np.ndarray:
@@ -96,11 +118,14 @@ def load(settings: DetectorSettings) -> DetectorEngine:
         raise ModelDirError(f"{manifest.tokenizer_path}: cannot load tokenizer ({exc})") from exc
     runner = OnnxRunner(manifest, settings, encoder.pad_id)
     log.info(
-        "detector: %s on %s (requested %s), max_length %d, quantization %s",
+        "detector: %s on %s (requested %s), max_length %d, quantization %s, token threshold %.2f",
         manifest.directory,
         runner.provider,
         settings.provider,
         manifest.max_length,
         manifest.quantization,
+        settings.token_threshold if settings.token_threshold is not None else manifest.token_threshold,
     )
-    return DetectorEngine(settings, manifest, encoder, runner.run, provider=runner.provider)
+    return DetectorEngine(
+        settings, manifest, encoder, runner.run, provider=runner.provider, relevance=grounded_relevance(settings)
+    )

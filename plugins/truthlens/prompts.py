@@ -61,9 +61,19 @@ def mark_spans(answer: str, spans: Sequence[Span]) -> str:
     return "".join(out)
 
 
+# What the detector's fact check found, in words the refining model can act on.
+_WHY = {
+    "unsupported_number": "; a number the context does not state",
+    "unsupported_unit": "; the context gives this value in another unit",
+    "unsupported_date": "; a date the context does not state",
+    "unsupported_entity": "; a name the context does not mention",
+}
+
+
 def refine_messages(question: str, passages: Sequence[str], answer: str, spans: Sequence[Span]) -> list[dict[str, Any]]:
     listed = "\n".join(
-        f"{i + 1}. \"{s.text}\" (hallucination confidence {s.prob:.2f})" for i, s in enumerate(spans)
+        f"{i + 1}. \"{s.text}\" (hallucination confidence {s.prob:.2f}{_WHY.get(s.reason, '')})"
+        for i, s in enumerate(spans)
     ) or "(none listed; check every statement)"
     user = (
         f"Context:\n{_context_block(passages)}\n\n"

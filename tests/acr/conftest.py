@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from span_capture import captured_spans
+from span_capture import SpanCapture, captured_spans
 
 from extproc.scripted_upstream import ScriptedUpstream
 from plugins.detector.factory import create_detector
@@ -40,14 +39,15 @@ async def upstream() -> AsyncIterator[ScriptedUpstream]:
 
 
 @pytest.fixture
-async def llm(upstream: ScriptedUpstream) -> AsyncIterator[LLMClient]:
-    client = LLMClient({"default": Endpoint(base_url=upstream.base_url, timeout_s=10.0, max_retries=0)})
+async def llm(upstream: ScriptedUpstream, spans: SpanCapture) -> AsyncIterator[LLMClient]:
+    client = LLMClient({"default": Endpoint(base_url=upstream.base_url, timeout_s=10.0, max_retries=0)},
+                       tracer=spans.tracer)
     yield client
     await client.aclose()
 
 
 @pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    """Spans the modes emit through the global OpenTelemetry API, collected in memory."""
+def spans() -> Iterator[SpanCapture]:
+    """Spans the modes and the LLM client emit through the tracer they are handed, in memory."""
     with captured_spans() as exporter:
         yield exporter

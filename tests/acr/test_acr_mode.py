@@ -9,8 +9,9 @@ from __future__ import annotations
 import time
 
 import pytest
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Tracer
 from scripted_retriever import scripted_retriever
+from span_capture import SpanCapture
 
 from extproc.scripted_upstream import ScriptedUpstream
 from plugins.acr.mode import SOURCE_HEADER, WEIGHT_HEADER, AcrOptions, build
@@ -18,6 +19,7 @@ from plugins.base import Exchange, GroundedQuery, Services, Verdict
 from plugins.detector.types import Detector
 from plugins.evidence.embedder import OnnxEmbedder
 from plugins.llm_client import LLMClient
+from plugins.tracing import NO_TRACER
 
 from .scenarios import QUESTION, RIGHT_PASSAGE, WRONG_PASSAGE, rules, tags_called
 
@@ -33,8 +35,9 @@ def _exchange(passages: tuple[str, ...], answer: str, options: AcrOptions, budge
                     answers=(answer,), deadline=time.monotonic() + budget_s)
 
 
-async def _run(exchange: Exchange, detector: Detector, llm: LLMClient, embedder: OnnxEmbedder) -> Verdict:
-    return await build().run(exchange, Services(detector=detector, llm=llm, embedder=embedder))
+async def _run(exchange: Exchange, detector: Detector, llm: LLMClient, embedder: OnnxEmbedder,
+               tracer: Tracer = NO_TRACER) -> Verdict:
+    return await build().run(exchange, Services(detector=detector, llm=llm, embedder=embedder, tracer=tracer))
 
 
 async def test_internal_right_context_wrong(upstream: ScriptedUpstream, llm: LLMClient,
@@ -72,7 +75,7 @@ async def test_internal_right_context_wrong(upstream: ScriptedUpstream, llm: LLM
 
 async def test_every_step_is_a_span_with_the_papers_quantities(
         upstream: ScriptedUpstream, llm: LLMClient, embedder: OnnxEmbedder, detector: Detector,
-        spans: InMemorySpanExporter) -> None:
+        spans: SpanCapture) -> None:
     upstream.set_rules(rules(
         internal={"content": "Answer: Canberra", "confidence": 0.9},
         triples="<s>Australia | capital | Sydney</s>",
@@ -80,16 +83,23 @@ async def test_every_step_is_a_span_with_the_papers_quantities(
         counterfactual={"content": "Answer: Canberra"},
         fused="The capital of Australia is Canberra.",
     ))
-    await _run(_exchange((WRONG_PASSAGE,), "Sydney.", AcrOptions()), detector, llm, embedder)
-    by_name = {s.name: dict(s.attributes or {}) for s in spans.get_finished_spans()}
-    assert {"acr", "acr.e_agent.internal", "acr.e_agent.external", "acr.k_agent.stability",
-            "acr.k_agent.round", "acr.k_agent.fuse"} <= set(by_name)
-    for step in ("acr.e_agent.internal", "acr.e_agent.external"):
-        assert {"acr.mu", "acr.sigma"} <= set(by_name[step])
-    assert {"acr.mu_int", "acr.sigma_int", "acr.mu_ext", "acr.sigma_ext", "acr.i_c", "acr.i_s",
-            "acr.w", "acr.delta_u_prev"} <= set(by_name["acr.k_agent.round"])
-    assert by_name["acr.k_agent.stability"]["acr.delta_u"] == 1.0
-    assert by_name["acr"]["acr.source"] == "internal"
+    await _run(_exchange((WRONG_PASSAGE,), "Sydney.", AcrOptions()), detector, llm, embedder, spans.tracer)
+    finished = spans.get_finished_spans()
+    by_name = {s.name: dict(s.attributes or {}) for s in finished}
+    p = "truthlens.acr"
+    assert {p, f"{p}.e_agent.internal", f"{p}.e_agent.external", f"{p}.k_agent.stability",
+            f"{p}.k_agent.round", f"{p}.k_agent.fuse"} <= set(by_name)
+    for step in (f"{p}.e_agent.internal", f"{p}.e_agent.external"):
+        assert {f"{p}.mu", f"{p}.sigma"} <= set(by_name[step])
+    assert {f"{p}.{k}" for k in ("mu_int", "sigma_int", "mu_ext", "sigma_ext", "i_c", "i_s", "w",
+                                 "delta_u_prev")} <= set(by_name[f"{p}.k_agent.round"])
+    assert by_name[f"{p}.k_agent.stability"][f"{p}.delta_u"] == 1.0
+    assert by_name[p][f"{p}.source"] == "internal"
+    # Every step is in one trace under the mode's span, the LLM calls included.
+    root = next(s for s in finished if s.name == p)
+    assert {s.context.trace_id for s in finished} == {root.context.trace_id}
+    chats = [s for s in finished if s.name == "chat chat-model"]
+    assert chats and all(s.attributes["gen_ai.request.model"] == "chat-model" for s in chats)  # type: ignore[index]
 
 
 async def test_context_right_internal_wrong(upstream: ScriptedUpstream, llm: LLMClient,

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 from scripted_retriever import Handler, serving
+from span_capture import captured_spans
 
 from plugins.acr.k_agent import EvidenceSource
 
@@ -73,3 +74,22 @@ async def test_unreachable_retriever(serve: Any) -> None:
 async def test_without_retriever_uses_held_back_only() -> None:
     assert await _source(None, ["a"]).more("q", []) == ["a"]
     assert await _source(None, []).more("q", []) == []
+
+
+async def test_retriever_request_is_a_client_span_and_carries_its_traceparent(serve: Any) -> None:
+    headers: list[str | None] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        headers.append(request.headers.get("traceparent"))
+        return web.json_response({"passages": ["fresh"]})
+
+    url = await serve(handler)
+    with captured_spans() as spans:
+        source = EvidenceSource(url, [], timeout_s=2.0, deadline=time.monotonic() + 10, tracer=spans.tracer)
+        with spans.tracer.start_as_current_span("round"):
+            assert await source.more("q", []) == ["fresh"]
+        (retrieve,) = [s for s in spans.get_finished_spans() if s.name == "truthlens.acr.retrieve"]
+    ctx = retrieve.context
+    assert headers == [f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-{int(ctx.trace_flags):02x}"]
+    assert retrieve.attributes["http.response.status_code"] == 200  # type: ignore[index]
+    assert retrieve.attributes["truthlens.acr.passages_returned"] == 1  # type: ignore[index]

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from plugins.detector.cli import main
 
 GOOD = {"context": ["Paris is the capital of France."], "question": "Capital?", "answer": "It is Lyon."}
@@ -34,7 +36,10 @@ def test_round_trip_keeps_order(tmp_path: Path, tiny_model_dir: Path) -> None:
     for i, record in enumerate(records):
         if i % 2 == 0:
             assert record["detected"] is True and record["score"] > 0.5
-            assert record["spans"] == [{"start": 6, "end": 10, "text": "Lyon", "prob": record["spans"][0]["prob"]}]
+            # The model flags "Lyon" and the fact check finds no Lyon in the context: the span
+            # carries the fact's reason.
+            assert record["spans"] == [{"start": 6, "end": 10, "text": "Lyon", "prob": record["spans"][0]["prob"],
+                                        "reason": "unsupported_entity"}]
         else:
             assert record == {"score": 0.0, "detected": False, "spans": []}
 
@@ -81,3 +86,17 @@ def test_stdin_and_start_failures(tmp_path: Path, tiny_model_dir: Path) -> None:
     assert code == 2 and "detector could not start" in err and "does not exist" in err
     code, _, err = _run(["--input", str(source), "--threshold", "2"])
     assert code == 2 and "--threshold" in err
+
+
+def test_chunk_aggregation_option(tmp_path: Path, tiny_model_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from plugins.detector.cli import build_parser
+
+    assert build_parser().parse_args(["--input", "-"]).chunk_aggregation == "grounded"
+    long_line = {**GOOD, "context": ["The river runs past the old mill and the bridge. " * 8] * 40}
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps(long_line) + "\n")
+    for choice in ("grounded", "max", "min", "best"):
+        code, records, err = _run(["--input", str(source), "--model", str(tiny_model_dir), "--chunk-aggregation", choice])
+        assert code == 0 and records[0]["spans"][0]["text"] == "Lyon", (choice, err)
+    code, records, _ = _run(["--input", str(source), "--chunk-aggregation", "mean"])
+    assert code == 2 and records == [] and "--chunk-aggregation" in capsys.readouterr().err  # argparse's usage error

@@ -7,6 +7,7 @@ whatever the context), so outcomes are exact; nothing else is scripted.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from pathlib import Path
@@ -51,6 +52,22 @@ async def test_threshold_is_applied_per_call(tiny_model_dir: Path) -> None:
     await detector.close()
 
 
+async def test_unset_token_threshold_is_the_models_calibrated_one(tmp_path: Path, tokenizer_file: Path) -> None:
+    directory = write_lookup_model(tmp_path / "calibrated", tokenizer_file)
+    manifest = json.loads((directory / "manifest.json").read_text())
+    manifest["calibration"] = {"token_threshold": 0.99}  # above the lookup model's P≈0.98
+    (directory / "manifest.json").write_text(json.dumps(manifest))
+    item = DetectionInput(CONTEXT, "Capital?", "It is Lyon.")
+    calibrated = _detector(directory, evidence_checks=False)  # the model's probabilities alone
+    assert calibrated.token_threshold == 0.99
+    assert (await calibrated.detect(item, threshold=0.5)).spans == ()
+    await calibrated.close()
+    configured = _detector(directory, token_threshold=0.5, evidence_checks=False)  # a deployment's setting wins
+    assert configured.token_threshold == 0.5
+    assert [s.text for s in (await configured.detect(item, threshold=0.5)).spans] == ["Lyon"]
+    await configured.close()
+
+
 async def test_multibyte_answer_spans_slice_the_answer(tiny_model_dir: Path) -> None:
     detector = _detector(tiny_model_dir)
     answer = "Café 😀 ist in 北京 und nicht in Lyon ✓."
@@ -62,7 +79,7 @@ async def test_multibyte_answer_spans_slice_the_answer(tiny_model_dir: Path) -> 
 
 
 async def test_wrong_fact_at_the_end_of_a_long_answer_beside_long_context(tiny_short_model_dir: Path) -> None:
-    detector = _detector(tiny_short_model_dir)
+    detector = _detector(tiny_short_model_dir, chunk_aggregation="max")  # the window x chunk plan
     context = tuple("the river runs past the old mill and the bridge " * 6 for _ in range(6))
     answer = "the town has a market and a school " * 20 + "and it opened in 1925."
     result = await detector.detect(DetectionInput(context, "When?", answer), threshold=0.5)
@@ -73,7 +90,8 @@ async def test_wrong_fact_at_the_end_of_a_long_answer_beside_long_context(tiny_s
 
 
 async def test_many_concurrent_callers_need_fewer_onnx_runs(tiny_model_dir: Path) -> None:
-    detector = _detector(tiny_model_dir, max_batch_size=8, max_wait_ms=20.0)
+    # The model's verdicts alone: the numbers in these answers are not in the context.
+    detector = _detector(tiny_model_dir, max_batch_size=8, max_wait_ms=20.0, evidence_checks=False)
     items = [DetectionInput(CONTEXT, "q", f"Answer number {i} says Berlin.") for i in range(24)]
     results = await detector.detect_many(items, threshold=0.5)
     assert all(r.detected and r.spans[0].text == "Berlin" for r in results)
@@ -84,7 +102,7 @@ async def test_many_concurrent_callers_need_fewer_onnx_runs(tiny_model_dir: Path
 
 
 async def test_saturation_comes_back_unavailable_overloaded(tiny_model_dir: Path) -> None:
-    detector = _detector(tiny_model_dir, max_queue=2, max_wait_ms=50.0)
+    detector = _detector(tiny_model_dir, max_queue=2, max_wait_ms=50.0, evidence_checks=False)
     items = [DetectionInput(CONTEXT, "q", f"Answer {i}.") for i in range(6)]
     results = await detector.detect_many(items, threshold=0.5)
     reasons = sorted(r.reason or r.status for r in results)

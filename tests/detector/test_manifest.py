@@ -73,3 +73,17 @@ def test_missing_field_and_bad_json(tmp_path: Path, tiny_model_dir: Path) -> Non
     (directory / "manifest.json").write_text("{not json")
     with pytest.raises(ModelDirError, match="not readable JSON"):
         load_manifest(directory)
+
+
+def test_calibrated_threshold_is_read_and_checked(tmp_path: Path, tiny_model_dir: Path) -> None:
+    assert load_manifest(tiny_model_dir).token_threshold == 0.5  # no calibration recorded
+    directory = _copy_dir(tiny_model_dir, tmp_path / "m")
+    raw = json.loads((directory / "manifest.json").read_text())
+    raw["calibration"] = {"token_threshold": 0.7, "data": "dev fold"}
+    (directory / "manifest.json").write_text(json.dumps(raw))
+    assert load_manifest(directory).token_threshold == 0.7
+    for bad in ({"token_threshold": 1.0}, {"token_threshold": "0.7"}, "0.7"):
+        raw["calibration"] = bad
+        (directory / "manifest.json").write_text(json.dumps(raw))
+        with pytest.raises(ModelDirError, match="'calibration' must be an object whose 'token_threshold'"):
+            load_manifest(directory)

@@ -1,3 +1,3 @@
 """Real collaborators shared with the ACR tests; only the upstream LLM is scripted."""
 
-from acr.conftest import detector, embedder, llm, upstream  # noqa: F401
+from acr.conftest import detector, embedder, llm, spans, upstream  # noqa: F401

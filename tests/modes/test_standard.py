@@ -63,7 +63,10 @@ async def test_refine_that_fixes_the_span_is_taken(detector: Detector, upstream:
     assert CONTEXT[0] in prompt and QUESTION in prompt and WRONG[:20] in prompt
     assert first.spans, "the detector should flag a span of the wrong answer"
     for span in first.spans:
-        assert f"\"{span.text}\" (hallucination confidence {span.prob:.2f})" in prompt
+        assert f"\"{span.text}\" (hallucination confidence {span.prob:.2f}" in prompt
+    # 1925 and Albert Speer are not in the context: the fact check's spans say what is wrong.
+    assert any(s.reason != "model" for s in first.spans)
+    assert "; a name the context does not mention)" in prompt or "; a date the context does not state)" in prompt
 
 
 @in_module_loop

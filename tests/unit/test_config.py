@@ -47,7 +47,8 @@ def test_shipped_config_loads() -> None:
     assert policy.context.extension_field == "truthlens_context"
     assert policy.warning.position == "prepend"
     assert cfg.detector.model_dir is None and cfg.detector.max_batch_size == 8
-    assert cfg.detector.chunk_aggregation == "max"
+    assert cfg.detector.chunk_aggregation == "grounded"
+    assert cfg.detector.token_threshold is None  # the model's calibrated threshold
     assert cfg.models["default"].api_key_env == "OPENAI_API_KEY"
     with pytest.raises(TypeError):
         cfg.models["x"] = cfg.models["default"]  # type: ignore[index]
@@ -73,7 +74,8 @@ def test_every_shipped_config_file_loads(name: str) -> None:
         (lambda d: d["hallucination"]["context"].update(tool_messages="yes"), "hallucination.context.tool_messages", "true or false"),
         (lambda d: d["hallucination"].update(default_mode="turbo"), "hallucination.default_mode", "unknown mode 'turbo'"),
         (lambda d: d["detector"].update(provider="tpu"), "detector.provider", "auto, cpu, cuda"),
-        (lambda d: d["detector"].update(chunk_aggregation="mean"), "detector.chunk_aggregation", "max, min, best"),
+        (lambda d: d["detector"].update(token_threshold="calibrated"), "detector.token_threshold", "must be a number"),
+        (lambda d: d["detector"].update(chunk_aggregation="mean"), "detector.chunk_aggregation", "grounded, max, min, best"),
         (lambda d: d["detector"]["batching"].update(max_batch_size=0), "detector.batching.max_batch_size", ">= 1"),
         (lambda d: d["models"]["default"].update(api_key="sk-live-abc123"), "models.default.api_key", "api_key_env"),
         (lambda d: d["models"]["default"].update(api_key_env="sk-live-abc123"), "models.default.api_key_env", "name of an environment variable"),

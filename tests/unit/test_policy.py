@@ -91,8 +91,8 @@ async def test_unknown_mode_is_unavailable_not_an_exception() -> None:
     assert counted(t, "truthlens_errors_total", {"reason": "mode_unavailable"}) == 1
     assert counted(t, "truthlens_detections_total", {"decision": "rag", "mode": "no_such_mode", "detected": "unavailable"}) == 1
     (span,) = spans.get_finished_spans()
-    assert span.name == "truthlens.policy" and span.attributes["reason"] == "mode_unavailable"
-    assert span.attributes["verdict.reason"] == "mode_unavailable"
+    assert span.name == "truthlens.policy" and span.attributes["truthlens.reason"] == "mode_unavailable"
+    assert span.attributes["truthlens.verdict.reason"] == "mode_unavailable"
 
 
 async def test_a_failing_collaborator_is_contained_as_mode_error() -> None:
@@ -154,8 +154,8 @@ async def test_gating_with_the_real_embedder_keeps_the_relevant_passage() -> Non
     finally:
         embedder.close()
     gate_span = next(s for s in spans.get_finished_spans() if s.name == "truthlens.evidence_gate")
-    assert gate_span.attributes["passages"] == 3
-    assert 1 <= gate_span.attributes["kept"] < 3
+    assert gate_span.attributes["truthlens.passages"] == 3
+    assert 1 <= gate_span.attributes["truthlens.kept"] < 3
     assert counted(t, "truthlens_latency_seconds_count", {"mode": "lightweight", "operation": "evidence_gate"}) == 1
     assert counted(t, "truthlens_errors_total", {"reason": "evidence_error"}) == 0
 

@@ -1,0 +1,127 @@
+"""Model + fact check: fused token probabilities, span reasons, and the ``evidence_checks`` switch.
+
+The engine tests run real ONNX Runtime on the hand-weighted lookup model from ``conftest.py``
+(it flags "lyon", "berlin", "1925", "北" whatever the context), so which spans come from the
+model and which from the fact check is known exactly; nothing is scripted.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+
+from extproc.config import parse_config
+from plugins.base import ConfigError
+from plugins.detector.cli import main as detect_main
+from plugins.detector.engine import DetectorEngine
+from plugins.detector.factory import check_settings, create_detector
+from plugins.detector.facts import Finding
+from plugins.detector.fusion import REASON_WEIGHTS, fuse, label
+from plugins.detector.spans import SpanRules, score_answer
+from plugins.detector.types import DetectionInput, DetectorSettings
+
+REPO = Path(__file__).resolve().parents[2]
+CONTEXT = ("Berlin is the capital of Germany. The wall fell in 1989.",)
+
+
+def _detector(model_dir: Path, **overrides: Any) -> DetectorEngine:
+    detector = create_detector(DetectorSettings(model_dir=str(model_dir), provider="cpu", intra_op_threads=1,
+                                                **overrides))
+    assert isinstance(detector, DetectorEngine)
+    return detector
+
+
+def test_each_reason_alone_lifts_a_clean_token_over_the_default_thresholds() -> None:
+    rules = SpanRules(token_threshold=0.5, aggregation="noisy_or")
+    answer = "It fell in 1991."
+    offsets = np.array([[0, 2], [3, 7], [8, 10], [11, 15], [15, 16]])
+    probs = np.full(5, 0.05, dtype=np.float32)
+    for reason in REASON_WEIGHTS:
+        finding = Finding(11, 15, "1991", reason)
+        fused = fuse(probs, offsets, [finding])
+        assert fused[3] == pytest.approx(1 - 0.95 * (1 - REASON_WEIGHTS[reason]))
+        assert fused[3] > 0.5 and list(np.delete(fused, 3)) == list(np.delete(probs, 3))
+        score, spans = score_answer(fused, offsets, answer, rules)
+        (span,) = label(spans, [finding])
+        assert score > 0.5 and (span.text, span.reason) == ("1991", reason)
+    assert probs[3] == pytest.approx(0.05)  # fuse never writes into the model's array
+
+
+def test_fusion_never_lowers_the_model_and_the_strongest_reason_wins() -> None:
+    offsets = np.array([[0, 4], [5, 9]])
+    probs = np.array([0.97, 0.2], dtype=np.float32)
+    findings = [Finding(0, 9, "Lyon 1925", "unsupported_entity"), Finding(5, 9, "1925", "unsupported_date")]
+    fused = fuse(probs, offsets, findings)
+    assert fused[0] >= probs[0] and fused[1] > 0.9
+    _, spans = score_answer(fused, offsets, "Lyon 1925", SpanRules(token_threshold=0.5, aggregation="noisy_or"))
+    assert [(s.text, s.reason) for s in label(spans, findings)] == [("Lyon 1925", "unsupported_date")]
+    assert [s.reason for s in label(spans, [])] == ["model"]
+
+
+async def test_a_fact_the_model_misses_becomes_a_span_with_its_reason(tiny_model_dir: Path) -> None:
+    detector = _detector(tiny_model_dir)
+    answer = "Berlin is the capital of Germany; the wall fell in 1991 under Helmut Kohl."
+    result = await detector.detect(DetectionInput(CONTEXT, "When did the wall fall?", answer), threshold=0.5)
+    assert result.detected and result.score is not None and result.score > 0.9
+    assert [(s.text, s.reason) for s in result.spans] == [
+        ("Berlin", "model"),  # the lookup model flags it; the context supports it
+        ("1991", "unsupported_date"),
+        ("Helmut Kohl", "unsupported_entity"),
+    ]
+    for span in result.spans:
+        assert answer[span.start : span.end] == span.text
+    await detector.close()
+
+
+async def test_evidence_checks_false_leaves_the_model_alone(tiny_model_dir: Path) -> None:
+    detector = _detector(tiny_model_dir, evidence_checks=False)
+    item = DetectionInput(CONTEXT, "When did the wall fall?", "The wall fell in 1991 under Helmut Kohl.")
+    result = await detector.detect(item, threshold=0.5)
+    assert (result.status, result.score, result.spans) == ("clean", 0.0, ())
+    await detector.close()
+    detector = _detector(tiny_model_dir)
+    assert (await detector.detect(item, threshold=0.5)).detected
+    await detector.close()
+
+
+async def test_a_supported_answer_stays_clean(tiny_model_dir: Path) -> None:
+    detector = _detector(tiny_model_dir)
+    result = await detector.detect(DetectionInput(CONTEXT, "q", "The wall fell in 1989 in Germany."), threshold=0.5)
+    assert (result.status, result.spans) == ("clean", ())
+    await detector.close()
+
+
+def test_settings_and_config_validate_the_switch() -> None:
+    with pytest.raises(ValueError, match="evidence_checks 'yes' is not true or false"):
+        check_settings(DetectorSettings(evidence_checks="yes"))  # type: ignore[arg-type]
+    doc = yaml.safe_load((REPO / "configs" / "config.yaml").read_text("utf-8"))
+    assert parse_config(doc).detector.evidence_checks is True
+    doc["detector"]["evidence_checks"] = False
+    assert parse_config(doc).detector.evidence_checks is False
+    doc["detector"]["evidence_checks"] = "no"
+    with pytest.raises(ConfigError) as info:
+        parse_config(doc)
+    assert info.value.key == "detector.evidence_checks" and "true or false" in str(info.value)
+
+
+def test_cli_writes_the_reason_and_can_switch_the_check_off(tmp_path: Path, tiny_model_dir: Path) -> None:
+    line = {"context": list(CONTEXT), "question": "When?", "answer": "The wall fell in 1991."}
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    records = []
+    for flags in ([], ["--no-evidence-checks"]):
+        out = io.StringIO()
+        assert detect_main(["--input", str(source), "--model", str(tiny_model_dir), *flags], stdout=out,
+                           stderr=io.StringIO()) == 0
+        records.append(json.loads(out.getvalue()))
+    with_check, without = records
+    assert with_check["detected"] is True
+    assert [{k: s[k] for k in ("start", "end", "text", "reason")} for s in with_check["spans"]] == [
+        {"start": 17, "end": 21, "text": "1991", "reason": "unsupported_date"}]
+    assert without == {"score": 0.0, "detected": False, "spans": []}

@@ -1,0 +1,166 @@
+"""``grounded`` rows: claims and pieces, row budgets, rows linear in the context, relevance.
+
+The tiny lookup model (flags a few words whatever the context) makes the token bookkeeping
+exact; the real sentence embedder and the word-overlap ranking pick the rows' context.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from plugins.detector.chunking import Plan, Window
+from plugins.detector.encoding import TextEncoder
+from plugins.detector.engine import DetectorEngine, aggregate
+from plugins.detector.factory import check_settings, create_detector
+from plugins.detector.grounding import (
+    MAX_CLAIM_ROWS,
+    PIECE_TOKENS,
+    claim_ranges,
+    context_pieces,
+    plan_grounded,
+    sentence_bounds,
+)
+from plugins.detector.relevance import (
+    EmbeddingRelevance,
+    LexicalRelevance,
+    Relevance,
+    content_terms,
+    lexical_overlap,
+)
+from plugins.detector.types import DetectionInput, DetectorSettings
+
+TOPICS = ("harbour", "railway", "museum", "orchard", "brewery", "glacier", "library", "stadium")
+
+
+@pytest.fixture(scope="module")
+def encoder(tokenizer_file: Path) -> TextEncoder:
+    return TextEncoder(tokenizer_file)
+
+
+def _distractors(count: int, seed: int = 5) -> list[str]:
+    rng = random.Random(seed)
+    return [
+        f"The {rng.choice(TOPICS)} of Vellmoor was rebuilt in {rng.randint(1900, 2000)}. "
+        f"Visitors count {rng.randint(100, 9000)} steps to the top. The {rng.choice(TOPICS)} closes at dusk."
+        for _ in range(count)
+    ]
+
+
+EVIDENCE = "The Quillan observatory stands on Mount Arvel. Its telescope mirror is 4.2 metres wide."
+ANSWER = "The Quillan observatory stands on Mount Arvel. Its mirror is 4.2 metres wide. It opened in 1925."
+
+
+def _detector(model_dir: Path, **overrides: object) -> DetectorEngine:
+    settings = DetectorSettings(model_dir=str(model_dir), provider="cpu", intra_op_threads=1, evidence_checks=False, **overrides)  # type: ignore[arg-type]
+    detector = create_detector(settings)
+    assert isinstance(detector, DetectorEngine)
+    return detector
+
+
+def test_sentence_bounds_and_claims_cover_the_answer(encoder: TextEncoder) -> None:
+    text = 'He said "yes." Then he left!  It was 3.5 km.\nNext line'
+    starts = sentence_bounds(text)
+    assert [text[s : s + 4] for s in starts] == ['He s', 'Then', 'It w', 'Next']
+    encoded = encoder.encode(text)
+    claims = claim_ranges(text, encoded, width=200)
+    assert claims[0].start == 0 and claims[-1].end == len(encoded)
+    assert all(a.end == b.start for a, b in zip(claims, claims[1:], strict=False))
+    assert len(claims) == 4  # "3.5" does not end a sentence
+    # A window narrower than a sentence cuts it; nothing is lost.
+    narrow = claim_ranges(text, encoded, width=5)
+    assert all(c.end - c.start <= 5 for c in narrow) and sum(c.end - c.start for c in narrow) == len(encoded)
+
+
+def test_claims_are_capped_for_a_long_answer(encoder: TextEncoder) -> None:
+    text = " ".join(f"Fact number {i} is true." for i in range(400))
+    claims = claim_ranges(text, encoder.encode(text), width=300)
+    assert len(claims) <= MAX_CLAIM_ROWS + 1
+    assert sum(c.end - c.start for c in claims) == len(encoder.encode(text))
+
+
+def test_pieces_keep_short_passages_whole_and_cut_long_ones_at_sentences(encoder: TextEncoder) -> None:
+    long_passage = " ".join(_distractors(30))
+    pieces = context_pieces(encoder, ["Short one.", "", long_passage])
+    assert pieces[0].passage == 0 and (pieces[0].start, pieces[0].end) == (0, len("Short one."))
+    cut = [p for p in pieces if p.passage == 2]
+    assert len(cut) > 5 and all(p.tokens <= PIECE_TOKENS for p in cut)
+    assert all(a.end == b.start for a, b in zip(cut, cut[1:], strict=False)) and cut[-1].end == len(long_passage)
+    assert {p.start for p in cut} <= set(sentence_bounds(long_passage))  # whole sentences
+
+
+def test_lexical_overlap_weights_rare_words(encoder: TextEncoder) -> None:
+    assert content_terms("About 4,120 people work for the Museum.") == {"4120", "people", "work", "museum"}
+    pieces = ["The museum has 4,120 visitors.", "The museum opened late.", "The museum is old."]
+    scores = lexical_overlap(["The museum has 4,120 visitors."], pieces)[0]
+    assert scores[0] == pytest.approx(1.0) and scores[0] > scores[1] > 0 and scores[1] == pytest.approx(scores[2])
+
+
+@pytest.mark.parametrize("relevance", ["embedding", "lexical"])
+def test_each_claim_row_holds_its_evidence_within_the_window(encoder: TextEncoder, relevance: str) -> None:
+    ranker: Relevance = LexicalRelevance()
+    if relevance == "embedding":
+        from plugins.evidence.embedder import OnnxEmbedder
+
+        ranker = EmbeddingRelevance(OnnxEmbedder.load())
+    context = _distractors(120)
+    context.insert(70, EVIDENCE)
+    answer = encoder.encode(ANSWER)
+    plan = plan_grounded(encoder, context, "Tell me about it.", ANSWER, answer, ranker, max_length=512, answer_overlap_tokens=32)
+    assert len(plan.rows) == 3 and all(r.length <= 512 for r in plan.rows)
+    assert [(w.start, w.end) for w in plan.windows] == [(0, len(answer))] * 3  # the whole answer in every row
+    assert plan.scored[0].start == 0 and plan.scored[-1].end == len(answer)
+    evidence_ids = encoder.encode("Quillan observatory stands on Mount Arvel").ids.tolist()
+    for row in plan.rows[:2]:  # the two claims the evidence states
+        assert _contains(row.ids[: row.answer_start].tolist(), evidence_ids)
+
+
+def _contains(haystack: list[int], needle: list[int]) -> bool:
+    return any(haystack[i : i + len(needle)] == needle for i in range(len(haystack) - len(needle) + 1))
+
+
+async def test_grounded_rows_do_not_grow_with_the_context(tiny_model_dir: Path, encoder: TextEncoder) -> None:
+    """Model rows at two context sizes: grounded stays at one per answer sentence, max grows
+    with the context (the embedding pass is the only part linear in the context)."""
+    grounded, by_max = _detector(tiny_model_dir), _detector(tiny_model_dir, chunk_aggregation="max")
+    rows = {}
+    for count in (60, 240):
+        context = _distractors(count)
+        context.insert(count // 2, EVIDENCE)
+        tokens = sum(len(encoder.encode(p)) for p in context)
+        item = DetectionInput(tuple(context), "Tell me about it.", ANSWER)
+        g, m = await grounded.detect(item, threshold=0.5), await by_max.detect(item, threshold=0.5)
+        rows[count] = (tokens, g.chunks, m.chunks)
+        # The tiny model flags "1925" wherever it is: exactly that span, read from its own row.
+        assert [s.text for s in g.spans] == ["1925"] and g.spans[0].start == ANSWER.index("1925")
+    await grounded.close()
+    await by_max.close()
+    (small_tokens, small_g, small_m), (big_tokens, big_g, big_m) = rows[60], rows[240]
+    assert big_tokens > 3.5 * small_tokens > 3.5 * 1500
+    assert small_g == big_g == 3
+    assert big_m >= 3 * small_m
+
+
+async def test_a_context_that_fits_gives_the_same_single_row(tiny_model_dir: Path) -> None:
+    grounded, by_max = _detector(tiny_model_dir), _detector(tiny_model_dir, chunk_aggregation="max")
+    item = DetectionInput((EVIDENCE, *_distractors(3)), "Tell me about it.", ANSWER)
+    g, m = await grounded.detect(item, threshold=0.5), await by_max.detect(item, threshold=0.5)
+    await grounded.close()
+    await by_max.close()
+    assert g.chunks == m.chunks == 1 and g.score == m.score and g.spans == m.spans
+
+
+def test_aggregate_reads_each_claim_from_its_own_row() -> None:
+    plan = Plan(rows=(), windows=(Window(0, 4), Window(0, 4)), chunks=1, scored=(Window(0, 2), Window(2, 4)))
+    outputs = [np.array([0.1, 0.2, 0.9, 0.9], dtype=np.float32), np.array([0.8, 0.8, 0.3, 0.4], dtype=np.float32)]
+    assert aggregate(4, plan, outputs, "grounded").tolist() == pytest.approx([0.1, 0.2, 0.3, 0.4])
+
+
+def test_settings_accept_grounded_and_name_a_bad_value() -> None:
+    check_settings(DetectorSettings(chunk_aggregation="grounded"))
+    assert DetectorSettings().chunk_aggregation == "grounded"
+    with pytest.raises(ValueError, match="chunk_aggregation 'mean' is not one of grounded, max, min, best"):
+        check_settings(DetectorSettings(chunk_aggregation="mean"))  # type: ignore[arg-type]
