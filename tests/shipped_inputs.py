@@ -46,9 +46,10 @@ PAVILION_VERIFIER = "The Harbour Pavilion stands in Rotterdam. It was designed b
 PAVILION_JUDGED = "The Harbour Pavilion in Rotterdam was designed by Antoni Gaudi and is 40 metres long."
 
 # --- Apollo 11: the wrong astronaut in lunar orbit -----------------------------------------
-# The model alone scored this swap 0.0 when probed; the fact check flags it deterministically:
+# The synthetic-only model scored this swap 0.0 (the shipped one: 0.95 on "Buzz Aldrin"); the fact
+# check flags it deterministically whatever the model says:
 # the context never names Buzz Aldrin (nor Armstrong), so "Buzz Aldrin" is an unsupported
-# entity (fused probability >= 0.8 whatever the model says; threshold 0.5). The context is
+# entity (fused probability >= 0.8; the calibrated token threshold is 0.6). The context is
 # kept this short on purpose: with "Neil Armstrong and Buzz Aldrin landed on the Moon" in it,
 # every name would be supported and the verdict would rest on the model alone. The fix is the
 # context's own sentence, word for word (probed: score 0.0, with and without the fact check).
