@@ -1,8 +1,9 @@
 """``truthlens demo``: the shipped stack on its shipped ports (Envoy 10000, processor 50051,
 scripted upstream 8000), one grounded and two hallucinated answers (a made-up designer; the
-wrong Apollo 11 astronaut in lunar orbit, which the detector's fact check flags), plain and
-streaming, asked with the official ``openai`` client; prints what the client sees, then stops
-everything."""
+wrong Apollo 11 astronaut in lunar orbit), plain and streaming, asked with the official
+``openai`` client; then the Apollo question once more on a ``standard`` route, which refines the
+answer through the (scripted) model into the context's own. Prints what the client sees, then
+stops everything."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import contextlib
 import json
 import tempfile
 from pathlib import Path
+
+import yaml
 
 from extproc import launch
 
@@ -26,6 +29,32 @@ QUESTIONS = (  # label, question, the passage sent with it
     ("hallucinated: wrong person", "Who stayed in lunar orbit aboard Columbia during the Apollo 11 Moon landing?",
      APOLLO_PASSAGE),
 )
+# The demo adds one route to the given config: requests with this header run ``standard``
+# (self-refine) mode, so the last question shows a hallucination fixed, not only flagged.
+REFINE_HEADER = ("x-truthlens-demo", "refine")
+REFINED = ("refined (standard mode)", QUESTIONS[2][1], APOLLO_PASSAGE)
+
+
+def demo_config(config: Path, work: Path) -> Path:
+    """``config`` plus the demo's ``standard`` route, written to ``work`` (a relative model
+    directory stays relative to the original file)."""
+    doc = yaml.safe_load(config.read_text(encoding="utf-8"))
+    model = (doc.get("detector") or {}).get("model", "builtin")
+    if model != "builtin" and not Path(model).expanduser().is_absolute():
+        doc["detector"]["model"] = str((config.parent / model).resolve())
+    doc.setdefault("decisions", []).append({
+        "name": "demo_refine",
+        "description": "truthlens demo: self-refine when the demo's header asks for it",
+        "priority": 1000,
+        "rules": {"operator": "AND", "conditions": [
+            {"type": "path", "prefix": "/v1/chat/completions"},
+            {"type": "header", "name": REFINE_HEADER[0], "value": REFINE_HEADER[1]},
+        ]},
+        "plugins": [{"type": "hallucination", "configuration": {"enabled": True, "mode": "standard", "actions": ["header", "body"]}}],
+    })
+    out = work / "config.yaml"
+    out.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return out
 
 
 def run_demo(config: Path) -> int:
@@ -38,7 +67,7 @@ def run_demo(config: Path) -> int:
             upstream = launch.start_upstream(ports.upstream, work / "upstream.log", DEMO_SCRIPT)
             children.append(upstream)
             print("starting the processor on 127.0.0.1:50051 (loading the detector) ...")
-            processor = launch.start_processor(config, f"127.0.0.1:{ports.processor}", work / "processor.log")
+            processor = launch.start_processor(demo_config(config, work), f"127.0.0.1:{ports.processor}", work / "processor.log")
             children.append(processor)
             print("starting Envoy on 127.0.0.1:10000 ...")
             envoy = launch.start_envoy(launch.SHIPPED_ENVOY_CONFIG.read_text(encoding="utf-8"), work)
@@ -61,13 +90,14 @@ def _ask_all(port: int) -> None:
     from openai import OpenAI
 
     client = OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="demo-key-not-used", max_retries=0)
-    for label, question, passage in QUESTIONS:
+    for label, question, passage in (*QUESTIONS, REFINED):
+        # the verdict comes back with its spans and each span's reason
+        headers = {"x-truthlens-include-spans": "true"} | (dict([REFINE_HEADER]) if label == REFINED[0] else {})
         body = {
             "model": "demo-model",
             "messages": [{"role": "user", "content": question}],
             "extra_body": {"truthlens_context": [passage]},
-            # the verdict comes back with its spans and each span's reason
-            "extra_headers": {"x-truthlens-include-spans": "true"},
+            "extra_headers": headers,
         }
         print(f"=== {label}: {question}")
         raw = client.chat.completions.with_raw_response.create(**body)  # type: ignore[call-overload]
