@@ -32,6 +32,7 @@ from plugins.detector.factory import create_detector
 from plugins.detector.types import Detection, DetectionInput, DetectorSettings
 from training.corpus import halueval, long_context
 from training.corpus.splits import generate
+from training.evaluate import prf
 
 BASELINE_DIR = Path(__file__).with_name("baselines") / "synthetic-v1"
 # HaluEval paper, Table 5 (ChatGPT, zero-shot, accuracy %).
@@ -90,8 +91,7 @@ def accuracy_f1(cases: Sequence[Case], results: Sequence[Detection]) -> tuple[fl
     fp = sum(not c.hallucinated and r.detected for c, r in zip(cases, results, strict=True))
     fn = sum(c.hallucinated and not r.detected for c, r in zip(cases, results, strict=True))
     correct = sum(c.hallucinated == r.detected for c, r in zip(cases, results, strict=True))
-    f1 = 2 * tp / (2 * tp + fp + fn) if tp else 0.0
-    return correct / len(cases), f1
+    return correct / len(cases), prf(tp, fp, fn)[2]
 
 
 def span_f1(cases: Sequence[Case], results: Sequence[Detection]) -> float:
@@ -100,7 +100,7 @@ def span_f1(cases: Sequence[Case], results: Sequence[Detection]) -> float:
         truth = {i for s, e in case.labels for i in range(s, e)}
         pred = {i for span in result.spans for i in range(span.start, span.end)}
         tp, fp, fn = tp + len(truth & pred), fp + len(pred - truth), fn + len(truth - pred)
-    return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
+    return prf(tp, fp, fn)[2]
 
 
 async def evaluate(config: Config, data: dict[str, list[Case]], pair: long_context.LongContextPair, threshold: float) -> dict[str, str]:

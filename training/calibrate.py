@@ -30,14 +30,14 @@ from pathlib import Path
 import numpy as np
 
 from plugins.detector.engine import DetectorEngine
-from plugins.detector.facts import unsupported_facts
 from plugins.detector.factory import create_detector
-from plugins.detector.fusion import REASON_WEIGHTS, fuse
+from plugins.detector.fusion import REASON_WEIGHTS
 from plugins.detector.manifest import resolve_model_dir
 from plugins.detector.spans import SpanRules, score_answer
 from plugins.detector.types import DetectionInput, DetectorSettings
 from training.corpus import halueval
 from training.corpus.splits import generate
+from training.evaluate import prf
 
 GRID = tuple(round(0.30 + 0.05 * i, 2) for i in range(14))  # 0.30 … 0.95
 TIE = 0.005  # mean accuracy differences smaller than this are noise at these set sizes
@@ -71,11 +71,10 @@ def tuning_sets(root: Path, items: int, summarization_items: int, heldout: int) 
     return sets
 
 
-async def score_all(engine: DetectorEngine, cases: Sequence[tuple[DetectionInput, bool]], evidence_checks: bool) -> list[Scored]:
+async def score_all(engine: DetectorEngine, cases: Sequence[tuple[DetectionInput, bool]]) -> list[Scored]:
     async def one(item: DetectionInput, hallucinated: bool) -> Scored:
-        scores = await engine.token_scores(item)
-        findings = unsupported_facts(item.answer, item.context, item.question) if evidence_checks else ()
-        return Scored(item.answer, fuse(scores.probs, scores.offsets, findings), scores.offsets, hallucinated)
+        scores, _ = await engine.fused_token_scores(item)
+        return Scored(item.answer, scores.probs, scores.offsets, hallucinated)
 
     out: list[Scored] = []
     for i in range(0, len(cases), 16):
@@ -90,10 +89,11 @@ def rates(scored: Sequence[Scored], threshold: float, route_threshold: float) ->
     fp = sum(f and not s.hallucinated for f, s in zip(flagged, scored, strict=True))
     positives = sum(s.hallucinated for s in scored)
     negatives = len(scored) - positives
+    precision, recall, _ = prf(tp, fp, positives - tp)
     return {
         "accuracy": sum(f == s.hallucinated for f, s in zip(flagged, scored, strict=True)) / len(scored),
-        "precision": tp / (tp + fp) if tp + fp else 0.0,
-        "recall": tp / positives if positives else 0.0,
+        "precision": precision,
+        "recall": recall,
         "false_alarms": fp / negatives if negatives else 0.0,
     }
 
@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
 
     async def run() -> dict[str, list[Scored]]:
         try:
-            return {name: await score_all(engine, cases, not args.no_evidence_checks) for name, cases in sets.items()}
+            return {name: await score_all(engine, cases) for name, cases in sets.items()}
         finally:
             await engine.close()
 

@@ -41,7 +41,8 @@ class Scores:
     recall_by_kind: dict[str, float]
 
 
-def _prf(tp: int, fp: int, fn: int) -> tuple[float, float, float]:
+def prf(tp: int, fp: int, fn: int) -> tuple[float, float, float]:
+    """Precision, recall and F1 from counts (0.0 where undefined)."""
     p = tp / (tp + fp) if tp + fp else 0.0
     r = tp / (tp + fn) if tp + fn else 0.0
     return p, r, (2 * p * r / (p + r) if p + r else 0.0)
@@ -105,8 +106,8 @@ def score(tagger: OnnxTagger, examples: Sequence[Example], *, threshold: float =
                 spans = [s for s in ex.labels if s.kind == kind]
                 hit = any(p and any(a < s.end and s.start < b for s in spans) for p, (a, b) in zip(pred, enc.answer_offsets, strict=True))
                 kinds_hit[kind] += hit
-    tp, tr, tf = _prf(tok["tp"], tok["fp"], tok["fn"])
-    ep, er, ef = _prf(exa["tp"], exa["fp"], exa["fn"])
+    tp, tr, tf = prf(tok["tp"], tok["fp"], tok["fn"])
+    ep, er, ef = prf(exa["tp"], exa["fp"], exa["fn"])
     return Scores(
         examples=len(encoded), skipped_too_long=skipped,
         token_precision=round(tp, 4), token_recall=round(tr, 4), token_f1=round(tf, 4),

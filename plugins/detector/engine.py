@@ -16,7 +16,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -121,8 +121,7 @@ class DetectorEngine:
                 # A remote model call is capped by this check's budget (plugins/detector/batcher.py).
                 deadline = CHECK_DEADLINE.set(budget.when())
                 try:
-                    # The fact check runs beside the model (a thread: regexes over a long context).
-                    scores, findings = await asyncio.gather(self._score_tokens(item), self._unsupported_facts(item))
+                    scores, findings = await self._fused_scores(item)
                 finally:
                     CHECK_DEADLINE.reset(deadline)
         except TimeoutError:
@@ -139,8 +138,7 @@ class DetectorEngine:
         if scores.rows == 0:
             # Nothing to check: an answer without tokens cannot hold a hallucination.
             return Detection(status="clean", score=0.0, latency_ms=elapsed())
-        probs = fuse(scores.probs, scores.offsets, findings)
-        score, spans = score_answer(probs, scores.offsets, item.answer, self._rules)
+        score, spans = score_answer(scores.probs, scores.offsets, item.answer, self._rules)
         spans = label(spans, findings)
         return Detection(
             status="detected" if score >= threshold else "clean",
@@ -150,6 +148,18 @@ class DetectorEngine:
             chunks=scores.rows,
             answer_tokens=len(scores.probs),
         )
+
+    async def fused_token_scores(self, item: DetectionInput) -> tuple[TokenScores, tuple[Finding, ...]]:
+        """What :meth:`detect` turns into spans (for calibration and evaluation): each answer
+        token's probability, raised inside the facts the context never states, and those facts.
+        Unlike :meth:`detect`, failures raise :class:`DetectorError`."""
+        validate(item, self.settings)
+        return await self._fused_scores(item)
+
+    async def _fused_scores(self, item: DetectionInput) -> tuple[TokenScores, tuple[Finding, ...]]:
+        # The fact check runs beside the model (a thread: regexes over a long context).
+        scores, findings = await asyncio.gather(self._score_tokens(item), self._unsupported_facts(item))
+        return replace(scores, probs=fuse(scores.probs, scores.offsets, findings)), findings
 
     async def _unsupported_facts(self, item: DetectionInput) -> tuple[Finding, ...]:
         if not self.settings.evidence_checks or not item.answer.strip():

@@ -117,6 +117,9 @@ def load(settings: DetectorSettings) -> DetectorEngine:
     except Exception as exc:  # tokenizers raises plain Exception for unreadable files
         raise ModelDirError(f"{manifest.tokenizer_path}: cannot load tokenizer ({exc})") from exc
     runner = OnnxRunner(manifest, settings, encoder.pad_id)
+    engine = DetectorEngine(
+        settings, manifest, encoder, runner.run, provider=runner.provider, relevance=grounded_relevance(settings)
+    )
     log.info(
         "detector: %s on %s (requested %s), max_length %d, quantization %s, token threshold %.2f",
         manifest.directory,
@@ -124,8 +127,6 @@ def load(settings: DetectorSettings) -> DetectorEngine:
         settings.provider,
         manifest.max_length,
         manifest.quantization,
-        settings.token_threshold if settings.token_threshold is not None else manifest.token_threshold,
+        engine.token_threshold,
     )
-    return DetectorEngine(
-        settings, manifest, encoder, runner.run, provider=runner.provider, relevance=grounded_relevance(settings)
-    )
+    return engine
