@@ -23,10 +23,10 @@ import asyncio
 import time
 from pathlib import Path
 
-from plugins.detector.engine import DetectorEngine
-from plugins.detector.factory import create_detector
-from plugins.detector.relevance import LexicalRelevance
-from plugins.detector.types import ChunkAggregation, DetectionInput, DetectorSettings
+from truthlens.detector.engine import DetectorEngine
+from truthlens.detector.factory import create_detector
+from truthlens.detector.relevance import LexicalRelevance
+from truthlens.detector.types import ChunkAggregation, DetectionInput, DetectorSettings
 from training.corpus import halueval, long_context
 
 BLOCK = 16

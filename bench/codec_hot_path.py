@@ -18,7 +18,7 @@ import json
 import time
 from collections.abc import Callable
 
-from extproc.openai_body import (
+from truthlens.gateway.openai_body import (
     ContextSettings,
     StreamAccumulator,
     parse_chat_request,
@@ -26,7 +26,7 @@ from extproc.openai_body import (
     parse_chunk,
     render_chat_response,
 )
-from extproc.sse import SSEDecoder
+from truthlens.gateway.sse import SSEDecoder
 
 ANSWER = "The Eiffel Tower is a wrought-iron lattice tower in Paris, completed in 1889. " * 200
 

@@ -19,11 +19,11 @@ import random
 import statistics
 import time
 
-from plugins.detector.encoding import TextEncoder
-from plugins.detector.engine import DetectorEngine
-from plugins.detector.factory import create_detector
-from plugins.detector.manifest import load_manifest, resolve_model_dir
-from plugins.detector.types import CHUNK_AGGREGATIONS, ChunkAggregation, DetectionInput, DetectorSettings
+from truthlens.detector.encoding import TextEncoder
+from truthlens.detector.engine import DetectorEngine
+from truthlens.detector.factory import create_detector
+from truthlens.detector.manifest import load_manifest, resolve_model_dir
+from truthlens.detector.types import CHUNK_AGGREGATIONS, ChunkAggregation, DetectionInput, DetectorSettings
 
 LENGTHS = (256, 512, 1024, 2048, 4096, 8192, 16384)
 ANSWER = "The bridge over the river was opened in 1932 and is 412 metres long. It carries two tracks."

@@ -28,8 +28,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from plugins.detector.factory import create_detector
-from plugins.detector.types import Detection, DetectionInput, DetectorSettings
+from truthlens.detector.factory import create_detector
+from truthlens.detector.types import Detection, DetectionInput, DetectorSettings
 from training.corpus import halueval, long_context
 from training.corpus.splits import generate
 from training.evaluate import prf

@@ -35,10 +35,10 @@ from typing import Any
 
 import numpy as np
 
-from plugins.detector.engine import DetectorEngine
-from plugins.detector.factory import create_detector
-from plugins.detector.manifest import load_manifest
-from plugins.detector.types import DetectionInput, DetectorSettings
+from truthlens.detector.engine import DetectorEngine
+from truthlens.detector.factory import create_detector
+from truthlens.detector.manifest import load_manifest
+from truthlens.detector.types import DetectionInput, DetectorSettings
 
 DEFAULT_INPUTS = Path("training/output/corpus/heldout.jsonl")
 BLOCK = 25  # inputs timed per runtime before switching to the next
@@ -71,7 +71,7 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 def export_dirs(hf: Path, fp32: Path | None, int8: Path | None, tmp: Path) -> tuple[Path, Path]:
-    from plugins.detector.export import export_model
+    from truthlens.detector.export import export_model
 
     if fp32 is None:
         fp32 = tmp / "fp32"

@@ -1,4 +1,4 @@
-"""The detector's fact check alone (``plugins/detector/facts/``, no model) on HaluEval's dev fold.
+"""The detector's fact check alone (``src/truthlens/detector/facts/``, no model) on HaluEval's dev fold.
 
 How often it flags each kind of text, on the **dev** fold (line index i % 10 == 1; the
 evaluation fold is never looked at here, the rules were tuned on this one):
@@ -20,7 +20,7 @@ import argparse
 import time
 from collections import Counter
 
-from plugins.detector.facts import unsupported_facts
+from truthlens.detector.facts import unsupported_facts
 from training.corpus import halueval
 
 

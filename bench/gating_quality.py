@@ -14,8 +14,8 @@ import time
 import numpy as np
 
 from bench.gating_data import PROBES
-from plugins.evidence.embedder import OnnxEmbedder
-from plugins.evidence.gating import GATE_CENTER, GATE_SCALE, gate_value
+from truthlens.evidence.embedder import OnnxEmbedder
+from truthlens.evidence.gating import GATE_CENTER, GATE_SCALE, gate_value
 
 
 def _auc(pos: list[float], neg: list[float]) -> float:

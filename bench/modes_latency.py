@@ -18,13 +18,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from extproc.scripted_upstream import ScriptedUpstream
-from plugins.base import Exchange, GroundedQuery, OptionContext, Services
-from plugins.detector.factory import create_detector
-from plugins.detector.types import DetectorSettings
-from plugins.llm_client import ChatCall, Endpoint, LLMClient
-from plugins.registry import load_mode_module
-from plugins.truthlens.prompts import REFINE_MARKER
+from truthlens.testing.upstream import ScriptedUpstream
+from truthlens.modes.base import Exchange, GroundedQuery, OptionContext, Services
+from truthlens.detector.factory import create_detector
+from truthlens.detector.types import DetectorSettings
+from truthlens.llm import ChatCall, Endpoint, LLMClient
+from truthlens.modes.registry import load_mode_module
+from truthlens.modes.prompts import REFINE_MARKER
 
 CONTEXT = (
     "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris, France. "

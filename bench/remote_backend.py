@@ -1,6 +1,6 @@
 """In-process detector vs the same model on a Triton server, side by side, in one run.
 
-Starts a real ``tritonserver`` on loopback (``extproc/model_server.py``: nvidia-pytriton's
+Starts a real ``tritonserver`` on loopback (``src/truthlens/testing/model_server.py``: nvidia-pytriton's
 binary, the model in ONNX Runtime inside the bound function) hosting the detector model,
 then sends the same checks to ``backend: onnx`` (in this process) and ``backend: remote``
 (Open Inference Protocol over gRPC) at concurrency 1, 8 and 32 and prints checks/s, p50 and
@@ -31,10 +31,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from extproc import model_server
-from plugins.detector.factory import create_detector
-from plugins.detector.manifest import resolve_model_dir
-from plugins.detector.types import Detection, DetectionInput, Detector, DetectorSettings, RemoteSettings
+from truthlens.testing import model_server
+from truthlens.detector.factory import create_detector
+from truthlens.detector.manifest import resolve_model_dir
+from truthlens.detector.types import Detection, DetectionInput, Detector, DetectorSettings, RemoteSettings
 
 PASSAGES = (
     "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris. It is 330 metres tall.",

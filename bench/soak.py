@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from harness import Stack
 
 from bench import soak_traffic as traffic
-from extproc import launch
+from truthlens.testing import launch
 
 PATH = "/v1/chat/completions"
 

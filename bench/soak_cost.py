@@ -113,7 +113,7 @@ def detector_batching(repeats: int = 5) -> list[str]:
     import numpy as np
     import onnxruntime as ort
 
-    from plugins.detector.manifest import DEFAULT_MODEL_DIR
+    from truthlens.detector.manifest import DEFAULT_MODEL_DIR
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
@@ -149,7 +149,7 @@ def main() -> int:
     args = parser.parse_args()
     from tokenizers import Tokenizer
 
-    from plugins.detector.manifest import DEFAULT_MODEL_DIR
+    from truthlens.detector.manifest import DEFAULT_MODEL_DIR
 
     tok = Tokenizer.from_file(str(DEFAULT_MODEL_DIR / "tokenizer.json"))
     ctx = sum(len(tok.encode(p).ids) for p in traffic.PASSAGES)

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from plugins.truthlens.prompts import REFINE_MARKER
+from truthlens.modes.prompts import REFINE_MARKER
 
 Outcome = Literal["ok", "expected_error", "lost", "corrupted"]
 

@@ -3,7 +3,7 @@
 Two identical stacks share one scripted upstream: Envoy → processor, one started with no
 ``OTEL_*`` variables (tracing off: spans are created in-process, nothing is exported, as
 shipped), the other with ``OTEL_EXPORTER_OTLP_ENDPOINT`` pointing at a local OTLP/gRPC receiver
-(:mod:`extproc.otlp_receiver`, in its own process so that decoding what it receives does not
+(:mod:`truthlens.testing.otlp_receiver`, in its own process so that decoding what it receives does not
 slow this load generator; the SDK's batch span processor and gRPC exporter, as in production). Every request carries a client ``traceparent``. Rounds alternate between the two
 so background load hits both alike. Routes, chosen by a header:
 
@@ -36,9 +36,9 @@ import aiohttp
 import yaml
 
 from bench.gateway_throughput import ANSWER, CONTEXT
-from extproc import launch
-from plugins.detector.manifest import DEFAULT_MODEL_DIR
-from plugins.truthlens.prompts import REFINE_MARKER
+from truthlens.testing import launch
+from truthlens.detector.manifest import DEFAULT_MODEL_DIR
+from truthlens.modes.prompts import REFINE_MARKER
 
 HALLUCINATED = "The Eiffel Tower was built by Albert Speer's company between 1925 and 1927 in Berlin."
 ROUTES = {"detection-off": False, "lightweight": "lightweight", "standard": "standard"}
@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="truthlens-bench-") as tmp:
         work = Path(tmp)
         receiver_port = launch.free_port()
-        receiver = launch.Child("otlp-receiver", [sys.executable, "-m", "extproc.otlp_receiver", "--port",
+        receiver = launch.Child("otlp-receiver", [sys.executable, "-m", "truthlens.testing.otlp_receiver", "--port",
                                                   str(receiver_port), "--summary", str(work / "spans.json")],
                                 work / "receiver.log")
         (work / "script.yaml").write_text(yaml.safe_dump(SCRIPT), encoding="utf-8")

@@ -2,7 +2,7 @@
 
 ``stack`` runs a real Envoy, the real processor and the scripted upstream (the only test
 double) once per session. Its detector is the shipped trained model
-(``plugins/detector/default_model``) in ONNX Runtime; the tests feed it the inputs of
+(``src/truthlens/detector/default_model``) in ONNX Runtime; the tests feed it the inputs of
 ``tests/shipped_inputs.py``, which it judges with a wide margin.
 """
 

@@ -1,5 +1,5 @@
 """The end-to-end stack for tests: a real Envoy (the shipped ``envoy.yaml`` on free ports), the
-real processor (``python -m extproc serve``) with a real ONNX detector, and the scripted
+real processor (``python -m truthlens serve``) with a real ONNX detector, and the scripted
 OpenAI-compatible upstream — the only test double.
 
 Reuse it from any test through the session fixtures in ``tests/conftest.py``::
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from extproc import launch
+from truthlens.testing import launch
 
 _RELOADS = re.compile(r'^truthlens_config_reloads_total\{result="(\w+)"\}\s+([0-9.e+]+)', re.MULTILINE)
 
@@ -198,7 +198,7 @@ class Stack:
         decisions: Sequence[Mapping[str, Any]] | None = None,
         models: Mapping[str, Any] | None = None,
     ) -> str:
-        """The shipped config re-targeted at this stack (see :func:`extproc.launch.config_yaml`)."""
+        """The shipped config re-targeted at this stack (see :func:`truthlens.testing.launch.config_yaml`)."""
         return launch.config_yaml(
             self.model_dir,
             f"http://127.0.0.1:{self.ports.upstream}/v1",

@@ -1,4 +1,4 @@
-"""The shipped detector (``plugins/detector/default_model``) in tests, and inputs it judges with a wide margin.
+"""The shipped detector (``src/truthlens/detector/default_model``) in tests, and inputs it judges with a wide margin.
 
 Each was probed with ``truthlens detect``: the hallucinated answers score ≥ 0.99, the grounded
 ones 0.0, so the gateway tests built on them check the gateway, not a borderline score. The
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from plugins.detector.manifest import DEFAULT_MODEL_DIR
+from truthlens.detector.manifest import DEFAULT_MODEL_DIR
 
 
 def require_shipped_model() -> None:

@@ -9,13 +9,13 @@ aggregation, fused with the evidence checks), then each candidate threshold is a
 those probabilities, so the sweep costs one pass. The chosen threshold maximises the mean
 accuracy over the four sets (each is balanced, so accuracy is balanced accuracy), among the
 thresholds below the smallest evidence-check weight (so one unsupported number or name still
-flags an answer on its own, :mod:`plugins.detector.fusion`); thresholds within
+flags an answer on its own, :mod:`truthlens.detector.fusion`); thresholds within
 :data:`TIE` of the best count as tied and the lowest wins, since a missed hallucination costs a
 user more than a needless warning. The table also shows the false-alarm rate on full-sentence faithful QA answers (HaluEval right answers
 substituted into the hallucinated sentence), the length shortcut the training data guards
 against.
 
-    python -m training.calibrate --model plugins/detector/default_model --write
+    python -m training.calibrate --model src/truthlens/detector/default_model --write
 """
 
 from __future__ import annotations
@@ -29,12 +29,12 @@ from pathlib import Path
 
 import numpy as np
 
-from plugins.detector.engine import DetectorEngine
-from plugins.detector.factory import create_detector
-from plugins.detector.fusion import REASON_WEIGHTS
-from plugins.detector.manifest import resolve_model_dir
-from plugins.detector.spans import SpanRules, score_answer
-from plugins.detector.types import DetectionInput, DetectorSettings
+from truthlens.detector.engine import DetectorEngine
+from truthlens.detector.factory import create_detector
+from truthlens.detector.fusion import REASON_WEIGHTS
+from truthlens.detector.manifest import resolve_model_dir
+from truthlens.detector.spans import SpanRules, score_answer
+from truthlens.detector.types import DetectionInput, DetectorSettings
 from training.corpus import halueval
 from training.corpus.splits import generate
 from training.evaluate import prf

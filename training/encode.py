@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from tokenizers import Tokenizer
 
-from plugins.detector.prompt import build_prompt
+from truthlens.detector.prompt import build_prompt
 from training.corpus.builder import Example
 
 IGNORE = -100

@@ -5,7 +5,7 @@ and int8 exports are compared on equal terms. Reports token-level and example-le
 precision/recall/F1 of the "hallucinated" class, recall per hallucination kind and the
 false-alarm rate on supported answers.
 
-    python -m training.evaluate --model plugins/detector/default_model --corpus training/output/corpus
+    python -m training.evaluate --model src/truthlens/detector/default_model --corpus training/output/corpus
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import numpy as np
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
-from plugins.detector.manifest import load_manifest
+from truthlens.detector.manifest import load_manifest
 from training.corpus.builder import Example
 from training.corpus.splits import read_jsonl
 from training.encode import Encoded, TooLong, encode

@@ -4,7 +4,7 @@ Each case names the answer text that is hallucinated (or none). Prints, per case
 the model flags and whether that matches: a flagged token must overlap the expected span,
 and a supported answer must have no token over the threshold.
 
-    python -m training.handchecks --model plugins/detector/default_model
+    python -m training.handchecks --model src/truthlens/detector/default_model
 """
 
 from __future__ import annotations

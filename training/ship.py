@@ -2,7 +2,7 @@
 
 int8 is shipped when its held-out example F1 stays within ``--max-f1-drop`` of fp32 and the
 file fits ``--max-mb``; otherwise fp32 (if it fits). The chosen directory is copied to
-``plugins/detector/default_model/`` with the scores and provenance in ``manifest.json``.
+``src/truthlens/detector/default_model/`` with the scores and provenance in ``manifest.json``.
 
     python -m training.ship --checkpoint training/output/hf
 """
@@ -15,12 +15,12 @@ import shutil
 from dataclasses import asdict
 from pathlib import Path
 
-from plugins.detector.export import export_model
+from truthlens.detector.export import export_model
 from training.corpus.splits import read_jsonl
 from training.evaluate import OnnxTagger, score
 from training.handchecks import run as run_handchecks
 
-DEFAULT_MODEL = Path("plugins/detector/default_model")
+DEFAULT_MODEL = Path("src/truthlens/detector/default_model")
 
 
 def _measure(model_dir: Path, corpus: Path) -> dict[str, object]:

@@ -8,12 +8,12 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 from span_capture import SpanCapture, captured_spans
 
-from extproc.scripted_upstream import ScriptedUpstream
-from plugins.detector.factory import create_detector
-from plugins.detector.manifest import DEFAULT_MODEL_DIR
-from plugins.detector.types import Detector, DetectorSettings
-from plugins.evidence.embedder import OnnxEmbedder
-from plugins.llm_client import Endpoint, LLMClient
+from truthlens.testing.upstream import ScriptedUpstream
+from truthlens.detector.factory import create_detector
+from truthlens.detector.manifest import DEFAULT_MODEL_DIR
+from truthlens.detector.types import Detector, DetectorSettings
+from truthlens.evidence.embedder import OnnxEmbedder
+from truthlens.llm import Endpoint, LLMClient
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,6 @@
 """ACR mode end to end over real HTTP with the real detector and embedder.
 
-Scripted: only the upstream LLM (extproc.scripted_upstream), which answers the agents' prompts
+Scripted: only the upstream LLM (truthlens.testing.upstream), which answers the agents' prompts
 by their ``[acr:<task>]`` tags. Real: LLM client, ONNX embedder, ONNX detector, the math.
 """
 
@@ -10,16 +10,16 @@ import time
 
 import pytest
 from opentelemetry.trace import Tracer
-from scripted_retriever import scripted_retriever
+from truthlens.testing.retriever import scripted_retriever
 from span_capture import SpanCapture
 
-from extproc.scripted_upstream import ScriptedUpstream
-from plugins.acr.mode import SOURCE_HEADER, WEIGHT_HEADER, AcrOptions, build
-from plugins.base import Exchange, GroundedQuery, Services, Verdict
-from plugins.detector.types import Detector
-from plugins.evidence.embedder import OnnxEmbedder
-from plugins.llm_client import LLMClient
-from plugins.tracing import NO_TRACER
+from truthlens.testing.upstream import ScriptedUpstream
+from truthlens.modes.acr.mode import SOURCE_HEADER, WEIGHT_HEADER, AcrOptions, build
+from truthlens.modes.base import Exchange, GroundedQuery, Services, Verdict
+from truthlens.detector.types import Detector
+from truthlens.evidence.embedder import OnnxEmbedder
+from truthlens.llm import LLMClient
+from truthlens.tracing import NO_TRACER
 
 from .scenarios import QUESTION, RIGHT_PASSAGE, WRONG_PASSAGE, rules, tags_called
 

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from plugins.acr import calibrate
-from plugins.acr.calibration import EPS, logit, sigmoid
+from truthlens.modes.acr import calibrate
+from truthlens.modes.acr.calibration import EPS, logit, sigmoid
 
 
 def _by_hand(ps: list[float], omega: float = 1.0, xi: float = 1.0) -> tuple[float, float]:

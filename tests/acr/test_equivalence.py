@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from plugins.acr.equivalence import AnswerMatcher, facts_disagree
-from plugins.evidence.embedder import OnnxEmbedder
+from truthlens.modes.acr.equivalence import AnswerMatcher, facts_disagree
+from truthlens.evidence.embedder import OnnxEmbedder
 
 
 @pytest.fixture

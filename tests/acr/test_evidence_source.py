@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from scripted_retriever import Handler, serving
+from truthlens.testing.retriever import Handler, serving
 from span_capture import captured_spans
 
-from plugins.acr.k_agent import EvidenceSource
+from truthlens.modes.acr.k_agent import EvidenceSource
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from plugins.acr import (
+from truthlens.modes.acr import (
     conflict_information,
     fusion_weight,
     in_uncertainty_zone,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from plugins.acr.mode import AcrOptions, parse_options
-from plugins.base import ConfigError, OptionContext
+from truthlens.modes.acr.mode import AcrOptions, parse_options
+from truthlens.modes.base import ConfigError, OptionContext
 
 CTX = OptionContext(path="decisions[0].plugins[0].configuration", models=frozenset({"default", "judge"}))
 

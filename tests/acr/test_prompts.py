@@ -3,8 +3,8 @@ Pure text handling: nothing scripted, no model."""
 
 from __future__ import annotations
 
-from plugins.acr import prompts
-from plugins.acr.prompts import Triple
+from truthlens.modes.acr import prompts
+from truthlens.modes.acr.prompts import Triple
 
 
 def test_requested_tagged_format() -> None:

@@ -19,9 +19,10 @@ from typing import Any
 import pytest
 import yaml
 
-from extproc import cli, launch
-from extproc.config import load_config
-from extproc.telemetry import Telemetry
+from truthlens import cli
+from truthlens.testing import launch
+from truthlens.gateway.config import load_config
+from truthlens.gateway.telemetry import Telemetry
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
@@ -111,7 +112,7 @@ def test_gpu_image_installs_the_gpu_extra_and_keeps_only_onnxruntime_gpu() -> No
 
 def test_healthcheck_script_reports_a_real_processor(tmp_path: Path) -> None:
     """The image's health check against the real server: 0 when SERVING, 1 when nothing listens."""
-    from plugins.detector.manifest import DEFAULT_MODEL_DIR
+    from truthlens.detector.manifest import DEFAULT_MODEL_DIR
 
     if not (DEFAULT_MODEL_DIR / "model.onnx").is_file():
         pytest.skip("the shipped detector model is not built")

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
-from plugins.detector.manifest import DEFAULT_MODEL_DIR
+from truthlens.detector.manifest import DEFAULT_MODEL_DIR
 
 # Words the tiny model flags as hallucinated (each is one token of the MiniLM vocabulary).
 FLAGGED_WORDS = ("lyon", "berlin", "1925", "北")

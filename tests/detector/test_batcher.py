@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from plugins.detector.batcher import BatcherClosed, BatchFailed, MicroBatcher
-from plugins.detector.types import Overloaded
+from truthlens.detector.batcher import BatcherClosed, BatchFailed, MicroBatcher
+from truthlens.detector.types import Overloaded
 
 
 class GatedRun:

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from plugins.detector.chunking import MAX_ROWS, answer_windows, plan_rows
-from plugins.detector.encoding import TextEncoder
-from plugins.detector.prompt import build_prompt
-from plugins.detector.types import InvalidInput
+from truthlens.detector.chunking import MAX_ROWS, answer_windows, plan_rows
+from truthlens.detector.encoding import TextEncoder
+from truthlens.detector.prompt import build_prompt
+from truthlens.detector.types import InvalidInput
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from plugins.detector.cli import main
+from truthlens.detector.cli import main
 
 GOOD = {"context": ["Paris is the capital of France."], "question": "Capital?", "answer": "It is Lyon."}
 CLEAN = {"context": ["Paris is the capital of France."], "question": "Capital?", "answer": "It is Paris."}
@@ -72,7 +72,7 @@ def test_bad_lines_get_error_records_in_place(tmp_path: Path, tiny_model_dir: Pa
 def test_stdin_and_start_failures(tmp_path: Path, tiny_model_dir: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(Path.cwd())}
     proc = subprocess.run(
-        [sys.executable, "-c", "import sys; from plugins.detector.cli import main; sys.exit(main(sys.argv[1:]))",
+        [sys.executable, "-c", "import sys; from truthlens.detector.cli import main; sys.exit(main(sys.argv[1:]))",
          "--input", "-", "--model", str(tiny_model_dir)],
         input=json.dumps(GOOD) + "\n", capture_output=True, text=True, env=env, timeout=60, check=False,
     )
@@ -89,7 +89,7 @@ def test_stdin_and_start_failures(tmp_path: Path, tiny_model_dir: Path) -> None:
 
 
 def test_chunk_aggregation_option(tmp_path: Path, tiny_model_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from plugins.detector.cli import build_parser
+    from truthlens.detector.cli import build_parser
 
     assert build_parser().parse_args(["--input", "-"]).chunk_aggregation == "grounded"
     long_line = {**GOOD, "context": ["The river runs past the old mill and the bridge. " * 8] * 40}

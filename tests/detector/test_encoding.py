@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
-from plugins.detector.encoding import TextEncoder
-from plugins.detector.prompt import build_prompt
-from plugins.detector.types import InvalidInput
+from truthlens.detector.encoding import TextEncoder
+from truthlens.detector.prompt import build_prompt
+from truthlens.detector.types import InvalidInput
 
 
 @pytest.fixture(scope="module")

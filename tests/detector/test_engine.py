@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from plugins.detector.engine import DetectorEngine
-from plugins.detector.factory import create_detector
-from plugins.detector.types import DetectionInput, DetectorSettings, InvalidInput
+from truthlens.detector.engine import DetectorEngine
+from truthlens.detector.factory import create_detector
+from truthlens.detector.types import DetectionInput, DetectorSettings, InvalidInput
 
 from .conftest import write_lookup_model
 
@@ -180,7 +180,7 @@ async def test_huge_answer_is_refused_quickly(tiny_model_dir: Path) -> None:
 
 
 async def test_provider_is_logged_at_start(tiny_model_dir: Path, caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.INFO, logger="plugins.detector.onnx_backend"):
+    with caplog.at_level(logging.INFO, logger="truthlens.detector.onnx_backend"):
         detector = _detector(tiny_model_dir)
     assert detector.provider == "CPUExecutionProvider"
     assert "CPUExecutionProvider" in caplog.text
@@ -190,8 +190,8 @@ async def test_provider_is_logged_at_start(tiny_model_dir: Path, caplog: pytest.
 def test_aggregate_combines_chunks_then_takes_max_over_windows() -> None:
     import numpy as np
 
-    from plugins.detector.chunking import Plan, Window
-    from plugins.detector.engine import aggregate
+    from truthlens.detector.chunking import Plan, Window
+    from truthlens.detector.engine import aggregate
 
     # two answer windows over 5 tokens ([0,3) and [2,5)), each beside two context chunks
     plan = Plan(rows=(), windows=(Window(0, 3), Window(0, 3), Window(2, 5), Window(2, 5)), chunks=2)

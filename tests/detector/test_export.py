@@ -13,7 +13,11 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 import pytest
-import torch
+
+torch = pytest.importorskip(
+    "torch", reason="export needs torch and transformers: pip install -e '.[export]' (CI installs it)"
+)
+pytest.importorskip("transformers", reason="export needs transformers: pip install -e '.[export]'")
 from tokenizers import (
     Tokenizer,
     models,
@@ -23,9 +27,9 @@ from tokenizers import (
     trainers,
 )
 
-from plugins.detector.export import ExportError, export_model, main
-from plugins.detector.manifest import load_manifest
-from plugins.detector.prompt import build_prompt
+from truthlens.detector.export import ExportError, export_model, main
+from truthlens.detector.manifest import load_manifest
+from truthlens.detector.prompt import build_prompt
 
 _TEXT = (
     "The Eiffel Tower is 330 metres tall and was completed in March 1889 . "

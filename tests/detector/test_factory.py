@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from plugins.detector.factory import backend_names, check_settings, create_detector
-from plugins.detector.manifest import ModelDirError
-from plugins.detector.onnx_backend import CPU, CUDA, choose_providers
-from plugins.detector.types import DetectorSettings
+from truthlens.detector.factory import backend_names, check_settings, create_detector
+from truthlens.detector.manifest import ModelDirError
+from truthlens.detector.onnx_backend import CPU, CUDA, choose_providers
+from truthlens.detector.types import DetectorSettings
 
 
 def test_unknown_backend_and_bad_settings_name_the_field() -> None:
@@ -42,9 +42,9 @@ def test_provider_choice() -> None:
 def test_serving_imports_no_torch_or_transformers(tiny_model_dir: Path) -> None:
     code = (
         "import sys, asyncio\n"
-        "from plugins.detector.factory import create_detector\n"
-        "from plugins.detector.types import DetectorSettings, DetectionInput\n"
-        "import plugins.detector.cli\n"
+        "from truthlens.detector.factory import create_detector\n"
+        "from truthlens.detector.types import DetectorSettings, DetectionInput\n"
+        "import truthlens.detector.cli\n"
         f"d = create_detector(DetectorSettings(model_dir={str(tiny_model_dir)!r}))\n"
         "r = asyncio.run(d.detect(DetectionInput(('a',), 'q', 'Lyon'), threshold=0.5))\n"
         "assert r.detected\n"

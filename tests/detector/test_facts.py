@@ -1,4 +1,4 @@
-"""The fact check alone (:mod:`plugins.detector.facts`): which answer facts the context states.
+"""The fact check alone (:mod:`truthlens.detector.facts`): which answer facts the context states.
 
 Pure functions on text, no model: each case says what the context states, what the answer
 writes, and whether that is the same fact.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from plugins.detector.facts import Finding, unsupported_facts
+from truthlens.detector.facts import Finding, unsupported_facts
 
 
 def check(context: str, answer: str, question: str = "") -> tuple[Finding, ...]:

@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from plugins.detector.chunking import Plan, Window
-from plugins.detector.encoding import TextEncoder
-from plugins.detector.engine import DetectorEngine, aggregate
-from plugins.detector.factory import check_settings, create_detector
-from plugins.detector.grounding import (
+from truthlens.detector.chunking import Plan, Window
+from truthlens.detector.encoding import TextEncoder
+from truthlens.detector.engine import DetectorEngine, aggregate
+from truthlens.detector.factory import check_settings, create_detector
+from truthlens.detector.grounding import (
     MAX_CLAIM_ROWS,
     PIECE_TOKENS,
     claim_ranges,
@@ -24,14 +24,14 @@ from plugins.detector.grounding import (
     plan_grounded,
     sentence_bounds,
 )
-from plugins.detector.relevance import (
+from truthlens.detector.relevance import (
     EmbeddingRelevance,
     LexicalRelevance,
     Relevance,
     content_terms,
     lexical_overlap,
 )
-from plugins.detector.types import DetectionInput, DetectorSettings
+from truthlens.detector.types import DetectionInput, DetectorSettings
 
 TOPICS = ("harbour", "railway", "museum", "orchard", "brewery", "glacier", "library", "stadium")
 
@@ -103,7 +103,7 @@ def test_lexical_overlap_weights_rare_words(encoder: TextEncoder) -> None:
 def test_each_claim_row_holds_its_evidence_within_the_window(encoder: TextEncoder, relevance: str) -> None:
     ranker: Relevance = LexicalRelevance()
     if relevance == "embedding":
-        from plugins.evidence.embedder import OnnxEmbedder
+        from truthlens.evidence.embedder import OnnxEmbedder
 
         ranker = EmbeddingRelevance(OnnxEmbedder.load())
     context = _distractors(120)

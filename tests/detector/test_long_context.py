@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from plugins.detector.encoding import TextEncoder
-from plugins.detector.engine import DetectorEngine
-from plugins.detector.factory import create_detector
-from plugins.detector.types import DetectionInput, DetectorSettings
+from truthlens.detector.encoding import TextEncoder
+from truthlens.detector.engine import DetectorEngine
+from truthlens.detector.factory import create_detector
+from truthlens.detector.types import DetectionInput, DetectorSettings
 
 SYLLABLES = ("tor", "vel", "mar", "zen", "kai", "sol", "lux", "dra", "pen", "qui", "bar", "nor")
 CITIES = ("Glarus", "Khulna", "Santa Fe", "Tartu", "Mombasa", "Porto", "Oulu", "Cusco")
@@ -136,7 +136,7 @@ async def test_without_the_embedder_grounded_ranks_by_word_overlap(
 ) -> None:
     """A broken embedder directory: a warning at start, then the lexical ranking still finds
     the evidence (clean faithful answer, flagged wrong number) — never a silent "clean"."""
-    from plugins.evidence import embedder
+    from truthlens.evidence import embedder
 
     broken = tmp_path / "embedder"
     broken.mkdir()
@@ -144,7 +144,7 @@ async def test_without_the_embedder_grounded_ranks_by_word_overlap(
     (broken / "model.onnx").write_bytes(b"not an onnx graph")
     (broken / "tokenizer.json").write_text("{}")
     monkeypatch.setattr(embedder, "DEFAULT_MODEL_DIR", broken)
-    with caplog.at_level(logging.WARNING, logger="plugins.detector.relevance"):
+    with caplog.at_level(logging.WARNING, logger="truthlens.detector.relevance"):
         detector = create_detector(DetectorSettings(provider="cpu", evidence_checks=False))
     assert isinstance(detector, DetectorEngine)
     assert detector.relevance.name == "lexical"

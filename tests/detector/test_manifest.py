@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from plugins.detector.manifest import DEFAULT_MODEL_DIR, ModelDirError, load_manifest, resolve_model_dir
+from truthlens.detector.manifest import DEFAULT_MODEL_DIR, ModelDirError, load_manifest, resolve_model_dir
 
 
 def _copy_dir(src: Path, dst: Path) -> Path:

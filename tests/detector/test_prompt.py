@@ -12,7 +12,7 @@ from string import Template
 
 import pytest
 
-from plugins.detector.prompt import build_prompt, passage_line, prompt_head, prompt_tail
+from truthlens.detector.prompt import build_prompt, passage_line, prompt_head, prompt_tail
 
 
 def _reference(context: list[str], question: str) -> str:

@@ -1,6 +1,6 @@
 """``detector.backend: remote`` against a real Triton Inference Server on loopback.
 
-One ``tritonserver`` (from ``nvidia-pytriton``, see ``extproc/model_server.py``) hosts the
+One ``tritonserver`` (from ``nvidia-pytriton``, see ``src/truthlens/testing/model_server.py``) hosts the
 shipped model for this module. The remote detector must give the in-process detector's
 verdicts on the same inputs (same rows, same logits), and a server that dies or stalls must
 give "unavailable" with its reason, never "clean", and recover when the server is back.
@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 from shipped_inputs import CONTEXT, GROUNDED, HALLUCINATED, QUESTION
 
-from extproc import model_server
-from plugins.detector.factory import create_detector
-from plugins.detector.remote_backend import RemoteDetector
-from plugins.detector.types import Detection, DetectionInput, DetectorSettings, RemoteSettings
+from truthlens.testing import model_server
+from truthlens.detector.factory import create_detector
+from truthlens.detector.remote_backend import RemoteDetector
+from truthlens.detector.types import Detection, DetectionInput, DetectorSettings, RemoteSettings
 
 _REASON = model_server.unavailable_reason()
 pytestmark = pytest.mark.skipif(_REASON is not None, reason=f"Triton cannot run here: {_REASON}")

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from plugins.detector.encoding import TextEncoder
-from plugins.detector.spans import SpanRules, score_answer
+from truthlens.detector.encoding import TextEncoder
+from truthlens.detector.spans import SpanRules, score_answer
 
 RULES = SpanRules(token_threshold=0.5, aggregation="noisy_or")
 

@@ -21,7 +21,7 @@ import yaml
 from harness import Stack, chat_body, decision
 from shipped_inputs import APOLLO_CONTEXT, APOLLO_FIXED, APOLLO_QUESTION, APOLLO_WRONG, APOLLO_WRONG_PERSON
 
-from plugins.truthlens.prompts import REFINE_MARKER
+from truthlens.modes.prompts import REFINE_MARKER
 
 pytestmark = pytest.mark.envoy
 

@@ -1,7 +1,7 @@
 """Every bad input through a real Envoy and the real processor: the client gets a clear
 answer, nothing is lost, nothing unchecked is called clean, and the processor keeps serving.
 
-Scripted: only the upstream LLM (``extproc/scripted_upstream.py``), which produces the broken
+Scripted: only the upstream LLM (``src/truthlens/testing/upstream.py``), which produces the broken
 bodies, encodings, framings and errors. The detector is the shipped trained model in ONNX
 Runtime, fed answers it judges with a wide margin (``tests/shipped_inputs.py``).
 """

@@ -1,7 +1,7 @@
 """Grounded vs hallucinated answers, plain and streaming, under each action, as the official
 ``openai`` client sees them through a real Envoy and the real processor.
 
-Scripted: only the upstream LLM (``extproc/scripted_upstream.py``). The detector is the shipped
+Scripted: only the upstream LLM (``src/truthlens/testing/upstream.py``). The detector is the shipped
 trained model in ONNX Runtime, fed answers it judges with a wide margin (``tests/shipped_inputs.py``).
 """
 

@@ -17,7 +17,7 @@ import pytest
 from gateway_routes import CONTEXT, DECISIONS, HALLUCINATED
 from harness import RawResponse, Stack, chat_body, decision
 
-from extproc import launch
+from truthlens.testing import launch
 
 pytestmark = pytest.mark.envoy
 
@@ -115,7 +115,7 @@ def test_shipped_detector_tells_grounded_from_hallucinated(gateway: Stack) -> No
 def test_serve_reports_a_bad_start_in_one_line(tmp_path: Path) -> None:
     config = tmp_path / "config.yaml"
     config.write_text(launch.config_yaml(tmp_path / "no-such-model", "http://127.0.0.1:9/v1"), encoding="utf-8")
-    argv = [sys.executable, "-m", "extproc", "serve", "--config", str(config), "--metrics-listen", "off",
+    argv = [sys.executable, "-m", "truthlens", "serve", "--config", str(config), "--metrics-listen", "off",
             "--listen", f"127.0.0.1:{launch.free_port()}"]
     done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=60, cwd=launch.REPO_ROOT)
     assert done.returncode == 1

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from harness import Stack, chat_body, decision, parse_sse
-from scripted_retriever import scripted_retriever
+from truthlens.testing.retriever import scripted_retriever
 from shipped_inputs import CONTEXT, GROUNDED, HALLUCINATED, QUESTION
 
 pytestmark = pytest.mark.envoy

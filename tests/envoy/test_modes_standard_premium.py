@@ -26,8 +26,8 @@ from shipped_inputs import (
     WORSE,
 )
 
-from plugins.truthlens.claims import align, segment
-from plugins.truthlens.prompts import REFINE_MARKER
+from truthlens.modes.claims import align, segment
+from truthlens.modes.prompts import REFINE_MARKER
 
 pytestmark = pytest.mark.envoy
 

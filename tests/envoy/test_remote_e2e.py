@@ -4,7 +4,7 @@ remote``, ``configs/examples/remote.yaml``) → Triton over the Open Inference P
 Grounded, hallucinated and streaming answers through Envoy must get the verdicts the
 in-process detector gives the same inputs (whatever the shipped model says), and a Triton
 killed mid-traffic must fail open with "unavailable" and its reason, then recover when it
-returns. Skipped, with the reason, where Triton cannot run (``extproc/model_server.py``).
+returns. Skipped, with the reason, where Triton cannot run (``src/truthlens/testing/model_server.py``).
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ import yaml
 from gateway_routes import CONTEXT, GROUNDED, HALLUCINATED, SCRIPT
 from harness import Stack, chat_body, parse_sse
 
-from extproc import model_server
-from extproc.config import parse_config
-from plugins.detector.factory import create_detector
-from plugins.detector.types import DetectionInput
+from truthlens.testing import model_server
+from truthlens.gateway.config import parse_config
+from truthlens.detector.factory import create_detector
+from truthlens.detector.types import DetectionInput
 from shipped_inputs import QUESTION, require_shipped_model
 
 _REASON = model_server.unavailable_reason()
@@ -54,7 +54,7 @@ class RemoteStack(Stack):
 @pytest.fixture(scope="module")
 def triton(tmp_path_factory: pytest.TempPathFactory) -> Iterator[model_server.TritonServer]:
     require_shipped_model()
-    from plugins.detector.manifest import DEFAULT_MODEL_DIR
+    from truthlens.detector.manifest import DEFAULT_MODEL_DIR
 
     with model_server.running(DEFAULT_MODEL_DIR, tmp_path_factory.mktemp("triton")) as server:
         yield server

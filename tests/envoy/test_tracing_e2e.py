@@ -2,7 +2,7 @@
 
 client (W3C ``traceparent``) → real Envoy → the processor, started as the README says and
 configured for tracing only through the standard ``OTEL_*`` variables → its OTLP/gRPC exporter →
-a real ``TraceService`` receiver in this process (:mod:`extproc.otlp_receiver`). Every re-ask
+a real ``TraceService`` receiver in this process (:mod:`truthlens.testing.otlp_receiver`). Every re-ask
 the processor makes (refine, verifiers, ACR agents) must reach the scripted upstream with a
 ``traceparent`` naming one of the exported spans, all in the client's trace.
 
@@ -33,8 +33,8 @@ from shipped_inputs import (
     require_shipped_model,
 )
 
-from extproc.otlp_receiver import OtlpReceiver, ReceivedSpan
-from plugins.truthlens.prompts import REFINE_MARKER
+from truthlens.testing.otlp_receiver import OtlpReceiver, ReceivedSpan
+from truthlens.modes.prompts import REFINE_MARKER
 
 pytestmark = pytest.mark.envoy
 

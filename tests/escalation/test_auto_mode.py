@@ -1,6 +1,6 @@
 """``mode: auto`` end to end: the monitor and the real standard / ACR / premium modes.
 
-Scripted: only the upstream LLM (extproc.scripted_upstream). Real: the shipped detector and
+Scripted: only the upstream LLM (truthlens.testing.upstream). Real: the shipped detector and
 embedder (ONNX Runtime), the LLM client over HTTP, and every mode that runs.
 """
 
@@ -11,18 +11,18 @@ from typing import Any
 
 import pytest
 
-from extproc.scripted_upstream import ScriptedUpstream
-from plugins.base import (
+from truthlens.testing.upstream import ScriptedUpstream
+from truthlens.modes.base import (
     Exchange,
     GroundedQuery,
     OptionContext,
     Services,
     Verdict,
 )
-from plugins.detector.types import Detector
-from plugins.escalation.auto import AutoOptions, build, parse_options
-from plugins.evidence.embedder import OnnxEmbedder
-from plugins.llm_client import LLMClient
+from truthlens.detector.types import Detector
+from truthlens.modes.escalation.auto import AutoOptions, build, parse_options
+from truthlens.evidence.embedder import OnnxEmbedder
+from truthlens.llm import LLMClient
 
 # The shared detector and the scripted upstream live on the session's event loop.
 pytestmark = pytest.mark.asyncio(loop_scope="session")

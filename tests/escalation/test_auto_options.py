@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from plugins.base import ConfigError, OptionContext
-from plugins.escalation.auto import parse_options
+from truthlens.modes.base import ConfigError, OptionContext
+from truthlens.modes.escalation.auto import parse_options
 
 CTX = OptionContext(path="decisions[0].plugins[0].configuration",
                     models=frozenset({"default", "expert", "verifier"}))

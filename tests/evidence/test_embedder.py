@@ -10,7 +10,7 @@ import threading
 import numpy as np
 import pytest
 
-from plugins.evidence.embedder import DEFAULT_MODEL_DIR, EmbedderError, OnnxEmbedder
+from truthlens.evidence.embedder import DEFAULT_MODEL_DIR, EmbedderError, OnnxEmbedder
 
 
 def test_shipped_model_directory_is_small_and_described() -> None:
@@ -97,7 +97,7 @@ def test_missing_model_directory(tmp_path) -> None:  # type: ignore[no-untyped-d
 
 
 def test_serving_imports_no_torch() -> None:
-    code = ("import sys; from plugins.evidence.embedder import OnnxEmbedder; "
+    code = ("import sys; from truthlens.evidence.embedder import OnnxEmbedder; "
             "OnnxEmbedder.load().embed_sync(['x']); "
             "print('torch' in sys.modules, 'transformers' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -1,7 +1,7 @@
 """Fixtures for the mode tests: the shipped detector, the scripted upstream and the LLM client.
 
 Real: the detector (the shipped trained model in ONNX Runtime), HTTP, the LLM client.
-Scripted: the upstream LLM only (``extproc.scripted_upstream``), one script per test.
+Scripted: the upstream LLM only (``truthlens.testing.upstream``), one script per test.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from extproc.scripted_upstream import ScriptedUpstream
-from plugins.base import Exchange, GroundedQuery, Services
-from plugins.detector import manifest
-from plugins.detector.factory import create_detector
-from plugins.detector.types import Detection, DetectionInput, Detector, DetectorSettings
-from plugins.llm_client import Endpoint, LLMClient
+from truthlens.testing.upstream import ScriptedUpstream
+from truthlens.modes.base import Exchange, GroundedQuery, Services
+from truthlens.detector import manifest
+from truthlens.detector.factory import create_detector
+from truthlens.detector.types import Detection, DetectionInput, Detector, DetectorSettings
+from truthlens.llm import Endpoint, LLMClient
 
 CONTEXT = (
     "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris, France. "

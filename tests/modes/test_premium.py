@@ -19,13 +19,13 @@ from shipped_inputs import (
     PAVILION_WRONG_CLAIM,
 )
 
-from extproc.scripted_upstream import ScriptedUpstream
-from plugins.base import ConfigError, Exchange, OptionContext, Services
-from plugins.detector.types import Detection, Detector
-from plugins.truthlens import premium
-from plugins.truthlens.claims import align, segment
-from plugins.truthlens.premium import DEFAULT_ABSTAIN, PremiumOptions
-from plugins.truthlens.prompts import CONTEXT_MARKER, DEBATE_MARKER, JUDGE_MARKER
+from truthlens.testing.upstream import ScriptedUpstream
+from truthlens.modes.base import ConfigError, Exchange, OptionContext, Services
+from truthlens.detector.types import Detection, Detector
+from truthlens.modes import premium
+from truthlens.modes.claims import align, segment
+from truthlens.modes.premium import DEFAULT_ABSTAIN, PremiumOptions
+from truthlens.modes.prompts import CONTEXT_MARKER, DEBATE_MARKER, JUDGE_MARKER
 
 from .conftest import exchange
 from .conftest import score as score_in

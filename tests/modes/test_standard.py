@@ -11,12 +11,12 @@ import time
 
 import pytest
 
-from extproc.scripted_upstream import ScriptedUpstream
-from plugins.base import ConfigError, OptionContext, Services
-from plugins.detector.types import Detector
-from plugins.truthlens import standard
-from plugins.truthlens.prompts import REFINE_MARKER
-from plugins.truthlens.standard import StandardOptions
+from truthlens.testing.upstream import ScriptedUpstream
+from truthlens.modes.base import ConfigError, OptionContext, Services
+from truthlens.detector.types import Detector
+from truthlens.modes import standard
+from truthlens.modes.prompts import REFINE_MARKER
+from truthlens.modes.standard import StandardOptions
 
 from .conftest import CONTEXT, QUESTION, exchange, score
 

@@ -1,7 +1,7 @@
 """The gateway's tracer reaches the modes and the LLM client through the services they are given.
 
 No global tracer provider is installed here (nor anywhere in the suite): the spans below exist
-only because :class:`extproc.services.ServiceProvider` hands the processor's own tracer over.
+only because :class:`truthlens.gateway.services.ServiceProvider` hands the processor's own tracer over.
 Real: the shipped detector, HTTP, the LLM client, the OpenTelemetry SDK and Prometheus client.
 Scripted: the upstream LLM only.
 """
@@ -19,16 +19,16 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.openmetrics.exposition import generate_latest as openmetrics
 from span_capture import SpanCapture, captured_spans
 
-from extproc import launch
-from extproc.config import parse_config
-from extproc.scripted_upstream import ScriptedUpstream
-from extproc.services import ServiceProvider
-from extproc.telemetry import Telemetry
-from plugins.base import Services
-from plugins.detector.types import Detector
-from plugins.truthlens import standard
-from plugins.truthlens.prompts import REFINE_MARKER
-from plugins.truthlens.standard import StandardOptions
+from truthlens.testing import launch
+from truthlens.gateway.config import parse_config
+from truthlens.testing.upstream import ScriptedUpstream
+from truthlens.gateway.services import ServiceProvider
+from truthlens.gateway.telemetry import Telemetry
+from truthlens.modes.base import Services
+from truthlens.detector.types import Detector
+from truthlens.modes import standard
+from truthlens.modes.prompts import REFINE_MARKER
+from truthlens.modes.standard import StandardOptions
 
 from .conftest import exchange, score
 
@@ -98,7 +98,7 @@ async def test_mode_and_llm_spans_join_the_exchange_trace_without_a_global_provi
 @in_module_loop
 async def test_detected_spans_are_span_events_with_text_only_when_asked(
         detector: Detector, capture: SpanCapture, monkeypatch: pytest.MonkeyPatch) -> None:
-    from plugins.base import ChoiceVerdict, Verdict
+    from truthlens.modes.base import ChoiceVerdict, Verdict
 
     telemetry = Telemetry(registry=CollectorRegistry(), tracer_provider=capture.provider)
     detection = await score(detector, WRONG)

@@ -17,9 +17,9 @@ import yaml
 from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 
-from extproc.config import ConfigStore, load_config, parse_config
-from extproc.telemetry import Telemetry
-from plugins.base import ConfigError
+from truthlens.gateway.config import ConfigStore, load_config, parse_config
+from truthlens.gateway.telemetry import Telemetry
+from truthlens.modes.base import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = REPO / "configs" / "config.yaml"
@@ -127,7 +127,6 @@ def test_decision_configuration_merges_over_the_global_section() -> None:
 
 
 def test_mode_options_come_from_the_global_mode_section_and_the_decision() -> None:
-    pytest.importorskip("plugins.truthlens.standard", reason="standard mode module not present")
     doc = base()
     doc["hallucination"]["standard"] = {"max_iterations": 4, "convergence_threshold": 0.4}
     doc["decisions"][0]["plugins"][0]["configuration"] = {"mode": "standard", "max_iterations": 2}
@@ -219,7 +218,7 @@ def test_reload_swaps_and_pinned_snapshots_stay(tmp_path: Path, caplog: pytest.L
     good = store.current
     doc["decisions"][0]["rules"]["conditions"][0]["type"] = "domian"
     write(path, doc)
-    with caplog.at_level(logging.ERROR, logger="extproc.config"):
+    with caplog.at_level(logging.ERROR, logger="truthlens.gateway.config"):
         assert store.reload() is False
     assert store.current is good
     assert reloads(t, "rejected") == 1
@@ -228,7 +227,7 @@ def test_reload_swaps_and_pinned_snapshots_stay(tmp_path: Path, caplog: pytest.L
     doc["decisions"][0]["rules"]["conditions"][0]["type"] = "path"
     doc["detector"]["token_threshold"] = 0.6
     write(path, doc)
-    with caplog.at_level(logging.WARNING, logger="extproc.config"):
+    with caplog.at_level(logging.WARNING, logger="truthlens.gateway.config"):
         assert store.reload() is True
     assert "after a restart" in caplog.text
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from extproc.config import parse_config
-from extproc.decisions import RequestFacts, compile_rules, match
-from plugins.base import ConfigError
+from truthlens.gateway.config import parse_config
+from truthlens.gateway.decisions import RequestFacts, compile_rules, match
+from truthlens.modes.base import ConfigError
 
 
 def facts(path: str = "/v1/chat/completions", *, headers: dict[str, str] | None = None,

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import yaml
 
-from extproc.config import load_config
-from extproc.demo import REFINE_HEADER, demo_config
-from extproc.launch import REPO_ROOT
+from truthlens.gateway.config import load_config
+from truthlens.demo import REFINE_HEADER, demo_config
+from truthlens.testing.launch import REPO_ROOT
 
 
 def test_demo_adds_a_standard_route_for_its_header_and_keeps_the_rest(tmp_path: Path) -> None:

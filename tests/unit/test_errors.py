@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from extproc.errors import (
+from truthlens.gateway.errors import (
     CLIENT_REASONS,
     REASONS,
     GatewayError,
@@ -12,7 +12,7 @@ from extproc.errors import (
     normalize_reason,
     reason_for_exception,
 )
-from plugins.detector.types import DetectorError, InvalidInput, Overloaded
+from truthlens.detector.types import DetectorError, InvalidInput, Overloaded
 
 
 def test_every_reason_has_a_status_and_a_meaning() -> None:

@@ -15,13 +15,13 @@ import pytest_asyncio
 from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 
-from extproc.config import Budgets, parse_config
-from extproc.openai_body import ContextSettings, parse_chat_request
-from extproc.policy import run_policy, verdict_reason
-from extproc.telemetry import Telemetry
-from plugins.base import ConfigError, Exchange, GroundedQuery, OptionContext, Services
-from plugins.detector.types import Detector, DetectorSettings
-from plugins.truthlens import lightweight
+from truthlens.gateway.config import Budgets, parse_config
+from truthlens.gateway.openai_body import ContextSettings, parse_chat_request
+from truthlens.gateway.checking import run_policy, verdict_reason
+from truthlens.gateway.telemetry import Telemetry
+from truthlens.modes.base import ConfigError, Exchange, GroundedQuery, OptionContext, Services
+from truthlens.detector.types import Detector, DetectorSettings
+from truthlens.modes import lightweight
 
 CONTEXT = (
     "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris, France. "
@@ -36,10 +36,7 @@ HALLUCINATED = "The Eiffel Tower is in Berlin, Germany, and it was completed in 
 
 
 async def load_detector(**overrides: Any) -> Detector:
-    factory = pytest.importorskip("plugins.detector.factory", reason="the detector runtime is not present")
-    manifest = pytest.importorskip("plugins.detector.manifest")
-    if not (manifest.DEFAULT_MODEL_DIR / "model.onnx").is_file():
-        pytest.skip(f"the shipped detector model is not built yet ({manifest.DEFAULT_MODEL_DIR.name}/model.onnx missing)")
+    from truthlens.detector import factory
     return factory.create_detector(dataclasses.replace(DetectorSettings(), **overrides))
 
 

@@ -1,7 +1,7 @@
 """The LLM client against the scripted upstream over real HTTP: request shape, parsing,
 endpoint map, keys, retries, timeouts, the exchange budget, spans and the call callback.
 
-Scripted part: the upstream LLM (``extproc.scripted_upstream``). Real: aiohttp, HTTP, OpenTelemetry SDK.
+Scripted part: the upstream LLM (``truthlens.testing.upstream``). Real: aiohttp, HTTP, OpenTelemetry SDK.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import pytest
 from opentelemetry import trace
 from span_capture import SpanCapture, captured_spans
 
-from extproc.scripted_upstream import ScriptedUpstream
-from plugins.llm_client import ChatCall, Endpoint, LLMClient, LLMError
+from truthlens.testing.upstream import ScriptedUpstream
+from truthlens.llm import ChatCall, Endpoint, LLMClient, LLMError
 
 MSGS = ({"role": "user", "content": "Where is the Eiffel Tower?"},)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from extproc.openai_body import (
+from truthlens.gateway.openai_body import (
     BodyError,
     ChatResponse,
     ContextSettings,
@@ -24,7 +24,7 @@ from extproc.openai_body import (
     rechunk,
     render_chat_response,
 )
-from extproc.sse import SSEDecoder
+from truthlens.gateway.sse import SSEDecoder
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 CTX = ContextSettings()

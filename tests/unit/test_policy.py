@@ -11,7 +11,6 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -25,17 +24,17 @@ from shipped_inputs import (
     require_shipped_model,
 )
 
-from extproc.config import Budgets, Config, Decision, parse_config
-from extproc.openai_body import ChatRequest, ContextSettings, parse_chat_request
-from extproc.policy import (
+from truthlens.gateway.config import Budgets, Config, Decision, parse_config
+from truthlens.gateway.openai_body import ChatRequest, ContextSettings, parse_chat_request
+from truthlens.gateway.checking import (
     BudgetedDetector,
     record_escalations,
     run_policy,
     verdict_reason,
 )
-from extproc.telemetry import Telemetry
-from plugins.base import ChoiceVerdict, Services, Verdict
-from plugins.detector.types import Detection, DetectionInput
+from truthlens.gateway.telemetry import Telemetry
+from truthlens.modes.base import ChoiceVerdict, Services, Verdict
+from truthlens.detector.types import Detection, DetectionInput
 
 PASSAGES = [
     "The Eiffel Tower is a wrought-iron lattice tower in Paris, completed in 1889.",
@@ -142,11 +141,8 @@ async def test_gating_without_an_embedder_still_runs_the_check() -> None:
 
 
 async def test_gating_with_the_real_embedder_keeps_the_relevant_passage() -> None:
-    embedder_module = pytest.importorskip("plugins.evidence.embedder")
-    try:
-        embedder = embedder_module.OnnxEmbedder.load()
-    except embedder_module.EmbedderError as exc:
-        pytest.skip(f"the evidence embedder model is not available: {exc}")
+    from truthlens.evidence import embedder as embedder_module
+    embedder = embedder_module.OnnxEmbedder.load()
     decision, policy = decision_of(config({"evidence": {"enabled": True, "min_gate": 0.5}}))
     t, spans = telemetry()
     try:
@@ -162,10 +158,10 @@ async def test_gating_with_the_real_embedder_keeps_the_relevant_passage() -> Non
 
 async def test_gating_hands_the_held_back_passages_on() -> None:
     """What gating sets aside is what ACR may bring back as more evidence (Exchange.held_back_passages)."""
-    from extproc.policy import _gate
-    from plugins.evidence.gating import EvidenceSettings
+    from truthlens.gateway.checking import _gate
+    from truthlens.evidence.gating import EvidenceSettings
 
-    embedder_module = pytest.importorskip("plugins.evidence.embedder")
+    from truthlens.evidence import embedder as embedder_module
     embedder = embedder_module.OnnxEmbedder.load()
     t, _ = telemetry()
     try:
@@ -182,8 +178,8 @@ async def test_gating_hands_the_held_back_passages_on() -> None:
 
 async def test_verdicts_on_the_shipped_onnx_detector() -> None:
     """The shipped trained model, fed answers it judges with a wide margin (tests/shipped_inputs.py)."""
-    from plugins.detector.factory import create_detector
-    from plugins.detector.types import DetectorSettings
+    from truthlens.detector.factory import create_detector
+    from truthlens.detector.types import DetectorSettings
 
     require_shipped_model()
     detector = create_detector(DetectorSettings())

@@ -15,7 +15,7 @@ import aiohttp
 import openai
 import pytest
 
-from extproc.scripted_upstream import ScriptedUpstream, ScriptError, parse_script, tokens_of
+from truthlens.testing.upstream import ScriptedUpstream, ScriptError, parse_script, tokens_of
 
 QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
 

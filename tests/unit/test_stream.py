@@ -24,11 +24,11 @@ from prometheus_client import CollectorRegistry
 from shipped_inputs import CONTEXT as PASSAGE
 from shipped_inputs import GROUNDED, HALLUCINATED, WRONG_FACTS, require_shipped_model
 
-from extproc.launch import config_yaml
-from extproc.server import ProcessorServer, ServerSettings
-from extproc.service import METHOD_PATH
-from extproc.telemetry import Telemetry
-from protos import truthlens_ext_proc_pb2 as pb
+from truthlens.testing.launch import config_yaml
+from truthlens.gateway.server import ProcessorServer, ServerSettings
+from truthlens.gateway.processor import METHOD_PATH
+from truthlens.gateway.telemetry import Telemetry
+from truthlens._proto import truthlens_ext_proc_pb2 as pb
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from tokenizers import Tokenizer
 
-from plugins.detector.manifest import DEFAULT_MODEL_DIR
+from truthlens.detector.manifest import DEFAULT_MODEL_DIR
 from training.corpus.builder import Example, LabelSpan, _train_or_heldout
 from training.corpus.domains import HELDOUT_DOMAINS, TRAIN_DOMAINS
 from training.corpus.splits import generate, read_jsonl, write_jsonl

@@ -1,5 +1,0 @@
-"""``python -m extproc`` is the ``truthlens`` command."""
-
-from extproc.cli import main
-
-raise SystemExit(main())

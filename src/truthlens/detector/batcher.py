@@ -1,0 +1,305 @@
+"""Dynamic micro-batching: rows from concurrent callers share one model run.
+
+Callers ``submit`` all rows of one check at once and await their outputs. A single worker
+task forms batches (up to ``max_batch_size`` rows, waiting at most ``max_wait_s`` after the
+oldest row arrived, rows of similar length together to limit padding) and runs them one at
+a time in a dedicated thread (``max_in_flight`` at a time for a remote model server, whose
+round trips should overlap), so inference never blocks the event loop. The queue is
+bounded by checks in flight; a cancelled caller's rows are dropped before they run, or
+their outputs ignored if already running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from truthlens.detector.types import DetectorError, Overloaded
+
+log = logging.getLogger(__name__)
+
+RowT = TypeVar("RowT")
+OutT = TypeVar("OutT")
+
+# Rows join the oldest row's batch when their lengths are within this ratio (plus slack),
+# so one long row does not make a batch of short ones pad to its length.
+LENGTH_RATIO = 1.25
+LENGTH_SLACK = 32
+
+
+# When the check submitting rows must be answered (event-loop clock): the engine sets it from
+# the route's detection budget. A run function that calls a remote server caps its call with
+# batch_time_left(), so a batch never outlives every caller waiting for it.
+CHECK_DEADLINE: ContextVar[float | None] = ContextVar("detector_check_deadline", default=None)
+_running_batch = threading.local()
+
+
+def batch_time_left() -> float | None:
+    """Inside a run function: seconds until the last caller of this batch gives up (None: some
+    caller set no deadline)."""
+    return getattr(_running_batch, "time_left", None)
+
+
+def _run_with_budget(run_batch: Callable[[Sequence[Any]], Sequence[Any]], rows: Sequence[Any],
+                     time_left: float | None) -> Sequence[Any]:
+    _running_batch.time_left = time_left
+    try:
+        return run_batch(rows)
+    finally:
+        _running_batch.time_left = None
+
+
+class BatchFailed(DetectorError):
+    """The model run that held the caller's rows raised; the message says why."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("model_error", message)
+
+
+class BatcherClosed(DetectorError):
+    def __init__(self) -> None:
+        super().__init__("closed", "the detector is shut down")
+
+
+@dataclass(frozen=True, slots=True)
+class BatchStats:
+    runs: int  # model runs so far
+    rows: int  # rows run so far
+    largest_batch: int
+
+
+@dataclass(eq=False, slots=True)
+class _Job(Generic[OutT]):
+    future: asyncio.Future[list[OutT]]
+    outputs: list[OutT | None]
+    remaining: int
+    cancelled: bool = False
+
+
+@dataclass(slots=True)
+class _Entry(Generic[RowT]):
+    job: _Job[Any]
+    index: int
+    row: RowT
+    length: int
+    enqueued: float = field(default_factory=time.monotonic)
+    deadline: float | None = None  # CHECK_DEADLINE of the submitting check
+
+
+class MicroBatcher(Generic[RowT, OutT]):
+    """Groups rows of concurrent ``submit`` calls into calls of ``run_batch`` in a worker thread."""
+
+    def __init__(
+        self,
+        run_batch: Callable[[Sequence[RowT]], Sequence[OutT]],
+        length: Callable[[RowT], int],
+        *,
+        max_batch_size: int,
+        max_wait_s: float,
+        max_queue: int,
+        max_in_flight: int = 1,
+    ) -> None:
+        if max_batch_size < 1 or max_queue < 1 or max_wait_s < 0 or max_in_flight < 1:
+            raise ValueError("max_batch_size, max_queue and max_in_flight must be >= 1 and max_wait_s >= 0")
+        self._run_batch = run_batch
+        self._length = length
+        self._max_batch = max_batch_size
+        self._max_wait = max_wait_s
+        self._max_queue = max_queue
+        self._pending: deque[_Entry[RowT]] = deque()
+        self._jobs: set[_Job[OutT]] = set()
+        self._max_in_flight = max_in_flight
+        self._executor = ThreadPoolExecutor(max_workers=max_in_flight, thread_name_prefix="detector-infer")
+        self._running: set[asyncio.Task[None]] = set()
+        self._slots: asyncio.Semaphore | None = None
+        self._worker: asyncio.Task[None] | None = None
+        self._wakeup: asyncio.Event | None = None
+        self._closed = False
+        self._runs = 0
+        self._rows = 0
+        self._largest = 0
+
+    @property
+    def queue_depth(self) -> int:
+        """Checks submitted and not yet answered (the ``truthlens_detector_queue_depth`` gauge)."""
+        return len(self._jobs)
+
+    @property
+    def pending_rows(self) -> int:
+        return len(self._pending)
+
+    @property
+    def running_batches(self) -> int:
+        """Batches in the run function now (at most ``max_in_flight``)."""
+        return len(self._running)
+
+    @property
+    def stats(self) -> BatchStats:
+        return BatchStats(runs=self._runs, rows=self._rows, largest_batch=self._largest)
+
+    async def submit(self, rows: Sequence[RowT]) -> list[OutT]:
+        """Outputs for ``rows`` in order. Raises :class:`Overloaded` when the queue is full,
+        :class:`BatchFailed` when the model run failed, :class:`BatcherClosed` after ``close``."""
+        if self._closed:
+            raise BatcherClosed()
+        if not rows:
+            return []
+        if len(self._jobs) >= self._max_queue:
+            raise Overloaded(
+                f"detector queue is full: {len(self._jobs)} checks in flight (max_queue={self._max_queue}); "
+                "the check was not run"
+            )
+        wakeup = self._ensure_worker()
+        loop = asyncio.get_running_loop()
+        job: _Job[OutT] = _Job(future=loop.create_future(), outputs=[None] * len(rows), remaining=len(rows))
+        self._jobs.add(job)
+        deadline = CHECK_DEADLINE.get()
+        self._pending.extend(_Entry(job, i, row, self._length(row), deadline=deadline) for i, row in enumerate(rows))
+        wakeup.set()
+        try:
+            return await job.future
+        except asyncio.CancelledError:
+            self._drop(job)
+            raise
+        finally:
+            self._jobs.discard(job)
+
+    async def close(self) -> None:
+        """Stop the worker; waiting callers get :class:`BatcherClosed`."""
+        self._closed = True
+        for job in list(self._jobs):
+            if not job.future.done():
+                job.future.set_exception(BatcherClosed())
+        self._pending.clear()
+        if self._worker is not None:
+            self._worker.cancel()
+            try:
+                await self._worker
+            except asyncio.CancelledError:
+                pass
+        for task in list(self._running):
+            task.cancel()
+        if self._running:
+            await asyncio.gather(*self._running, return_exceptions=True)
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def _ensure_worker(self) -> asyncio.Event:
+        loop = asyncio.get_running_loop()
+        if self._worker is None or self._worker.done() or self._worker.get_loop() is not loop:
+            if self._worker is not None and not self._worker.done() and not self._worker.get_loop().is_closed():
+                raise RuntimeError("MicroBatcher is bound to another running event loop")
+            self._wakeup = asyncio.Event()
+            self._slots = asyncio.Semaphore(self._max_in_flight)
+            self._worker = loop.create_task(self._work(self._wakeup), name="detector-batcher")
+        assert self._wakeup is not None
+        return self._wakeup
+
+    def _drop(self, job: _Job[OutT]) -> None:
+        job.cancelled = True
+        if any(e.job is job for e in self._pending):
+            self._pending = deque(e for e in self._pending if e.job is not job)
+
+    async def _work(self, wakeup: asyncio.Event) -> None:
+        assert self._slots is not None
+        while True:
+            if not self._pending:
+                wakeup.clear()
+                await wakeup.wait()
+                continue
+            # A free slot first: rows that arrive while every slot is busy join the next batch.
+            await self._slots.acquire()
+            batch = []
+            if self._pending:  # callers may have given up while every slot was busy
+                await self._gather(wakeup)
+                batch = self._take_batch()
+            if not batch:
+                self._slots.release()
+                continue
+            task = asyncio.get_running_loop().create_task(self._run(batch, self._slots))
+            self._running.add(task)
+            task.add_done_callback(self._running.discard)
+
+    async def _run(self, batch: list[_Entry[RowT]], slots: asyncio.Semaphore) -> None:
+        loop = asyncio.get_running_loop()
+        deadlines = [e.deadline for e in batch]
+        time_left = None if None in deadlines else max(d for d in deadlines if d is not None) - loop.time()
+        try:
+            outputs = await loop.run_in_executor(
+                self._executor, _run_with_budget, self._run_batch, [e.row for e in batch], time_left
+            )
+            if len(outputs) != len(batch):
+                raise RuntimeError(f"model returned {len(outputs)} outputs for {len(batch)} rows")
+        except asyncio.CancelledError:
+            raise
+        except DetectorError as exc:  # a backend's own label (a remote server down, late) stays
+            log.warning("detector batch of %d rows failed (%s): %s", len(batch), exc.reason, exc)
+            self._fail(batch, exc)
+            return
+        except Exception as exc:  # the model failed: every caller in the batch gets unavailable
+            log.exception("detector batch of %d rows failed", len(batch))
+            self._fail(batch, BatchFailed(f"model run failed: {type(exc).__name__}: {exc}"))
+            return
+        finally:
+            slots.release()
+        self._runs += 1
+        self._rows += len(batch)
+        self._largest = max(self._largest, len(batch))
+        self._deliver(batch, outputs)
+
+    async def _gather(self, wakeup: asyncio.Event) -> None:
+        """Wait for the batch to fill, at most until the oldest row has waited ``max_wait``."""
+        deadline = self._pending[0].enqueued + self._max_wait
+        while self._pending and len(self._pending) < self._max_batch:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            wakeup.clear()
+            try:
+                await asyncio.wait_for(wakeup.wait(), left)
+            except TimeoutError:
+                return
+
+    def _take_batch(self) -> list[_Entry[RowT]]:
+        while self._pending and self._pending[0].job.cancelled:
+            self._pending.popleft()
+        if not self._pending:
+            return []
+        anchor = self._pending[0].length
+        low, high = anchor / LENGTH_RATIO - LENGTH_SLACK, anchor * LENGTH_RATIO + LENGTH_SLACK
+        batch: list[_Entry[RowT]] = []
+        rest: deque[_Entry[RowT]] = deque()
+        for entry in self._pending:
+            if entry.job.cancelled:
+                continue
+            if len(batch) < self._max_batch and low <= entry.length <= high:
+                batch.append(entry)
+            else:
+                rest.append(entry)
+        self._pending = rest
+        return batch
+
+    def _deliver(self, batch: list[_Entry[RowT]], outputs: Sequence[OutT]) -> None:
+        for entry, output in zip(batch, outputs, strict=True):
+            job = entry.job
+            if job.cancelled or job.future.done():
+                continue
+            job.outputs[entry.index] = output
+            job.remaining -= 1
+            if job.remaining == 0:
+                job.future.set_result(list(job.outputs))
+
+    def _fail(self, batch: list[_Entry[RowT]], error: DetectorError) -> None:
+        for entry in batch:
+            job = entry.job
+            if not job.cancelled and not job.future.done():
+                job.future.set_exception(error)
+                # The rest of this job's rows are useless now.
+                self._drop(job)

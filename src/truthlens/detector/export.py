@@ -1,0 +1,399 @@
+"""Exports a Hugging Face token-classification checkpoint to a detector model directory.
+
+Writes ``model.onnx`` (dynamic batch and sequence axes), ``tokenizer.json`` and
+``manifest.json`` (see docs/architecture.md), optionally quantises the weights to dynamic
+int8 (per channel), and verifies the result against torch on sample inputs: fp32 logits by
+maximum absolute difference, int8 by agreement of the hallucination probabilities. A model
+that fails verification raises :class:`ExportError`; nothing half-checked is reported as done.
+
+Needs the ``export`` extra (torch, transformers, onnx); serving never imports this module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import shutil
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from truthlens.detector.prompt import TEMPLATE_NAME, build_prompt
+
+Quantize = Literal["none", "int8"]
+MANIFEST_FORMAT = "truthlens-detector/1"
+FP32_LOGIT_TOLERANCE = 1e-3
+INT8_MAX_PROB_TOLERANCE = 0.35
+INT8_MEAN_PROB_TOLERANCE = 0.05
+
+# Sample inputs for verification: one short, one padded to the window, both in a batch.
+_SAMPLE_CONTEXT = (
+    "The Eiffel Tower is 330 metres tall and was completed in March 1889.",
+    "It was designed by the engineering company of Gustave Eiffel for the World's Fair.",
+)
+_SAMPLE_QUESTION = "How tall is the Eiffel Tower and when was it finished?"
+_SAMPLE_ANSWER = "The Eiffel Tower is 330 metres tall. It was completed in 1901 by Gustave Eiffel's company."
+
+
+class ExportError(RuntimeError):
+    """The export or its verification failed."""
+
+
+@dataclass(frozen=True, slots=True)
+class Verification:
+    lengths: tuple[int, ...]  # sequence lengths of the samples checked (the last is a padded batch)
+    max_abs_logit_diff: float  # fp32 ONNX vs torch
+    int8_max_prob_diff: float | None = None
+    int8_mean_prob_diff: float | None = None
+    int8_label_agreement: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ExportReport:
+    out_dir: str
+    architecture: str
+    inputs: tuple[str, ...]
+    opset: int
+    quantization: str
+    max_length: int
+    model_bytes: int
+    seconds: float
+    verification: Verification | None = None
+    files: tuple[str, ...] = field(default=("model.onnx", "tokenizer.json", "manifest.json"))
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2)
+
+
+def _logits_only(model: Any) -> Any:
+    """Wraps the HF model so the graph has named tensor inputs and one ``logits`` output."""
+    import torch
+
+    class LogitsOnly(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(
+            self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None = None
+        ) -> torch.Tensor:
+            extra = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
+            return self.model(input_ids=input_ids, attention_mask=attention_mask, **extra).logits
+
+    return LogitsOnly().eval()
+
+
+def _load_checkpoint(checkpoint_dir: Path) -> Any:
+    from transformers import AutoModelForTokenClassification
+
+    try:
+        # never flash-attention: it unpads the batch and cannot be traced
+        model = AutoModelForTokenClassification.from_pretrained(str(checkpoint_dir), attn_implementation="sdpa")
+    except (ValueError, ImportError):
+        model = AutoModelForTokenClassification.from_pretrained(str(checkpoint_dir), attn_implementation="eager")
+    return model.eval()
+
+
+def _load_tokenizer(checkpoint_dir: Path) -> Any:
+    """The fast tokenizer, with any padding/truncation settings stripped (the runtime owns those)."""
+    from tokenizers import Tokenizer
+
+    path = checkpoint_dir / "tokenizer.json"
+    if path.exists():
+        tokenizer = Tokenizer.from_file(str(path))
+    else:
+        from transformers import AutoTokenizer
+
+        hf = AutoTokenizer.from_pretrained(str(checkpoint_dir))
+        if not hf.is_fast:
+            raise ExportError(f"{checkpoint_dir}: no fast tokenizer (tokenizer.json) available")
+        tokenizer = hf.backend_tokenizer
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    return tokenizer
+
+
+def _input_names(model: Any) -> tuple[str, ...]:
+    accepted = inspect.signature(model.forward).parameters
+    names = ["input_ids", "attention_mask"]
+    if "token_type_ids" in accepted and getattr(model.config, "type_vocab_size", 0) > 1:
+        names.append("token_type_ids")
+    return tuple(names)
+
+
+def _sample_batches(tokenizer: Any, input_names: Sequence[str], max_length: int) -> list[dict[str, np.ndarray]]:
+    """Feeds: a short pair, a pair filling ``max_length`` (prompt truncated), and both padded together."""
+    short = tokenizer.encode(build_prompt(_SAMPLE_CONTEXT, _SAMPLE_QUESTION), _SAMPLE_ANSWER)
+    filler = tuple(f"{p} Passage {i} repeats background text to fill the window." for i, p in enumerate(_SAMPLE_CONTEXT * 200))
+    tokenizer.enable_truncation(max_length, strategy="only_first")
+    try:
+        long = tokenizer.encode(build_prompt(filler, _SAMPLE_QUESTION), _SAMPLE_ANSWER)
+    finally:
+        tokenizer.no_truncation()
+    encodings = [short, long]
+
+    def feed(encs: Sequence[Any]) -> dict[str, np.ndarray]:
+        width = max(len(e.ids) for e in encs)
+        rows: dict[str, list[list[int]]] = {"input_ids": [], "attention_mask": [], "token_type_ids": []}
+        for e in encs:
+            pad = width - len(e.ids)
+            rows["input_ids"].append(list(e.ids) + [0] * pad)
+            rows["attention_mask"].append([1] * len(e.ids) + [0] * pad)
+            rows["token_type_ids"].append(list(e.type_ids) + [0] * pad)
+        return {name: np.asarray(rows[name], dtype=np.int64) for name in input_names}
+
+    return [feed([short]), feed([long]), feed(encodings)]
+
+
+def _torch_logits(model: Any, feed: Mapping[str, np.ndarray]) -> np.ndarray:
+    import torch
+
+    with torch.inference_mode():
+        return model(**{k: torch.from_numpy(v) for k, v in feed.items()}).logits.float().numpy()
+
+
+def _onnx_logits(path: Path, feeds: Sequence[Mapping[str, np.ndarray]]) -> list[np.ndarray]:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    return [session.run(["logits"], dict(feed))[0] for feed in feeds]
+
+
+def _softmax_hallucinated(logits: np.ndarray, index: int) -> np.ndarray:
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    exp = np.exp(shifted)
+    return exp[..., index] / exp.sum(axis=-1)
+
+
+def _export_graph(wrapper: Any, feed: Mapping[str, np.ndarray], input_names: Sequence[str], path: Path, opset: int, dynamo: bool) -> None:
+    import torch
+
+    args = tuple(torch.from_numpy(feed[name]) for name in input_names)
+    with warnings.catch_warnings():
+        # The exporters warn about shape-dependent Python branches and indexing patterns in HF
+        # model code; the ONNX-vs-torch verification that follows is what proves the graph.
+        warnings.simplefilter("ignore")
+        if dynamo:
+            batch, seq = torch.export.Dim("batch"), torch.export.Dim("sequence")
+            program = torch.onnx.export(
+                wrapper, args, dynamo=True, opset_version=opset, input_names=list(input_names), output_names=["logits"],
+                dynamic_shapes={name: {0: batch, 1: seq} for name in input_names},
+                optimize=opset < 23,  # the fused RotaryEmbedding of opset 23 fails in onnxruntime
+            )
+            if program is None:
+                raise ExportError("the dynamo exporter returned no program")
+            program.save(str(path))
+            return
+        axes = {name: {0: "batch", 1: "sequence"} for name in input_names} | {"logits": {0: "batch", 1: "sequence"}}
+        torch.onnx.export(
+            wrapper, args, str(path), dynamo=False, opset_version=opset, input_names=list(input_names),
+            output_names=["logits"], dynamic_axes=axes, do_constant_folding=True,
+        )
+
+
+def _quantize_int8(src: Path, dst: Path) -> None:
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    quantize_dynamic(
+        str(src), str(dst), per_channel=True, weight_type=QuantType.QInt8,
+        # fused graphs carry value infos without types; without a default the quantiser fails
+        extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+    )
+
+
+def _hallucinated_index(config: Any) -> tuple[list[str], int]:
+    labels = [str(config.id2label.get(i, f"LABEL_{i}")) for i in range(config.num_labels)]
+    if config.num_labels != 2:
+        raise ExportError(f"expected a 2-label token classifier, got {config.num_labels} labels")
+    named = [i for i, name in enumerate(labels) if "halluc" in name.lower()]
+    # LettuceDetect checkpoints keep the default LABEL_0/LABEL_1 names; 1 = hallucinated
+    index = named[0] if named else 1
+    return (["supported", "hallucinated"] if index == 1 else ["hallucinated", "supported"]), index
+
+
+def export_model(
+    checkpoint_dir: str | Path,
+    out_dir: str | Path,
+    *,
+    quantize: Quantize = "none",
+    opset: int = 17,
+    max_length: int = 512,
+    verify: bool = True,
+    dynamo: bool = False,
+    provenance: Mapping[str, object] | None = None,
+    metrics: Mapping[str, object] | None = None,
+) -> ExportReport:
+    """Export ``checkpoint_dir`` into ``out_dir`` (created; existing model files replaced).
+
+    ``max_length`` is capped by the model's position limit and recorded in the manifest.
+    ``provenance`` is merged into the manifest's ``source``; ``metrics`` becomes ``metrics``.
+    """
+    started = time.monotonic()
+    checkpoint, out = Path(checkpoint_dir), Path(out_dir)
+    if not (checkpoint / "config.json").exists():
+        raise ExportError(f"{checkpoint}: not a Hugging Face checkpoint (no config.json)")
+    if quantize not in ("none", "int8"):
+        raise ExportError(f"quantize must be 'none' or 'int8', got {quantize!r}")
+    model = _load_checkpoint(checkpoint)
+    tokenizer = _load_tokenizer(checkpoint)
+    labels, hallucinated = _hallucinated_index(model.config)
+    positions = getattr(model.config, "max_position_embeddings", max_length)
+    max_length = min(max_length, positions)
+    names = _input_names(model)
+    wrapper = _logits_only(model)
+    feeds = _sample_batches(tokenizer, names, max_length)
+
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="truthlens-export-") as tmp:
+        fp32 = Path(tmp) / "model.fp32.onnx"
+        _export_graph(wrapper, feeds[-1], names, fp32, opset, dynamo)
+        verification = None
+        if verify:
+            expected = [_torch_logits(model, feed) for feed in feeds]
+            got = _onnx_logits(fp32, feeds)
+            diff = max(_masked_max_diff(e, g, f["attention_mask"]) for e, g, f in zip(expected, got, feeds, strict=True))
+            if not diff <= FP32_LOGIT_TOLERANCE:
+                raise ExportError(f"ONNX logits differ from torch by {diff:.3g} (> {FP32_LOGIT_TOLERANCE})")
+            verification = Verification(tuple(int(f["input_ids"].shape[1]) for f in feeds), diff)
+        final = fp32
+        if quantize == "int8":
+            final = Path(tmp) / "model.int8.onnx"
+            _quantize_int8(fp32, final)
+            if verify:
+                assert verification is not None
+                verification = _verify_int8(model, final, feeds, hallucinated, verification)
+        shutil.copyfile(final, out / "model.onnx")
+    tokenizer.save(str(out / "tokenizer.json"))
+
+    quantization = "int8-dynamic-per-channel" if quantize == "int8" else "none"
+    source: dict[str, object] = {
+        "architecture": type(model).__name__,
+        "base": checkpoint.resolve().name,  # never a machine-specific path
+        "opset": opset,
+        "exporter": "torch.onnx (dynamo)" if dynamo else "torch.onnx (torchscript)",
+    } | dict(provenance or {})
+    if verification is not None:
+        source["verification"] = asdict(verification)
+    manifest = {
+        "format": MANIFEST_FORMAT,
+        "labels": labels,
+        "hallucinated_index": hallucinated,
+        "max_length": max_length,
+        "prompt_template": TEMPLATE_NAME,
+        "inputs": list(names),
+        "quantization": quantization,
+        "source": source,
+        "metrics": dict(metrics or {}),
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    return ExportReport(
+        out_dir=str(out), architecture=type(model).__name__, inputs=names, opset=opset,
+        quantization=quantization, max_length=max_length, model_bytes=(out / "model.onnx").stat().st_size,
+        seconds=round(time.monotonic() - started, 2), verification=verification,
+    )
+
+
+def _masked_max_diff(expected: np.ndarray, got: np.ndarray, mask: np.ndarray) -> float:
+    if expected.shape != got.shape:
+        raise ExportError(f"ONNX logits shape {got.shape} != torch {expected.shape}")
+    keep = mask.astype(bool)
+    return float(np.abs(expected[keep] - got[keep]).max())
+
+
+def _verify_int8(model: Any, path: Path, feeds: Sequence[Mapping[str, np.ndarray]], index: int, fp32: Verification) -> Verification:
+    diffs, agree, total = [], 0, 0
+    for feed, got in zip(feeds, _onnx_logits(path, feeds), strict=True):
+        keep = feed["attention_mask"].astype(bool)
+        p_ref = _softmax_hallucinated(_torch_logits(model, feed), index)[keep]
+        p_int8 = _softmax_hallucinated(got, index)[keep]
+        diffs.append(np.abs(p_ref - p_int8))
+        agree += int(((p_ref > 0.5) == (p_int8 > 0.5)).sum())
+        total += int(keep.sum())
+    all_diffs = np.concatenate(diffs)
+    max_diff, mean_diff = float(all_diffs.max()), float(all_diffs.mean())
+    if max_diff > INT8_MAX_PROB_TOLERANCE or mean_diff > INT8_MEAN_PROB_TOLERANCE:
+        raise ExportError(
+            f"int8 probabilities drift from torch: max {max_diff:.3f} (limit {INT8_MAX_PROB_TOLERANCE}), "
+            f"mean {mean_diff:.3f} (limit {INT8_MEAN_PROB_TOLERANCE})"
+        )
+    return Verification(fp32.lengths, fp32.max_abs_logit_diff, max_diff, mean_diff, agree / total)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``truthlens export --checkpoint DIR --out DIR [--int8] [--opset N] [--triton-repo DIR]``,
+    or ``truthlens export --triton-repo DIR [--model DIR]`` for an existing model directory."""
+    parser = argparse.ArgumentParser(prog="truthlens export", description="Export a token-classification checkpoint to a detector model directory.")
+    parser.add_argument("--checkpoint", type=Path, help="Hugging Face checkpoint directory")
+    parser.add_argument("--out", type=Path, help="model directory to write")
+    parser.add_argument("--int8", action="store_true", help="dynamic int8 quantisation (per channel)")
+    parser.add_argument("--opset", type=int, default=17)
+    parser.add_argument("--dynamo", action="store_true", help="use the dynamo exporter (opset >= 18)")
+    parser.add_argument("--max-length", type=int, default=512, help="window recorded in the manifest (capped by the model)")
+    parser.add_argument("--no-verify", action="store_true", help="skip the ONNX-vs-torch check")
+    triton = parser.add_argument_group("Triton model repository (src/truthlens/detector/triton_repo.py)")
+    triton.add_argument("--triton-repo", type=Path, help="also write a Triton model repository here")
+    triton.add_argument("--model", default=None,
+                        help="without --checkpoint: the model directory to serve (default: the shipped model)")
+    triton.add_argument("--triton-max-batch", type=int, default=32, help="max_batch_size of each model")
+    triton.add_argument("--triton-queue-delay-us", type=int, default=500, help="dynamic batching queue delay")
+    triton.add_argument("--triton-kind", choices=("gpu", "cpu"), default="gpu", help="instance group kind")
+    triton.add_argument("--triton-instances", type=int, default=1, help="model instances per device")
+    triton.add_argument("--triton-fp16", action="store_true", help="TensorRT execution accelerator in fp16 (GPU)")
+    triton.add_argument("--no-embedder", action="store_true", help="leave the relevance embedder out")
+    args = parser.parse_args(argv)
+    if args.checkpoint is None and args.triton_repo is None:
+        parser.error("--checkpoint and --out are required (or --triton-repo alone, for an existing model)")
+    if args.checkpoint is not None and args.out is None:
+        parser.error("--checkpoint needs --out")
+    model_dir = args.model
+    if args.checkpoint is not None:
+        try:
+            report = export_model(
+                args.checkpoint, args.out, quantize="int8" if args.int8 else "none", opset=args.opset,
+                max_length=args.max_length, verify=not args.no_verify, dynamo=args.dynamo,
+            )
+        except (ExportError, OSError) as exc:
+            print(f"export failed: {exc}", file=sys.stderr)
+            return 1
+        print(report.to_json())
+        model_dir = str(args.out)
+    if args.triton_repo is not None:
+        return _export_triton_repo(args, model_dir)
+    return 0
+
+
+def _export_triton_repo(args: argparse.Namespace, model_dir: str | None) -> int:
+    from truthlens.detector.triton_repo import RepoOptions, write_triton_repo
+    from truthlens.detector.types import DetectorError
+
+    options = RepoOptions(
+        max_batch_size=args.triton_max_batch,
+        preferred_batch_sizes=tuple(b for b in (8, 16, 32, 64) if b <= args.triton_max_batch),
+        max_queue_delay_us=args.triton_queue_delay_us,
+        kind=args.triton_kind,
+        instances=args.triton_instances,
+        tensorrt_fp16=args.triton_fp16,
+        embedder=not args.no_embedder,
+    )
+    try:
+        written = write_triton_repo(model_dir, args.triton_repo, options)
+    except (DetectorError, ValueError, OSError) as exc:
+        print(f"triton repository export failed: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps({"triton_repo": str(args.triton_repo), "models": [p.name for p in written]}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,97 @@
+"""Hard facts in an answer that the context never states: numbers, amounts, dates and names.
+
+The token classifier misses many swapped facts (a wrong person, year or amount in an
+otherwise faithful sentence). Whatever the wording around it, a number, date or name that
+appears nowhere in the passages or the question is unsupported, and that can be checked by
+rule: :func:`unsupported_facts` extracts them from the answer and looks each one up in the
+context after normalisation. Deterministic and offline (regular expressions and small word
+lists, no language model), so it also cannot see a role swap between names the context does
+mention, a paraphrase of a wrong claim, or a wrong inference from supported facts.
+
+What counts as the same fact:
+
+- numbers by value: ``1,000`` = ``1000`` = ``one thousand``; ``$4.2 million`` =
+  ``4.2 million dollars`` = ``$4,200,000``; ``12%`` = ``12 percent``; number words up to the
+  nineties and ordinals (``third`` = ``3rd`` = 3). A unit must agree when both sides give one
+  (``3 km`` = ``3 kilometres``; ``3 miles`` against ``3 km`` is ``unsupported_unit``). A hedged
+  number (``about 4 million``) may be 10% off;
+- dates by their parts: ``July 20, 1969`` = ``20 July 1969`` = ``1969-07-20``; a bare year
+  by value (``1969``, and ``1960s`` by any year of the decade);
+- names by their words, case-insensitively, possessives stripped: every word of the answer's
+  name must occur in one name of the context (so ``Collins`` is supported by ``Michael
+  Collins``, ``Neil Collins`` is not), or the whole name in the text; demonyms match their
+  country (``Italian`` / ``Italy``) and an acronym the initials of a context name.
+
+Capitalised words that are not names are skipped: pronouns, determiners, titles and roles
+("President", "Former"), months, weekdays, number words, one-letter words, a sentence's first
+word when the text also uses it in lower case, and a lone capitalised word opening a sentence
+unless a verb such as "is" follows it (no dictionary tells "Exactly" from "Mumbai").
+
+Numbers and dates are read by :mod:`.numbers`, names by :mod:`.names`; this module puts the
+answer's against the context's.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from truthlens.detector.facts.names import KnownNames, find_names, lower_case_words
+from truthlens.detector.facts.numbers import KnownNumbers, find_dates, find_quantities
+from truthlens.detector.types import FactReason
+
+__all__ = ["Finding", "unsupported_facts"]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """An unsupported fact: ``answer[start:end] == text``."""
+
+    start: int
+    end: int
+    text: str
+    reason: FactReason
+
+
+def unsupported_facts(answer: str, context: Sequence[str], question: str = "") -> tuple[Finding, ...]:
+    """The answer's numbers, dates and names that neither ``context`` nor ``question`` states,
+    in answer order."""
+    source = "\n".join([*context, question])
+    numbers, names = _index(source) if len(source) <= _CACHED_CHARS else _read(source)
+    findings: list[Finding] = []
+    taken: list[tuple[int, int]] = []  # answer chars already read as a date or a number
+
+    for date in find_dates(answer):
+        taken.append((date.start, date.end))
+        if not numbers.has_date(date):
+            findings.append(Finding(date.start, date.end, answer[date.start : date.end], "unsupported_date"))
+    for q in find_quantities(answer):
+        if not q.checked or _inside(q.start, q.end, taken):
+            continue
+        taken.append((q.start, q.end))
+        reason = numbers.problem(q)
+        if reason is not None:
+            findings.append(Finding(q.start, q.end, answer[q.start : q.end], reason))
+    for name in find_names(answer, names.lower_words | lower_case_words(answer), skip_sentence_starts=True):
+        if _inside(name.start, name.end, taken):
+            continue
+        if not names.supports(name):
+            findings.append(Finding(name.start, name.end, answer[name.start : name.end], "unsupported_entity"))
+    return tuple(sorted(findings, key=lambda f: (f.start, f.end)))
+
+
+def _read(source: str) -> tuple[KnownNumbers, KnownNames]:
+    """Everything the context states, indexed for the answer's look-ups."""
+    return KnownNumbers.of(source), KnownNames.of(source)
+
+
+# Standard mode re-checks each refined answer against the same context, premium checks every
+# claim against the same verifier answers: their index is built once. Long contexts are not
+# kept (memory), and cost little next to the model's own run over them.
+_CACHED_CHARS = 100_000
+_index = functools.lru_cache(maxsize=32)(_read)
+
+
+def _inside(start: int, end: int, spans: list[tuple[int, int]]) -> bool:
+    return any(s <= start and end <= e for s, e in spans)

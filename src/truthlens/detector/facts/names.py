@@ -1,0 +1,265 @@
+"""Names in text (runs of capitalised words) and whether a context names the same ones.
+
+A name is supported when every one of its words occurs in one name of the context
+(``Collins`` in ``Michael Collins``; ``Neil Collins`` is not supported by ``Neil Armstrong``
+and ``Michael Collins``), or the whole name occurs in the text, case-insensitively with
+possessives stripped; demonyms match their country (``Italian`` / ``Italy``), an acronym the
+initials of a context name, and a long word one typo away matches.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from truthlens.detector.facts.numbers import MONTHS, NUMBER_WORDS, WEEKDAYS
+
+# Capitalised words that are not names: function words a sentence may start with, pronouns,
+# titles of address and similar (months, weekdays and number words are skipped too).
+_NOT_NAMES = frozenset("""
+a an the this that these those there here it its it's he she they we i you his her hers their theirs
+our ours my mine your yours him them us me who whom whose what which when where why how whoever
+in on at for from with by as of to into onto upon about above across after against along among around
+before behind below beneath beside besides between beyond during except inside near off out outside
+over past since through throughout till toward towards under underneath until unlike up via within
+without according although though because if unless while whereas whether and or but nor so yet also
+both either neither each every all any some many most much more few several such other another same no
+not none yes yeah ok okay however therefore thus hence then than still already also instead indeed
+meanwhile moreover furthermore nevertheless nonetheless otherwise later earlier today yesterday
+tomorrow now once twice first second third last next finally initially originally currently recently
+despite like just only even perhaps maybe probably certainly actually generally usually often
+sometimes always never mr mrs ms dr prof sir st saint mt mount lord lady king queen prince princess
+president senator governor general captain
+former ex director chairman chairwoman chief minister secretary spokesman spokeswoman spokesperson
+manager coach boss midfielder striker defender goalkeeper winger rivals actor actress singer rapper
+star veteran officer police sergeant detective judge professor
+click here read watch scroll video photos update breaking exclusive usd eur gbp jpy
+""".split())
+_SUBJECT_FOLLOWERS = frozenset(
+    "is was has had will would can could did does may might should must and or".split()
+)
+# Lower-case words inside a name ("Bank of England", "Ludwig van Beethoven"); "and" is not one:
+# "Armstrong and Collins" are two names.
+_CONNECTORS = frozenset("of the de da di del della der den du la le van von y bin al für".split())
+_DEMONYMS = {
+    "french": "france", "british": "britain", "dutch": "netherlands", "welsh": "wales", "spanish": "spain",
+    "swiss": "switzerland", "english": "england", "irish": "ireland", "scottish": "scotland", "scots": "scotland",
+    "greek": "greece", "danish": "denmark", "swedish": "sweden", "finnish": "finland", "polish": "poland",
+    "turkish": "turkey", "norwegian": "norway", "chinese": "china", "thai": "thailand", "portuguese": "portugal",
+    "filipino": "philippines", "icelandic": "iceland", "flemish": "flanders", "argentine": "argentina",
+    "argentinian": "argentina", "peruvian": "peru", "czech": "czechia", "slovak": "slovakia",
+}
+_DEMONYM_SUFFIXES = ("n", "an", "ian", "ean", "ese", "ish", "i", "ic", "ans", "ians", "eans", "y")
+
+
+@dataclass(frozen=True, slots=True)
+class Name:
+    start: int
+    end: int
+    words: tuple[str, ...]  # lower case, possessives stripped, connectors dropped
+    phrase: str  # the name as written, lower case, possessive stripped ("love the way")
+
+
+# Words: acronyms with dots ("U.S."), else letters/digits/apostrophes; hyphens split words
+# ("Group-owned" is two, and "Jean-Paul" a name of two capitalised words).
+_TOKEN = re.compile(r"(?:[A-Za-z]\.){2,}|[^\W\d_][\w'’]*", re.UNICODE)
+
+
+def _starts_sentence(text: str, start: int) -> bool:
+    j = start - 1
+    while j >= 0 and text[j] in " \t":
+        j -= 1
+    # Quotes and brackets are left out: "Frontier" in quotes is a title, not a sentence.
+    return j < 0 or text[j] in ".!?:;\n-–—•*>#"
+
+
+def _is_capitalised(word: str) -> bool:
+    return word[0].isupper()
+
+
+def find_names(text: str, lower_words: frozenset[str], *, skip_sentence_starts: bool) -> list[Name]:
+    """Runs of capitalised words (with connectors such as "of" inside) in ``text``."""
+    tokens = list(_TOKEN.finditer(text))
+    names: list[Name] = []
+    run: list[re.Match[str]] = []
+
+    def flush() -> None:
+        while run and run[-1].group(0).lower() in _CONNECTORS:
+            run.pop()
+        if run:
+            words = tuple(_clean(t.group(0)) for t in run if t.group(0).lower() not in _CONNECTORS)
+            end = run[-1].start() + len(_strip_possessive(run[-1].group(0)))
+            phrase = " ".join(text[run[0].start() : end].lower().split())
+            names.append(Name(run[0].start(), end, tuple(w for w in words if w), phrase))
+        run.clear()
+
+    for i, tok in enumerate(tokens):
+        word = tok.group(0)
+        if run and not _adjacent(text, run[-1].end(), tok.start()):
+            flush()
+        if not word[0].isupper() and not run:
+            continue  # the common case in running text: nothing to start or end
+        lower = word.lower().rstrip(".")
+        if _is_capitalised(word):
+            at_start = skip_sentence_starts and not run and _starts_sentence(text, tok.start())
+            if (lower in _NOT_NAMES or lower in MONTHS or lower in WEEKDAYS or lower in NUMBER_WORDS
+                    or _strip_possessive(lower) in _NOT_NAMES):
+                flush()
+                continue
+            if at_start and (_clean(word) in lower_words or _lone_opener(text, tokens, i)):
+                continue  # "Stayed ..." at a sentence start: a common word, capitalised by position
+            run.append(tok)
+            if _strip_possessive(word) != word:
+                flush()  # "Rihanna's Loud": the possessive ends a name
+        elif run and lower in _CONNECTORS and i + 1 < len(tokens) and _is_capitalised(tokens[i + 1].group(0)):
+            run.append(tok)
+        elif run:
+            flush()
+    flush()
+    # One letter ("Coach K", "Plan B") is too little to look up.
+    return [n for n in names if n.words and (len(n.words) > 1 or len(n.words[0]) > 1)]
+
+
+def _adjacent(text: str, end: int, start: int) -> bool:
+    return text[end:start] in (" ", "-")
+
+
+def _lone_opener(text: str, tokens: Sequence[re.Match[str]], i: int) -> bool:
+    """A single capitalised word opening a sentence ("Exactly 1,600 ...", "Answer 3."): without
+    a dictionary it cannot be told from a one-word name, and it is far more often a common
+    word, so it is not checked. Two capitalised words ("Buzz Aldrin stayed") and acronyms are."""
+    word = tokens[i].group(0)
+    if (len(word) > 1 and word.isupper()) or _strip_possessive(word) != word:
+        return False  # "NASA ...", "Mumbai's ..."
+    nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+    if nxt is None:
+        # The answer's last sentence is this one word ("Mumbai."): a name, checked.
+        return text[tokens[i].end() :].strip(" .!?\"'”’)") != ""
+    if (_adjacent(text, tokens[i].end(), nxt.start()) and _is_capitalised(nxt.group(0))
+            and nxt.group(0).lower() not in _NOT_NAMES):
+        return False
+    # "Mumbai is ...", "Mumbai and Delhi": a subject before a verb is a name far more often
+    # than "Exactly 1,600 ..." is.
+    return not (_adjacent(text, tokens[i].end(), nxt.start()) and nxt.group(0) in _SUBJECT_FOLLOWERS)
+
+
+def _strip_possessive(word: str) -> str:
+    if "'" not in word and "’" not in word:
+        return word
+    for suffix in ("'s", "’s"):
+        if word.endswith(suffix) and len(word) > len(suffix):
+            return word[: -len(suffix)]
+    return word.rstrip("'’") or word
+
+
+def _clean(word: str) -> str:
+    return _strip_possessive(word).lower().replace(".", "")
+
+
+def _word_matches(word: str, known: str) -> bool:
+    if word == known:
+        return True
+    if _DEMONYMS.get(word) == known or _DEMONYMS.get(known) == word:
+        return True
+    short, long_ = (word, known) if len(word) <= len(known) else (known, word)
+    if len(short) < 4:
+        return False
+    # Italy / Italian, America / American, China / Chinese (not Aldrin / Aldridge)
+    for stem in (short, short[:-1]):
+        if long_.startswith(stem) and long_[len(stem) :] in _DEMONYM_SUFFIXES:
+            return True
+    # A typo in a long name is the same name ("Sacracens" / "Saracens", "Wedensday"), one
+    # letter off in a short one may be another name ("Aldrin" / "Aldric" stay apart).
+    return len(short) >= 7 and _one_edit(word, known)
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """``a`` and ``b`` differ by one substitution, insertion, deletion or swap of neighbours."""
+    if abs(len(a) - len(b)) > 1:
+        return False
+    i = 0
+    while i < min(len(a), len(b)) and a[i] == b[i]:
+        i += 1
+    if len(a) == len(b):
+        swapped = i + 1 < len(a) and a[i] == b[i + 1] and a[i + 1] == b[i] and a[i + 2 :] == b[i + 2 :]
+        return swapped or a[i + 1 :] == b[i + 1 :]
+    return a[i + 1 :] == b[i:] if len(a) > len(b) else a[i:] == b[i + 1 :]
+
+
+def _keys(word: str) -> set[str]:
+    """Index keys under which a word that may match ``word`` is filed."""
+    keys = {word[:3]}
+    if word in _DEMONYMS:
+        keys.add(_DEMONYMS[word][:3])
+    keys.update(d[:3] for d, country in _DEMONYMS.items() if country == word)
+    return keys
+
+
+def lower_case_words(text: str) -> frozenset[str]:
+    """The words ``text`` writes in lower case (so a capitalised one opening a sentence is a
+    common word, not a name)."""
+    return frozenset(_clean(t) for t in _TOKEN.findall(text) if not _is_capitalised(t))
+
+
+@dataclass(frozen=True, slots=True)
+class KnownNames:
+    """The names and words a context states, indexed for the answer's look-ups."""
+
+    text: str  # lower case, whitespace collapsed
+    lower_words: frozenset[str]  # words the context uses in lower case
+    words: dict[str, frozenset[str]]  # every word, by its first three letters
+    names: tuple[frozenset[str], ...]  # each capitalised run's words
+    full_names: frozenset[tuple[str, ...]]
+    names_by_word: dict[str, tuple[int, ...]]  # index into names, by a word's first three letters
+    initials: frozenset[str]
+
+    @staticmethod
+    def of(source: str) -> KnownNames:
+        raw = _TOKEN.findall(source)
+        tokens = [_clean(t) for t in raw]
+        runs = find_names(source, frozenset(), skip_sentence_starts=False)
+        names = [frozenset(n.words) for n in runs]
+        words: dict[str, set[str]] = {}
+        for w in tokens:
+            words.setdefault(w[:3], set()).add(w)
+        by_word: dict[str, set[int]] = {}
+        for i, name in enumerate(names):
+            for w in name:
+                by_word.setdefault(w[:3], set()).add(i)
+        return KnownNames(
+            text=" " + re.sub(r"\s+", " ", source.lower()) + " ",
+            lower_words=frozenset(w for t, w in zip(raw, tokens, strict=True) if not _is_capitalised(t)),
+            words={k: frozenset(v) for k, v in words.items()},
+            names=tuple(names),
+            full_names=frozenset(n.words for n in runs),
+            names_by_word={k: tuple(sorted(v)) for k, v in by_word.items()},
+            initials=frozenset("".join(w[0] for w in n.words) for n in runs if len(n.words) > 1),
+        )
+
+    def supports(self, name: Name) -> bool:
+        for phrase in {name.phrase, " ".join(name.words)}:
+            if re.search(r"(?<!\w)" + re.escape(phrase) + r"(?!\w)", self.text):
+                return True
+        first = name.words[0]
+        for i in self._candidates(first, self.names_by_word):
+            known = self.names[i]
+            if all(any(_word_matches(w, k) for k in known) for w in name.words):
+                return True
+        if len(name.words) == 1:
+            if first in self.initials:  # NASA, UN
+                return True
+            return any(_word_matches(first, k) for key in _keys(first) for k in self.words.get(key, ()))
+        return self._joins_full_names(name.words)
+
+    def _joins_full_names(self, words: tuple[str, ...]) -> bool:
+        """"Rhode Island NBC": two names the context gives in full, written side by side. Parts
+        of names do not count, else "Neil Collins" would pass on "Neil Armstrong" and "Michael Collins"."""
+        if not words:
+            return True
+        return any(words[:k] in self.full_names and self._joins_full_names(words[k:])
+                   for k in range(len(words), 0, -1))
+
+    @staticmethod
+    def _candidates(word: str, index: dict[str, tuple[int, ...]]) -> set[int]:
+        return {i for key in _keys(word) for i in index.get(key, ())}

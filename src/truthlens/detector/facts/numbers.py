@@ -1,0 +1,315 @@
+"""Numbers and dates in text, normalised, and whether a context states the same ones.
+
+A number is its value and, when it has one, its unit's canonical name: ``1,000`` =
+``one thousand``, ``$4.2 million`` = ``4.2 million dollars``, ``12%`` = ``12 percent``,
+``3 km`` = ``3 kilometres``, ``third`` = ``3rd``. A date is its (year, month, day) parts:
+``July 20, 1969`` = ``20 July 1969`` = ``1969-07-20``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from truthlens.detector.types import FactReason
+
+# ----------------------------------------------------------------------------- word lists
+
+MONTHS = {
+    "january": 1, "february": 2, "march": 3, "april": 4, "may": 5, "june": 6, "july": 7,
+    "august": 8, "september": 9, "october": 10, "november": 11, "december": 12,
+    "jan": 1, "feb": 2, "mar": 3, "apr": 4, "jun": 6, "jul": 7, "aug": 8, "sep": 9, "sept": 9,
+    "oct": 10, "nov": 11, "dec": 12,
+}
+_MONTH = r"(?P<{}>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
+WEEKDAYS = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
+
+_UNITS: dict[str, str] = {}
+for _canon, _aliases in {
+    "km": "km kms kilometre kilometres kilometer kilometers",
+    "m": "m metre metres meter meters",
+    "cm": "cm centimetre centimetres centimeter centimeters",
+    "mm": "mm millimetre millimetres millimeter millimeters",
+    "mi": "mi mile miles",
+    "ft": "ft foot feet",
+    "yd": "yd yard yards",
+    "kg": "kg kgs kilogram kilograms kilogramme kilogrammes",
+    "g": "g gram grams gramme grammes",
+    "mg": "mg milligram milligrams",
+    "lb": "lb lbs pound pounds",
+    "t": "tonne tonnes ton tons",
+    "l": "l litre litres liter liters",
+    "ml": "ml millilitre millilitres milliliter milliliters",
+    "%": "% percent per_cent pct",
+    "°c": "°c celsius",
+    "°f": "°f fahrenheit",
+    "°": "° degree degrees",
+    "km/h": "km/h kph kmh",
+    "mph": "mph",
+    "s": "s sec secs second seconds",
+    "min": "min mins minute minutes",
+    "h": "h hr hrs hour hours",
+    "day": "day days",
+    "week": "week weeks",
+    "month": "month months",
+    "year": "year years yr yrs",
+    "usd": "usd dollar dollars $ us$",
+    "eur": "eur euro euros €",
+    "gbp": "gbp £ sterling",
+    "jpy": "jpy yen ¥",
+    "w": "w watt watts",
+    "kw": "kw kilowatt kilowatts",
+    "mw": "mw megawatt megawatts",
+    "ha": "ha hectare hectares",
+    "acre": "acre acres",
+}.items():
+    for _alias in _aliases.split():
+        _UNITS[_alias.replace("_", " ")] = _canon
+_KINDS = {u: kind for kind, units in {
+    "length": "km m cm mm mi ft yd", "mass": "kg g mg lb t", "volume": "l ml", "money": "usd eur gbp jpy",
+    "temperature": "°c °f °", "speed": "km/h mph", "time": "s min h day week month year", "power": "w kw mw",
+    "area": "ha acre",
+}.items() for u in units.split()}
+# "pounds" may be money or weight: either reading supports it.
+_UNIT_ALSO = {"lb": {"gbp"}, "gbp": {"lb"}}
+_CURRENCY_SIGNS = {"$": "usd", "us$": "usd", "€": "eur", "£": "gbp", "¥": "jpy"}
+_SCALES = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6, "billion": 1e9, "bn": 1e9,
+           "trillion": 1e12}
+
+_ONES = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+         "fifteen sixteen seventeen eighteen nineteen").split()
+_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
+         "ninety": 90}
+_WORD_VALUES: dict[str, int] = {w: i for i, w in enumerate(_ONES)} | _TENS | {"hundred": 100, "dozen": 12}
+_ORDINAL_WORDS = {
+    "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8, "ninth": 9,
+    "tenth": 10, "eleventh": 11, "twelfth": 12, "thirteenth": 13, "fourteenth": 14, "fifteenth": 15,
+    "sixteenth": 16, "seventeenth": 17, "eighteenth": 18, "nineteenth": 19, "twentieth": 20,
+}
+# Too common as pronoun, article or adverb ("one of", "the first time") to be checked in an
+# answer; they still count as numbers in the context.
+_UNCHECKED_WORDS = {"zero", "one", "first"}
+_HEDGE = re.compile(
+    r"(?:(?<![\w.])(?:about|around|approximately|approx\.|roughly|nearly|almost|some|over|more than|"
+    r"less than|under|up to|circa|c\.|estimated)|~)$"
+)
+
+# ----------------------------------------------------------------------------- dates
+
+
+@dataclass(frozen=True, slots=True)
+class Date:
+    start: int
+    end: int
+    year: int | None
+    month: int | None
+    day: int | None
+
+
+_Y = r"(?P<y>\d{4})(?!\d)"
+_D = r"(?P<d>\d{1,2})(?:st|nd|rd|th)?(?!\d)"
+# Each pattern opens with a look-ahead on its first character: the alternations are then tried
+# at a few positions only (4x faster over a long context).
+_MONTH_START = "(?=[" + "".join(sorted({m[0] for m in MONTHS})) + "])"
+_DATE_FORMS = [
+    re.compile(r"(?=\d)(?<![\w-])(?P<y>\d{4})-(?P<mn>\d{1,2})-(?P<d>\d{1,2})(?![\w-])"),
+    re.compile(r"\b" + _MONTH_START + _MONTH.format("m") + r"\s+" + _D + r"(?:,?\s+" + _Y + r")?", re.IGNORECASE),
+    re.compile(r"(?=\d)(?<![\w.])" + _D + r"\s+(?:of\s+)?" + _MONTH.format("m") + r"(?:,?\s+" + _Y + r")?\b",
+               re.IGNORECASE),
+    re.compile(r"\b" + _MONTH_START + _MONTH.format("m") + r",?\s+(?:of\s+)?" + _Y, re.IGNORECASE),
+]
+
+
+def find_dates(text: str) -> list[Date]:
+    found: list[Date] = []
+    spans = Ranges()
+    for form in _DATE_FORMS:  # most specific first; a later form never re-reads a date's chars
+        for m in form.finditer(text):
+            if spans.overlaps(m.start(), m.end()):
+                continue
+            groups = m.groupdict()
+            month = int(groups["mn"]) if groups.get("mn") else MONTHS[groups["m"].lower()]
+            day = int(groups["d"]) if groups.get("d") else None
+            year = int(groups["y"]) if groups.get("y") else None
+            if not 1 <= month <= 12 or (day is not None and not 1 <= day <= 31):
+                continue
+            if groups.get("m") and groups["m"].lower() == "may" and not groups["m"][0].isupper() and day is None:
+                continue  # "may 2020" in lower case is more likely the verb
+            spans.add(m.start(), m.end())
+            found.append(Date(m.start(), m.end(), year, month, day))
+    return sorted(found, key=lambda d: d.start)
+
+
+# ----------------------------------------------------------------------------- numbers
+
+
+@dataclass(frozen=True, slots=True)
+class Quantity:
+    start: int
+    end: int
+    value: float
+    unit: str | None
+    hedged: bool
+    year_like: bool  # a bare 4-digit integer in the range of years: reported as a date
+    alt: float | None = None  # a second reading of the value ("4.2m": metres or millions)
+    checked: bool = True  # False: too ambiguous to flag in an answer ("one", "first")
+
+
+_UNIT_ALT = "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True) if u not in _CURRENCY_SIGNS)
+_NUMBER = re.compile(
+    r"(?=[\d.$€£¥u])(?<![\w.,/])(?<![^\W\d_]-)(?:(?P<cur>us\$|[$€£¥])\s?)?"
+    r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
+    r"(?P<ord>st|nd|rd|th)?"
+    r"(?P<s>s\b)?"
+    r"(?:\s?(?P<scale>thousand|million|billion|trillion|bn|mn|k|m)\b(?!\s?(?:/|²|2\b)))?"
+    r"(?:[\s-]?(?P<unit>" + _UNIT_ALT + r")(?![\w/]))?",
+    re.IGNORECASE,
+)
+NUMBER_WORDS = frozenset([*_ONES, *_TENS, "hundred", "dozen", *_ORDINAL_WORDS, "first"])
+_WORD_NUMBER = re.compile(
+    r"\b(?=[" + "".join(sorted({w[0] for w in NUMBER_WORDS})) + r"])"
+    r"(?P<num>(?:" + "|".join(_TENS) + r")(?:[\s-](?:" + "|".join(_ONES[1:10]) + r"))?|"
+    + "|".join(sorted(NUMBER_WORDS - set(_TENS), key=len, reverse=True)) + r")"
+    r"(?:\s(?P<scale>thousand|million|billion|trillion))?"
+    r"(?:\s(?P<unit>" + _UNIT_ALT + r")(?![\w/]))?\b",
+    re.IGNORECASE,
+)
+
+
+def find_quantities(text: str, *, answer: bool = True) -> Iterator[Quantity]:
+    """The numbers in ``text``; only an answer's are read for hedges ("about 4 million")."""
+    for m in _NUMBER.finditer(text):
+        if _LIST_MARKER.match(text, m.start()) and _line_start(text, m.start()):
+            continue  # "1. Paris", "2) Lyon": the answer's own numbering, not a fact
+        raw = m.group("num").replace(",", "")
+        value = float(raw)
+        cur, scale, unit = m.group("cur"), m.group("scale"), m.group("unit")
+        alt: float | None = None
+        if scale and scale.lower() == "m" and not cur:
+            # "5 m" is five metres unless money is meant; "4.2m people" reads as millions
+            unit, scale, alt = unit or "m", None, value * 1e6
+        if scale:
+            value *= _SCALES[scale.lower()]
+        canon = _CURRENCY_SIGNS[cur.lower()] if cur else (_UNITS[unit.lower()] if unit else None)
+        plain = not (cur or scale or unit or m.group("ord"))
+        year_like = plain and len(m.group("num")) == 4 and raw.isdigit() and 1000 <= value <= 2100
+        if m.group("s") and year_like:  # "the 1960s"
+            yield Quantity(m.start(), m.end(), value, "decade", False, True)
+            continue
+        end = m.end("num") if plain else m.end()
+        yield Quantity(m.start(), end, value, canon, answer and _hedged(text, m.start()), year_like, alt)
+    for m in _WORD_NUMBER.finditer(text):
+        word = m.group("num").lower()
+        parts = re.split(r"[\s-]", word)
+        if len(parts) == 2:
+            value = float(_TENS[parts[0]] + _WORD_VALUES[parts[1]])
+        elif word in _ORDINAL_WORDS:
+            value = float(_ORDINAL_WORDS[word])
+        elif word == "first":
+            value = 1.0
+        else:
+            value = float(_WORD_VALUES[word])
+        if m.group("scale"):
+            value *= _SCALES[m.group("scale").lower()]
+        unit = _UNITS[m.group("unit").lower()] if m.group("unit") else None
+        checked = word not in _UNCHECKED_WORDS or bool(m.group("scale"))
+        yield Quantity(m.start(), m.end(), value, unit, answer and _hedged(text, m.start()), False, None, checked)
+
+
+_LIST_MARKER = re.compile(r"\(?\d{1,2}[.)](?:\s|$)")
+
+
+def _line_start(text: str, start: int) -> bool:
+    line = text[text.rfind("\n", 0, start) + 1 : start]
+    return line.strip() in ("", "(", "-", "*", "•") or line.rstrip().endswith(("(", ":"))
+
+
+def _hedged(text: str, start: int) -> bool:
+    return _HEDGE.search(text[max(0, start - 16) : start].lower().rstrip()) is not None
+
+
+def _close(known: float, q: Quantity, known_is_year: bool) -> bool:
+    if math.isclose(known, q.value, rel_tol=1e-9, abs_tol=1e-9):
+        return True
+    if not q.hedged or known_is_year != q.year_like:
+        return False
+    # "about 4 million" for 4.2 million; "around 1970" for 1969 (years are not 10% fuzzy)
+    tolerance = 2.0 if q.year_like else 0.1 * max(abs(known), abs(q.value))
+    return abs(known - q.value) <= tolerance
+
+
+class Ranges:
+    """Non-overlapping character ranges, for overlap look-ups in O(log n) on long contexts."""
+
+    def __init__(self) -> None:
+        self._starts: list[int] = []
+        self._ends: list[int] = []
+
+    def add(self, start: int, end: int) -> None:
+        i = bisect.bisect_left(self._starts, start)
+        self._starts.insert(i, start)
+        self._ends.insert(i, end)
+
+    def overlaps(self, start: int, end: int) -> bool:
+        # Sorted, non-overlapping: only the last range starting before ``end`` can overlap.
+        i = bisect.bisect_left(self._starts, end) - 1
+        return i >= 0 and self._ends[i] > start
+
+
+@dataclass(frozen=True, slots=True)
+class KnownNumbers:
+    """The numbers and dates a context states."""
+
+    quantities: tuple[Quantity, ...]
+    dates: tuple[Date, ...]
+
+    @staticmethod
+    def of(source: str) -> KnownNumbers:
+        dates = find_dates(source)
+        taken = Ranges()
+        for d in dates:
+            taken.add(d.start, d.end)
+        quantities = [q for q in find_quantities(source, answer=False) if not taken.overlaps(q.start, q.end)]
+        # A date's parts are numbers too ("20 July 1969" supports "1969" and "the 20th").
+        for d in dates:
+            for part in (d.year, d.day):
+                if part is not None:
+                    quantities.append(Quantity(d.start, d.end, float(part), None, False, part == d.year))
+        return KnownNumbers(tuple(quantities), tuple(dates))
+
+    def has_date(self, date: Date) -> bool:
+        years = {q.value for q in self.quantities if q.year_like}
+        for c in self.dates:
+            if c.month != date.month or (date.day is not None and c.day != date.day):
+                continue
+            if date.year is None or c.year == date.year or (c.year is None and date.year in years):
+                return True
+        return False
+
+    def problem(self, q: Quantity) -> FactReason | None:
+        """Why the answer's quantity ``q`` is not supported, or None when it is."""
+        if q.unit == "decade":
+            decade = q.value // 10 * 10
+            if any(c.year_like and decade <= c.value < decade + 10 for c in self.quantities):
+                return None
+            return "unsupported_date"
+        same = [c for c in self.quantities if _close(c.value, q, c.year_like)
+                or (c.alt is not None and _close(c.alt, q, False))]
+        if not same and q.alt is not None and any(math.isclose(c.value, q.alt) for c in self.quantities):
+            return None
+        if not same:
+            return "unsupported_date" if q.year_like else "unsupported_number"
+        if q.unit is None:
+            return None
+        allowed = {q.unit} | _UNIT_ALSO.get(q.unit, set())
+        if any(c.unit in allowed for c in same):
+            return None
+        # Wrong only against the same value in another unit of the same kind ("3 miles" when
+        # the context says "3 km"); a bare "3" in the context may well be the same 3 km.
+        kind = _KINDS.get(q.unit)
+        if kind is not None and any(_KINDS.get(c.unit or "") == kind for c in same):
+            return "unsupported_unit"
+        return None

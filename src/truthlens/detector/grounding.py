@@ -1,0 +1,226 @@
+"""Plan ``grounded`` rows: each answer claim is judged beside the context most relevant to it.
+
+Why: a claim is supported when *some* passage supports it. Window x chunk rows (``plan_rows``)
+judge every claim beside every chunk, and a chunk that never mentions a claim calls it
+unsupported — with ``max`` across chunks every faithful answer over a long context is flagged,
+with ``min``/``best`` a contradiction in one chunk is outvoted by the others. A reader instead
+looks the claim up where the context talks about it, and so do these rows:
+
+1. When the whole context fits beside the answer, nothing changes: ``plan_rows`` (one row per
+   answer window).
+2. Otherwise the context is cut into *pieces* (a passage, or a group of its sentences of at
+   most ``PIECE_TOKENS``) and the answer into *claims* (its sentences; consecutive ones merged
+   so there are at most ``MAX_CLAIM_ROWS``). Pieces and claims are scored for relevance
+   (:mod:`truthlens.detector.relevance`: embedder cosine + word overlap; one embedding pass over
+   the context, cached).
+3. Each claim gets one row: its answer window (the whole answer when it fits, so the model sees
+   the claim in place) beside the most relevant pieces that fit, in their original order.
+   Only the claim's own tokens are read from that row (``Plan.scored``).
+
+A passage that does not mention a claim is then not in its row and cannot outvote the one that
+supports it, while a contradiction in the relevant passage is right beside the claim. Cost: one
+embedding pass (linear in the context) and at most ``MAX_CLAIM_ROWS`` rows for a short answer
+— fewer rows than window x chunk plans once the context spans more than a few chunks.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from truthlens.detector.chunking import Plan, Window, plan_rows, row_layout, whole_prompt
+from truthlens.detector.encoding import EncodedText, ModelRow, TextEncoder
+from truthlens.detector.prompt import build_prompt, passage_line, prompt_head, prompt_tail
+from truthlens.detector.relevance import Relevance
+
+# Largest context piece, in detector tokens. Small enough that a row holds several pieces from
+# different places and that one off-topic sentence group is not carried in by a relevant one;
+# large enough for a sentence and its neighbours (the embedder sees up to 256 tokens).
+PIECE_TOKENS = 96
+# Rows per check, whatever the context length; a longer answer merges consecutive sentences.
+MAX_CLAIM_ROWS = 32
+# A sentence shorter than this ("Yes.", a list marker) is judged together with the next one.
+MIN_CLAIM_TOKENS = 4
+# A row takes only pieces whose relevance is within this of the claim's best piece (still
+# bounded by the row's room). Filling the row with the rest does not help: a piece that far
+# below the best does not state the claim, and it dilutes the one that does.
+RELEVANCE_MARGIN = 0.3
+
+# A sentence ends after . ! ? (and closing quotes/brackets) followed by white space, or at a
+# line break.
+_SENTENCE_END = re.compile(r"[.!?…]+[\"'”’)\]]*\s+|\n\s*")
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    passage: int  # index of the passage it comes from
+    start: int  # characters of that passage
+    end: int
+    tokens: int
+
+
+def plan_grounded(
+    encoder: TextEncoder,
+    context: Sequence[str],
+    question: str,
+    answer_text: str,
+    answer: EncodedText,
+    relevance: Relevance,
+    *,
+    max_length: int,
+    answer_overlap_tokens: int,
+) -> Plan:
+    """Rows covering every answer token, each claim beside its most relevant context."""
+    layout = row_layout(
+        encoder, context, question, len(answer), max_length=max_length, answer_overlap_tokens=answer_overlap_tokens
+    )
+    if not context or whole_prompt(encoder, context, layout.question, layout.prompt_budget) is not None:
+        return plan_rows(
+            encoder, context, question, answer, max_length=max_length, answer_overlap_tokens=answer_overlap_tokens
+        )
+    width = max(w.end - w.start for w in layout.windows)
+    claims = claim_ranges(answer_text, answer, width)
+    pieces = context_pieces(encoder, context)
+    texts = [context[p.passage][p.start : p.end] for p in pieces]
+    claim_texts = [answer_text[_char(answer, c.start) : _char_end(answer, c.end)] for c in claims]
+    scores = relevance.scores(claim_texts, texts)
+
+    room = max_length - encoder.num_special
+    # Measured with the widest passage count and number, so the estimate never falls short.
+    overhead = encoder.count(prompt_head(layout.question, len(pieces)) + prompt_tail())
+    line_cost = encoder.count(passage_line(len(pieces) - 1, "")) + 1
+    rows: list[ModelRow] = []
+    windows: list[Window] = []
+    for claim, claim_scores in zip(claims, scores, strict=True):
+        window = _window_around(claim, len(answer), width)
+        budget = room - (window.end - window.start)
+        chosen = _select(pieces, claim_scores, budget - overhead, line_cost, RELEVANCE_MARGIN)
+        prompt = _prompt(encoder, context, pieces, chosen, layout.question, budget)
+        rows.append(encoder.pair(prompt, answer.ids[window.start : window.end]))
+        windows.append(window)
+    return Plan(rows=tuple(rows), windows=tuple(windows), chunks=1, scored=tuple(claims))
+
+
+def sentence_bounds(text: str) -> list[int]:
+    """Character positions where a new sentence starts (0 first)."""
+    starts = [0]
+    for match in _SENTENCE_END.finditer(text):
+        if 0 < match.end() < len(text):
+            starts.append(match.end())
+    return starts
+
+
+def claim_ranges(answer_text: str, answer: EncodedText, width: int) -> list[Window]:
+    """The answer's tokens cut into claims: sentences, short ones merged with the next,
+    consecutive ones merged down to about ``MAX_CLAIM_ROWS``, none wider than ``width``."""
+    n = len(answer)
+    cuts = np.searchsorted(answer.offsets[:, 0], sentence_bounds(answer_text), side="left")
+    edges = sorted({0, *(int(c) for c in cuts if 0 < c < n), n})
+    target = max(MIN_CLAIM_TOKENS, math.ceil(n / MAX_CLAIM_ROWS))
+    claims: list[Window] = []
+    start = 0
+    for end in edges[1:]:
+        if end - start >= target or end == n:
+            claims.append(Window(start, end))
+            start = end
+    # A claim wider than a window (a run-on sentence, or merging) is cut into window-wide parts.
+    out: list[Window] = []
+    for claim in claims:
+        for first in range(claim.start, claim.end, width):
+            out.append(Window(first, min(first + width, claim.end)))
+    return out
+
+
+def context_pieces(encoder: TextEncoder, context: Sequence[str]) -> list[Piece]:
+    """Passages, long ones cut into groups of whole sentences of at most ``PIECE_TOKENS``."""
+    pieces: list[Piece] = []
+    for index, (text, encoded) in enumerate(zip(context, encoder.encode_many(list(context)), strict=True)):
+        n = len(encoded)
+        if n == 0:
+            continue
+        if n <= PIECE_TOKENS:
+            pieces.append(Piece(index, 0, len(text), n))
+            continue
+        token_starts = encoded.offsets[:, 0]
+        cuts = np.searchsorted(token_starts, sentence_bounds(text), side="left")
+        edges = sorted({0, *(int(c) for c in cuts if 0 < c < n), n})
+        group_start = 0
+        for i, end in enumerate(edges[1:], start=1):
+            following = edges[i + 1] if i + 1 < len(edges) else None
+            # Close the group when the next sentence would overflow it (or the text ends).
+            if following is None or following - group_start > PIECE_TOKENS:
+                for first in range(group_start, end, PIECE_TOKENS):  # a sentence over the limit
+                    last = min(first + PIECE_TOKENS, end)
+                    pieces.append(Piece(index, _cut(encoded, first, text), _cut(encoded, last, text), last - first))
+                group_start = end
+    return pieces
+
+
+def _cut(encoded: EncodedText, token: int, text: str) -> int:
+    return len(text) if token >= len(encoded) else (0 if token == 0 else int(encoded.offsets[token, 0]))
+
+
+def _char(answer: EncodedText, token: int) -> int:
+    return int(answer.offsets[token, 0])
+
+
+def _char_end(answer: EncodedText, token_end: int) -> int:
+    return int(answer.offsets[token_end - 1, 1])
+
+
+def _window_around(claim: Window, n: int, width: int) -> Window:
+    """The answer window of ``width`` tokens (all of a short answer) centred on ``claim``."""
+    if n <= width:
+        return Window(0, n)
+    start = claim.start - (width - (claim.end - claim.start)) // 2
+    start = min(max(start, 0), n - width)
+    return Window(start, start + width)
+
+
+def _select(pieces: Sequence[Piece], scores: np.ndarray, budget: int, line_cost: int, margin: float) -> list[int]:
+    """The most relevant pieces (within ``margin`` of the best) that fit ``budget``, each charged
+    its own passage line, in relevance order. A piece that does not fit is skipped so a smaller,
+    less relevant one can."""
+    chosen: list[int] = []
+    used = 0
+    floor = float(scores.max()) - margin if len(scores) else 0.0
+    for index in np.argsort(-scores, kind="stable"):
+        if scores[index] < floor:
+            break
+        cost = pieces[index].tokens + line_cost
+        if used + cost <= budget:
+            chosen.append(int(index))
+            used += cost
+    return chosen
+
+
+def _prompt(
+    encoder: TextEncoder,
+    context: Sequence[str],
+    pieces: Sequence[Piece],
+    chosen: list[int],
+    question: str,
+    budget: int,
+) -> np.ndarray:
+    """The prompt over the chosen pieces in their original order (adjacent pieces of one
+    passage joined back into one passage line). Drops the least relevant piece in the rare case
+    the joined text tokenises longer than estimated."""
+    while True:
+        lines: list[str] = []
+        previous: Piece | None = None
+        for index in sorted(chosen):
+            piece = pieces[index]
+            text = context[piece.passage][piece.start : piece.end].strip()
+            if previous is not None and previous.passage == piece.passage and previous.end == piece.start:
+                lines[-1] = f"{lines[-1]} {text}"
+            else:
+                lines.append(text)
+            previous = piece
+        ids = encoder.encode(build_prompt(lines, question)).ids
+        if len(ids) <= budget or not chosen:
+            return ids
+        chosen = chosen[:-1]

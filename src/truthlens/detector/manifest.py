@@ -1,0 +1,129 @@
+"""Find and validate a detector model directory (``model.onnx``, ``tokenizer.json``, ``manifest.json``).
+
+Everything the runtime needs to know about a model comes from here, checked once at
+start-up so a bad directory fails with a message naming the file and field.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from truthlens.detector.prompt import TEMPLATE_NAME
+from truthlens.detector.types import DetectorError
+
+MANIFEST_FORMAT = "truthlens-detector/1"
+KNOWN_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "default_model"
+DEFAULT_TOKEN_THRESHOLD = 0.5  # for a model whose manifest records no calibration
+
+
+class ModelDirError(DetectorError):
+    """The model directory is missing, incomplete or its manifest is invalid."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("model_invalid", message)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelManifest:
+    """The validated contents of ``manifest.json`` plus the resolved file paths."""
+
+    directory: Path
+    labels: tuple[str, ...]
+    hallucinated_index: int
+    max_length: int
+    prompt_template: str
+    inputs: tuple[str, ...]
+    quantization: str
+    source: dict[str, Any]
+    metrics: dict[str, Any]
+    # The threshold chosen on tuning data for this model (training/calibrate.py); what
+    # ``token_threshold`` means when a deployment does not set one.
+    token_threshold: float = DEFAULT_TOKEN_THRESHOLD
+
+    @property
+    def model_path(self) -> Path:
+        return self.directory / "model.onnx"
+
+    @property
+    def tokenizer_path(self) -> Path:
+        return self.directory / "tokenizer.json"
+
+
+def resolve_model_dir(model_dir: str | None) -> Path:
+    """The directory to load: the given one, or the shipped default model for ``None``/"builtin"."""
+    if model_dir is None or model_dir == "builtin":
+        return DEFAULT_MODEL_DIR
+    return Path(model_dir).expanduser()
+
+
+def load_manifest(directory: Path) -> ModelManifest:
+    """Read and validate ``directory``; raises :class:`ModelDirError` naming what is wrong."""
+    if not directory.is_dir():
+        raise ModelDirError(f"detector model directory {str(directory)!r} does not exist")
+    for name in ("model.onnx", "tokenizer.json", "manifest.json"):
+        if not (directory / name).is_file():
+            raise ModelDirError(f"detector model directory {str(directory)!r} has no {name}")
+    path = directory / "manifest.json"
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelDirError(f"{path}: not readable JSON ({exc})") from exc
+    if not isinstance(raw, dict):
+        raise ModelDirError(f"{path}: expected a JSON object")
+    return _parse(directory, path, raw)
+
+
+def _parse(directory: Path, path: Path, raw: dict[str, Any]) -> ModelManifest:
+    def field(name: str, kind: type | tuple[type, ...]) -> Any:
+        if name not in raw:
+            raise ModelDirError(f"{path}: missing field {name!r}")
+        value = raw[name]
+        # bool is an int subclass; a boolean is never a valid count or index here
+        if isinstance(value, bool) or not isinstance(value, kind):
+            raise ModelDirError(f"{path}: field {name!r} has the wrong type ({type(value).__name__})")
+        return value
+
+    fmt = field("format", str)
+    if fmt != MANIFEST_FORMAT:
+        raise ModelDirError(f"{path}: format {fmt!r} is not {MANIFEST_FORMAT!r}")
+    labels = field("labels", list)
+    if len(labels) < 2 or not all(isinstance(x, str) for x in labels):
+        raise ModelDirError(f"{path}: 'labels' must list at least two label names")
+    index = field("hallucinated_index", int)
+    if not 0 <= index < len(labels):
+        raise ModelDirError(f"{path}: 'hallucinated_index' {index} is outside 'labels'")
+    max_length = field("max_length", int)
+    if max_length < 32:
+        raise ModelDirError(f"{path}: 'max_length' {max_length} is too small (at least 32)")
+    template = field("prompt_template", str)
+    if template != TEMPLATE_NAME:
+        raise ModelDirError(f"{path}: prompt_template {template!r} is not supported (only {TEMPLATE_NAME!r})")
+    inputs = field("inputs", list)
+    unknown = [x for x in inputs if x not in KNOWN_INPUTS]
+    if unknown or "input_ids" not in inputs:
+        raise ModelDirError(f"{path}: 'inputs' must include 'input_ids' and only {KNOWN_INPUTS} (got {inputs})")
+    quantization = raw.get("quantization", "none")
+    source = raw.get("source", {})
+    metrics = raw.get("metrics", {})
+    if not isinstance(quantization, str) or not isinstance(source, dict) or not isinstance(metrics, dict):
+        raise ModelDirError(f"{path}: 'quantization' must be a string, 'source' and 'metrics' objects")
+    calibration = raw.get("calibration", {})
+    threshold = calibration.get("token_threshold", DEFAULT_TOKEN_THRESHOLD) if isinstance(calibration, dict) else None
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 < threshold < 1.0:
+        raise ModelDirError(f"{path}: 'calibration' must be an object whose 'token_threshold' is in (0, 1)")
+    return ModelManifest(
+        directory=directory,
+        labels=tuple(labels),
+        hallucinated_index=index,
+        max_length=max_length,
+        prompt_template=template,
+        inputs=tuple(inputs),
+        quantization=quantization,
+        source=source,
+        metrics=metrics,
+        token_threshold=float(threshold),
+    )

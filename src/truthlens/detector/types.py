@@ -1,0 +1,168 @@
+"""Plain data and the one interface shared by every detector backend and every caller."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+Status = Literal["clean", "detected", "unavailable"]
+Aggregation = Literal["noisy_or", "max_span"]
+# What the detector's fact check found missing from the context (src/truthlens/detector/facts/),
+# and what flagged a span: the model alone, or such a fact inside it.
+FactReason = Literal["unsupported_number", "unsupported_unit", "unsupported_date", "unsupported_entity"]
+SpanReason = Literal["model", FactReason]
+# How one answer token's probabilities from different context chunks combine: "max" flags a
+# token any chunk flags (LettuceDetect's choice; a claim whose evidence sits in one chunk is
+# unsupported in all the others, so long contexts flag correct answers); "min" keeps a token
+# any chunk supports (misses grow with the number of chunks); "best" reads every token from
+# the chunk that supports the answer window best (lowest mean probability). "grounded" (the
+# default) judges each answer sentence once, beside the context pieces most relevant to it
+# (src/truthlens/detector/grounding.py): a passage that never mentions a claim is not in its row, a
+# contradiction in the passage that does is; when the whole context fits, all four are the same.
+ChunkAggregation = Literal["grounded", "max", "min", "best"]
+CHUNK_AGGREGATIONS: tuple[ChunkAggregation, ...] = ("grounded", "max", "min", "best")
+
+
+class DetectorError(Exception):
+    """The detector could not produce a verdict; ``reason`` is a short metric-safe label."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class InvalidInput(DetectorError):
+    """The caller's input cannot be checked (wrong types, over the size limit)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("invalid_input", message)
+
+
+class Overloaded(DetectorError):
+    """The bounded queue is full: the caller should fail open/closed per its policy."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("overloaded", message)
+
+
+@dataclass(frozen=True, slots=True)
+class DetectionInput:
+    """One grounded answer to check: passages in order, the question, the answer."""
+
+    context: Sequence[str]
+    question: str
+    answer: str
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A run of hallucinated answer characters: ``answer[start:end] == text``.
+
+    ``reason`` says what flagged it: ``"model"`` (the token classifier alone) or the fact check's
+    reason for a fact inside it the context never states (``"unsupported_number"``,
+    ``"unsupported_unit"``, ``"unsupported_date"``, ``"unsupported_entity"``)."""
+
+    start: int
+    end: int
+    text: str
+    prob: float
+    reason: SpanReason = "model"
+
+
+@dataclass(frozen=True, slots=True)
+class Detection:
+    """The verdict on one answer.
+
+    ``status`` is never ``"clean"`` unless the model actually ran over the whole answer;
+    ``score`` is ``None`` exactly when ``status == "unavailable"`` (then ``reason`` says why).
+    """
+
+    status: Status
+    score: float | None
+    spans: tuple[Span, ...] = ()
+    latency_ms: float = 0.0
+    reason: str | None = None
+    chunks: int = 0
+    answer_tokens: int = 0
+
+    @property
+    def detected(self) -> bool:
+        return self.status == "detected"
+
+    @staticmethod
+    def unavailable(reason: str, latency_ms: float = 0.0) -> Detection:
+        return Detection(status="unavailable", score=None, reason=reason, latency_ms=latency_ms)
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteSettings:
+    """Where ``backend: remote`` sends model rows: an Open Inference Protocol (KServe v2) gRPC
+    server (Triton, KServe, any v2 server) hosting the same model as the local ``model`` dir,
+    which still supplies the tokenizer and manifest (src/truthlens/detector/remote_backend.py)."""
+
+    url: str = "127.0.0.1:8001"  # host:port of the server's gRPC endpoint
+    model_name: str = "truthlens_detector"
+    model_version: str = ""  # "": the server's choice (Triton: the latest)
+    timeout_ms: float = 2000.0  # deadline of one batch call; keep it under the routes' detection_ms
+    channels: int = 2  # HTTP/2 connections, round-robin (one saturates near a few thousand rows/s)
+    health_interval_s: float = 2.0  # how often /v2/health/ready and model readiness are polled
+    tls: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class DetectorSettings:
+    """Start-up settings of a detector backend (validated by the config loader)."""
+
+    model_dir: str | None = None  # None: the shipped default model
+    backend: str = "onnx"
+    provider: Literal["auto", "cpu", "cuda"] = "auto"
+    # Per-token probability above which a token is hallucinated. None: the model's own
+    # calibrated threshold (manifest ``calibration.token_threshold``), 0.5 if it has none.
+    token_threshold: float | None = None
+    aggregation: Aggregation = "noisy_or"
+    chunk_aggregation: ChunkAggregation = "grounded"
+    min_span_length: int = 1  # characters
+    min_span_confidence: float = 0.0
+    max_batch_size: int = 8
+    max_wait_ms: float = 2.0
+    max_queue: int = 256
+    intra_op_threads: int = 0  # 0: onnxruntime's default
+    max_answer_chars: int = 200_000
+    max_context_chars: int = 2_000_000
+    answer_overlap_tokens: int = 32
+    # Check the answer's numbers, dates and names against the context by rule and raise the
+    # model's probability where one is missing (src/truthlens/detector/facts/, fusion.py).
+    evidence_checks: bool = True
+    # Batches run at once (``batching.max_in_flight``): 1 for an in-process session; more for
+    # a remote server, so round trips overlap and its own dynamic batcher sees the load.
+    max_in_flight: int = 1
+    remote: RemoteSettings | None = None  # required by backend "remote"
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+class Detector(Protocol):
+    """Every backend: async, safe to call from many concurrent streams."""
+
+    async def detect(
+        self,
+        item: DetectionInput,
+        *,
+        threshold: float,
+        timeout_s: float | None = None,
+    ) -> Detection:
+        """Check one answer. Never raises for model or queue failures: those come back as
+        ``Detection.unavailable(reason)``. Raises :class:`InvalidInput` for bad input."""
+        ...
+
+    async def detect_many(
+        self,
+        items: Sequence[DetectionInput],
+        *,
+        threshold: float,
+        timeout_s: float | None = None,
+    ) -> list[Detection]:
+        """Check several answers concurrently (they may share one batch)."""
+        ...
+
+    async def close(self) -> None: ...

@@ -1,0 +1,633 @@
+"""YAML → validated, versioned, frozen :class:`Config`; :class:`ConfigStore` hot reload.
+
+Every error names its key path (``decisions[1].rules.conditions[0].type: ...``); unknown keys
+are errors. A decision's ``configuration`` is merged over the global ``hallucination``
+section into a :class:`RoutePolicy`; the keys a mode owns are validated by the mode module
+itself (``parse_options``), with the global ``hallucination.<mode>`` section as defaults.
+A reload swaps one reference: streams keep the snapshot they pinned at their first message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal
+
+import yaml
+
+from truthlens.gateway.decisions import Rule, compile_rules
+from truthlens.gateway.openai_body import ContextSettings, WarningSpec
+from truthlens.modes import registry
+from truthlens.modes.base import ConfigError, OptionContext
+from truthlens.detector.types import CHUNK_AGGREGATIONS, DetectorSettings, RemoteSettings
+from truthlens.llm import Endpoint as ModelEndpoint
+
+if TYPE_CHECKING:
+    from truthlens.gateway.telemetry import Telemetry
+    from truthlens.evidence.gating import EvidenceSettings
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+ACTIONS = ("header", "body", "block")
+Action = Literal["header", "body", "block"]
+StreamingMode = Literal["passthrough", "hold"]
+
+DEFAULT_WARNING = (
+    "⚠️ Warning: parts of this answer could not be verified against the provided context. "
+    "Check key facts before acting on them."
+)
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True, slots=True)
+class Budgets:
+    detection_s: float  # one detector call
+    total_s: float  # the whole check of one exchange (refinement loops included)
+
+
+@dataclass(frozen=True, slots=True)
+class RoutePolicy:
+    mode: str
+    threshold: float
+    actions: frozenset[Action]
+    warning_template: str
+    warning_position: Literal["prepend", "append"]
+    fail_policy: Literal["open", "closed"]
+    streaming: StreamingMode  # "auto" resolved at load
+    budgets: Budgets
+    context: ContextSettings
+    spans_request_header: str  # lower-case
+    max_body_bytes: int
+    options: Any  # the mode's parsed options
+    evidence: EvidenceSettings | None = None  # gating settings (truthlens.evidence), None: off
+    enabled: bool = True  # only the global defaults can be disabled (a decision is then None)
+
+    @property
+    def warning(self) -> WarningSpec:
+        return WarningSpec(self.warning_template, self.warning_position)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    name: str
+    priority: int
+    rules: Rule
+    policy: RoutePolicy | None  # None: detection disabled on this route
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    version: int
+    detector: DetectorSettings
+    models: Mapping[str, ModelEndpoint]
+    hallucination: RoutePolicy  # the global defaults, resolved with the default mode
+    decisions: tuple[Decision, ...]  # by priority, highest first (ties: file order)
+    digest: str = ""  # sha256 prefix of the file's bytes: names the version in logs
+    source: str | None = None
+
+
+# ---------------------------------------------------------------------------- loading
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A repeated key silently overrides the first in plain YAML: here it is an error."""
+
+
+def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}", key_node.start_mark
+            )
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def load_config(path: str | os.PathLike[str]) -> Config:
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise ConfigError(str(p), f"cannot read: {exc.strerror or exc}") from None
+    return _parse_bytes(data, p)
+
+
+def _parse_bytes(data: bytes, p: Path) -> Config:
+    try:
+        raw = yaml.load(data, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        raise ConfigError(str(p), f"invalid YAML: {exc}") from None
+    return parse_config(
+        raw,
+        base_dir=p.parent,
+        source=str(p),
+        digest=hashlib.sha256(data).hexdigest()[:12],
+    )
+
+
+def parse_config(
+    mapping: Any,
+    *,
+    base_dir: str | os.PathLike[str] | None = None,
+    source: str | None = None,
+    digest: str = "",
+) -> Config:
+    """Validate a loaded YAML document. ``base_dir`` anchors relative paths (the model dir)."""
+    root = _Section(mapping, "")
+    root.allow("version", "detector", "models", "hallucination", "decisions")
+    version = root.get("version")
+    if version != SCHEMA_VERSION:
+        raise ConfigError("version", f"unsupported schema version {version!r} (expected {SCHEMA_VERSION})")
+    detector = _parse_detector(root.section("detector"), Path(base_dir) if base_dir is not None else None)
+    models = _parse_models(root.section("models"))
+    model_names = frozenset(models)
+    global_section = root.section("hallucination")
+    mode_defaults = _parse_mode_sections(global_section, model_names)
+    hallucination = _resolve_policy(None, global_section, mode_defaults, model_names)
+    decisions = _parse_decisions(root.get("decisions", []), global_section, mode_defaults, model_names)
+    return Config(
+        version=SCHEMA_VERSION,
+        detector=detector,
+        models=MappingProxyType(models),
+        hallucination=hallucination,
+        decisions=decisions,
+        digest=digest,
+        source=source,
+    )
+
+
+# ---------------------------------------------------------------------------- sections
+
+
+class _Section:
+    """A mapping plus its key path, with typed getters whose errors name the key."""
+
+    def __init__(self, raw: Any, path: str) -> None:
+        if raw is None:
+            raw = {}
+        if not isinstance(raw, Mapping):
+            raise ConfigError(path or "(root)", f"must be a mapping, got {type(raw).__name__}")
+        self.raw: Mapping[str, Any] = raw
+        self.path = path
+
+    def key(self, name: str) -> str:
+        return f"{self.path}.{name}" if self.path else name
+
+    def allow(self, *names: str) -> None:
+        for k in self.raw:
+            if k not in names:
+                raise ConfigError(self.key(str(k)), f"unknown key (expected one of {', '.join(names)})")
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.raw.get(name, default)
+
+    def section(self, name: str) -> _Section:
+        return _Section(self.raw.get(name), self.key(name))
+
+    def boolean(self, name: str, default: bool) -> bool:
+        value = self.raw.get(name, default)
+        if not isinstance(value, bool):
+            raise ConfigError(self.key(name), f"must be true or false, got {value!r}")
+        return value
+
+    def number(self, name: str, default: float, *, lo: float | None = None, hi: float | None = None,
+               positive: bool = False) -> float:
+        value = self.raw.get(name, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(self.key(name), f"must be a number, got {value!r}")
+        _check_range(self.key(name), value, lo, hi, positive)
+        return float(value)
+
+    def integer(self, name: str, default: int, *, lo: int | None = None, hi: int | None = None) -> int:
+        value = self.raw.get(name, default)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(self.key(name), f"must be an integer, got {value!r}")
+        _check_range(self.key(name), value, lo, hi, False)
+        return value
+
+    def string(self, name: str, default: str | None, *, nullable: bool = False) -> str | None:
+        value = self.raw.get(name, default)
+        if value is None and nullable:
+            return None
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(self.key(name), f"must be a non-empty string, got {value!r}")
+        return value
+
+    def choice(self, name: str, default: str, options: tuple[str, ...]) -> str:
+        value = self.raw.get(name, default)
+        if value not in options:
+            raise ConfigError(self.key(name), f"must be one of {', '.join(options)}, got {value!r}")
+        return str(value)
+
+
+def _check_range(key: str, value: float, lo: float | None, hi: float | None, positive: bool) -> None:
+    if positive and value <= 0:
+        raise ConfigError(key, f"must be > 0, got {value}")
+    if lo is not None and value < lo:
+        raise ConfigError(key, f"must be >= {lo}, got {value}")
+    if hi is not None and value > hi:
+        raise ConfigError(key, f"must be <= {hi}, got {value}")
+
+
+def _parse_detector(s: _Section, base_dir: Path | None) -> DetectorSettings:
+    s.allow(
+        "model", "backend", "provider", "token_threshold", "aggregation", "min_span_length",
+        "min_span_confidence", "batching", "intra_op_threads", "max_answer_chars",
+        "max_context_chars", "answer_overlap_tokens", "chunk_aggregation", "evidence_checks", "remote",
+    )
+    d = DetectorSettings()
+    backend = s.choice("backend", d.backend, ("onnx", "remote"))
+    model = s.string("model", "builtin")
+    model_dir: str | None = None
+    if model != "builtin":
+        assert model is not None
+        p = Path(model).expanduser()
+        if not p.is_absolute() and base_dir is not None:
+            p = base_dir / p
+        model_dir = str(p)
+    batching = s.section("batching")
+    batching.allow("max_batch_size", "max_wait_ms", "max_queue", "max_in_flight")
+    return DetectorSettings(
+        model_dir=model_dir,
+        backend=backend,
+        provider=s.choice("provider", d.provider, ("auto", "cpu", "cuda")),  # type: ignore[arg-type]
+        # Absent: the model's calibrated threshold (src/truthlens/detector/manifest.py).
+        token_threshold=s.number("token_threshold", 0.5, lo=0.0, hi=1.0) if "token_threshold" in s.raw else None,
+        aggregation=s.choice("aggregation", d.aggregation, ("noisy_or", "max_span")),  # type: ignore[arg-type]
+        min_span_length=s.integer("min_span_length", d.min_span_length, lo=1),
+        min_span_confidence=s.number("min_span_confidence", d.min_span_confidence, lo=0.0, hi=1.0),
+        max_batch_size=batching.integer("max_batch_size", d.max_batch_size, lo=1, hi=1024),
+        max_wait_ms=batching.number("max_wait_ms", d.max_wait_ms, lo=0.0, hi=10_000.0),
+        max_queue=batching.integer("max_queue", d.max_queue, lo=1),
+        intra_op_threads=s.integer("intra_op_threads", d.intra_op_threads, lo=0),
+        max_answer_chars=s.integer("max_answer_chars", d.max_answer_chars, lo=1),
+        max_context_chars=s.integer("max_context_chars", d.max_context_chars, lo=1),
+        answer_overlap_tokens=s.integer("answer_overlap_tokens", d.answer_overlap_tokens, lo=0),
+        chunk_aggregation=s.choice("chunk_aggregation", d.chunk_aggregation, CHUNK_AGGREGATIONS),  # type: ignore[arg-type]
+        evidence_checks=s.boolean("evidence_checks", d.evidence_checks),
+        # Remote round trips overlap; one in-process session gains nothing from more.
+        max_in_flight=batching.integer("max_in_flight", 4 if backend == "remote" else 1, lo=1, hi=256),
+        remote=_parse_remote(s, backend),
+    )
+
+
+def _parse_remote(detector: _Section, backend: str) -> RemoteSettings | None:
+    """``detector.remote``: required by ``backend: remote``, refused for any other backend."""
+    if "remote" not in detector.raw:
+        if backend == "remote":
+            raise ConfigError(detector.key("remote"), "backend 'remote' needs this section (url, model_name)")
+        return None
+    if backend != "remote":
+        raise ConfigError(detector.key("remote"), f"only used by backend 'remote' (backend is {backend!r})")
+    r = detector.section("remote")
+    r.allow("url", "model_name", "model_version", "timeout_ms", "channels", "health_interval_s", "tls")
+    d = RemoteSettings()
+    url = r.string("url", None)
+    assert url is not None
+    host, _, port = url.rpartition(":")
+    if "://" in url or not host or not port.isdigit():
+        raise ConfigError(r.key("url"), f"must be host:port of the server's gRPC endpoint, got {url!r}")
+    version = r.get("model_version", d.model_version)
+    if isinstance(version, int) and not isinstance(version, bool):
+        version = str(version)  # YAML reads `model_version: 1` as a number
+    if not isinstance(version, str):
+        raise ConfigError(r.key("model_version"), f"must be a string or integer, got {version!r}")
+    return RemoteSettings(
+        url=url,
+        model_name=r.string("model_name", d.model_name) or d.model_name,
+        model_version=version,
+        timeout_ms=r.number("timeout_ms", d.timeout_ms, positive=True),
+        channels=r.integer("channels", d.channels, lo=1, hi=64),
+        health_interval_s=r.number("health_interval_s", d.health_interval_s, positive=True),
+        tls=r.boolean("tls", d.tls),
+    )
+
+
+def _parse_models(s: _Section) -> dict[str, ModelEndpoint]:
+    models: dict[str, ModelEndpoint] = {}
+    for name in s.raw:
+        if not isinstance(name, str) or not name:
+            raise ConfigError(s.key(str(name)), "a model name must be a non-empty string")
+        m = s.section(name)
+        if "api_key" in m.raw:
+            # The message never repeats the value: it may be a real secret.
+            raise ConfigError(
+                m.key("api_key"),
+                "keys do not belong in the config file; set api_key_env to the NAME of an environment variable",
+            )
+        m.allow("base_url", "api_key_env", "timeout_s", "max_retries", "served_model")
+        base_url = m.string("base_url", None)
+        assert base_url is not None
+        if not base_url.startswith(("http://", "https://")):
+            raise ConfigError(m.key("base_url"), f"must be an http:// or https:// URL, got {base_url!r}")
+        env = m.string("api_key_env", None, nullable=True)
+        if env is not None and not _ENV_NAME.match(env):
+            raise ConfigError(
+                m.key("api_key_env"),
+                "must be the name of an environment variable (letters, digits, _), not a key",
+            )
+        models[name] = ModelEndpoint(
+            base_url=base_url.rstrip("/"),
+            api_key_env=env,
+            timeout_s=m.number("timeout_s", 30.0, positive=True),
+            max_retries=m.integer("max_retries", 2, lo=0, hi=10),
+            served_model=m.string("served_model", None, nullable=True),
+        )
+    return models
+
+
+# Keys of a hallucination section that the gateway itself reads; every other key of a
+# decision's configuration belongs to its mode.
+_GENERIC_KEYS = (
+    "enabled", "mode", "threshold", "actions", "warning_template", "warning_position",
+    "fail_policy", "streaming", "spans_request_header", "context", "budgets",
+    "max_body_bytes", "evidence",
+)
+_NESTED_KEYS = ("context", "budgets", "evidence")
+
+
+def _parse_mode_sections(g: _Section, models: frozenset[str]) -> dict[str, Mapping[str, Any]]:
+    """Validate the global ``hallucination.<mode>`` sections; return them raw, as defaults."""
+    g.allow("default_mode", *(k for k in _GENERIC_KEYS if k != "mode"), *registry.mode_names())
+    defaults: dict[str, Mapping[str, Any]] = {}
+    for mode in registry.mode_names():
+        if mode in g.raw:
+            section = g.section(mode)
+            _parse_options(mode, section.raw, section.path, models)
+            defaults[mode] = section.raw
+    return defaults
+
+
+def _parse_options(mode: str, raw: Mapping[str, Any], path: str, models: frozenset[str]) -> Any:
+    try:
+        module = registry.load_mode_module(mode)
+    except ImportError as exc:
+        raise ConfigError(path, f"mode {mode!r} is not available: {exc}") from None
+    return module.parse_options(raw, OptionContext(path=path, models=models))
+
+
+class _Layers:
+    """A key's value from the decision's configuration, else the global section; remembers
+    which one it came from so errors name the right path."""
+
+    def __init__(self, *sections: _Section) -> None:
+        self.sections = sections
+
+    def pick(self, name: str) -> _Section:
+        for s in self.sections:
+            if name in s.raw:
+                return s
+        return self.sections[-1]
+
+    def nested(self, name: str) -> _Layers:
+        return _Layers(*(s.section(name) for s in self.sections))
+
+
+def _resolve_policy(
+    decision: _Section | None,
+    g: _Section,
+    mode_defaults: Mapping[str, Mapping[str, Any]],
+    models: frozenset[str],
+) -> RoutePolicy:
+    layers = _Layers(decision, g) if decision is not None else _Layers(g)
+    if decision is not None:
+        mode = decision.get("mode", g.get("default_mode", "lightweight"))
+        mode_key = decision.key("mode") if "mode" in decision.raw else g.key("default_mode")
+    else:
+        mode = g.get("default_mode", "lightweight")
+        mode_key = g.key("default_mode")
+    if mode not in registry.mode_names():
+        raise ConfigError(mode_key, f"unknown mode {mode!r} (expected one of {', '.join(registry.mode_names())})")
+
+    def one(name: str) -> _Section:
+        return layers.pick(name)
+
+    threshold = one("threshold").number("threshold", 0.5, lo=0.0, hi=1.0)
+    actions = _parse_actions(one("actions"))
+    warning_template = one("warning_template").string("warning_template", DEFAULT_WARNING)
+    assert warning_template is not None
+    position = one("warning_position").choice("warning_position", "prepend", ("prepend", "append"))
+    fail_policy = one("fail_policy").choice("fail_policy", "open", ("open", "closed"))
+    streaming_s = one("streaming")
+    streaming = streaming_s.choice("streaming", "auto", ("auto", "passthrough", "hold"))
+    rewrites = mode != "lightweight"
+    if streaming == "auto":
+        streaming = "hold" if rewrites or "block" in actions else "passthrough"
+    elif streaming == "passthrough" and (rewrites or "block" in actions):
+        why = f"mode {mode!r} rewrites answers" if rewrites else "the block action withholds answers"
+        raise ConfigError(streaming_s.key("streaming"), f"passthrough cannot be used here: {why}; use hold or auto")
+    spans_header = one("spans_request_header").string("spans_request_header", "x-truthlens-include-spans")
+    assert spans_header is not None
+    max_body = one("max_body_bytes").integer("max_body_bytes", 8 * 1024 * 1024, lo=1)
+
+    budgets = layers.nested("budgets")
+    for s in budgets.sections:
+        s.allow("detection_ms", "total_ms")
+    detection_s = budgets.pick("detection_ms").number("detection_ms", 5000, positive=True) / 1000
+    total_s = budgets.pick("total_ms").number("total_ms", 60_000, positive=True) / 1000
+    if detection_s > total_s:
+        raise ConfigError(budgets.pick("detection_ms").key("detection_ms"), "must not exceed budgets.total_ms")
+
+    ctx = layers.nested("context")
+    for s in ctx.sections:
+        s.allow("extension_field", "tool_messages", "system_messages")
+    context = ContextSettings(
+        extension_field=ctx.pick("extension_field").string("extension_field", "truthlens_context", nullable=True),
+        tool_messages=ctx.pick("tool_messages").boolean("tool_messages", True),
+        system_messages=ctx.pick("system_messages").boolean("system_messages", False),
+    )
+
+    ev = layers.nested("evidence")
+    for s in ev.sections:
+        s.allow("enabled", "min_gate", "max_passages", "mode")
+    evidence: EvidenceSettings | None = None
+    if ev.pick("enabled").boolean("enabled", False):
+        # Imported only when a route gates evidence: the gating module brings numpy.
+        from truthlens.evidence.gating import EvidenceSettings
+
+        max_passages = ev.pick("max_passages").get("max_passages")
+        if max_passages is not None:
+            max_passages = ev.pick("max_passages").integer("max_passages", 0, lo=1)
+        evidence = EvidenceSettings(
+            enabled=True,
+            min_gate=ev.pick("min_gate").number("min_gate", 0.5, lo=0.0, hi=1.0),
+            max_passages=max_passages,
+            mode=ev.pick("mode").choice("mode", "drop", ("drop", "rank")),  # type: ignore[arg-type]
+        )
+
+    # The mode's own keys: the global hallucination.<mode> section, overridden per decision.
+    if decision is not None:
+        own = {k: v for k, v in decision.raw.items() if k not in _GENERIC_KEYS}
+        options = _parse_options(mode, {**mode_defaults.get(mode, {}), **own}, decision.path, models)
+    else:
+        section = g.section(mode)
+        options = _parse_options(mode, mode_defaults.get(mode, {}), section.path, models)
+
+    return RoutePolicy(
+        mode=mode,
+        threshold=threshold,
+        actions=actions,
+        warning_template=warning_template,
+        warning_position=position,  # type: ignore[arg-type]
+        fail_policy=fail_policy,  # type: ignore[arg-type]
+        streaming=streaming,  # type: ignore[arg-type]
+        budgets=Budgets(detection_s=detection_s, total_s=total_s),
+        context=context,
+        spans_request_header=spans_header.lower(),
+        max_body_bytes=max_body,
+        options=options,
+        evidence=evidence,
+        enabled=one("enabled").boolean("enabled", True),
+    )
+
+
+def _parse_actions(s: _Section) -> frozenset[Action]:
+    value = s.get("actions", ["header", "body"])
+    key = s.key("actions")
+    if not isinstance(value, list):
+        raise ConfigError(key, f"must be a list of {', '.join(ACTIONS)} (or [])")
+    for i, a in enumerate(value):
+        if a not in ACTIONS:
+            raise ConfigError(f"{key}[{i}]", f"unknown action {a!r} (expected one of {', '.join(ACTIONS)})")
+    if len(set(value)) != len(value):
+        raise ConfigError(key, "lists an action twice")
+    return frozenset(value)
+
+
+def _parse_decisions(
+    raw: Any, g: _Section, mode_defaults: Mapping[str, Mapping[str, Any]], models: frozenset[str]
+) -> tuple[Decision, ...]:
+    if not isinstance(raw, list):
+        raise ConfigError("decisions", "must be a list")
+    decisions: list[Decision] = []
+    names: set[str] = set()
+    for i, item in enumerate(raw):
+        d = _Section(item, f"decisions[{i}]")
+        d.allow("name", "description", "priority", "rules", "plugins")
+        name = d.string("name", None)
+        assert name is not None
+        if name in names:
+            raise ConfigError(d.key("name"), f"duplicate decision name {name!r}")
+        names.add(name)
+        description = d.get("description", "")
+        if not isinstance(description, str):
+            raise ConfigError(d.key("description"), "must be a string")
+        decisions.append(
+            Decision(
+                name=name,
+                priority=d.integer("priority", 0),
+                rules=compile_rules(d.get("rules"), d.key("rules")),
+                policy=_decision_policy(d, g, mode_defaults, models),
+                description=description,
+            )
+        )
+    # sorted() is stable: equal priorities keep file order.
+    return tuple(sorted(decisions, key=lambda x: -x.priority))
+
+
+def _decision_policy(
+    d: _Section, g: _Section, mode_defaults: Mapping[str, Mapping[str, Any]], models: frozenset[str]
+) -> RoutePolicy | None:
+    plugins = d.get("plugins", [])
+    if not isinstance(plugins, list):
+        raise ConfigError(d.key("plugins"), "must be a list")
+    if len(plugins) > 1:
+        raise ConfigError(d.key("plugins"), "a decision takes one hallucination plugin")
+    for j, item in enumerate(plugins):
+        p = _Section(item, d.key(f"plugins[{j}]"))
+        p.allow("type", "configuration")
+        if p.get("type") != "hallucination":
+            raise ConfigError(p.key("type"), f"unknown plugin type {p.get('type')!r} (expected hallucination)")
+        # A disabled route's settings are still validated: a typo must not wait for the day
+        # someone enables it.
+        policy = _resolve_policy(p.section("configuration"), g, mode_defaults, models)
+        return policy if policy.enabled else None
+    return None
+
+
+# ---------------------------------------------------------------------------- hot reload
+
+
+@dataclass(frozen=True, slots=True)
+class _FileStamp:
+    mtime_ns: int
+    size: int
+    inode: int
+
+
+def _stamp(path: Path) -> _FileStamp | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return _FileStamp(st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+class ConfigStore:
+    """The current configuration and its reloads.
+
+    ``current`` is read once per stream (its first message) and kept: a reload swaps the
+    reference atomically and never changes a snapshot in use.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, telemetry: Telemetry | None = None) -> None:
+        self.path = Path(path)
+        self._telemetry = telemetry
+        self._stamp = _stamp(self.path)
+        self._current = load_config(self.path)  # a bad file at start-up is fatal, not kept
+
+    @property
+    def current(self) -> Config:
+        return self._current
+
+    def reload(self) -> bool:
+        """Re-read the file. True when a new configuration is now current; False when the file
+        is unchanged or invalid (then the error is logged with its key, counted, and the old
+        configuration stays)."""
+        self._stamp = _stamp(self.path)
+        try:
+            data = self.path.read_bytes()
+            if hashlib.sha256(data).hexdigest()[:12] == self._current.digest:
+                return False
+            new = _parse_bytes(data, self.path)
+        except (ConfigError, OSError) as exc:
+            log.error("config reload rejected, keeping version %s: %s", self._current.digest, exc)
+            self._count("rejected")
+            return False
+        if new.detector != self._current.detector:
+            log.warning(
+                "config %s changes the detector settings: they take effect after a restart", new.digest
+            )
+        old, self._current = self._current, new
+        log.info("config reloaded: version %s → %s", old.digest, new.digest)
+        self._count("applied")
+        return True
+
+    def changed_on_disk(self) -> bool:
+        return _stamp(self.path) != self._stamp
+
+    async def watch(self, interval_s: float = 2.0) -> None:
+        """Poll the file (mtime, size, inode; then the content hash) until cancelled."""
+        while True:
+            await asyncio.sleep(interval_s)
+            if self.changed_on_disk():
+                # Parsing may import a mode module: keep it off the event loop.
+                await asyncio.to_thread(self.reload)
+
+    def _count(self, result: str) -> None:
+        if self._telemetry is not None:
+            self._telemetry.record_config_reload(result)

@@ -1,0 +1,126 @@
+"""Domain failures → metric-safe reason labels, and what fail-open / fail-closed do with them.
+
+Every reason the gateway reports (the ``x-truthlens-reason`` header, the
+``truthlens_errors_total{reason}`` label, the ``reason`` of an unavailable verdict) is listed
+in :data:`REASONS`, so label cardinality stays bounded and the meaning of each lives in one place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from truthlens.detector.types import DetectorError
+
+FailPolicy = Literal["open", "closed"]
+
+# reason → (HTTP status a fail-closed gateway answers with, one-line meaning)
+REASONS: dict[str, tuple[int, str]] = {
+    # The client's request cannot be read as an OpenAI chat completion request.
+    "malformed_json": (400, "the body is not valid JSON"),
+    "not_an_object": (400, "the JSON body is not an object"),
+    "bad_messages": (400, "'messages' is missing or not a list of message objects"),
+    "bad_field": (400, "a request field has the wrong type (model, stream, n, ...)"),
+    "bad_context": (400, "the context extension field is not a list of strings or text objects"),
+    "content_type": (415, "the body is not JSON (or the response not JSON / SSE)"),
+    "content_encoding": (415, "the body is compressed; it cannot be checked"),
+    "too_large": (413, "the body is over the route's max_body_bytes"),
+    # The upstream's answer.
+    "upstream_status": (502, "the upstream answered with a non-2xx status; nothing to check"),
+    "bad_response": (502, "the upstream's body is not a chat completion"),
+    "sse_framing": (502, "the upstream's event stream is malformed or an event is too large"),
+    "no_choices": (502, "the upstream's completion has no choices to check"),
+    # The checking itself.
+    "detector_timeout": (503, "the detector did not answer within the detection budget"),
+    "detector_overloaded": (503, "the detector queue is full"),
+    "detector_error": (503, "the detector failed"),
+    "detector_unavailable": (503, "the remote inference server is down or its model not ready"),
+    "invalid_input": (503, "the detector refused the input (over its size limits)"),
+    "mode_error": (503, "the route's mode failed"),
+    "mode_unavailable": (503, "the route's mode cannot be loaded"),
+    "budget_exhausted": (503, "the route's total budget ran out before a verdict"),
+    "evidence_error": (503, "evidence gating failed (the check ran on all passages)"),
+    "internal": (500, "a bug in the gateway; the exchange continued unchanged"),
+}
+
+# Reasons that describe something the client sent: a fail-closed gateway answers 4xx.
+CLIENT_REASONS = frozenset(r for r, (status, _) in REASONS.items() if 400 <= status < 500)
+
+# Detector and mode labels (``DetectorError.reason``, ``Detection.reason``) → gateway reasons.
+_DETECTOR_REASONS: dict[str, str] = {
+    "timeout": "detector_timeout",
+    "overloaded": "detector_overloaded",
+    "invalid_input": "invalid_input",
+    "budget": "budget_exhausted",
+    "internal_error": "detector_error",
+    "model_error": "detector_error",
+    "model_invalid": "detector_error",
+    "closed": "detector_error",
+    "remote_unavailable": "detector_unavailable",
+    "remote_timeout": "detector_timeout",
+    "remote_error": "detector_error",
+}
+
+
+class GatewayError(Exception):
+    """A failure with a known reason label (one of :data:`REASONS`)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = normalize_reason(reason)
+        self.message = message
+
+
+def normalize_reason(reason: str | None) -> str:
+    """Map any label (gateway, detector, mode) onto :data:`REASONS`; unknown labels are
+    reported as the closest family instead of growing the metric's label set."""
+    if reason is None:
+        return "internal"
+    if reason in REASONS:
+        return reason
+    if reason in _DETECTOR_REASONS:
+        return _DETECTOR_REASONS[reason]
+    if reason.startswith("detector"):
+        return "detector_error"
+    return "mode_error"
+
+
+def reason_for_exception(exc: BaseException) -> str:
+    """The reason label of an exception raised while checking an exchange."""
+    if isinstance(exc, GatewayError):
+        return exc.reason
+    if isinstance(exc, DetectorError):
+        return _DETECTOR_REASONS.get(exc.reason, "detector_error")
+    if isinstance(exc, TimeoutError):
+        return "budget_exhausted"
+    return "internal"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What the gateway does when a check could not run.
+
+    ``action == "continue"``: the exchange goes on unchanged, marked
+    ``x-truthlens-detected: unavailable`` with the reason. ``action == "reject"``: the client
+    gets ``status`` with an OpenAI error body carrying ``message``.
+    """
+
+    action: Literal["continue", "reject"]
+    reason: str
+    status: int
+    message: str
+
+
+def failure_outcome(reason: str, fail_policy: FailPolicy, detail: str | None = None) -> Outcome:
+    """Fail-open continues unchanged; fail-closed rejects with the reason's status.
+
+    An upstream error status is never replaced: the client should see the upstream's own
+    answer whatever the policy (there was nothing to check, and nothing unchecked is released
+    as if it were checked).
+    """
+    reason = normalize_reason(reason)
+    status, meaning = REASONS[reason]
+    message = f"TruthLens: {detail or meaning}"
+    if fail_policy == "open" or reason == "upstream_status":
+        return Outcome(action="continue", reason=reason, status=200, message=message)
+    return Outcome(action="reject", reason=reason, status=status, message=message)

@@ -1,0 +1,89 @@
+"""The typed per-stream state the phases read and write, and the long-lived runtime they use."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from truthlens.gateway.config import Config, ConfigStore, Decision, RoutePolicy
+    from truthlens.gateway.openai_body import ChatRequest, StreamAccumulator
+    from truthlens.gateway.services import ServiceProvider
+    from truthlens.gateway.sse import SSEDecoder
+    from truthlens.gateway.telemetry import Telemetry
+    from truthlens.modes.base import Services
+
+
+@dataclass(frozen=True, slots=True)
+class Runtime:
+    """Shared by every stream of one server process."""
+
+    config: ConfigStore
+    services: ServiceProvider
+    telemetry: Telemetry
+
+
+@dataclass(frozen=True, slots=True)
+class RequestInfo:
+    """What the request headers told us."""
+
+    path: str
+    method: str
+    headers: dict[str, str]  # lower-case names
+
+    @property
+    def traceparent(self) -> str | None:
+        return self.headers.get("traceparent")
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedRequest:
+    """A request whose answer will be checked: the matched decision and the parsed request."""
+
+    decision: Decision
+    policy: RoutePolicy
+    request: ChatRequest
+    include_spans: bool
+    services: Services  # as of the exchange's pinned config
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """A decision asked for a check that will not run; the client is told why."""
+
+    policy: RoutePolicy
+    reason: str
+
+
+@dataclass(slots=True)
+class StreamedResponse:
+    """SSE response state across STREAMED chunks.
+
+    ``pending`` holds every received byte not yet forwarded to the client, so a failure at
+    any point can release it unchanged (nothing is lost).
+    """
+
+    strategy: Literal["passthrough", "hold"]
+    decoder: SSEDecoder
+    accumulator: StreamAccumulator
+    pending: bytearray = field(default_factory=bytearray)
+    done_seen: bool = False
+    finished: bool = False
+    broken: str | None = None  # reason the events could not be understood
+
+
+@dataclass(slots=True)
+class StreamState:
+    config: Config  # pinned at the first message: a reload never changes a running exchange
+    started: float = field(default_factory=time.monotonic)
+    info: RequestInfo | None = None
+    request_body: bytearray = field(default_factory=bytearray)
+    checked: CheckedRequest | None = None
+    skipped: Skipped | None = None
+    streamed: StreamedResponse | None = None
+    span: Any = None  # the exchange's OpenTelemetry span, open from request headers to the end
+
+    @property
+    def fail_closed(self) -> bool:
+        return self.checked is not None and self.checked.policy.fail_policy == "closed"

@@ -1,0 +1,64 @@
+"""``envoy.service.ext_proc.v3.ExternalProcessor/Process``: one :class:`Stream` per call, and
+failure containment (a bug answers that message unchanged, never kills the server)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+import grpc
+
+from truthlens.gateway import errors
+from truthlens.gateway.phases.state import Runtime
+from truthlens.gateway.stream import Stream
+from truthlens._proto import truthlens_ext_proc_pb2 as pb
+
+SERVICE_NAME = "envoy.service.ext_proc.v3.ExternalProcessor"
+METHOD_PATH = f"/{SERVICE_NAME}/Process"
+
+log = logging.getLogger(__name__)
+
+
+class ExternalProcessor:
+    """Registered before the server starts; answers UNAVAILABLE until :meth:`ready` (Envoy then
+    applies its ``failure_mode_allow``), so no exchange is ever processed half-initialised."""
+
+    def __init__(self, runtime: Runtime | None = None) -> None:
+        self._rt = runtime
+
+    def ready(self, runtime: Runtime) -> None:
+        self._rt = runtime
+
+    async def process(
+        self, requests: AsyncIterator[pb.ProcessingRequest], context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[pb.ProcessingResponse]:
+        rt = self._rt
+        if rt is None:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "the processor is starting")
+            return
+        stream = Stream(rt)
+        with rt.telemetry.track_stream(), contextlib.closing(stream):
+            async for msg in requests:
+                try:
+                    reply = await stream.handle(msg)
+                except Exception as exc:  # containment: one exchange's bug stays in it
+                    reason = errors.reason_for_exception(exc)
+                    log.exception("ext_proc %s failed (%s); answering with the fallback reply", msg.WhichOneof("request"), reason)
+                    rt.telemetry.record_error(reason)
+                    reply = stream.fallback(msg, exc)
+                if reply is not None:
+                    yield reply
+
+    def handler(self) -> grpc.GenericRpcHandler:
+        """Registered under Envoy's exact service name, whatever our proto package is called."""
+        return grpc.method_handlers_generic_handler(
+            SERVICE_NAME,
+            {
+                "Process": grpc.stream_stream_rpc_method_handler(
+                    self.process,
+                    request_deserializer=pb.ProcessingRequest.FromString,
+                    response_serializer=pb.ProcessingResponse.SerializeToString,
+                )
+            },
+        )

@@ -1,0 +1,150 @@
+"""One ext_proc exchange: legal phase order, the pinned config snapshot, dispatch to the phases,
+and the reply that stands in for a phase that failed.
+
+Envoy sends, per HTTP exchange: request headers, request body chunk(s), request trailers,
+response headers, response body chunk(s), response trailers, in that order (any may be
+absent). A message out of order is a protocol error: it is answered unchanged and the rest of
+the exchange is passed through unchecked.
+"""
+
+from __future__ import annotations
+
+import functools
+from contextlib import nullcontext
+from typing import Any, Literal
+
+from opentelemetry import trace
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+from truthlens.gateway import errors, mutations
+from truthlens.gateway.phases import (
+    request_body,
+    request_headers,
+    response_body,
+    response_headers,
+)
+from truthlens.gateway.phases.failures import reject
+from truthlens.gateway.phases.response_stream import release_pending
+from truthlens.gateway.phases.state import Runtime, StreamState
+from truthlens._proto import truthlens_ext_proc_pb2 as pb
+
+MessageKind = Literal[
+    "request_headers",
+    "request_body",
+    "request_trailers",
+    "response_headers",
+    "response_body",
+    "response_trailers",
+]
+_RANK: dict[str, int] = {
+    "request_headers": 0,
+    "request_body": 1,
+    "request_trailers": 2,
+    "response_headers": 3,
+    "response_body": 4,
+    "response_trailers": 5,
+}
+_REPEATABLE = frozenset({"request_body", "response_body"})
+_PROPAGATOR = TraceContextTextMapPropagator()
+
+
+@functools.cache
+def _tracer(provider: Any) -> trace.Tracer:
+    return trace.get_tracer("truthlens.extproc", tracer_provider=provider)
+
+
+class ProtocolError(Exception):
+    """Envoy sent a message this exchange cannot accept here."""
+
+    reason = "internal"
+
+
+class Stream:
+    """State machine of one ``Process`` call. Not shared between calls."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self._rt = runtime
+        self._rank = -1
+        self._last: str | None = None
+        self._state: StreamState | None = None
+
+    @property
+    def state(self) -> StreamState | None:
+        return self._state
+
+    async def handle(self, msg: pb.ProcessingRequest) -> pb.ProcessingResponse | None:
+        """The reply to ``msg``; ``None`` in observability mode (Envoy ignores replies)."""
+        kind = msg.WhichOneof("request")
+        if kind is None:
+            raise ProtocolError("a ProcessingRequest without a request message")
+        state = self._begin(msg, kind)
+        if kind == "request_headers":
+            reply = request_headers.handle(state, msg)
+            info = state.info
+            assert info is not None
+            state.span = self._start_span(info.traceparent, info.headers.get("tracestate"))
+            state.span.set_attribute("http.path", info.path)
+        else:
+            # The exchange span is current only while one message is handled: a gRPC stream's
+            # messages may run in different contexts, and a context attached in one cannot be
+            # detached in another.
+            current = trace.use_span(state.span, end_on_exit=False) if state.span is not None else nullcontext()
+            with current:
+                reply = await self._dispatch(state, msg, kind)
+        return None if msg.observability_mode else reply
+
+    async def _dispatch(self, state: StreamState, msg: pb.ProcessingRequest, kind: str) -> pb.ProcessingResponse:
+        if kind == "request_body":
+            reply = await request_body.handle(state, msg, self._rt)
+        elif kind == "response_headers":
+            reply = response_headers.handle(state, msg, self._rt)
+        elif kind == "response_body":
+            reply = await response_body.handle(state, msg, self._rt)
+        else:
+            reply = mutations.passthrough(kind)  # type: ignore[arg-type]
+        return reply
+
+    def _start_span(self, traceparent: str | None, tracestate: str | None) -> Any:
+        """The exchange's span, a child of the client's W3C trace; ended by :meth:`close`."""
+        carrier = {}
+        if traceparent:
+            carrier["traceparent"] = traceparent
+            if tracestate:
+                carrier["tracestate"] = tracestate
+        return _tracer(self._rt.telemetry.tracer_provider).start_span(
+            "truthlens.exchange", context=_PROPAGATOR.extract(carrier), kind=trace.SpanKind.SERVER
+        )
+
+    def fallback(self, msg: pb.ProcessingRequest, exc: BaseException) -> pb.ProcessingResponse | None:
+        """The reply when handling ``msg`` raised: unchanged ("continue") on a fail-open route,
+        an error on a fail-closed one; the rest of the exchange passes through."""
+        kind = msg.WhichOneof("request")
+        if kind is None or msg.observability_mode:
+            return None
+        state = self._state
+        if state is None:
+            return mutations.passthrough(kind)
+        streamed = state.streamed
+        if kind == "response_body" and streamed is not None:
+            # Headers already went out: release every withheld byte, in order, unchanged.
+            state.checked = None
+            return mutations.chunk_reply("response_body", release_pending(streamed))
+        closed = state.fail_closed and kind in ("request_body", "response_headers", "response_body")
+        state.checked = None
+        if closed:
+            return reject(errors.failure_outcome(errors.reason_for_exception(exc), "closed"))
+        return mutations.passthrough(kind)
+
+    def close(self) -> None:
+        if self._state is not None and self._state.span is not None:
+            self._state.span.end()
+
+    def _begin(self, msg: pb.ProcessingRequest, kind: str) -> StreamState:
+        rank = _RANK[kind]
+        if rank < self._rank or (rank == self._rank and kind not in _REPEATABLE):
+            raise ProtocolError(f"{kind} after {self._last}")
+        self._rank, self._last = rank, kind
+        if self._state is None:
+            # Pinned for the whole exchange: a config reload never changes a running exchange.
+            self._state = StreamState(config=self._rt.config.current)
+        return self._state

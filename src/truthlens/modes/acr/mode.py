@@ -1,0 +1,274 @@
+"""``mode: acr`` — resolve a context–memory conflict by fusing internal and external answers.
+
+Flow per exchange: detect the upstream answer, and in parallel build A_int (question only)
+and A_ext (passages only) with the E-Agent. No conflict — A_int and A_ext agree, or the
+detector finds the upstream answer clean and it agrees with A_int — returns the upstream
+answer unchanged (source ``agreement``). Otherwise the K-Agent loop writes a fused answer,
+which replaces the choices it disagrees with and is re-detected against the context.
+A failed or late agent never fails the exchange: the verdict is then the upstream answer's
+detection, with the reason in the attributes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import urlparse
+
+from truthlens.modes.acr.e_agent import (
+    AgentError,
+    Candidate,
+    EAgent,
+    ExternalCandidate,
+    SamplingSettings,
+)
+from truthlens.modes.acr.equivalence import AnswerMatcher
+from truthlens.modes.acr.fusion import fusion_weight
+from truthlens.modes.acr.k_agent import EvidenceSource, KAgent, Resolution
+from truthlens.modes.acr.prompts import extract_answer
+from truthlens.modes.base import (
+    ChoiceVerdict,
+    ConfigError,
+    Exchange,
+    OptionContext,
+    Services,
+    Verdict,
+)
+from truthlens.detector.types import Detection, DetectionInput
+from truthlens.llm import LLMError
+from truthlens.options import check_keys, read_model, read_number
+
+NAME = "acr"
+Source = Literal["internal", "external", "fused", "agreement"]
+WEIGHT_HEADER = "x-truthlens-acr-weight"
+SOURCE_HEADER = "x-truthlens-acr-source"
+
+
+@dataclass(frozen=True, slots=True)
+class AcrOptions:
+    model: str | None = None  # answers the agents' prompts; None: the query's model
+    samples: int = 3  # M (§5.6: M = 3)
+    temperature: float = 0.5  # §5.6, Fig. 7 optimum
+    top_p: float = 0.8
+    max_tokens: int = 256
+    cluster_threshold: float = 0.85  # cosine for "same answer" (guarded, see equivalence.py)
+    theta: float = 0.05  # uncertainty zone |I_c − I_s| ≤ θ
+    max_rounds: int = 2
+    max_passages: int = 8
+    max_triples: int = 24
+    retriever_url: str | None = None
+    retriever_timeout_s: float = 5.0
+
+
+_NUMBERS: dict[str, tuple[bool, float, float]] = {  # key: (integer, low, high)
+    "samples": (True, 2, 16),  # calibration needs M >= 2
+    "temperature": (False, 0.0, 2.0),
+    "top_p": (False, 1e-6, 1.0),
+    "max_tokens": (True, 1, 32_768),
+    "cluster_threshold": (False, 0.0, 1.0),
+    "theta": (False, 0.0, 10.0),
+    "max_rounds": (True, 1, 8),
+    "max_passages": (True, 1, 256),
+    "max_triples": (True, 1, 256),
+    "retriever_timeout_s": (False, 0.01, 600.0),
+}
+
+
+def parse_options(raw: Mapping[str, Any], ctx: OptionContext) -> AcrOptions:
+    check_keys(raw, {f.name for f in dataclasses.fields(AcrOptions)}, ctx)
+    values: dict[str, Any] = {
+        key: read_number(raw, key, ctx, lo=low, hi=high, default=None, integer=integer)
+        for key, (integer, low, high) in _NUMBERS.items()
+        if key in raw
+    }
+    model = read_model(raw, "model", ctx)
+    if model is not None:
+        values["model"] = model
+    url = raw.get("retriever_url")
+    if url is not None:
+        parsed = urlparse(url) if isinstance(url, str) else None
+        if parsed is None or parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise ConfigError(f"{ctx.path}.retriever_url", f"expected an http(s) URL, got {url!r}")
+        values["retriever_url"] = url
+    return AcrOptions(**values)
+
+
+def build() -> AcrMode:
+    return AcrMode()
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    verdict_texts: tuple[str | None, ...]
+    source: Source
+    weight: float
+    internal: Candidate
+    external: ExternalCandidate | None
+    resolution: Resolution | None
+    calls: int
+
+
+class AcrMode:
+    name = NAME
+
+    async def run(self, exchange: Exchange, services: Services) -> Verdict:
+        opts: AcrOptions = exchange.options if isinstance(exchange.options, AcrOptions) else AcrOptions()
+        answers = exchange.answers
+        if not answers:
+            return Verdict(mode=NAME, choices=())
+        with services.tracer.start_as_current_span("truthlens.acr") as span:
+            detect_task = asyncio.create_task(self._detect(exchange, services, answers))
+            outcome: _Outcome | None = None
+            failure: str | None = None
+            if services.llm is None or services.embedder is None:
+                failure = "acr needs an LLM client and an embedder"
+            else:
+                # Keep time for re-detecting the fused answer after the agents are done.
+                reserve = min(2.0, 0.2 * exchange.remaining_s())
+                try:
+                    async with asyncio.timeout_at(exchange.deadline - reserve):
+                        outcome = await self._resolve(exchange, services, opts, detect_task)
+                except TimeoutError:
+                    failure = "timeout: the exchange budget ran out before ACR finished"
+                except (AgentError, LLMError) as exc:
+                    failure = f"{getattr(exc, 'reason', 'error')}: {exc}"
+            upstream = await detect_task
+            if outcome is None:
+                span.set_attribute("truthlens.acr.outcome", "incomplete")
+                span.set_attribute("truthlens.acr.reason", str(failure))
+                return Verdict(
+                    mode=NAME,
+                    choices=tuple(ChoiceVerdict(i, d) for i, d in enumerate(upstream)),
+                    attributes={"acr": {"outcome": "incomplete", "reason": failure}},
+                )
+            span.set_attribute("truthlens.acr.source", outcome.source)
+            span.set_attribute("truthlens.acr.w", outcome.weight)
+            span.set_attribute("truthlens.acr.mu_int", outcome.internal.mu)
+            span.set_attribute("truthlens.acr.sigma_int", outcome.internal.sigma)
+            if outcome.external is not None:
+                span.set_attribute("truthlens.acr.mu_ext", outcome.external.candidate.mu)
+                span.set_attribute("truthlens.acr.sigma_ext", outcome.external.candidate.sigma)
+            span.set_attribute("truthlens.acr.upstream_calls", outcome.calls)
+            return await self._verdict(exchange, services, outcome, upstream)
+
+    async def _detect(self, exchange: Exchange, services: Services,
+                      texts: Sequence[str]) -> list[Detection]:
+        q = exchange.query
+        items = [DetectionInput(q.passages, q.question, t) for t in texts]
+        return await services.detector.detect_many(
+            items, threshold=exchange.threshold, timeout_s=max(0.001, exchange.remaining_s()))
+
+    async def _resolve(self, exchange: Exchange, services: Services, opts: AcrOptions,
+                       detect_task: asyncio.Task[list[Detection]]) -> _Outcome:
+        assert services.llm is not None and services.embedder is not None
+        q = exchange.query
+        sampling = SamplingSettings(opts.model or q.model, opts.samples, opts.temperature,
+                                    opts.top_p, opts.max_tokens)
+        matcher = AnswerMatcher(services.embedder, opts.cluster_threshold)
+        e_agent = EAgent(services.llm, matcher, sampling, deadline=exchange.deadline,
+                         max_passages=opts.max_passages, max_triples=opts.max_triples,
+                         tracer=services.tracer)
+        k_agent = KAgent(services.llm, matcher, sampling, deadline=exchange.deadline,
+                         theta=opts.theta, max_rounds=opts.max_rounds, tracer=services.tracer)
+        answers = exchange.answers
+        external_task = asyncio.create_task(e_agent.external(q.question, q.passages))
+        try:
+            internal = await e_agent.internal(q.question)
+            detections = await asyncio.shield(detect_task)
+            await matcher.warm([internal.answer, *answers])
+            # Clean against the context AND what the model itself knows: nothing to resolve.
+            if all(d.status == "clean" and matcher.same(internal.answer, a)
+                   for d, a in zip(detections, answers, strict=True)):
+                external_task.cancel()
+                weight = fusion_weight(internal.mu, internal.mu, 0.0)
+                return _Outcome((None,) * len(answers), "agreement", weight, internal, None, None,
+                                e_agent.calls)
+            external = await external_task
+        finally:
+            if not external_task.done():
+                external_task.cancel()
+            elif not external_task.cancelled():
+                external_task.exception()  # mark a failure we no longer need as retrieved
+        await matcher.warm([external.candidate.answer])
+        if matcher.same(internal.answer, external.candidate.answer):
+            # Δu = 0: no counterfactual was run; w then reflects the confidence gap only.
+            weight = fusion_weight(internal.mu, external.candidate.mu, 0.0)
+            return _Outcome((None,) * len(answers), "agreement", weight, internal, external, None,
+                            e_agent.calls)
+        evidence = EvidenceSource(opts.retriever_url, exchange.held_back_passages,
+                                  timeout_s=opts.retriever_timeout_s, deadline=exchange.deadline,
+                                  tracer=services.tracer)
+        resolution = await k_agent.resolve(
+            q.question, internal, external, q.passages, evidence,
+            lambda passages: e_agent.external(q.question, passages))
+        final = resolution.answer
+        await matcher.warm([final, *answers, extract_answer(final),
+                            resolution.external.candidate.answer])
+        texts = tuple(None if matcher.same(a, final) else final for a in answers)
+        source = _source(matcher, final, internal.answer, resolution.external.candidate.answer)
+        return _Outcome(texts, source, resolution.last.weight, internal, resolution.external,
+                        resolution, e_agent.calls + k_agent.calls)
+
+    async def _verdict(self, exchange: Exchange, services: Services, outcome: _Outcome,
+                       upstream: list[Detection]) -> Verdict:
+        rewritten = [i for i, t in enumerate(outcome.verdict_texts) if t is not None]
+        fresh = (await self._detect(exchange, services,
+                                    [outcome.verdict_texts[i] or "" for i in rewritten])
+                 if rewritten else [])
+        detections = list(upstream)
+        for i, detection in zip(rewritten, fresh, strict=True):
+            detections[i] = detection
+        choices = tuple(ChoiceVerdict(i, d, outcome.verdict_texts[i])
+                        for i, d in enumerate(detections))
+        headers = {WEIGHT_HEADER: f"{outcome.weight:.3f}", SOURCE_HEADER: outcome.source}
+        rounds = outcome.resolution.rounds if outcome.resolution else ()
+        return Verdict(
+            mode=NAME,
+            choices=choices,
+            iterations=len(rounds),
+            headers=headers,
+            attributes={"acr": _facts(outcome)},
+        )
+
+
+def _source(matcher: AnswerMatcher, final: str, internal: str, external: str) -> Source:
+    core = extract_answer(final)
+    like_int = matcher.same(core, internal) or matcher.same(final, internal)
+    like_ext = matcher.same(core, external) or matcher.same(final, external)
+    if like_int and not like_ext:
+        return "internal"
+    if like_ext and not like_int:
+        return "external"
+    return "fused"
+
+
+def _facts(outcome: _Outcome) -> dict[str, Any]:
+    def r(x: float) -> float:
+        return round(float(x), 4)
+
+    facts: dict[str, Any] = {
+        "outcome": "resolved" if outcome.resolution else "agreement",
+        "source": outcome.source,
+        "weight": r(outcome.weight),
+        "internal": {"answer": outcome.internal.answer, "mu": r(outcome.internal.mu),
+                     "sigma": r(outcome.internal.sigma), "support": r(outcome.internal.support)},
+        "upstream_calls": outcome.calls,
+    }
+    if outcome.external is not None:
+        c = outcome.external.candidate
+        facts["external"] = {"answer": c.answer, "mu": r(c.mu), "sigma": r(c.sigma),
+                             "support": r(c.support),
+                             "triples_kept": len(outcome.external.triples_kept)}
+    if outcome.resolution is not None:
+        facts["stop_reason"] = outcome.resolution.stop_reason
+        facts["rounds"] = [
+            {"round": x.index, "w": r(x.weight), "i_c": r(x.i_c), "i_s": r(x.i_s),
+             "delta_u_before": r(x.delta_u_before),
+             "delta_u": None if x.delta_u_after is None else r(x.delta_u_after),
+             "in_zone": x.in_zone, "evidence_added": x.evidence_added}
+            for x in outcome.resolution.rounds
+        ]
+    return facts

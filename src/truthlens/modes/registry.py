@@ -1,0 +1,38 @@
+"""Mode name → module, imported only when a configuration names it.
+
+A mode module exposes ``NAME``, ``parse_options(raw, ctx) -> options`` (raises
+:class:`truthlens.modes.base.ConfigError` naming the key) and ``build() -> Mode``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from typing import Any, Protocol, cast
+
+from truthlens.modes.base import Mode, OptionContext
+
+_MODE_MODULES: dict[str, str] = {
+    "lightweight": "truthlens.modes.lightweight",
+    "standard": "truthlens.modes.standard",
+    "premium": "truthlens.modes.premium",
+    "acr": "truthlens.modes.acr.mode",
+    "auto": "truthlens.modes.escalation.auto",
+}
+
+
+class ModeModule(Protocol):
+    NAME: str
+
+    def parse_options(self, raw: Mapping[str, Any], ctx: OptionContext) -> Any: ...
+
+    def build(self) -> Mode: ...
+
+
+def mode_names() -> tuple[str, ...]:
+    return tuple(_MODE_MODULES)
+
+
+def load_mode_module(name: str) -> ModeModule:
+    """Import the module of mode ``name``; ``KeyError`` for an unknown name."""
+    return cast(ModeModule, importlib.import_module(_MODE_MODULES[name]))

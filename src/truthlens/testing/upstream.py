@@ -1,0 +1,568 @@
+"""A scripted OpenAI-compatible HTTP server: the project's only test double.
+
+This is NOT a model. It answers ``POST /v1/chat/completions`` from an ordered list of rules
+(first match wins) so that tests and ``truthlens demo`` can put a real HTTP upstream behind
+Envoy and the LLM client without any weights. It speaks the real wire protocol: a
+``chat.completion`` JSON body, or ``chat.completion.chunk`` server-sent events when
+``stream: true`` (role delta, several content deltas, finish chunk, optional usage chunk,
+``data: [DONE]``), ``n`` choices and per-token ``logprobs`` (deterministic: every token of a
+rule with ``confidence: c`` has log-prob ``ln c``, or the rule lists them). Rules can also
+inject faults: HTTP errors, delays, malformed bodies, gzip, broken SSE framing, dropped
+connections.
+
+Rule (YAML or JSON; every key optional)::
+
+    name: refine-fixes-span
+    match: {model: m, user: "substring", user_regex: "...", system: "...", system_regex: "...",
+            any: "substring in any message", any_regex: "...", times: 1}
+    reply: {content: "...", contents: ["choice 0 / call 1", "..."], cycle: false,
+            status: 200, delay_s: 0, chunk_delay_s: 0, chunk_tokens: 2, error_body: {...},
+            raw_body: "...", content_type: "...", content_encoding: gzip, break_sse: false,
+            drop_after_chunks: 3, confidence: 0.9, logprobs: [-0.1, ...], finish_reason: stop}
+
+``contents`` are drawn in order across choices and successive calls of the rule (the last one
+repeats unless ``cycle``). Control endpoints: ``POST /_script`` (replace the rules),
+``GET /_calls`` (the call log: each request's body and headers, so tests can see the W3C
+``traceparent`` every call arrived with), ``POST /_reset`` (clear the log and the rules' counters).
+
+Run: ``python -m truthlens.testing.upstream --host 127.0.0.1 --port 8000 [--script FILE]``;
+embed: ``async with ScriptedUpstream(rules, port=0) as up: up.base_url``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gzip
+import json
+import math
+import re
+import time
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from aiohttp import web
+
+DEFAULT_CONTENT = "This is the scripted upstream's default answer."
+_TOKEN_RE = re.compile(r"\s*\S+|\s+")
+
+
+class ScriptError(ValueError):
+    """A rule in the script is malformed; the message names the rule and key."""
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    model: str | None = None
+    user: str | None = None
+    user_regex: str | None = None
+    system: str | None = None
+    system_regex: str | None = None
+    any: str | None = None
+    any_regex: str | None = None
+    times: int | None = None  # match only the rule's first ``times`` calls
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    content: str | None = None
+    contents: tuple[str, ...] = ()
+    cycle: bool = False
+    status: int = 200
+    delay_s: float = 0.0
+    chunk_delay_s: float = 0.0
+    chunk_tokens: int = 2
+    error_body: Any = None
+    raw_body: bytes | None = None
+    content_type: str | None = None
+    content_encoding: str | None = None
+    break_sse: bool = False
+    drop_after_chunks: int | None = None
+    confidence: float | None = None
+    logprobs: tuple[float, ...] = ()
+    finish_reason: str = "stop"
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    name: str
+    match: Match = field(default_factory=Match)
+    reply: Reply = field(default_factory=Reply)
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One chat request the server received."""
+
+    model: str
+    messages: tuple[Mapping[str, Any], ...]
+    params: Mapping[str, Any]  # every other body field (n, stream, temperature, ...)
+    headers: Mapping[str, str]  # lower-case names
+    rule: str  # the rule that answered
+    time: float  # time.time() on arrival
+
+    def as_json(self) -> dict[str, Any]:
+        return {"model": self.model, "messages": list(self.messages), "params": dict(self.params),
+                "headers": dict(self.headers), "rule": self.rule, "time": self.time}
+
+
+DEFAULT_RULE = Rule(name="default", reply=Reply(content=DEFAULT_CONTENT))
+
+# ---------------------------------------------------------------------------------------------
+# Script parsing
+
+
+def _typed(raw: Mapping[str, Any], key: str, types: type | tuple[type, ...], where: str) -> Any:
+    value = raw.get(key)
+    if value is None:
+        return None
+    allowed = types if isinstance(types, tuple) else (types,)
+    # bool is an int to isinstance; a rule saying `status: true` is a mistake, not 1.
+    if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
+        names = "/".join(t.__name__ for t in allowed)
+        raise ScriptError(f"{where}.{key}: expected {names}, got {type(value).__name__}")
+    return value
+
+
+def parse_rule(raw: Mapping[str, Any], index: int = 0) -> Rule:
+    where = f"rules[{index}]"
+    if not isinstance(raw, Mapping):
+        raise ScriptError(f"{where}: a rule must be a mapping")
+    unknown = set(raw) - {"name", "match", "reply"}
+    if unknown:
+        raise ScriptError(f"{where}: unknown keys {sorted(unknown)}")
+    m = raw.get("match") or {}
+    r = raw.get("reply") or {}
+    for key, section, cls in (("match", m, Match), ("reply", r, Reply)):
+        if not isinstance(section, Mapping):
+            raise ScriptError(f"{where}.{key}: must be a mapping")
+        extra = set(section) - set(cls.__slots__)  # type: ignore[attr-defined]
+        if extra:
+            raise ScriptError(f"{where}.{key}: unknown keys {sorted(extra)}")
+    for key in ("user_regex", "system_regex", "any_regex"):
+        pattern = _typed(m, key, str, f"{where}.match")
+        if pattern is not None:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ScriptError(f"{where}.match.{key}: bad regex: {exc}") from exc
+    match = Match(
+        model=_typed(m, "model", str, f"{where}.match"),
+        user=_typed(m, "user", str, f"{where}.match"),
+        user_regex=m.get("user_regex"),
+        system=_typed(m, "system", str, f"{where}.match"),
+        system_regex=m.get("system_regex"),
+        any=_typed(m, "any", str, f"{where}.match"),
+        any_regex=m.get("any_regex"),
+        times=_typed(m, "times", int, f"{where}.match"),
+    )
+    rw = f"{where}.reply"
+    raw_body = r.get("raw_body")
+    if isinstance(raw_body, str):
+        raw_body = raw_body.encode("utf-8")
+    elif raw_body is not None and not isinstance(raw_body, bytes):
+        raise ScriptError(f"{rw}.raw_body: expected text or bytes")
+    contents = _typed(r, "contents", (list, tuple), rw) or ()
+    if not all(isinstance(c, str) for c in contents):
+        raise ScriptError(f"{rw}.contents: every item must be a string")
+    logprobs = _typed(r, "logprobs", (list, tuple), rw) or ()
+    if not all(isinstance(x, (int, float)) and x <= 0 for x in logprobs):
+        raise ScriptError(f"{rw}.logprobs: every item must be a number <= 0")
+    confidence = _typed(r, "confidence", (int, float), rw)
+    if confidence is not None and not 0.0 < confidence <= 1.0:
+        raise ScriptError(f"{rw}.confidence: must be in (0, 1]")
+    encoding = _typed(r, "content_encoding", str, rw)
+    if encoding not in (None, "gzip", "identity"):
+        raise ScriptError(f"{rw}.content_encoding: only gzip or identity")
+    chunk_tokens = _typed(r, "chunk_tokens", int, rw)
+    if chunk_tokens is not None and chunk_tokens < 1:
+        raise ScriptError(f"{rw}.chunk_tokens: must be >= 1")
+    reply = Reply(
+        content=_typed(r, "content", str, rw),
+        contents=tuple(contents),
+        cycle=bool(_typed(r, "cycle", bool, rw)),
+        status=_typed(r, "status", int, rw) or 200,
+        delay_s=float(_typed(r, "delay_s", (int, float), rw) or 0.0),
+        chunk_delay_s=float(_typed(r, "chunk_delay_s", (int, float), rw) or 0.0),
+        chunk_tokens=chunk_tokens or 2,
+        error_body=r.get("error_body"),
+        raw_body=raw_body,
+        content_type=_typed(r, "content_type", str, rw),
+        content_encoding=encoding,
+        break_sse=bool(_typed(r, "break_sse", bool, rw)),
+        drop_after_chunks=_typed(r, "drop_after_chunks", int, rw),
+        confidence=float(confidence) if confidence is not None else None,
+        logprobs=tuple(float(x) for x in logprobs),
+        finish_reason=_typed(r, "finish_reason", str, rw) or "stop",
+    )
+    return Rule(name=_typed(raw, "name", str, where) or f"rule{index}", match=match, reply=reply)
+
+
+def parse_script(raw: Any) -> tuple[Rule, ...]:
+    """A list of rules, or ``{"rules": [...]}``."""
+    if isinstance(raw, Mapping):
+        raw = raw.get("rules", [])
+    if not isinstance(raw, (list, tuple)):
+        raise ScriptError("script: expected a list of rules or {rules: [...]}")
+    return tuple(r if isinstance(r, Rule) else parse_rule(r, i) for i, r in enumerate(raw))
+
+
+def load_script(path: str | Path) -> tuple[Rule, ...]:
+    return parse_script(yaml.safe_load(Path(path).read_text(encoding="utf-8")))
+
+
+# ---------------------------------------------------------------------------------------------
+# Matching and reply content
+
+
+def message_text(message: Mapping[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts
+        return "".join(p.get("text", "") for p in content if isinstance(p, Mapping))
+    return ""
+
+
+def _hit(text: str, sub: str | None, regex: str | None) -> bool:
+    if sub is not None and sub not in text:
+        return False
+    return regex is None or re.search(regex, text) is not None
+
+
+def _matches(rule: Rule, model: str, messages: Sequence[Mapping[str, Any]], seen: int) -> bool:
+    m = rule.match
+    if m.times is not None and seen >= m.times:
+        return False
+    if m.model is not None and m.model != model:
+        return False
+    users = [message_text(x) for x in messages if x.get("role") == "user"]
+    systems = "\n".join(message_text(x) for x in messages if x.get("role") in ("system", "developer"))
+    everything = "\n".join(message_text(x) for x in messages)
+    return (
+        _hit(users[-1] if users else "", m.user, m.user_regex)
+        and _hit(systems, m.system, m.system_regex)
+        and _hit(everything, m.any, m.any_regex)
+    )
+
+
+def tokens_of(text: str) -> list[str]:
+    """Whitespace-led pieces whose concatenation is ``text`` (the double's 'tokens')."""
+    return _TOKEN_RE.findall(text)
+
+
+def _token_logprobs(reply: Reply, count: int) -> list[float]:
+    if reply.logprobs:
+        return [reply.logprobs[i % len(reply.logprobs)] for i in range(count)]
+    confidence = reply.confidence if reply.confidence is not None else 0.9
+    return [math.log(confidence)] * count
+
+
+def _logprob_entries(reply: Reply, tokens: list[str], top: int) -> list[dict[str, Any]]:
+    entries = []
+    for token, lp in zip(tokens, _token_logprobs(reply, len(tokens)), strict=True):
+        rest = max(1e-9, 1.0 - math.exp(lp))
+        alternatives = [
+            {"token": f"{token}~{j}", "logprob": math.log(rest / (j + 1)), "bytes": list(f"{token}~{j}".encode())}
+            for j in range(1, top)
+        ]
+        head = {"token": token, "logprob": lp, "bytes": list(token.encode())}
+        entries.append({**head, "top_logprobs": ([head] + alternatives) if top else []})
+    return entries
+
+
+# ---------------------------------------------------------------------------------------------
+# The server
+
+
+class ScriptedUpstream:
+    """The aiohttp application plus its rules, counters and call log."""
+
+    def __init__(self, rules: Iterable[Rule | Mapping[str, Any]] = (), *, host: str = "127.0.0.1",
+                 port: int = 0, default: Rule = DEFAULT_RULE) -> None:
+        self.host = host
+        self.port = port
+        self.default = default
+        self.rules: tuple[Rule, ...] = parse_script(list(rules))
+        self.calls: list[Call] = []
+        self._seen: dict[int, int] = {}  # rule position -> calls answered
+        self._drawn: dict[int, int] = {}  # rule position -> contents drawn
+        self._ids = 0
+        self._runner: web.AppRunner | None = None
+        self.app = web.Application(client_max_size=64 * 1024 * 1024)
+        self.app.router.add_post("/v1/chat/completions", self._chat)
+        self.app.router.add_get("/v1/models", self._models)
+        self.app.router.add_get("/health", self._health)
+        self.app.router.add_post("/_script", self._script)
+        self.app.router.add_get("/_calls", self._calls)
+        self.app.router.add_post("/_reset", self._reset)
+
+    # -- lifecycle --------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.url}/v1"
+
+    async def start(self) -> None:
+        # handler_cancellation: a client that gives up (timeout test) must not leave a
+        # sleeping handler that stalls shutdown.
+        self._runner = web.AppRunner(self.app, handler_cancellation=True, access_log=None,
+                                     shutdown_timeout=0.5)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        server = site._server  # the bound socket tells the real port when port=0
+        assert server is not None
+        self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> ScriptedUpstream:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    # -- script control ---------------------------------------------------------------------
+    def set_rules(self, rules: Iterable[Rule | Mapping[str, Any]]) -> None:
+        self.rules = parse_script(list(rules))
+        self.reset()
+
+    def reset(self) -> None:
+        self.calls.clear()
+        self._seen.clear()
+        self._drawn.clear()
+
+    def calls_for(self, model: str) -> list[Call]:
+        return [c for c in self.calls if c.model == model]
+
+    def _pick(self, model: str, messages: Sequence[Mapping[str, Any]]) -> tuple[int, Rule]:
+        for i, rule in enumerate(self.rules):
+            if _matches(rule, model, messages, self._seen.get(i, 0)):
+                self._seen[i] = self._seen.get(i, 0) + 1
+                return i, rule
+        return -1, self.default
+
+    def _draw(self, key: int, reply: Reply, n: int) -> list[str]:
+        if not reply.contents:
+            return [reply.content if reply.content is not None else DEFAULT_CONTENT] * n
+        out = []
+        for _ in range(n):
+            k = self._drawn.get(key, 0)
+            self._drawn[key] = k + 1
+            idx = k % len(reply.contents) if reply.cycle else min(k, len(reply.contents) - 1)
+            out.append(reply.contents[idx])
+        return out
+
+    # -- handlers -----------------------------------------------------------------------------
+    async def _health(self, request: web.Request) -> web.Response:
+        return web.json_response({"status": "ok"})
+
+    async def _models(self, request: web.Request) -> web.Response:
+        names = sorted({r.match.model for r in self.rules if r.match.model} | {"scripted"})
+        data = [{"id": n, "object": "model", "created": 0, "owned_by": "scripted"} for n in names]
+        return web.json_response({"object": "list", "data": data})
+
+    async def _script(self, request: web.Request) -> web.Response:
+        try:
+            self.set_rules(parse_script(await request.json()))
+        except (ScriptError, ValueError) as exc:
+            return web.json_response({"error": str(exc)}, status=400)
+        return web.json_response({"rules": len(self.rules)})
+
+    async def _calls(self, request: web.Request) -> web.Response:
+        return web.json_response([c.as_json() for c in self.calls])
+
+    async def _reset(self, request: web.Request) -> web.Response:
+        self.reset()
+        return web.json_response({"ok": True})
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        try:
+            body = await request.json()
+            if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+                raise ValueError("body must be an object with a messages list")
+        except ValueError as exc:
+            return _error(400, f"invalid request: {exc}", "invalid_request_error")
+        model = str(body.get("model", ""))
+        messages = [m for m in body["messages"] if isinstance(m, Mapping)]
+        key, rule = self._pick(model, messages)
+        params = {k: v for k, v in body.items() if k not in ("model", "messages")}
+        self.calls.append(Call(model=model, messages=tuple(messages), params=params,
+                               headers={k.lower(): v for k, v in request.headers.items()},
+                               rule=rule.name, time=time.time()))
+        reply = rule.reply
+        if reply.delay_s > 0:
+            await asyncio.sleep(reply.delay_s)
+        if reply.status >= 400:
+            if isinstance(reply.error_body, str):
+                return web.Response(status=reply.status, text=reply.error_body,
+                                    content_type=reply.content_type or "text/plain")
+            return web.json_response(reply.error_body or _error_payload(reply.status), status=reply.status)
+        n = int(body.get("n") or 1)
+        contents = self._draw(key, reply, n)
+        self._ids += 1
+        completion_id = f"chatcmpl-scripted-{self._ids}"
+        top = int(body.get("top_logprobs") or 0)
+        want_logprobs = bool(body.get("logprobs"))
+        prompt_tokens = sum(len(tokens_of(message_text(m))) for m in messages)
+        if body.get("stream"):
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            return await self._stream(request, reply, completion_id, model, contents,
+                                      want_logprobs, top, include_usage, prompt_tokens)
+        if reply.raw_body is not None:
+            return await self._send(request, reply, reply.raw_body, reply.content_type or "application/json")
+        choices = []
+        completion_tokens = 0
+        for i, text in enumerate(contents):
+            toks = tokens_of(text)
+            completion_tokens += len(toks)
+            logprobs = {"content": _logprob_entries(reply, toks, top), "refusal": None} if want_logprobs else None
+            choices.append({"index": i, "message": {"role": "assistant", "content": text, "refusal": None},
+                            "logprobs": logprobs, "finish_reason": reply.finish_reason})
+        payload = {
+            "id": completion_id, "object": "chat.completion", "created": int(time.time()), "model": model,
+            "choices": choices,
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens},
+        }
+        return await self._send(request, reply, json.dumps(payload).encode(),
+                                reply.content_type or "application/json")
+
+    async def _send(self, request: web.Request, reply: Reply, data: bytes, content_type: str) -> web.StreamResponse:
+        headers = {"Content-Type": content_type}
+        if reply.content_encoding == "gzip":
+            data = gzip.compress(data)
+            headers["Content-Encoding"] = "gzip"
+        if reply.drop_after_chunks is None:
+            return web.Response(body=data, headers=headers)
+        # Announce the whole length, send half, then close: a truncated body on the wire.
+        headers["Content-Length"] = str(len(data))
+        resp = web.StreamResponse(headers=headers)
+        await resp.prepare(request)
+        await resp.write(data[: len(data) // 2])
+        _drop(request)
+        return resp
+
+    async def _stream(self, request: web.Request, reply: Reply, completion_id: str, model: str,
+                      contents: list[str], want_logprobs: bool, top: int, include_usage: bool,
+                      prompt_tokens: int) -> web.StreamResponse:
+        headers = {"Content-Type": reply.content_type or "text/event-stream", "Cache-Control": "no-cache"}
+        compressor = None
+        if reply.content_encoding == "gzip":
+            compressor = zlib.compressobj(wbits=31)  # gzip container, flushed per event
+            headers["Content-Encoding"] = "gzip"
+        resp = web.StreamResponse(headers=headers)
+        await resp.prepare(request)
+        if reply.raw_body is not None:
+            events: list[bytes] = [reply.raw_body]
+        else:
+            events = [_sse(e, reply.break_sse) for e in _chunk_events(
+                reply, completion_id, model, contents, want_logprobs, top, include_usage, prompt_tokens)]
+            events.append(b"data: [DONE]\n" if reply.break_sse else b"data: [DONE]\n\n")
+        for i, event in enumerate(events):
+            if reply.drop_after_chunks is not None and i >= reply.drop_after_chunks:
+                _drop(request)
+                return resp
+            if i and reply.chunk_delay_s > 0:
+                await asyncio.sleep(reply.chunk_delay_s)
+            if compressor is not None:
+                event = compressor.compress(event) + compressor.flush(zlib.Z_SYNC_FLUSH)
+            await resp.write(event)
+        if compressor is not None:
+            await resp.write(compressor.flush())
+        await resp.write_eof()
+        return resp
+
+
+def _chunk_events(reply: Reply, completion_id: str, model: str, contents: list[str], want_logprobs: bool,
+                  top: int, include_usage: bool, prompt_tokens: int) -> list[dict[str, Any]]:
+    created = int(time.time())
+
+    def chunk(choices: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+        return {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": model,
+                "choices": choices, **extra}
+
+    events = [chunk([{"index": i, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
+                      "finish_reason": None} for i in range(len(contents))])]
+    pieces = []
+    for i, text in enumerate(contents):
+        toks = tokens_of(text)
+        entries = _logprob_entries(reply, toks, top) if want_logprobs else []
+        step = reply.chunk_tokens
+        pieces.append([(i, "".join(toks[j:j + step]), entries[j:j + step]) for j in range(0, len(toks), step)])
+    # Interleave choices the way a batched server does: one piece of each choice in turn.
+    for round_ in range(max((len(p) for p in pieces), default=0)):
+        for p in pieces:
+            if round_ < len(p):
+                i, text, entries = p[round_]
+                lp = {"content": entries, "refusal": None} if want_logprobs else None
+                events.append(chunk([{"index": i, "delta": {"content": text}, "logprobs": lp,
+                                      "finish_reason": None}]))
+    for i in range(len(contents)):
+        events.append(chunk([{"index": i, "delta": {}, "logprobs": None, "finish_reason": reply.finish_reason}]))
+    if include_usage:
+        completion_tokens = sum(len(tokens_of(t)) for t in contents)
+        events.append(chunk([], usage={"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                                       "total_tokens": prompt_tokens + completion_tokens}))
+    return events
+
+
+def _sse(event: Mapping[str, Any], broken: bool) -> bytes:
+    data = json.dumps(event)
+    if broken:
+        # Malformed framing: no blank line between events, and a cut-off JSON line.
+        return f"data: {data[: len(data) // 2]}\n".encode()
+    return f"data: {data}\n\n".encode()
+
+
+def _drop(request: web.Request) -> None:
+    transport = request.transport
+    if transport is not None:
+        transport.abort() if hasattr(transport, "abort") else transport.close()
+
+
+def _error_payload(status: int, message: str = "scripted failure", type_: str = "server_error") -> dict[str, Any]:
+    return {"error": {"message": message, "type": type_, "param": None, "code": str(status)}}
+
+
+def _error(status: int, message: str, type_: str) -> web.Response:
+    return web.json_response(_error_payload(status, message, type_), status=status)
+
+
+# ---------------------------------------------------------------------------------------------
+# Command line
+
+
+async def _serve(host: str, port: int, rules: tuple[Rule, ...]) -> None:
+    async with ScriptedUpstream(rules, host=host, port=port) as up:
+        print(f"scripted upstream (test double, not a model) on {up.base_url} with {len(rules)} rules", flush=True)
+        await asyncio.Event().wait()
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Scripted OpenAI-compatible upstream (a test double, not a model)")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--script", help="YAML/JSON file with the rules")
+    args = parser.parse_args(argv)
+    rules = load_script(args.script) if args.script else ()
+    try:
+        asyncio.run(_serve(args.host, args.port, rules))
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()
