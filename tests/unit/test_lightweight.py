@@ -1,5 +1,5 @@
 """Lightweight mode on the REAL shipped detector (ONNX Runtime, trained model): option
-parsing, a grounded and a hallucinated choice in one exchange, the run through run_policy with
+parsing, a grounded and a hallucinated choice in one exchange, the run through run_check with
 its metrics, and degraded paths (detection budget, detector size limits). Nothing is scripted;
 the tests skip, saying why, when the shipped model has not been built."""
 
@@ -17,7 +17,7 @@ from prometheus_client import CollectorRegistry
 
 from truthlens.gateway.config import Budgets, parse_config
 from truthlens.gateway.openai_body import ContextSettings, parse_chat_request
-from truthlens.gateway.checking import run_policy, verdict_reason
+from truthlens.gateway.checking import run_check, verdict_reason
 from truthlens.gateway.telemetry import Telemetry
 from truthlens.modes.base import ConfigError, Exchange, GroundedQuery, OptionContext, Services
 from truthlens.detector.types import Detector, DetectorSettings
@@ -93,7 +93,7 @@ async def test_through_run_policy_with_metrics(detector: Detector) -> None:
     body = {"model": "m", "truthlens_context": list(CONTEXT), "messages": [{"role": "user", "content": QUESTION}]}
     req = parse_chat_request(json.dumps(body).encode(), ContextSettings())
     t = Telemetry(registry=CollectorRegistry(), tracer_provider=TracerProvider())
-    verdict = await run_policy(decision.policy, decision, req, [HALLUCINATED], Services(detector=detector), t)
+    verdict = await run_check(decision.policy, decision, req, [HALLUCINATED], Services(detector=detector), t)
     assert verdict.status == "detected"
     get = t.registry.get_sample_value
     assert get("truthlens_detections_total", {"decision": "rag", "mode": "lightweight", "detected": "true"}) == 1
@@ -102,7 +102,7 @@ async def test_through_run_policy_with_metrics(detector: Detector) -> None:
 
     # A detection budget too small for the model: unavailable with a reason, never clean.
     starved = dataclasses.replace(decision.policy, budgets=Budgets(detection_s=1e-6, total_s=5.0))
-    verdict = await run_policy(starved, decision, req, [GROUNDED], Services(detector=detector), t)
+    verdict = await run_check(starved, decision, req, [GROUNDED], Services(detector=detector), t)
     assert verdict.status == "unavailable"
     assert verdict_reason(verdict) in {"detector_timeout", "budget_exhausted"}
 

@@ -1,4 +1,4 @@
-"""run_policy containment: whatever fails (unknown mode, a broken collaborator, an exhausted
+"""run_check containment: whatever fails (unknown mode, a broken collaborator, an exhausted
 budget, missing gating parts) the verdict is "unavailable" with a reason and the failure is
 counted, never "clean" and never an exception. Evidence gating runs the real embedder.
 Real modes, real failures and the shipped trained detector in ONNX Runtime: nothing is
@@ -29,7 +29,7 @@ from truthlens.gateway.openai_body import ChatRequest, ContextSettings, parse_ch
 from truthlens.gateway.checking import (
     BudgetedDetector,
     record_escalations,
-    run_policy,
+    run_check,
     verdict_reason,
 )
 from truthlens.gateway.telemetry import Telemetry
@@ -84,7 +84,7 @@ async def test_unknown_mode_is_unavailable_not_an_exception() -> None:
     decision, policy = decision_of(config({}))
     policy = dataclasses.replace(policy, mode="no_such_mode")
     t, spans = telemetry()
-    verdict = await run_policy(policy, decision, request(), ["An answer."], Services(detector=None), t)  # type: ignore[arg-type]
+    verdict = await run_check(policy, decision, request(), ["An answer."], Services(detector=None), t)  # type: ignore[arg-type]
     assert verdict.status == "unavailable" and verdict.score is None
     assert verdict_reason(verdict) == "mode_unavailable"
     assert counted(t, "truthlens_errors_total", {"reason": "mode_unavailable"}) == 1
@@ -99,7 +99,7 @@ async def test_a_failing_collaborator_is_contained_as_mode_error() -> None:
     # the kind of bug that must never reach the stream.
     decision, policy = decision_of(config({}))
     t, _ = telemetry()
-    verdict = await run_policy(policy, decision, request(), ["One.", "Two."], Services(detector=None), t)  # type: ignore[arg-type]
+    verdict = await run_check(policy, decision, request(), ["One.", "Two."], Services(detector=None), t)  # type: ignore[arg-type]
     assert [c.detection.status for c in verdict.choices] == ["unavailable", "unavailable"]
     assert [c.index for c in verdict.choices] == [0, 1]
     assert verdict_reason(verdict) == "mode_error"
@@ -109,7 +109,7 @@ async def test_a_failing_collaborator_is_contained_as_mode_error() -> None:
 async def test_no_choices_is_unavailable() -> None:
     decision, policy = decision_of(config({}))
     t, _ = telemetry()
-    verdict = await run_policy(policy, decision, request(), [], Services(detector=None), t)  # type: ignore[arg-type]
+    verdict = await run_check(policy, decision, request(), [], Services(detector=None), t)  # type: ignore[arg-type]
     assert verdict.status == "unavailable" and verdict_reason(verdict) == "no_choices"
 
 
@@ -117,7 +117,7 @@ async def test_an_exhausted_budget_never_reaches_the_detector() -> None:
     decision, policy = decision_of(config({}))
     policy = dataclasses.replace(policy, budgets=Budgets(detection_s=0.0, total_s=0.0))
     t, _ = telemetry()
-    verdict = await run_policy(policy, decision, request(), ["An answer."], Services(detector=None), t)  # type: ignore[arg-type]
+    verdict = await run_check(policy, decision, request(), ["An answer."], Services(detector=None), t)  # type: ignore[arg-type]
     assert verdict_reason(verdict) == "budget_exhausted"
     assert counted(t, "truthlens_errors_total", {"reason": "budget_exhausted"}) == 1
 
@@ -134,7 +134,7 @@ async def test_budgeted_detector_without_budget_answers_unavailable() -> None:
 async def test_gating_without_an_embedder_still_runs_the_check() -> None:
     decision, policy = decision_of(config({"evidence": {"enabled": True}}))
     t, _ = telemetry()
-    verdict = await run_policy(policy, decision, request(), ["An answer."], Services(detector=None), t)  # type: ignore[arg-type]
+    verdict = await run_check(policy, decision, request(), ["An answer."], Services(detector=None), t)  # type: ignore[arg-type]
     assert counted(t, "truthlens_errors_total", {"reason": "evidence_error"}) == 1
     # The check itself went on (and failed here for want of a detector, not for gating).
     assert verdict_reason(verdict) == "mode_error"
@@ -146,7 +146,7 @@ async def test_gating_with_the_real_embedder_keeps_the_relevant_passage() -> Non
     decision, policy = decision_of(config({"evidence": {"enabled": True, "min_gate": 0.5}}))
     t, spans = telemetry()
     try:
-        await run_policy(policy, decision, request(), ["An answer."], Services(detector=None, embedder=embedder), t)  # type: ignore[arg-type]
+        await run_check(policy, decision, request(), ["An answer."], Services(detector=None, embedder=embedder), t)  # type: ignore[arg-type]
     finally:
         embedder.close()
     gate_span = next(s for s in spans.get_finished_spans() if s.name == "truthlens.evidence_gate")
@@ -188,7 +188,7 @@ async def test_verdicts_on_the_shipped_onnx_detector() -> None:
     try:
         answers = [GROUNDED, HALLUCINATED]
         asked = request([CONTEXT], QUESTION)
-        verdict = await run_policy(policy, decision, asked, answers, Services(detector=detector), t)
+        verdict = await run_check(policy, decision, asked, answers, Services(detector=detector), t)
         clean, flagged = verdict.choices
         assert (clean.detection.status, flagged.detection.status) == ("clean", "detected")
         assert flagged.detection.spans
@@ -199,7 +199,7 @@ async def test_verdicts_on_the_shipped_onnx_detector() -> None:
 
         # A detection budget no model can meet: unavailable with a reason, never "clean".
         starved = dataclasses.replace(policy, budgets=Budgets(detection_s=1e-9, total_s=5.0))
-        verdict = await run_policy(starved, decision, asked, answers[:1], Services(detector=detector), t)
+        verdict = await run_check(starved, decision, asked, answers[:1], Services(detector=detector), t)
         assert verdict.status == "unavailable"
         assert verdict_reason(verdict) in {"detector_timeout", "budget_exhausted"}
         assert counted(t, "truthlens_errors_total", {"reason": verdict_reason(verdict)}) == 1

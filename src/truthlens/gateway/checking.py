@@ -24,7 +24,7 @@ from truthlens.modes.base import ChoiceVerdict, Exchange, GroundedQuery, Mode, S
 from truthlens.detector.types import Detection, DetectionInput, Detector
 
 if TYPE_CHECKING:
-    from truthlens.gateway.config import Decision, RoutePolicy
+    from truthlens.gateway.config import Decision, RouteSettings
     from truthlens.gateway.openai_body import ChatRequest
     from truthlens.gateway.telemetry import Telemetry
     from truthlens.evidence.gating import EvidenceSettings
@@ -34,8 +34,8 @@ log = logging.getLogger(__name__)
 _GATING_MODULE = "truthlens.evidence.gating"
 
 
-async def run_policy(
-    policy: RoutePolicy,
+async def run_check(
+    policy: RouteSettings,
     decision: Decision,
     request: ChatRequest,
     answers: Sequence[str],
@@ -92,7 +92,7 @@ def verdict_reason(verdict: Verdict) -> str | None:
 
 
 async def _contained(
-    policy: RoutePolicy,
+    policy: RouteSettings,
     decision: str,
     request: ChatRequest,
     answers: tuple[str, ...],

@@ -2,7 +2,7 @@
 
 Every error names its key path (``decisions[1].rules.conditions[0].type: ...``); unknown keys
 are errors. A decision's ``configuration`` is merged over the global ``hallucination``
-section into a :class:`RoutePolicy`; the keys a mode owns are validated by the mode module
+section into a :class:`RouteSettings`; the keys a mode owns are validated by the mode module
 itself (``parse_options``), with the global ``hallucination.<mode>`` section as defaults.
 A reload swaps one reference: streams keep the snapshot they pinned at their first message.
 """
@@ -54,7 +54,7 @@ class Budgets:
 
 
 @dataclass(frozen=True, slots=True)
-class RoutePolicy:
+class RouteSettings:
     mode: str
     threshold: float
     actions: frozenset[Action]
@@ -80,7 +80,7 @@ class Decision:
     name: str
     priority: int
     rules: Rule
-    policy: RoutePolicy | None  # None: detection disabled on this route
+    policy: RouteSettings | None  # None: detection disabled on this route
     description: str = ""
 
 
@@ -89,7 +89,7 @@ class Config:
     version: int
     detector: DetectorSettings
     models: Mapping[str, ModelEndpoint]
-    hallucination: RoutePolicy  # the global defaults, resolved with the default mode
+    hallucination: RouteSettings  # the global defaults, resolved with the default mode
     decisions: tuple[Decision, ...]  # by priority, highest first (ties: file order)
     digest: str = ""  # sha256 prefix of the file's bytes: names the version in logs
     source: str | None = None
@@ -402,7 +402,7 @@ def _resolve_policy(
     g: _Section,
     mode_defaults: Mapping[str, Mapping[str, Any]],
     models: frozenset[str],
-) -> RoutePolicy:
+) -> RouteSettings:
     layers = _Layers(decision, g) if decision is not None else _Layers(g)
     if decision is not None:
         mode = decision.get("mode", g.get("default_mode", "lightweight"))
@@ -477,7 +477,7 @@ def _resolve_policy(
         section = g.section(mode)
         options = _parse_options(mode, mode_defaults.get(mode, {}), section.path, models)
 
-    return RoutePolicy(
+    return RouteSettings(
         mode=mode,
         threshold=threshold,
         actions=actions,
@@ -541,7 +541,7 @@ def _parse_decisions(
 
 def _decision_policy(
     d: _Section, g: _Section, mode_defaults: Mapping[str, Mapping[str, Any]], models: frozenset[str]
-) -> RoutePolicy | None:
+) -> RouteSettings | None:
     plugins = d.get("plugins", [])
     if not isinstance(plugins, list):
         raise ConfigError(d.key("plugins"), "must be a list")

@@ -1,12 +1,12 @@
 """Runs the route's policy on the answers of one exchange and notes the outcome on the
-exchange span (metrics are recorded by :func:`truthlens.gateway.checking.run_policy`)."""
+exchange span (metrics are recorded by :func:`truthlens.gateway.checking.run_check`)."""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
-from truthlens.gateway import checking as policy_runner
+from truthlens.gateway import checking
 from truthlens.gateway.phases.outcome import Presentation, present
 from truthlens.gateway.phases.state import CheckedRequest, Runtime
 from truthlens.modes.base import Verdict
@@ -16,7 +16,7 @@ async def check(
     checked: CheckedRequest, rt: Runtime, answers: tuple[str, ...], exchange_span: Any
 ) -> tuple[Verdict, Presentation]:
     started = time.monotonic()
-    verdict = await policy_runner.run_policy(
+    verdict = await checking.run_check(
         checked.policy, checked.decision, checked.request, answers, checked.services, rt.telemetry
     )
     with rt.telemetry.span("truthlens.mitigation", decision=checked.decision.name, mode=verdict.mode) as span:

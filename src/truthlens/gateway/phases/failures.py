@@ -9,11 +9,11 @@ from truthlens.gateway.phases.state import Runtime, Skipped, StreamState
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
 
 if TYPE_CHECKING:
-    from truthlens.gateway.config import RoutePolicy
+    from truthlens.gateway.config import RouteSettings
 
 
 def cannot_check(
-    state: StreamState, rt: Runtime, policy: RoutePolicy, reason: str, detail: str | None = None
+    state: StreamState, rt: Runtime, policy: RouteSettings, reason: str, detail: str | None = None
 ) -> pb.ProcessingResponse | None:
     """``None``: go on unchanged (the response will carry ``x-truthlens-detected: unavailable``);
     else the immediate error response a fail-closed route answers with."""

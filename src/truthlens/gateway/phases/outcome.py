@@ -10,7 +10,7 @@ from truthlens.gateway.openai_body import WarningSpec
 from truthlens.gateway.checking import verdict_reason
 
 if TYPE_CHECKING:
-    from truthlens.gateway.config import RoutePolicy
+    from truthlens.gateway.config import RouteSettings
     from truthlens.modes.base import Verdict
 
 BLOCK_STATUS = 422  # the upstream answered, but the route's policy refuses the answer
@@ -28,7 +28,7 @@ class Presentation:
     block: bool  # the block action applies: the client gets an error instead of the answer
 
 
-def unavailable_headers(policy: RoutePolicy, reason: str) -> dict[str, str]:
+def unavailable_headers(policy: RouteSettings, reason: str) -> dict[str, str]:
     """Always sent when a check did not run, whatever the actions: an unchecked answer must
     never look like a checked one."""
     return {
@@ -39,7 +39,7 @@ def unavailable_headers(policy: RoutePolicy, reason: str) -> dict[str, str]:
     }
 
 
-def verdict_headers(policy: RoutePolicy, verdict: Verdict, latency_s: float) -> dict[str, str]:
+def verdict_headers(policy: RouteSettings, verdict: Verdict, latency_s: float) -> dict[str, str]:
     """The X-TruthLens-* headers of a verdict: with the header action, or whenever the check
     did not run (see :func:`unavailable_headers`); the mode's own headers come along."""
     status = verdict.status
@@ -98,7 +98,7 @@ def details(decision: str, verdict: Verdict, *, include_spans: bool) -> dict[str
 
 
 def present(
-    policy: RoutePolicy,
+    policy: RouteSettings,
     decision: str,
     verdict: Verdict,
     *,

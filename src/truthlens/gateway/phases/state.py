@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from truthlens.gateway.config import Config, ConfigStore, Decision, RoutePolicy
+    from truthlens.gateway.config import Config, ConfigStore, Decision, RouteSettings
     from truthlens.gateway.openai_body import ChatRequest, StreamAccumulator
     from truthlens.gateway.services import ServiceProvider
     from truthlens.gateway.sse import SSEDecoder
@@ -42,7 +42,7 @@ class CheckedRequest:
     """A request whose answer will be checked: the matched decision and the parsed request."""
 
     decision: Decision
-    policy: RoutePolicy
+    policy: RouteSettings
     request: ChatRequest
     include_spans: bool
     services: Services  # as of the exchange's pinned config
@@ -52,7 +52,7 @@ class CheckedRequest:
 class Skipped:
     """A decision asked for a check that will not run; the client is told why."""
 
-    policy: RoutePolicy
+    policy: RouteSettings
     reason: str
 
 
