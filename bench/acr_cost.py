@@ -16,13 +16,14 @@ import statistics
 import time
 from typing import Any
 
-from truthlens.testing.upstream import ScriptedUpstream
-from truthlens.modes import registry
-from truthlens.modes.base import Exchange, GroundedQuery, OptionContext, Services
 from truthlens.detector.factory import create_detector
 from truthlens.detector.types import DetectorSettings
 from truthlens.evidence.embedder import OnnxEmbedder
 from truthlens.llm import Endpoint, LLMClient
+from truthlens.modes import registry
+from truthlens.modes.base import Exchange, GroundedQuery, Services
+from truthlens.options import OptionContext
+from truthlens.testing.upstream import ScriptedUpstream
 
 QUESTION = "When was the museum founded?"
 PASSAGE = ("The city museum opens at 9 am on weekdays and closes at 5 pm. Entry costs 12 euros for adults. "

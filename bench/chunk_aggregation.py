@@ -23,11 +23,11 @@ import asyncio
 import time
 from pathlib import Path
 
+from training.corpus import halueval, long_context
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.factory import create_detector
 from truthlens.detector.relevance import LexicalRelevance
 from truthlens.detector.types import ChunkAggregation, DetectionInput, DetectorSettings
-from training.corpus import halueval, long_context
 
 BLOCK = 16
 
@@ -47,7 +47,10 @@ async def evaluate(
             block = [item for item, _ in items[i : i + BLOCK]]
             results.extend(await detector.detect_many(block, threshold=0.5))
         faithful, wrong = await detector.detect_many(
-            [DetectionInput(pair.context, pair.question, pair.faithful), DetectionInput(pair.context, pair.question, pair.wrong)],
+            [
+                DetectionInput(pair.context, pair.question, pair.faithful),
+                DetectionInput(pair.context, pair.question, pair.wrong),
+            ],
             threshold=0.5,
         )
     finally:
@@ -77,7 +80,9 @@ def _auc(positive: list[float], negative: list[float]) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.chunk_aggregation", description=__doc__.splitlines()[0])
-    parser.add_argument("--halueval", type=Path, default=halueval.DEFAULT_DIR, help="HaluEval files (fetched if missing)")
+    parser.add_argument(
+        "--halueval", type=Path, default=halueval.DEFAULT_DIR, help="HaluEval files (fetched if missing)"
+    )
     parser.add_argument("--items", type=int, default=60, help="dev-fold summarization items (x2 summaries)")
     parser.add_argument("--model", default=None, help="detector model directory (default: the shipped model)")
     parser.add_argument("--evidence-checks", action="store_true", help="keep the rule-based fact check on")

@@ -88,7 +88,9 @@ def main() -> None:
                 per_call_us(lambda d=doc: json.dumps(d, ensure_ascii=False, separators=(",", ":")).encode(), n),
                 per_call_us(lambda d=doc: orjson.dumps(d), n), "json", "orjson")
     ctx = ContextSettings()
-    print(f"{'parse_chat_request (strips field)':<34} {per_call_us(lambda: parse_chat_request(request, ctx), n):9.2f} us")
+    print(
+        f"{'parse_chat_request (strips field)':<34} {per_call_us(lambda: parse_chat_request(request, ctx), n):9.2f} us"
+    )
 
     contents = [f"token{i} " for i in range(200)]
     stream = b"".join(
@@ -120,7 +122,9 @@ def main() -> None:
     reps = max(1, n // 20)
     print(f"SSE stream: {len(stream)} bytes, 201 events")
     row("SSE decode (per stream)", per_call_us(pieces, reps), per_call_us(whole, reps), "64 B chunks", "whole")
-    row("SSE framing path (per stream)", per_call_us(general, reps), per_call_us(whole, reps), "CRLF/general", "LF/fast")
+    row(
+        "SSE framing path (per stream)", per_call_us(general, reps), per_call_us(whole, reps), "CRLF/general", "LF/fast"
+    )
     print(f"{'decode + parse + accumulate':<34} {per_call_us(accumulate, reps):9.2f} us per stream")
 
 

@@ -99,7 +99,9 @@ def main() -> None:
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--tf32", action="store_true", help="allow TF32 matmuls in both runtimes (default: off in both)")
+    parser.add_argument(
+        "--tf32", action="store_true", help="allow TF32 matmuls in both runtimes (default: off in both)"
+    )
     parser.add_argument("--torch-only", action="store_true",
                         help="time torch alone (where onnxruntime-gpu cannot be installed); ONNX columns show '-'")
     args = parser.parse_args()
@@ -111,7 +113,9 @@ def main() -> None:
         if not torch.cuda.is_available():
             raise SystemExit("no CUDA device for torch; use --cpu for a smoke test")
         if not args.torch_only and "CUDAExecutionProvider" not in ort.get_available_providers():
-            raise SystemExit(f"onnxruntime has no CUDAExecutionProvider ({ort.get_available_providers()}); install onnxruntime-gpu")
+            raise SystemExit(
+                f"onnxruntime has no CUDAExecutionProvider ({ort.get_available_providers()}); install onnxruntime-gpu"
+            )
         device = torch.device("cuda")
         providers = [("CUDAExecutionProvider", {"use_tf32": int(args.tf32)}), ("CPUExecutionProvider", {})]
         torch.backends.cuda.matmul.allow_tf32 = args.tf32

@@ -41,7 +41,8 @@ def make_context(encoder: TextEncoder, target_tokens: int, rng: random.Random) -
     total = 0
     while total < target_tokens:
         sentences = [
-            f"The {rng.choice(WORDS)} near the {rng.choice(WORDS)} was {rng.choice(WORDS)} in {rng.randint(1800, 2020)}."
+            f"The {rng.choice(WORDS)} near the {rng.choice(WORDS)} was {rng.choice(WORDS)} "
+            f"in {rng.randint(1800, 2020)}."
             for _ in range(6)
         ]
         passage = " ".join(sentences)
@@ -63,7 +64,10 @@ async def run(model: str | None, repeats: int, threads: int, aggregation: ChunkA
     print(f"model {manifest.directory} ({manifest.source.get('architecture')}, {manifest.quantization}), "
           f"window {manifest.max_length} tokens, provider {detector.provider}, chunk_aggregation "
           f"{aggregation}, median of {repeats}")
-    print(f"{'context tok':>11} {'rows':>5} {'first ms':>9} {'ms':>9} {'ms / 1k tok':>12} {'x prev len':>10} {'x prev ms':>10}")
+    print(
+        f"{'context tok':>11} {'rows':>5} {'first ms':>9} {'ms':>9} {'ms / 1k tok':>12} "
+        f"{'x prev len':>10} {'x prev ms':>10}"
+    )
     previous: tuple[int, float] | None = None
     for length in LENGTHS:
         item = DetectionInput(make_context(encoder, length, rng), QUESTION, ANSWER)
@@ -78,7 +82,10 @@ async def run(model: str | None, repeats: int, threads: int, aggregation: ChunkA
         tokens = sum(len(encoder.encode(p)) for p in item.context)
         ratio_len = f"{tokens / previous[0]:.2f}" if previous else "-"
         ratio_ms = f"{ms / previous[1]:.2f}" if previous else "-"
-        print(f"{tokens:>11} {rows:>5} {times[0]:>9.1f} {ms:>9.1f} {ms / tokens * 1000:>12.1f} {ratio_len:>10} {ratio_ms:>10}")
+        print(
+            f"{tokens:>11} {rows:>5} {times[0]:>9.1f} {ms:>9.1f} {ms / tokens * 1000:>12.1f} {ratio_len:>10} "
+            f"{ratio_ms:>10}"
+        )
         previous = (tokens, ms)
     await detector.close()
 

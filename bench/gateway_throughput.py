@@ -26,8 +26,8 @@ from typing import Any
 import aiohttp
 import yaml
 
-from truthlens.testing import launch
 from truthlens.detector.manifest import DEFAULT_MODEL_DIR
+from truthlens.testing import launch
 
 PASSAGE = (
     "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris, France. It is named "

@@ -59,7 +59,9 @@ def main() -> None:
         kept_good = sum(g >= cut for g in gates_good) / len(gates_good)
         kept_easy = sum(g >= cut for g in gates_easy) / len(gates_easy)
         kept_hard = sum(g >= cut for g in gates_hard) / len(gates_hard)
-        print(f"min_gate {cut}: keeps {kept_good:.0%} answering, {kept_hard:.0%} hard, {kept_easy:.0%} easy distractors")
+        print(
+            f"min_gate {cut}: keeps {kept_good:.0%} answering, {kept_hard:.0%} hard, {kept_easy:.0%} easy distractors"
+        )
 
 
 if __name__ == "__main__":

@@ -21,12 +21,12 @@ import time
 from tokenizers import Tokenizer
 
 from bench.gating_data import PROBES
-from truthlens.modes.base import GroundedQuery
 from truthlens.detector.factory import create_detector
 from truthlens.detector.manifest import resolve_model_dir
 from truthlens.detector.types import DetectionInput, DetectorSettings
 from truthlens.evidence.embedder import OnnxEmbedder
 from truthlens.evidence.gating import EvidenceSettings, gate
+from truthlens.modes.base import GroundedQuery
 
 QUESTION, ANSWERING, _ = PROBES[1]  # the Eiffel Tower
 FAITHFUL = "The Eiffel Tower was completed in March 1889."

@@ -18,13 +18,14 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from truthlens.testing.upstream import ScriptedUpstream
-from truthlens.modes.base import Exchange, GroundedQuery, OptionContext, Services
 from truthlens.detector.factory import create_detector
 from truthlens.detector.types import DetectorSettings
 from truthlens.llm import ChatCall, Endpoint, LLMClient
-from truthlens.modes.registry import load_mode_module
+from truthlens.modes.base import Exchange, GroundedQuery, Services
 from truthlens.modes.prompts import REFINE_MARKER
+from truthlens.modes.registry import load_mode_module
+from truthlens.options import OptionContext
+from truthlens.testing.upstream import ScriptedUpstream
 
 CONTEXT = (
     "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris, France. "

@@ -31,10 +31,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from truthlens.testing import model_server
 from truthlens.detector.factory import create_detector
 from truthlens.detector.manifest import resolve_model_dir
 from truthlens.detector.types import Detection, DetectionInput, Detector, DetectorSettings, RemoteSettings
+from truthlens.testing import model_server
 
 PASSAGES = (
     "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris. It is 330 metres tall.",

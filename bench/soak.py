@@ -265,7 +265,9 @@ def report(tally: Tally, memory: list[tuple[float, float]], duration_s: float, a
     by_outcome: Counter[str] = Counter()
     for (outcome, _), n in tally.outcomes.items():
         by_outcome[outcome] += n
-    lines.append("outcomes: " + ", ".join(f"{k}={by_outcome.get(k, 0)}" for k in ("ok", "expected_error", "lost", "corrupted")))
+    lines.append(
+        "outcomes: " + ", ".join(f"{k}={by_outcome.get(k, 0)}" for k in ("ok", "expected_error", "lost", "corrupted"))
+    )
     lines.append(
         f"ok but without a verdict (processor bypassed, fail-open): {sum(tally.unchecked.values())} "
         + str(dict(tally.unchecked))
@@ -277,13 +279,16 @@ def report(tally: Tally, memory: list[tuple[float, float]], duration_s: float, a
     lines.append(f"  {'kind':36s} {'n':>6s} {'p50':>8s} {'p99':>8s}")
     for name in sorted(tally.latencies):
         vals = tally.latencies[name]
-        lines.append(f"  {name:36s} {len(vals):6d} {1000 * percentile(vals, 0.5):8.0f} {1000 * percentile(vals, 0.99):8.0f}")
+        lines.append(
+            f"  {name:36s} {len(vals):6d} {1000 * percentile(vals, 0.5):8.0f} {1000 * percentile(vals, 0.99):8.0f}"
+        )
     lines.append("faults:")
     lines += [f"  {f}" for f in tally.fault_log]
     if memory:
         half = [p for p in memory if p[0] >= duration_s / 2]
         lines.append(
-            f"processor RSS (supervisor + workers): start {memory[0][1]:.0f} MB, max {max(m for _, m in memory):.0f} MB, "
+            f"processor RSS (supervisor + workers): start {memory[0][1]:.0f} MB, "
+            f"max {max(m for _, m in memory):.0f} MB, "
             f"end {memory[-1][1]:.0f} MB; slope over the second half: {slope_per_min(half):+.2f} MB/min "
             f"({len(half)} samples)"
         )

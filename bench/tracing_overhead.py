@@ -4,7 +4,8 @@ Two identical stacks share one scripted upstream: Envoy → processor, one start
 ``OTEL_*`` variables (tracing off: spans are created in-process, nothing is exported, as
 shipped), the other with ``OTEL_EXPORTER_OTLP_ENDPOINT`` pointing at a local OTLP/gRPC receiver
 (:mod:`truthlens.testing.otlp_receiver`, in its own process so that decoding what it receives does not
-slow this load generator; the SDK's batch span processor and gRPC exporter, as in production). Every request carries a client ``traceparent``. Rounds alternate between the two
+slow this load generator; the SDK's batch span processor and gRPC exporter, as in production).
+Every request carries a client ``traceparent``. Rounds alternate between the two
 so background load hits both alike. Routes, chosen by a header:
 
   detection-off  the processor matches a decision whose check is disabled (the gateway alone:
@@ -36,9 +37,9 @@ import aiohttp
 import yaml
 
 from bench.gateway_throughput import ANSWER, CONTEXT
-from truthlens.testing import launch
 from truthlens.detector.manifest import DEFAULT_MODEL_DIR
 from truthlens.modes.prompts import REFINE_MARKER
+from truthlens.testing import launch
 
 HALLUCINATED = "The Eiffel Tower was built by Albert Speer's company between 1925 and 1927 in Berlin."
 ROUTES = {"detection-off": False, "lightweight": "lightweight", "standard": "standard"}

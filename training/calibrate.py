@@ -11,9 +11,9 @@ accuracy over the four sets (each is balanced, so accuracy is balanced accuracy)
 thresholds below the smallest evidence-check weight (so one unsupported number or name still
 flags an answer on its own, :mod:`truthlens.detector.fusion`); thresholds within
 :data:`TIE` of the best count as tied and the lowest wins, since a missed hallucination costs a
-user more than a needless warning. The table also shows the false-alarm rate on full-sentence faithful QA answers (HaluEval right answers
-substituted into the hallucinated sentence), the length shortcut the training data guards
-against.
+user more than a needless warning. The table also shows the false-alarm rate on full-sentence
+faithful QA answers (HaluEval right answers substituted into the hallucinated sentence), the
+length shortcut the training data guards against.
 
     python -m training.calibrate --model src/truthlens/detector/default_model --write
 """
@@ -29,15 +29,15 @@ from pathlib import Path
 
 import numpy as np
 
+from training.corpus import halueval
+from training.corpus.splits import generate
+from training.evaluate import prf
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.factory import create_detector
 from truthlens.detector.fusion import REASON_WEIGHTS
 from truthlens.detector.manifest import resolve_model_dir
 from truthlens.detector.spans import SpanRules, score_answer
 from truthlens.detector.types import DetectionInput, DetectorSettings
-from training.corpus import halueval
-from training.corpus.splits import generate
-from training.evaluate import prf
 
 GRID = tuple(round(0.30 + 0.05 * i, 2) for i in range(14))  # 0.30 … 0.95
 TIE = 0.005  # mean accuracy differences smaller than this are noise at these set sizes
@@ -51,7 +51,9 @@ class Scored:
     hallucinated: bool
 
 
-def tuning_sets(root: Path, items: int, summarization_items: int, heldout: int) -> dict[str, list[tuple[DetectionInput, bool]]]:
+def tuning_sets(
+    root: Path, items: int, summarization_items: int, heldout: int
+) -> dict[str, list[tuple[DetectionInput, bool]]]:
     sets: dict[str, list[tuple[DetectionInput, bool]]] = {}
     for task, n in (("qa", items), ("summarization", summarization_items), ("dialogue", items)):
         pairs = list(halueval.eval_pairs(task, ("dev",), root))[: n * 2]  # type: ignore[arg-type]
@@ -62,7 +64,9 @@ def tuning_sets(root: Path, items: int, summarization_items: int, heldout: int) 
     ]
     twins = []
     for _, row in halueval.items("qa", ("dev",), root):
-        twin = halueval.faithful_twin(row["hallucinated_answer"], row["right_answer"], (row["knowledge"], row["question"]))
+        twin = halueval.faithful_twin(
+            row["hallucinated_answer"], row["right_answer"], (row["knowledge"], row["question"])
+        )
         if twin is not None:
             twins.append((DetectionInput((row["knowledge"],), row["question"], twin), False))
         if len(twins) >= items:
@@ -84,7 +88,9 @@ async def score_all(engine: DetectorEngine, cases: Sequence[tuple[DetectionInput
 
 def rates(scored: Sequence[Scored], threshold: float, route_threshold: float) -> dict[str, float]:
     rules = SpanRules(token_threshold=threshold, aggregation="noisy_or")
-    flagged = [score_answer(s.probs, s.offsets, s.answer, rules)[0] >= route_threshold and len(s.probs) > 0 for s in scored]
+    flagged = [
+        score_answer(s.probs, s.offsets, s.answer, rules)[0] >= route_threshold and len(s.probs) > 0 for s in scored
+    ]
     tp = sum(f and s.hallucinated for f, s in zip(flagged, scored, strict=True))
     fp = sum(f and not s.hallucinated for f, s in zip(flagged, scored, strict=True))
     positives = sum(s.hallucinated for s in scored)
@@ -127,7 +133,9 @@ def main(argv: list[str] | None = None) -> int:
 
     root = halueval.fetch(args.halueval)
     sets = tuning_sets(root, args.items, args.summarization_items, args.heldout)
-    engine = create_detector(DetectorSettings(model_dir=args.model, provider="cpu", evidence_checks=not args.no_evidence_checks))
+    engine = create_detector(
+        DetectorSettings(model_dir=args.model, provider="cpu", evidence_checks=not args.no_evidence_checks)
+    )
     assert isinstance(engine, DetectorEngine), "calibration scores tokens in process (backend: onnx)"
 
     async def run() -> dict[str, list[Scored]]:
@@ -141,18 +149,29 @@ def main(argv: list[str] | None = None) -> int:
     best, table = sweep(scored, args.route_threshold, below=below)
     names = list(scored)
     print("answers: " + ", ".join(f"{n} {len(scored[n])}" for n in names) + f"; route threshold {args.route_threshold}")
-    print("threshold  " + "  ".join(f"{n + ' acc/P/R':>34}" for n in names[:-1]) + f"  {names[-1] + ' false alarms':>34}")
+    print(
+        "threshold  " + "  ".join(f"{n + ' acc/P/R':>34}" for n in names[:-1]) + f"  {names[-1] + ' false alarms':>34}"
+    )
     for t in GRID:
-        cells = [f"{r['accuracy']:.3f}/{r['precision']:.3f}/{r['recall']:.3f}" for r in (table[t][n] for n in names[:-1])]
+        cells = [
+            f"{r['accuracy']:.3f}/{r['precision']:.3f}/{r['recall']:.3f}" for r in (table[t][n] for n in names[:-1])
+        ]
         mark = "  <- chosen" if t == best else ""
-        print(f"{t:>9.2f}  " + "  ".join(f"{c:>34}" for c in cells) + f"  {table[t][names[-1]]['false_alarms']:>34.3f}{mark}")
+        print(
+            f"{t:>9.2f}  "
+            + "  ".join(f"{c:>34}" for c in cells)
+            + f"  {table[t][names[-1]]['false_alarms']:>34.3f}{mark}"
+        )
     if args.write:
         path = resolve_model_dir(args.model) / "manifest.json"
         manifest = json.loads(path.read_text())
         manifest["calibration"] = {
             "token_threshold": best,
             "route_threshold": args.route_threshold,
-            "objective": f"mean accuracy over the balanced tuning sets, thresholds below {below}, lowest within {TIE} of the best",
+            "objective": (
+                f"mean accuracy over the balanced tuning sets, thresholds below {below}, "
+                f"lowest within {TIE} of the best"
+            ),
             "data": "HaluEval dev fold (i % 10 == 1) QA/summarization/dialogue + synthetic held-out",
             "command": "python -m training.calibrate --write",
             "at_threshold": {n: {k: round(v, 4) for k, v in table[best][n].items()} for n in names},

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from tokenizers import Tokenizer
 
-from truthlens.detector.prompt import build_prompt
 from training.corpus.builder import Example
+from truthlens.detector.prompt import build_prompt
 
 IGNORE = -100
 

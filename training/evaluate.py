@@ -21,10 +21,10 @@ import numpy as np
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
-from truthlens.detector.manifest import load_manifest
 from training.corpus.builder import Example
 from training.corpus.splits import read_jsonl
 from training.encode import Encoded, TooLong, encode
+from truthlens.detector.manifest import load_manifest
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +72,14 @@ class OnnxTagger:
         return [probs[i, : len(e.labels)][np.asarray(e.labels) != -100] for i, e in enumerate(batch)]
 
 
-def score(tagger: OnnxTagger, examples: Sequence[Example], *, threshold: float = 0.5, max_length: int = 512, batch_size: int = 16) -> Scores:
+def score(
+    tagger: OnnxTagger,
+    examples: Sequence[Example],
+    *,
+    threshold: float = 0.5,
+    max_length: int = 512,
+    batch_size: int = 16,
+) -> Scores:
     encoded: list[tuple[Example, Encoded]] = []
     skipped = 0
     for ex in examples:
@@ -104,7 +111,10 @@ def score(tagger: OnnxTagger, examples: Sequence[Example], *, threshold: float =
                 kinds_total[kind] += 1
                 # a kind counts as found when a token inside one of its spans is flagged
                 spans = [s for s in ex.labels if s.kind == kind]
-                hit = any(p and any(a < s.end and s.start < b for s in spans) for p, (a, b) in zip(pred, enc.answer_offsets, strict=True))
+                hit = any(
+                    p and any(a < s.end and s.start < b for s in spans)
+                    for p, (a, b) in zip(pred, enc.answer_offsets, strict=True)
+                )
                 kinds_hit[kind] += hit
     tp, tr, tf = prf(tok["tp"], tok["fp"], tok["fn"])
     ep, er, ef = prf(exa["tp"], exa["fp"], exa["fn"])
@@ -126,7 +136,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args(argv)
     tagger = OnnxTagger(args.model, args.threads)
-    results = {split: asdict(score(tagger, read_jsonl(args.corpus / f"{split}.jsonl"), threshold=args.threshold)) for split in args.splits}
+    results = {
+        split: asdict(score(tagger, read_jsonl(args.corpus / f"{split}.jsonl"), threshold=args.threshold))
+        for split in args.splits
+    }
     print(json.dumps(results, indent=2))
     return 0
 

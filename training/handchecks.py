@@ -32,14 +32,20 @@ class Case:
 CASES: tuple[Case, ...] = (
     Case(
         "wrong number",
-        ("The Eiffel Tower is a wrought-iron lattice tower in Paris. It is 330 metres tall and was completed in 1889.",),
+        (
+            "The Eiffel Tower is a wrought-iron lattice tower in Paris. "
+            "It is 330 metres tall and was completed in 1889.",
+        ),
         "How tall is the Eiffel Tower?",
         "The Eiffel Tower is 450 metres tall.",
         "450 metres",
     ),
     Case(
         "right paraphrase",
-        ("In fiscal 2023 the company reported revenue of $4.2 million, up 12% from the prior year.", "The company is based in Oslo."),
+        (
+            "In fiscal 2023 the company reported revenue of $4.2 million, up 12% from the prior year.",
+            "The company is based in Oslo.",
+        ),
         "How did the company's revenue develop in 2023?",
         "Revenue grew by 12 percent in fiscal 2023, reaching 4.2 million US dollars.",
         None,
@@ -47,19 +53,25 @@ CASES: tuple[Case, ...] = (
     Case(
         "wrong date at the end of a long answer",
         (
-            "Marie Curie was born in Warsaw on 7 November 1867. She moved to Paris in 1891 to study physics and mathematics at the Sorbonne.",
-            "Curie shared the 1903 Nobel Prize in Physics with Pierre Curie and Henri Becquerel. In 1911 she received the Nobel Prize in Chemistry for the discovery of polonium and radium.",
+            "Marie Curie was born in Warsaw on 7 November 1867. She moved to Paris in 1891 to study physics and "
+            "mathematics at the Sorbonne.",
+            "Curie shared the 1903 Nobel Prize in Physics with Pierre Curie and Henri Becquerel. In 1911 she received "
+            "the Nobel Prize in Chemistry for the discovery of polonium and radium.",
             "She died on 4 July 1934 at a sanatorium in Passy, France.",
         ),
         "Summarize the life of Marie Curie.",
-        "Marie Curie was born in Warsaw on 7 November 1867. In 1891 she moved to Paris, where she studied physics and mathematics at the Sorbonne. "
-        "She shared the 1903 Nobel Prize in Physics with Pierre Curie and Henri Becquerel, and in 1911 she won the Nobel Prize in Chemistry "
-        "for discovering polonium and radium. She died at a sanatorium in Passy, France, on 4 July 1941.",
+        "Marie Curie was born in Warsaw on 7 November 1867. In 1891 she moved to Paris, where she studied physics "
+        "and mathematics at the Sorbonne. She shared the 1903 Nobel Prize in Physics with Pierre Curie and Henri "
+        "Becquerel, and in 1911 she won the Nobel Prize in Chemistry for discovering polonium and radium. "
+        "She died at a sanatorium in Passy, France, on 4 July 1941.",
         "4 July 1941",
     ),
     Case(
         "negation",
-        ("Take ibuprofen with food or milk to reduce stomach upset. Adults may take 200 to 400 mg every 4 to 6 hours.",),
+        (
+            "Take ibuprofen with food or milk to reduce stomach upset. "
+            "Adults may take 200 to 400 mg every 4 to 6 hours.",
+        ),
         "Should ibuprofen be taken with food?",
         "No, ibuprofen should be taken on an empty stomach.",
         "should be taken on an empty stomach",
@@ -74,11 +86,13 @@ CASES: tuple[Case, ...] = (
     Case(
         "supported multi-fact answer",
         (
-            "Mount Kilimanjaro is a dormant volcano in Tanzania. Its highest peak, Uhuru, rises to 5,895 metres above sea level.",
+            "Mount Kilimanjaro is a dormant volcano in Tanzania. "
+            "Its highest peak, Uhuru, rises to 5,895 metres above sea level.",
             "The first recorded ascent was made in 1889 by Hans Meyer and Ludwig Purtscheller.",
         ),
         "Tell me about Mount Kilimanjaro.",
-        "Mount Kilimanjaro is a dormant volcano located in Tanzania. Its highest peak, Uhuru, is 5895 metres above sea level, "
+        "Mount Kilimanjaro is a dormant volcano located in Tanzania. "
+        "Its highest peak, Uhuru, is 5895 metres above sea level, "
         "and it was first climbed in 1889 by Hans Meyer and Ludwig Purtscheller.",
         None,
     ),

@@ -15,10 +15,10 @@ import shutil
 from dataclasses import asdict
 from pathlib import Path
 
-from truthlens.detector.export import export_model
 from training.corpus.splits import read_jsonl
 from training.evaluate import OnnxTagger, score
 from training.handchecks import run as run_handchecks
+from truthlens.detector.export import export_model
 
 DEFAULT_MODEL = Path("src/truthlens/detector/default_model")
 
@@ -29,14 +29,20 @@ def _measure(model_dir: Path, corpus: Path) -> dict[str, object]:
         split: asdict(score(tagger, read_jsonl(corpus / f"{split}.jsonl"))) for split in ("test", "heldout")
     }
     checks = run_handchecks(tagger)
-    out["hand_checks"] = {"passed": sum(ok for _, ok, _, _ in checks), "total": len(checks), "failed": [c.name for c, ok, _, _ in checks if not ok]}
+    out["hand_checks"] = {
+        "passed": sum(ok for _, ok, _, _ in checks),
+        "total": len(checks),
+        "failed": [c.name for c, ok, _, _ in checks if not ok],
+    }
     return out
 
 
 def training_stages(checkpoint: Path) -> list[dict[str, object]]:
     """The recorded runs that produced ``checkpoint``, first to last (a run may continue from
     an earlier checkpoint, named by ``--base``), each with its corpus mix."""
-    keys = ("corpus", "max_length", "epochs", "batch_size", "lr", "warmup", "steps", "train_examples", "seconds", "seed")
+    keys = (
+        "corpus", "max_length", "epochs", "batch_size", "lr", "warmup", "steps", "train_examples", "seconds", "seed",
+    )
     stages: list[dict[str, object]] = []
     directory: Path | None = checkpoint
     while directory is not None and (directory / "training_args.json").is_file():

@@ -79,9 +79,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lr", type=float, default=8e-5)
     parser.add_argument("--warmup", type=float, default=0.06)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--time-budget-min", type=float, default=0.0, help="stop (with the learning rate decayed to 0) after this many minutes; 0: no limit")
+    parser.add_argument(
+        "--time-budget-min",
+        type=float,
+        default=0.0,
+        help="stop (with the learning rate decayed to 0) after this many minutes; 0: no limit",
+    )
     parser.add_argument("--seed", type=int, default=13)
-    parser.add_argument("--save-every-min", type=float, default=0.0, help="also save a checkpoint to OUT/latest every this many minutes (0: only at the end)")
+    parser.add_argument(
+        "--save-every-min",
+        type=float,
+        default=0.0,
+        help="also save a checkpoint to OUT/latest every this many minutes (0: only at the end)",
+    )
     args = parser.parse_args(argv)
 
     torch.set_num_threads(args.threads)
@@ -102,7 +112,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"train examples: {len(encoded)} (skipped {too_long} over {args.max_length} tokens)", flush=True)
 
     model = AutoModelForTokenClassification.from_pretrained(
-        str(base), num_labels=2, id2label={0: "supported", 1: "hallucinated"}, label2id={"supported": 0, "hallucinated": 1}
+        str(base),
+        num_labels=2,
+        id2label={0: "supported", 1: "hallucinated"},
+        label2id={"supported": 0, "hallucinated": 1},
     )
     model.train()
     total_steps = int(len(encoded) / args.batch_size * args.epochs)
@@ -124,7 +137,9 @@ def main(argv: list[str] | None = None) -> int:
             if done >= 1.0:
                 break
             for group in optimizer.param_groups:
-                group["lr"] = args.lr * min((step + 1) / warmup, (1.0 - done) / (1.0 - min(done, args.warmup)) if done > args.warmup else 1.0)
+                group["lr"] = args.lr * min(
+                    (step + 1) / warmup, (1.0 - done) / (1.0 - min(done, args.warmup)) if done > args.warmup else 1.0
+                )
             loss = model(**_collate(batch, pad_id)).loss
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -136,10 +151,20 @@ def main(argv: list[str] | None = None) -> int:
                 _save(model, base, args.out / "latest")
                 last_save = time.monotonic()
             if step % 10 == 0:
-                print(f"step {step}/{total_steps} progress {progress():.2f} loss {running:.4f} elapsed {time.monotonic() - started:.0f}s", flush=True)
+                print(
+                    f"step {step}/{total_steps} progress {progress():.2f} loss {running:.4f} elapsed "
+                    f"{time.monotonic() - started:.0f}s",
+                    flush=True,
+                )
 
     _save(model, base, args.out)
-    recipe = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()} | {"base": str(base.name), "base_dir": str(args.base or ""), "steps": step, "train_examples": len(encoded), "seconds": round(time.monotonic() - started)}
+    recipe = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()} | {
+        "base": str(base.name),
+        "base_dir": str(args.base or ""),
+        "steps": step,
+        "train_examples": len(encoded),
+        "seconds": round(time.monotonic() - started),
+    }
     (args.out / "training_args.json").write_text(json.dumps(recipe, indent=2))
     print(f"saved {args.out} after {recipe['seconds']}s", flush=True)
     return 0

@@ -51,7 +51,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--tls-key", help="PEM private key")
     serve.add_argument("--config-poll-s", type=float, default=2.0, help="how often the config file is checked")
     serve.add_argument("--log-level", default="INFO")
-    demo = sub.add_parser("demo", help="run Envoy + processor + scripted upstream: answers checked, flagged, and one refined")
+    demo = sub.add_parser(
+        "demo", help="run Envoy + processor + scripted upstream: answers checked, flagged, and one refined"
+    )
     demo.add_argument("--config", default=DEFAULT_CONFIG)
     sub.add_parser("detect", help="check one answer with the detector (see truthlens detect --help)")
     sub.add_parser("export", help="export a checkpoint to an ONNX detector (see truthlens export --help)")

@@ -11,10 +11,14 @@ import contextlib
 import json
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
 from truthlens.testing import launch
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam  # openai: the dev extra (the demo's client)
 
 DEMO_SCRIPT = launch.REPO_ROOT / "deploy" / "demo_script.yaml"
 PASSAGE = (
@@ -42,16 +46,26 @@ def demo_config(config: Path, work: Path) -> Path:
     model = (doc.get("detector") or {}).get("model", "builtin")
     if model != "builtin" and not Path(model).expanduser().is_absolute():
         doc["detector"]["model"] = str((config.parent / model).resolve())
-    doc.setdefault("decisions", []).append({
-        "name": "demo_refine",
-        "description": "truthlens demo: self-refine when the demo's header asks for it",
-        "priority": 1000,
-        "rules": {"operator": "AND", "conditions": [
-            {"type": "path", "prefix": "/v1/chat/completions"},
-            {"type": "header", "name": REFINE_HEADER[0], "value": REFINE_HEADER[1]},
-        ]},
-        "plugins": [{"type": "hallucination", "configuration": {"enabled": True, "mode": "standard", "actions": ["header", "body"]}}],
-    })
+    doc.setdefault("decisions", []).append(
+        {
+            "name": "demo_refine",
+            "description": "truthlens demo: self-refine when the demo's header asks for it",
+            "priority": 1000,
+            "rules": {
+                "operator": "AND",
+                "conditions": [
+                    {"type": "path", "prefix": "/v1/chat/completions"},
+                    {"type": "header", "name": REFINE_HEADER[0], "value": REFINE_HEADER[1]},
+                ],
+            },
+            "plugins": [
+                {
+                    "type": "hallucination",
+                    "configuration": {"enabled": True, "mode": "standard", "actions": ["header", "body"]},
+                }
+            ],
+        }
+    )
     out = work / "config.yaml"
     out.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
     return out
@@ -67,7 +81,9 @@ def run_demo(config: Path) -> int:
             upstream = launch.start_upstream(ports.upstream, work / "upstream.log", DEMO_SCRIPT)
             children.append(upstream)
             print("starting the processor on 127.0.0.1:50051 (loading the detector) ...")
-            processor = launch.start_processor(demo_config(config, work), f"127.0.0.1:{ports.processor}", work / "processor.log")
+            processor = launch.start_processor(
+                demo_config(config, work), f"127.0.0.1:{ports.processor}", work / "processor.log"
+            )
             children.append(processor)
             print("starting Envoy on 127.0.0.1:10000 ...")
             envoy = launch.start_envoy(launch.SHIPPED_ENVOY_CONFIG.read_text(encoding="utf-8"), work)
@@ -93,19 +109,19 @@ def _ask_all(port: int) -> None:
     for label, question, passage in (*QUESTIONS, REFINED):
         # the verdict comes back with its spans and each span's reason
         headers = {"x-truthlens-include-spans": "true"} | (dict([REFINE_HEADER]) if label == REFINED[0] else {})
-        body = {
-            "model": "demo-model",
-            "messages": [{"role": "user", "content": question}],
-            "extra_body": {"truthlens_context": [passage]},
-            "extra_headers": headers,
-        }
+        messages: list[ChatCompletionMessageParam] = [{"role": "user", "content": question}]
+        extra_body = {"truthlens_context": [passage]}
         print(f"=== {label}: {question}")
-        raw = client.chat.completions.with_raw_response.create(**body)  # type: ignore[call-overload]
+        raw = client.chat.completions.with_raw_response.create(
+            model="demo-model", messages=messages, extra_body=extra_body, extra_headers=headers
+        )
         completion = raw.parse()
         print("  plain     headers:", _truthlens_headers(raw.headers))
         print("  plain     content:", json.dumps(completion.choices[0].message.content, ensure_ascii=False))
         print("  plain     spans:  ", json.dumps(_spans(completion), ensure_ascii=False))
-        with client.chat.completions.with_streaming_response.create(stream=True, **body) as resp:  # type: ignore[call-overload]
+        with client.chat.completions.with_streaming_response.create(
+            model="demo-model", messages=messages, extra_body=extra_body, extra_headers=headers, stream=True
+        ) as resp:
             print("  streaming headers:", _truthlens_headers(resp.headers))
             text, verdict = [], None
             for chunk in resp.parse():

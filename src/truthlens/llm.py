@@ -136,7 +136,9 @@ class LLMClient:
 
     def __repr__(self) -> str:
         # Keys never leave the object: the repr says only which endpoints carry one.
-        models = ", ".join(f"{n}={ep.base_url}{' (key)' if n in self._keys else ''}" for n, ep in self._endpoints.items())
+        models = ", ".join(
+            f"{n}={ep.base_url}{' (key)' if n in self._keys else ''}" for n, ep in self._endpoints.items()
+        )
         return f"LLMClient({models})"
 
     @property

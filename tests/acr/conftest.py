@@ -8,12 +8,12 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 from span_capture import SpanCapture, captured_spans
 
-from truthlens.testing.upstream import ScriptedUpstream
 from truthlens.detector.factory import create_detector
 from truthlens.detector.manifest import DEFAULT_MODEL_DIR
 from truthlens.detector.types import Detector, DetectorSettings
 from truthlens.evidence.embedder import OnnxEmbedder
 from truthlens.llm import Endpoint, LLMClient
+from truthlens.testing.upstream import ScriptedUpstream
 
 
 @pytest.fixture(scope="session")

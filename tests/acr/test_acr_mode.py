@@ -10,15 +10,15 @@ import time
 
 import pytest
 from opentelemetry.trace import Tracer
-from truthlens.testing.retriever import scripted_retriever
 from span_capture import SpanCapture
 
-from truthlens.testing.upstream import ScriptedUpstream
-from truthlens.modes.acr.mode import SOURCE_HEADER, WEIGHT_HEADER, AcrOptions, build
-from truthlens.modes.base import Exchange, GroundedQuery, Services, Verdict
 from truthlens.detector.types import Detector
 from truthlens.evidence.embedder import OnnxEmbedder
 from truthlens.llm import LLMClient
+from truthlens.modes.acr.mode import SOURCE_HEADER, WEIGHT_HEADER, AcrOptions, build
+from truthlens.modes.base import Exchange, GroundedQuery, Services, Verdict
+from truthlens.testing.retriever import scripted_retriever
+from truthlens.testing.upstream import ScriptedUpstream
 from truthlens.tracing import NO_TRACER
 
 from .scenarios import QUESTION, RIGHT_PASSAGE, WRONG_PASSAGE, rules, tags_called

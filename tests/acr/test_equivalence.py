@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from truthlens.modes.acr.equivalence import AnswerMatcher, facts_disagree
 from truthlens.evidence.embedder import OnnxEmbedder
+from truthlens.modes.acr.equivalence import AnswerMatcher, facts_disagree
 
 
 @pytest.fixture

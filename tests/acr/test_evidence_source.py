@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from truthlens.testing.retriever import Handler, serving
 from span_capture import captured_spans
 
 from truthlens.modes.acr.k_agent import EvidenceSource
+from truthlens.testing.retriever import Handler, serving
 
 
 @pytest.fixture

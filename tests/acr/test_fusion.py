@@ -97,8 +97,11 @@ def test_uncertainty_zone() -> None:
     assert not in_uncertainty_zone(1.0, 1.06, theta=0.05)
 
 
+def same(a: str, b: str) -> bool:
+    return a == b
+
+
 def test_stability_share() -> None:
-    same = lambda a, b: a == b
     assert stability("x", ["x", "x", "y", "z"], same) == pytest.approx(0.5)
     assert stability("x", ["x", "x"], same) == 0.0
     assert stability("x", ["y"], same) == 1.0

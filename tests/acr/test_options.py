@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from truthlens.modes.acr.mode import AcrOptions, parse_options
-from truthlens.modes.base import ConfigError, OptionContext
+from truthlens.options import ConfigError, OptionContext
 
 CTX = OptionContext(path="decisions[0].plugins[0].configuration", models=frozenset({"default", "judge"}))
 
@@ -44,3 +44,29 @@ def test_model_must_be_reachable() -> None:
     ctx = OptionContext(path="p", models=frozenset({"judge"}))
     with pytest.raises(ConfigError, match="not in the models section"):
         parse_options({"model": "other"}, ctx)
+
+
+@pytest.mark.parametrize("raw, key", [
+    ({"samples": "3"}, "samples"),
+    ({"samples": None}, "samples"),  # null is not "use the default"
+    ({"temperature": None}, "temperature"),
+    ({"top_p": True}, "top_p"),
+    ({"max_tokens": 256.0}, "max_tokens"),
+    ({"cluster_threshold": [0.8]}, "cluster_threshold"),
+    ({"retriever_timeout_s": "5s"}, "retriever_timeout_s"),
+    ({"model": 7}, "model"),
+])
+def test_a_wrong_option_type_is_a_config_error_naming_the_key(raw: dict[str, object], key: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_options(raw, CTX)
+    assert err.value.key == f"{CTX.path}.{key}"
+
+
+def test_options_must_be_a_mapping() -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_options(["samples", 3], CTX)  # type: ignore[arg-type]
+    assert err.value.key == CTX.path
+
+
+def test_null_retriever_and_model_mean_not_set() -> None:
+    assert parse_options({"retriever_url": None, "model": None}, CTX) == AcrOptions()

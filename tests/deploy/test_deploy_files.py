@@ -20,9 +20,9 @@ import pytest
 import yaml
 
 from truthlens import cli
-from truthlens.testing import launch
 from truthlens.gateway.config import load_config
 from truthlens.gateway.telemetry import Telemetry
+from truthlens.testing import launch
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"

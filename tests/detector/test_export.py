@@ -13,11 +13,6 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 import pytest
-
-torch = pytest.importorskip(
-    "torch", reason="export needs torch and transformers: pip install -e '.[export]' (CI installs it)"
-)
-pytest.importorskip("transformers", reason="export needs transformers: pip install -e '.[export]'")
 from tokenizers import (
     Tokenizer,
     models,
@@ -30,6 +25,11 @@ from tokenizers import (
 from truthlens.detector.export import ExportError, export_model, main
 from truthlens.detector.manifest import load_manifest
 from truthlens.detector.prompt import build_prompt
+
+torch = pytest.importorskip(
+    "torch", reason="export needs torch and transformers: pip install -e '.[export]' (CI installs it)"
+)
+pytest.importorskip("transformers", reason="export needs transformers: pip install -e '.[export]'")
 
 _TEXT = (
     "The Eiffel Tower is 330 metres tall and was completed in March 1889 . "

@@ -16,8 +16,6 @@ import numpy as np
 import pytest
 import yaml
 
-from truthlens.gateway.config import parse_config
-from truthlens.modes.base import ConfigError
 from truthlens.detector.cli import main as detect_main
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.factory import check_settings, create_detector
@@ -25,6 +23,8 @@ from truthlens.detector.facts import Finding
 from truthlens.detector.fusion import REASON_WEIGHTS, fuse, label
 from truthlens.detector.spans import SpanRules, score_answer
 from truthlens.detector.types import DetectionInput, DetectorSettings
+from truthlens.gateway.config import parse_config
+from truthlens.options import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
 CONTEXT = ("Berlin is the capital of Germany. The wall fell in 1989.",)

@@ -17,15 +17,15 @@ from typing import Any
 import pytest
 import yaml
 
-from truthlens.gateway import errors
-from truthlens.testing import launch
-from truthlens.gateway.config import load_config, parse_config
-from truthlens.modes.base import ConfigError
 from truthlens.detector.batcher import CHECK_DEADLINE, MicroBatcher, batch_time_left
 from truthlens.detector.factory import check_settings, create_detector
 from truthlens.detector.oip import RemoteError
 from truthlens.detector.triton_repo import RepoOptions, model_config, write_triton_repo
 from truthlens.detector.types import DetectionInput, DetectorSettings, RemoteSettings
+from truthlens.gateway import errors
+from truthlens.gateway.config import load_config, parse_config
+from truthlens.options import ConfigError
+from truthlens.testing import launch
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "configs" / "examples" / "remote.yaml"

@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 from shipped_inputs import CONTEXT, GROUNDED, HALLUCINATED, QUESTION
 
-from truthlens.testing import model_server
 from truthlens.detector.factory import create_detector
 from truthlens.detector.remote_backend import RemoteDetector
 from truthlens.detector.types import Detection, DetectionInput, DetectorSettings, RemoteSettings
+from truthlens.testing import model_server
 
 _REASON = model_server.unavailable_reason()
 pytestmark = pytest.mark.skipif(_REASON is not None, reason=f"Triton cannot run here: {_REASON}")

@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 from harness import Stack, chat_body, decision, parse_sse
-from truthlens.testing.retriever import scripted_retriever
 from shipped_inputs import CONTEXT, GROUNDED, HALLUCINATED, QUESTION
+
+from truthlens.testing.retriever import scripted_retriever
 
 pytestmark = pytest.mark.envoy
 

@@ -20,12 +20,12 @@ import pytest
 import yaml
 from gateway_routes import CONTEXT, GROUNDED, HALLUCINATED, SCRIPT
 from harness import Stack, chat_body, parse_sse
+from shipped_inputs import QUESTION, require_shipped_model
 
-from truthlens.testing import model_server
-from truthlens.gateway.config import parse_config
 from truthlens.detector.factory import create_detector
 from truthlens.detector.types import DetectionInput
-from shipped_inputs import QUESTION, require_shipped_model
+from truthlens.gateway.config import parse_config
+from truthlens.testing import model_server
 
 _REASON = model_server.unavailable_reason()
 pytestmark = [

@@ -33,8 +33,8 @@ from shipped_inputs import (
     require_shipped_model,
 )
 
-from truthlens.testing.otlp_receiver import OtlpReceiver, ReceivedSpan
 from truthlens.modes.prompts import REFINE_MARKER
+from truthlens.testing.otlp_receiver import OtlpReceiver, ReceivedSpan
 
 pytestmark = pytest.mark.envoy
 

@@ -11,18 +11,18 @@ from typing import Any
 
 import pytest
 
-from truthlens.testing.upstream import ScriptedUpstream
+from truthlens.detector.types import Detector
+from truthlens.evidence.embedder import OnnxEmbedder
+from truthlens.llm import LLMClient
 from truthlens.modes.base import (
     Exchange,
     GroundedQuery,
-    OptionContext,
     Services,
     Verdict,
 )
-from truthlens.detector.types import Detector
 from truthlens.modes.escalation.auto import AutoOptions, build, parse_options
-from truthlens.evidence.embedder import OnnxEmbedder
-from truthlens.llm import LLMClient
+from truthlens.options import OptionContext
+from truthlens.testing.upstream import ScriptedUpstream
 
 # The shared detector and the scripted upstream live on the session's event loop.
 pytestmark = pytest.mark.asyncio(loop_scope="session")

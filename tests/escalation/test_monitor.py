@@ -7,8 +7,8 @@ can be pinned; no model output is scripted and nothing is mocked.
 from __future__ import annotations
 
 from truthlens.detector.types import Detection, Span
-from truthlens.modes.escalation.monitor import assess, contradicted_spans
 from truthlens.evidence.embedder import OnnxEmbedder
+from truthlens.modes.escalation.monitor import assess, contradicted_spans
 
 PASSAGES = ("The city museum opens at 9 am on weekdays. Entry costs 12 euros for adults.",
             "The museum was founded by Anna Berg in 1911.")

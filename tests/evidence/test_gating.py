@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from truthlens.modes.base import GroundedQuery
 from truthlens.evidence.embedder import OnnxEmbedder
 from truthlens.evidence.gating import EvidenceSettings, gate, gate_value
+from truthlens.modes.base import GroundedQuery
 
 QUESTION = "When was the Eiffel Tower completed?"
 ANSWERING = "The Eiffel Tower was completed in March 1889 as the entrance arch to the World's Fair."

@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from truthlens.testing.upstream import ScriptedUpstream
-from truthlens.modes.base import Exchange, GroundedQuery, Services
 from truthlens.detector import manifest
 from truthlens.detector.factory import create_detector
 from truthlens.detector.types import Detection, DetectionInput, Detector, DetectorSettings
 from truthlens.llm import Endpoint, LLMClient
+from truthlens.modes.base import Exchange, GroundedQuery, Services
+from truthlens.testing.upstream import ScriptedUpstream
 
 CONTEXT = (
     "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris, France. "

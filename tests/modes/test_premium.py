@@ -19,13 +19,14 @@ from shipped_inputs import (
     PAVILION_WRONG_CLAIM,
 )
 
-from truthlens.testing.upstream import ScriptedUpstream
-from truthlens.modes.base import ConfigError, Exchange, OptionContext, Services
 from truthlens.detector.types import Detection, Detector
 from truthlens.modes import premium
+from truthlens.modes.base import Exchange, Services
 from truthlens.modes.claims import align, segment
 from truthlens.modes.premium import DEFAULT_ABSTAIN, PremiumOptions
 from truthlens.modes.prompts import CONTEXT_MARKER, DEBATE_MARKER, JUDGE_MARKER
+from truthlens.options import ConfigError, OptionContext
+from truthlens.testing.upstream import ScriptedUpstream
 
 from .conftest import exchange
 from .conftest import score as score_in
@@ -39,7 +40,8 @@ PRIMARY = PAVILION_PRIMARY
 WRONG_CLAIM = PAVILION_WRONG_CLAIM
 VERIFIER_A = PAVILION_VERIFIER
 VERIFIER_B = "The pavilion is on the Rotterdam waterfront. It was designed by Antoni Gaudi. It is 40 metres long."
-VERIFIER_B_OTHER_NAME = "The pavilion is on the Rotterdam waterfront. It was designed by Zaha Hadid. It is 40 metres long."
+VERIFIER_B_OTHER_NAME = ("The pavilion is on the Rotterdam waterfront. It was designed by Zaha Hadid. "
+                         "It is 40 metres long.")
 JUDGED = PAVILION_JUDGED
 MODE = premium.build()
 TWO = PremiumOptions(verification_models=("verifier-a", "verifier-b"))
@@ -53,7 +55,8 @@ def premium_exchange(answers: list[str], options: PremiumOptions, budget_s: floa
     return exchange(answers, mode="premium", options=options, passages=CONTEXT, question=QUESTION, budget_s=budget_s)
 
 
-def verifiers(a: dict[str, object], b: dict[str, object], judge: dict[str, object] | None = None) -> list[dict[str, object]]:
+def verifiers(a: dict[str, object], b: dict[str, object],
+              judge: dict[str, object] | None = None) -> list[dict[str, object]]:
     rules = [{"name": "a", "match": {"model": "verifier-a"}, "reply": a},
              {"name": "b", "match": {"model": "verifier-b"}, "reply": b}]
     if judge is not None:
@@ -224,3 +227,21 @@ def test_options_parse_and_errors_name_the_key() -> None:
         with pytest.raises(ConfigError) as err:
             premium.parse_options(raw, ctx)
         assert err.value.key == f"{ctx.path}.{key}"
+
+
+@pytest.mark.parametrize("raw, key", [
+    ({"verification_models": "verifier-a"}, "verification_models"),
+    ({"verification_models": [3]}, "verification_models[0]"),
+    ({"verification_models": ["verifier-a", "verifier-a"]}, "verification_models"),
+    ({"verification_models": ["verifier-a"], "always_verify": 1}, "always_verify"),
+    ({"verification_models": ["verifier-a"], "abstain_message": 5}, "abstain_message"),
+    ({"verification_models": ["verifier-a"], "abstain_message": "  "}, "abstain_message"),
+    ({"verification_models": ["verifier-a"], "verify_temperature": "cold"}, "verify_temperature"),
+    ({"verification_models": ["verifier-a"], "max_iterations": 1.5}, "max_iterations"),
+    ({"verification_models": ["verifier-a"], "judge_model": ["judge"]}, "judge_model"),
+])
+def test_a_wrong_option_type_is_a_config_error_naming_the_key(raw: dict[str, object], key: str) -> None:
+    ctx = OptionContext(path="hallucination.premium", models=frozenset({"verifier-a", "judge"}))
+    with pytest.raises(ConfigError) as err:
+        premium.parse_options(raw, ctx)
+    assert err.value.key == f"{ctx.path}.{key}"

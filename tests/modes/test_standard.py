@@ -11,12 +11,13 @@ import time
 
 import pytest
 
-from truthlens.testing.upstream import ScriptedUpstream
-from truthlens.modes.base import ConfigError, OptionContext, Services
 from truthlens.detector.types import Detector
 from truthlens.modes import standard
+from truthlens.modes.base import Services
 from truthlens.modes.prompts import REFINE_MARKER
 from truthlens.modes.standard import StandardOptions
+from truthlens.options import ConfigError, OptionContext
+from truthlens.testing.upstream import ScriptedUpstream
 
 from .conftest import CONTEXT, QUESTION, exchange, score
 
@@ -158,3 +159,24 @@ def test_options_parse_and_errors_name_the_key() -> None:
         with pytest.raises(ConfigError) as err:
             standard.parse_options(raw, ctx)
         assert err.value.key == f"{ctx.path}.{key}"
+
+
+@pytest.mark.parametrize("raw, key", [
+    ({"max_iterations": True}, "max_iterations"),
+    ({"max_iterations": "3"}, "max_iterations"),
+    ({"max_iterations": None}, "max_iterations"),  # null is not "use the default"
+    ({"convergence_threshold": "low"}, "convergence_threshold"),
+    ({"refine_temperature": "cold"}, "refine_temperature"),
+    ({"refine_model": 5}, "refine_model"),
+])
+def test_a_wrong_option_type_is_a_config_error_naming_the_key(raw: dict[str, object], key: str) -> None:
+    ctx = OptionContext(path="hallucination.standard", models=frozenset({"fixer"}))
+    with pytest.raises(ConfigError) as err:
+        standard.parse_options(raw, ctx)
+    assert err.value.key == f"{ctx.path}.{key}"
+
+
+def test_null_temperature_and_threshold_mean_not_set() -> None:
+    ctx = OptionContext(path="hallucination.standard", models=frozenset())
+    opts = standard.parse_options({"refine_temperature": None, "convergence_threshold": None}, ctx)
+    assert opts.refine_temperature is None and opts.convergence_threshold is None

@@ -19,16 +19,16 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.openmetrics.exposition import generate_latest as openmetrics
 from span_capture import SpanCapture, captured_spans
 
-from truthlens.testing import launch
+from truthlens.detector.types import Detector
 from truthlens.gateway.config import parse_config
-from truthlens.testing.upstream import ScriptedUpstream
 from truthlens.gateway.services import ServiceProvider
 from truthlens.gateway.telemetry import Telemetry
-from truthlens.modes.base import Services
-from truthlens.detector.types import Detector
 from truthlens.modes import standard
+from truthlens.modes.base import Services
 from truthlens.modes.prompts import REFINE_MARKER
 from truthlens.modes.standard import StandardOptions
+from truthlens.testing import launch
+from truthlens.testing.upstream import ScriptedUpstream
 
 from .conftest import exchange, score
 
@@ -51,10 +51,11 @@ async def gateway_services(detector: Detector, upstream: ScriptedUpstream,
                            capture: SpanCapture) -> AsyncIterator[tuple[Telemetry, Services]]:
     telemetry = Telemetry(registry=CollectorRegistry(), tracer_provider=capture.provider)
     config = parse_config(yaml.safe_load(launch.config_yaml(None, upstream.base_url)))
-    services = ServiceProvider(detector, telemetry).for_config(config)
-    yield telemetry, services
-    assert services.llm is not None
-    await services.llm.aclose()
+    lease = ServiceProvider(detector, telemetry).acquire(config)
+    yield telemetry, lease.services
+    lease.release()
+    assert lease.services.llm is not None
+    await lease.services.llm.aclose()
 
 
 @in_module_loop

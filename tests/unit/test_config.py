@@ -19,7 +19,8 @@ from prometheus_client import CollectorRegistry
 
 from truthlens.gateway.config import ConfigStore, load_config, parse_config
 from truthlens.gateway.telemetry import Telemetry
-from truthlens.modes.base import ConfigError
+from truthlens.modes import registry
+from truthlens.options import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = REPO / "configs" / "config.yaml"
@@ -39,7 +40,7 @@ def test_shipped_config_loads() -> None:
     cfg = load_config(SHIPPED)
     assert cfg.version == 1 and len(cfg.digest) == 12 and cfg.source == str(SHIPPED)
     (decision,) = cfg.decisions
-    policy = decision.policy
+    policy = decision.route
     assert policy is not None
     assert policy.mode == "lightweight" and policy.actions == {"header", "body"}
     assert policy.streaming == "passthrough"  # auto: lightweight without block
@@ -57,7 +58,8 @@ def test_shipped_config_loads() -> None:
 @pytest.mark.parametrize("name", sorted(str(p.relative_to(REPO)) for p in (REPO / "configs").rglob("*.yaml")))
 def test_every_shipped_config_file_loads(name: str) -> None:
     cfg = load_config(REPO / name)
-    assert cfg.decisions and all(d.policy is None or d.policy.streaming in ("passthrough", "hold") for d in cfg.decisions)
+    assert cfg.decisions
+    assert all(d.route is None or d.route.streaming in ("passthrough", "hold") for d in cfg.decisions)
 
 
 @pytest.mark.parametrize(
@@ -67,24 +69,34 @@ def test_every_shipped_config_file_loads(name: str) -> None:
         (lambda d: d.update(extra=1), "extra", "unknown key"),
         (lambda d: d["hallucination"].update(threshold=1.5), "hallucination.threshold", "<= 1.0"),
         (lambda d: d["hallucination"].update(threshold="high"), "hallucination.threshold", "must be a number"),
-        (lambda d: d["hallucination"].update(actions=["header", "shout"]), "hallucination.actions[1]", "unknown action"),
+        (lambda d: d["hallucination"].update(actions=["header", "shout"]),
+         "hallucination.actions[1]", "unknown action"),
         (lambda d: d["hallucination"].update(fail_policy="maybe"), "hallucination.fail_policy", "open, closed"),
-        (lambda d: d["hallucination"]["budgets"].update(detection_mss=1), "hallucination.budgets.detection_mss", "unknown key"),
-        (lambda d: d["hallucination"]["budgets"].update(detection_ms=200000), "hallucination.budgets.detection_ms", "total_ms"),
-        (lambda d: d["hallucination"]["context"].update(tool_messages="yes"), "hallucination.context.tool_messages", "true or false"),
-        (lambda d: d["hallucination"].update(default_mode="turbo"), "hallucination.default_mode", "unknown mode 'turbo'"),
+        (lambda d: d["hallucination"]["budgets"].update(detection_mss=1),
+         "hallucination.budgets.detection_mss", "unknown key"),
+        (lambda d: d["hallucination"]["budgets"].update(detection_ms=200000),
+         "hallucination.budgets.detection_ms", "total_ms"),
+        (lambda d: d["hallucination"]["context"].update(tool_messages="yes"),
+         "hallucination.context.tool_messages", "true or false"),
+        (lambda d: d["hallucination"].update(default_mode="turbo"),
+         "hallucination.default_mode", "unknown mode 'turbo'"),
         (lambda d: d["detector"].update(provider="tpu"), "detector.provider", "auto, cpu, cuda"),
         (lambda d: d["detector"].update(token_threshold="calibrated"), "detector.token_threshold", "must be a number"),
-        (lambda d: d["detector"].update(chunk_aggregation="mean"), "detector.chunk_aggregation", "grounded, max, min, best"),
+        (lambda d: d["detector"].update(chunk_aggregation="mean"),
+         "detector.chunk_aggregation", "grounded, max, min, best"),
         (lambda d: d["detector"]["batching"].update(max_batch_size=0), "detector.batching.max_batch_size", ">= 1"),
         (lambda d: d["models"]["default"].update(api_key="sk-live-abc123"), "models.default.api_key", "api_key_env"),
-        (lambda d: d["models"]["default"].update(api_key_env="sk-live-abc123"), "models.default.api_key_env", "name of an environment variable"),
+        (lambda d: d["models"]["default"].update(api_key_env="sk-live-abc123"),
+         "models.default.api_key_env", "name of an environment variable"),
         (lambda d: d["models"]["default"].update(base_url="localhost:8000"), "models.default.base_url", "http"),
         (lambda d: d["models"]["default"].update(timeout_s=0), "models.default.timeout_s", "> 0"),
-        (lambda d: d["decisions"].append(copy.deepcopy(d["decisions"][0])), "decisions[1].name", "duplicate decision name"),
-        (lambda d: d["decisions"][0]["rules"]["conditions"][0].update(type="domian"), "decisions[0].rules.conditions[0].type",
+        (lambda d: d["decisions"].append(copy.deepcopy(d["decisions"][0])),
+         "decisions[1].name", "duplicate decision name"),
+        (lambda d: d["decisions"][0]["rules"]["conditions"][0].update(type="domian"),
+         "decisions[0].rules.conditions[0].type",
          "unknown condition type 'domian' (expected one of header, keyword, model, path)"),
-        (lambda d: d["decisions"][0]["plugins"][0].update(type="pii"), "decisions[0].plugins[0].type", "unknown plugin type"),
+        (lambda d: d["decisions"][0]["plugins"][0].update(type="pii"),
+         "decisions[0].plugins[0].type", "unknown plugin type"),
         (lambda d: d["decisions"][0]["plugins"][0]["configuration"].update(max_iterations=3),
          "decisions[0].plugins[0].configuration.max_iterations", "lightweight mode takes no options"),
         (lambda d: d["decisions"][0]["plugins"][0]["configuration"].update(mode="premiun"),
@@ -116,7 +128,7 @@ def test_decision_configuration_merges_over_the_global_section() -> None:
         "context": {"system_messages": True},
         "evidence": {"enabled": True, "min_gate": 0.4, "max_passages": 3},
     }
-    policy = parse_config(doc).decisions[0].policy
+    policy = parse_config(doc).decisions[0].route
     assert policy is not None
     assert policy.threshold == 0.3 and policy.fail_policy == "closed"
     assert policy.budgets.detection_s == 1.0 and policy.budgets.total_s == 9.0
@@ -130,7 +142,7 @@ def test_mode_options_come_from_the_global_mode_section_and_the_decision() -> No
     doc = base()
     doc["hallucination"]["standard"] = {"max_iterations": 4, "convergence_threshold": 0.4}
     doc["decisions"][0]["plugins"][0]["configuration"] = {"mode": "standard", "max_iterations": 2}
-    policy = parse_config(doc).decisions[0].policy
+    policy = parse_config(doc).decisions[0].route
     assert policy is not None and policy.mode == "standard" and policy.streaming == "hold"
     assert policy.options.max_iterations == 2
     assert policy.options.convergence_threshold == 0.4
@@ -139,10 +151,82 @@ def test_mode_options_come_from_the_global_mode_section_and_the_decision() -> No
     assert err.key.startswith("hallucination.standard")
 
 
+MODE_OPTIONS: dict[str, dict[str, Any]] = {"premium": {"verification_models": ["default"]}}  # premium's required key
+
+
+def with_mode(mode: str, **configuration: Any) -> dict[str, Any]:
+    doc = base()
+    doc["decisions"][0]["plugins"][0]["configuration"] = {
+        "mode": mode, "actions": ["header", "body"], **MODE_OPTIONS.get(mode, {}), **configuration}
+    return doc
+
+
+def test_each_mode_declares_whether_it_rewrites_answers() -> None:
+    declared = {m: registry.load_mode_module(m).REWRITES for m in registry.mode_names()}
+    assert declared == {"lightweight": False, "standard": True, "premium": True, "acr": True, "auto": True}
+
+
+@pytest.mark.parametrize("mode", registry.mode_names())
+def test_streaming_auto_holds_exactly_the_modes_that_rewrite(mode: str) -> None:
+    policy = parse_config(with_mode(mode, streaming="auto")).decisions[0].route
+    assert policy is not None and policy.mode == mode
+    assert policy.streaming == ("hold" if registry.load_mode_module(mode).REWRITES else "passthrough")
+    if registry.load_mode_module(mode).REWRITES:
+        err = error_of(with_mode(mode, streaming="passthrough"))
+        assert err.key == "decisions[0].plugins[0].configuration.streaming"
+        assert f"mode {mode!r} rewrites answers" in str(err)
+    else:
+        passthrough = parse_config(with_mode(mode, streaming="passthrough")).decisions[0].route
+        assert passthrough is not None and passthrough.streaming == "passthrough"
+
+
+def test_streaming_follows_the_modules_rewrites_flag_not_the_mode_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(registry.load_mode_module("lightweight"), "REWRITES", True)
+    policy = parse_config(with_mode("lightweight")).decisions[0].route
+    assert policy is not None and policy.streaming == "hold"
+    assert "mode 'lightweight' rewrites answers" in str(error_of(with_mode("lightweight", streaming="passthrough")))
+    monkeypatch.setattr(registry.load_mode_module("standard"), "REWRITES", False)
+    policy = parse_config(with_mode("standard")).decisions[0].route
+    assert policy is not None and policy.streaming == "passthrough"
+
+
+def test_the_global_default_mode_resolves_streaming_too() -> None:
+    doc = base()
+    doc["hallucination"]["default_mode"] = "standard"
+    assert parse_config(doc).hallucination.streaming == "hold"
+
+
+@pytest.mark.parametrize(("mode", "option", "wrong"), [
+    ("standard", "max_iterations", "three"),
+    ("standard", "refine_temperature", True),
+    ("premium", "require_consensus", "yes"),
+    ("acr", "samples", 2.5),
+    ("acr", "retriever_url", 8080),
+    ("auto", "expert_threshold", "high"),
+])
+def test_a_wrong_mode_option_type_is_a_config_error_naming_the_key(mode: str, option: str, wrong: Any) -> None:
+    assert error_of(with_mode(mode, **{option: wrong})).key == f"decisions[0].plugins[0].configuration.{option}"
+    doc = base()
+    doc["hallucination"][mode] = {**MODE_OPTIONS.get(mode, {}), option: wrong}
+    assert error_of(doc).key == f"hallucination.{mode}.{option}"
+
+
+def test_unset_optional_config_values() -> None:
+    doc = base()
+    doc["hallucination"]["context"]["extension_field"] = None  # null: no extension field
+    doc["hallucination"]["evidence"] = {"enabled": True, "max_passages": None}
+    doc["models"]["default"]["api_key_env"] = None
+    cfg = parse_config(doc)
+    assert cfg.hallucination.context.extension_field is None and cfg.models["default"].api_key_env is None
+    assert cfg.hallucination.evidence is not None and cfg.hallucination.evidence.max_passages is None
+    doc["hallucination"]["evidence"]["max_passages"] = 0
+    assert error_of(doc).key == "hallucination.evidence.max_passages"
+
+
 def test_disabled_decision_has_no_policy_but_is_validated() -> None:
     doc = base()
     doc["decisions"][0]["plugins"][0]["configuration"] = {"enabled": False}
-    assert parse_config(doc).decisions[0].policy is None
+    assert parse_config(doc).decisions[0].route is None
     doc["decisions"][0]["plugins"][0]["configuration"] = {"enabled": False, "threshold": 3}
     assert error_of(doc).key == "decisions[0].plugins[0].configuration.threshold"
 
@@ -152,9 +236,9 @@ def test_global_switch_is_the_default_a_decision_can_override() -> None:
     doc["hallucination"]["enabled"] = False
     doc["decisions"][0]["plugins"][0]["configuration"].pop("enabled")
     cfg = parse_config(doc)
-    assert cfg.hallucination.enabled is False and cfg.decisions[0].policy is None
+    assert cfg.hallucination.enabled is False and cfg.decisions[0].route is None
     doc["decisions"][0]["plugins"][0]["configuration"]["enabled"] = True
-    assert parse_config(doc).decisions[0].policy is not None
+    assert parse_config(doc).decisions[0].route is not None
 
 
 def test_yaml_problems(tmp_path: Path) -> None:
@@ -211,8 +295,8 @@ def test_reload_swaps_and_pinned_snapshots_stay(tmp_path: Path, caplog: pytest.L
     write(path, doc)
     assert store.reload() is True
     assert store.current is not pinned and store.current.digest != pinned.digest
-    assert store.current.decisions[0].policy.threshold == 0.8  # type: ignore[union-attr]
-    assert pinned.decisions[0].policy.threshold == 0.5  # type: ignore[union-attr]
+    assert store.current.decisions[0].route.threshold == 0.8  # type: ignore[union-attr]
+    assert pinned.decisions[0].route.threshold == 0.5  # type: ignore[union-attr]
     assert reloads(t, "applied") == 1
 
     good = store.current

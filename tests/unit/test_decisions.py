@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from truthlens.gateway.config import parse_config
-from truthlens.gateway.decisions import RequestFacts, compile_rules, match
-from truthlens.modes.base import ConfigError
+from truthlens.gateway.decisions import NEEDS_BODY, RequestFacts, compile_rules, match, match_before_body
+from truthlens.options import ConfigError
 
 
 def facts(path: str = "/v1/chat/completions", *, headers: dict[str, str] | None = None,
@@ -107,9 +107,35 @@ def test_match_takes_the_highest_priority_then_file_order() -> None:
     )
     assert [d.name for d in cfg.decisions] == ["high", "low", "tie"]
     hit = match(cfg, facts(text="a medical question"))
-    assert hit is not None and hit.name == "high" and hit.policy is not None and hit.policy.threshold == 0.3
+    assert hit is not None and hit.name == "high" and hit.route is not None and hit.route.threshold == 0.3
     hit = match(cfg, facts(text="weather"))
-    assert hit is not None and hit.name == "low" and hit.policy is None
+    assert hit is not None and hit.name == "low" and hit.route is None
     hit = match(cfg, facts("/other"))
     assert hit is not None and hit.name == "tie"
     assert match(parse_config({"version": 1}), facts()) is None
+
+
+def test_matching_before_the_body_decides_on_headers_and_path_and_waits_only_for_body_rules() -> None:
+    cfg = parse_config(
+        {
+            "version": 1,
+            "decisions": [
+                {"name": "tenant", "priority": 90, "rules": {"operator": "AND", "conditions": [
+                    {"type": "header", "name": "x-tenant", "value": "acme"},
+                    {"type": "keyword", "any": ["dose"]}]}},
+                {"name": "chat", "priority": 10, "rules": {"type": "path", "prefix": "/v1/chat"}},
+            ],
+        }
+    )
+    # The AND already fails on its header: the body cannot change that, the path decides.
+    chat = match_before_body(cfg, facts())
+    assert chat is not NEEDS_BODY and chat is not None and chat.name == "chat"
+    # The header holds, so the keyword in the body decides.
+    assert match_before_body(cfg, facts(headers={"x-tenant": "acme"})) is NEEDS_BODY
+    # No decision can match whatever the body says: nothing needs decoding.
+    assert match_before_body(cfg, facts("/v1/embeddings")) is None
+    negated = compile_rules({"operator": "NOT", "conditions": [{"type": "model", "name": "m"}]}, "r")
+    assert negated.matches_without_body(facts()) is None
+    either = compile_rules({"operator": "OR", "conditions": [{"type": "model", "name": "m"},
+                                                             {"type": "path", "prefix": "/v1"}]}, "r")
+    assert either.matches_without_body(facts()) is True

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import yaml
 
-from truthlens.gateway.config import load_config
 from truthlens.demo import REFINE_HEADER, demo_config
+from truthlens.gateway.config import load_config
 from truthlens.testing.launch import REPO_ROOT
 
 
@@ -15,8 +15,8 @@ def test_demo_adds_a_standard_route_for_its_header_and_keeps_the_rest(tmp_path: 
     shipped = REPO_ROOT / "configs" / "config.yaml"
     cfg = load_config(demo_config(shipped, tmp_path))
     by_name = {d.name: d for d in cfg.decisions}
-    assert by_name["demo_refine"].policy is not None and by_name["demo_refine"].policy.mode == "standard"
-    assert by_name["chat_completions"].policy is not None and by_name["chat_completions"].policy.mode == "lightweight"
+    assert by_name["demo_refine"].route is not None and by_name["demo_refine"].route.mode == "standard"
+    assert by_name["chat_completions"].route is not None and by_name["chat_completions"].route.mode == "lightweight"
     assert REFINE_HEADER[0] in (tmp_path / "config.yaml").read_text()
 
 

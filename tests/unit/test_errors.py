@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from truthlens.detector.types import DetectorError, InvalidInput, Overloaded
 from truthlens.gateway.errors import (
     CLIENT_REASONS,
     REASONS,
@@ -12,7 +13,6 @@ from truthlens.gateway.errors import (
     normalize_reason,
     reason_for_exception,
 )
-from truthlens.detector.types import DetectorError, InvalidInput, Overloaded
 
 
 def test_every_reason_has_a_status_and_a_meaning() -> None:

@@ -15,13 +15,14 @@ import pytest_asyncio
 from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 
+from truthlens.detector.types import Detector, DetectorSettings
+from truthlens.gateway.checking import run_check, verdict_reason
 from truthlens.gateway.config import Budgets, parse_config
 from truthlens.gateway.openai_body import ContextSettings, parse_chat_request
-from truthlens.gateway.checking import run_check, verdict_reason
 from truthlens.gateway.telemetry import Telemetry
-from truthlens.modes.base import ConfigError, Exchange, GroundedQuery, OptionContext, Services
-from truthlens.detector.types import Detector, DetectorSettings
 from truthlens.modes import lightweight
+from truthlens.modes.base import Exchange, GroundedQuery, Services
+from truthlens.options import ConfigError, OptionContext
 
 CONTEXT = (
     "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris, France. "
@@ -89,11 +90,11 @@ async def test_through_run_policy_with_metrics(detector: Detector) -> None:
         {"version": 1, "decisions": [{"name": "rag", "plugins": [{"type": "hallucination", "configuration": {}}]}]}
     )
     decision = cfg.decisions[0]
-    assert decision.policy is not None
+    assert decision.route is not None
     body = {"model": "m", "truthlens_context": list(CONTEXT), "messages": [{"role": "user", "content": QUESTION}]}
     req = parse_chat_request(json.dumps(body).encode(), ContextSettings())
     t = Telemetry(registry=CollectorRegistry(), tracer_provider=TracerProvider())
-    verdict = await run_check(decision.policy, decision, req, [HALLUCINATED], Services(detector=detector), t)
+    verdict = await run_check(decision.route, decision, req, [HALLUCINATED], Services(detector=detector), t)
     assert verdict.status == "detected"
     get = t.registry.get_sample_value
     assert get("truthlens_detections_total", {"decision": "rag", "mode": "lightweight", "detected": "true"}) == 1
@@ -101,7 +102,7 @@ async def test_through_run_policy_with_metrics(detector: Detector) -> None:
     assert get("truthlens_score_count", {"decision": "rag", "mode": "lightweight"}) == 1
 
     # A detection budget too small for the model: unavailable with a reason, never clean.
-    starved = dataclasses.replace(decision.policy, budgets=Budgets(detection_s=1e-6, total_s=5.0))
+    starved = dataclasses.replace(decision.route, budgets=Budgets(detection_s=1e-6, total_s=5.0))
     verdict = await run_check(starved, decision, req, [GROUNDED], Services(detector=detector), t)
     assert verdict.status == "unavailable"
     assert verdict_reason(verdict) in {"detector_timeout", "budget_exhausted"}

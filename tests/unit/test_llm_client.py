@@ -15,8 +15,8 @@ import pytest
 from opentelemetry import trace
 from span_capture import SpanCapture, captured_spans
 
-from truthlens.testing.upstream import ScriptedUpstream
 from truthlens.llm import ChatCall, Endpoint, LLMClient, LLMError
+from truthlens.testing.upstream import ScriptedUpstream
 
 MSGS = ({"role": "user", "content": "Where is the Eiffel Tower?"},)
 

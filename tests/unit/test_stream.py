@@ -24,11 +24,11 @@ from prometheus_client import CollectorRegistry
 from shipped_inputs import CONTEXT as PASSAGE
 from shipped_inputs import GROUNDED, HALLUCINATED, WRONG_FACTS, require_shipped_model
 
-from truthlens.testing.launch import config_yaml
-from truthlens.gateway.server import ProcessorServer, ServerSettings
-from truthlens.gateway.processor import METHOD_PATH
-from truthlens.gateway.telemetry import Telemetry
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
+from truthlens.gateway.processor import METHOD_PATH
+from truthlens.gateway.server import ProcessorServer, ServerSettings
+from truthlens.gateway.telemetry import Telemetry
+from truthlens.testing.launch import config_yaml
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -206,6 +206,31 @@ async def test_unrelated_path_passes_untouched_and_skips_the_response_body(chann
     assert not replies[0].request_headers.response.HasField("header_mutation")
     assert replies[1].mode_override.response_body_mode == pb.ProcessingMode.NONE
     assert not replies[1].response_headers.response.HasField("header_mutation")
+
+
+async def test_a_request_no_route_checks_is_not_decoded_unless_it_carries_the_context_field(
+    channel: grpc.aio.Channel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from truthlens.gateway import openai_body
+
+    decoded: list[int] = []
+    real = openai_body.decode_chat_request
+
+    def counting(body: bytes, *, max_bytes: int | None = None) -> openai_body.DecodedRequest:
+        decoded.append(len(body))
+        return real(body, max_bytes=max_bytes)
+
+    monkeypatch.setattr(openai_body, "decode_chat_request", counting)
+    # "off" disables detection on its route: no check, so no JSON parse of a plain request.
+    plain = await converse(channel, [request_headers(route="off"), request_body(chat_body("Q?"))])
+    assert not plain[1].request_body.response.HasField("body_mutation") and decoded == []
+    # The gateway's own field still never reaches the upstream.
+    stripped = await converse(channel, [request_headers(route="off"), request_body(chat_body("Q?", context=CONTEXT))])
+    assert "truthlens_context" not in json.loads(stripped[1].request_body.response.body_mutation.body)
+    assert len(decoded) == 1
+    # A checked request is decoded once, whatever its route's context settings.
+    await converse(channel, [request_headers(route="hold"), request_body(chat_body("Q?", context=CONTEXT))])
+    assert len(decoded) == 2
 
 
 # -- BUFFERED responses ---------------------------------------------------------------------------

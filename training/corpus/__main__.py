@@ -19,7 +19,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sizes: tuple[tuple[SplitName, int], ...] = (("train", args.train), ("test", args.test), ("heldout", args.heldout))
     for split, n in sizes:
-        count = write_jsonl(generate(split, n, seed=args.seed, word_budget=args.word_budget), args.out / f"{split}.jsonl")
+        count = write_jsonl(
+            generate(split, n, seed=args.seed, word_budget=args.word_budget), args.out / f"{split}.jsonl"
+        )
         print(f"{split}: {count} examples -> {args.out / f'{split}.jsonl'}")
     return 0
 

@@ -20,10 +20,21 @@ from training.corpus.values import HallucinationKind, Value, same_value
 
 TemplateSplit = Literal["train", "heldout"]
 
-_LEAD_INS = ("", "", "", "Based on the passages, ", "According to the provided context, ", "The passages state that ", "From the documents, ", "As stated in the passages, ")
-_CLOSINGS = ("", "", "", "", " Let me know if you need more details.", " This is what the provided passages say.", " I hope this helps.", " These details come from the context above.")
+_LEAD_INS = (
+    "", "", "", "Based on the passages, ", "According to the provided context, ", "The passages state that ",
+    "From the documents, ", "As stated in the passages, ",
+)
+_CLOSINGS = (
+    "", "", "", "", " Let me know if you need more details.", " This is what the provided passages say.",
+    " I hope this helps.", " These details come from the context above.",
+)
 _UNABLE = ("Unable to answer based on given passages.", "The passages do not contain this information.")
-_SUMMARY_QUESTIONS = ("What do the passages say about {e}?", "Summarize the key facts about {e}.", "Give me an overview of {e}.", "Tell me about {e}.")
+_SUMMARY_QUESTIONS = (
+    "What do the passages say about {e}?",
+    "Summarize the key facts about {e}.",
+    "Give me an overview of {e}.",
+    "Tell me about {e}.",
+)
 _MAX_PASSAGES = 8
 
 
@@ -115,7 +126,9 @@ class ExampleBuilder:
     def _prose(self, n: int) -> str:
         return " ".join(self.rng.sample(self.prose, n))
 
-    def _passages(self, domain: Domain, entity: str, facts: dict[str, Value], distractors: dict[str, dict[str, Value]]) -> list[str]:
+    def _passages(
+        self, domain: Domain, entity: str, facts: dict[str, Value], distractors: dict[str, dict[str, Value]]
+    ) -> list[str]:
         rng = self.rng
         main = self._entity_sentences(domain, entity, facts)
         pieces = rng.randint(1, min(3, len(main)))
@@ -179,7 +192,9 @@ class ExampleBuilder:
             question = self.template(asked[0].questions).replace("{e}", entity)
 
         context = self._passages(domain, entity, {a.name: values[a.name] for a in present}, distractors)
-        answer = self._answer(entity, asked, values, absent, distractors, unanswerable=unanswerable, hallucinate=hallucinate)
+        answer = self._answer(
+            entity, asked, values, absent, distractors, unanswerable=unanswerable, hallucinate=hallucinate
+        )
         return Example(example_id, self.split, domain.name, tuple(context), question, answer.text, tuple(answer.labels))
 
     def _join(self, out: _Answer) -> bool:
@@ -211,7 +226,9 @@ class ExampleBuilder:
             lead = rng.choice(self.lead_ins)
             out.add(lead)
             attr = asked[0]
-            claim = "".join(_fill(self.template(attr.answers), entity, values[attr.name].render(rng), lower_first=bool(lead)))
+            claim = "".join(
+                _fill(self.template(attr.answers), entity, values[attr.name].render(rng), lower_first=bool(lead))
+            )
             out.add_labeled(claim, "unanswerable")
             return out
 
@@ -234,7 +251,14 @@ class ExampleBuilder:
             if extra_at == i:
                 attr = rng.choice(absent)
                 joined = not first and self._join(out)
-                claim = "".join(_fill(self.template(attr.answers), entity, attr.make(rng).render(rng), lower_first=joined or (first and bool(lead))))
+                claim = "".join(
+                    _fill(
+                        self.template(attr.answers),
+                        entity,
+                        attr.make(rng).render(rng),
+                        lower_first=joined or (first and bool(lead)),
+                    )
+                )
                 out.add_labeled(claim, "unsupported")
                 first = False
             if i == len(asked):
@@ -249,7 +273,9 @@ class ExampleBuilder:
                 else:
                     value, kind = value.corrupt(rng)
             joined = not first and self._join(out)
-            before, text, after = _fill(self.template(attr.answers), entity, value.render(rng), lower_first=joined or (first and bool(lead)))
+            before, text, after = _fill(
+                self.template(attr.answers), entity, value.render(rng), lower_first=joined or (first and bool(lead))
+            )
             out.add(before)
             if kind is None:
                 out.add(text)

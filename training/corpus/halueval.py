@@ -77,7 +77,9 @@ def items(task: Task, folds: tuple[Fold, ...], root: Path = DEFAULT_DIR) -> Iter
                 yield i, json.loads(line)
 
 
-def training_items(task: Task, folds: tuple[Fold, ...], root: Path = DEFAULT_DIR) -> Iterator[tuple[int, dict[str, str]]]:
+def training_items(
+    task: Task, folds: tuple[Fold, ...], root: Path = DEFAULT_DIR
+) -> Iterator[tuple[int, dict[str, str]]]:
     if "eval" in folds:
         raise ValueError("the HaluEval evaluation fold (i % 10 == 0) is never used for training or tuning")
     return items(task, folds, root)
@@ -86,7 +88,9 @@ def training_items(task: Task, folds: tuple[Fold, ...], root: Path = DEFAULT_DIR
 # --- evaluation pairs: what the detector is asked, and the truth -------------------------
 
 
-def eval_pairs(task: Task, folds: tuple[Fold, ...], root: Path = DEFAULT_DIR) -> Iterator[tuple[tuple[str, ...], str, str, bool]]:
+def eval_pairs(
+    task: Task, folds: tuple[Fold, ...], root: Path = DEFAULT_DIR
+) -> Iterator[tuple[tuple[str, ...], str, str, bool]]:
     """``(context, question, answer, hallucinated)``: each item's right and hallucinated answer,
     exactly as HaluEval gives them (the benchmark's own task)."""
     for i, row in items(task, folds, root):

@@ -17,9 +17,18 @@ _LAST = (
     "Castillo", "Nakamura", "Schmidt", "Adeyemi", "Rossi", "Larsen", "Mehta", "Duarte", "Petrov", "Whitfield",
     "Santos", "Keller", "Abebe", "Varga", "Hughes", "Morales", "Sato", "Bergstrom", "Nguyen", "Fischer",
 )
-_SYLLABLES = ("ver", "tal", "quo", "nex", "lum", "tri", "zen", "cor", "mar", "vex", "sol", "dri", "kai", "ora", "pel", "tor", "ux", "an", "ly", "ri")
-_COMPANY_TAIL = ("Systems", "Labs", "Holdings", "Industries", "Networks", "Foods", "Energy", "Logistics", "Bank", "Motors", "Analytics", "Pharma")
-_PRODUCT_KIND = ("Router", "Headphones", "Smartwatch", "Vacuum", "Camera", "Speaker", "Tablet", "Kettle", "Monitor", "Drone", "E-Reader", "Thermostat")
+_SYLLABLES = (
+    "ver", "tal", "quo", "nex", "lum", "tri", "zen", "cor", "mar", "vex", "sol", "dri", "kai", "ora", "pel",
+    "tor", "ux", "an", "ly", "ri",
+)
+_COMPANY_TAIL = (
+    "Systems", "Labs", "Holdings", "Industries", "Networks", "Foods", "Energy", "Logistics", "Bank", "Motors",
+    "Analytics", "Pharma",
+)
+_PRODUCT_KIND = (
+    "Router", "Headphones", "Smartwatch", "Vacuum", "Camera", "Speaker", "Tablet", "Kettle", "Monitor", "Drone",
+    "E-Reader", "Thermostat",
+)
 
 
 def person(rng: random.Random) -> str:
@@ -35,11 +44,18 @@ def company(rng: random.Random) -> str:
 
 
 def product(rng: random.Random) -> str:
-    return f"{coined(rng, 2)} {rng.choice(_PRODUCT_KIND)} {rng.choice(('X', 'Pro', 'Mini', 'S', 'Max', '2', '3', 'Air', 'One'))}"
+    return (
+        f"{coined(rng, 2)} {rng.choice(_PRODUCT_KIND)} "
+        f"{rng.choice(('X', 'Pro', 'Mini', 'S', 'Max', '2', '3', 'Air', 'One'))}"
+    )
 
 
 def library(rng: random.Random) -> str:
-    return rng.choice(("py", "lib", "", "", "go-", "node-")) + coined(rng, 2).lower() + rng.choice(("", "db", "kit", "io", "js", "flow", "fs"))
+    return (
+        rng.choice(("py", "lib", "", "", "go-", "node-"))
+        + coined(rng, 2).lower()
+        + rng.choice(("", "db", "kit", "io", "js", "flow", "fs"))
+    )
 
 
 @functools.cache
@@ -60,7 +76,11 @@ def countries() -> tuple[tuple[str, ...], ...]:
 @functools.cache
 def places() -> tuple[tuple[str, ...], ...]:
     """Place names (pycountry subdivisions with plain ASCII names)."""
-    return tuple((s.name,) for s in pycountry.subdivisions if s.name.isascii() and s.name.replace(" ", "").isalpha() and len(s.name) < 18)
+    return tuple(
+        (s.name,)
+        for s in pycountry.subdivisions
+        if s.name.isascii() and s.name.replace(" ", "").isalpha() and len(s.name) < 18
+    )
 
 
 @functools.cache
@@ -70,7 +90,11 @@ def currencies() -> tuple[tuple[str, ...], ...]:
 
 @functools.cache
 def languages() -> tuple[tuple[str, ...], ...]:
-    return tuple((lang.name,) for lang in pycountry.languages if getattr(lang, "type", "") == "L" and lang.name.isascii() and " " not in lang.name and "(" not in lang.name)
+    return tuple(
+        (lang.name,)
+        for lang in pycountry.languages
+        if getattr(lang, "type", "") == "L" and lang.name.isascii() and " " not in lang.name and "(" not in lang.name
+    )
 
 
 @functools.cache

@@ -20,7 +20,9 @@ from training.corpus.values import HallucinationKind
 Edit = tuple[str, int, int]  # new answer, label start, label end
 
 _NEGATABLE = re.compile(r"\b(is|was|are|were|has been|had been|can|will|does|did)\b(?! not)")
-_NEGATED = re.compile(r"\b(is|was|are|were|can|will|does|did) not\b|\b(isn't|wasn't|aren't|weren't|can't|won't|doesn't|didn't)\b")
+_NEGATED = re.compile(
+    r"\b(is|was|are|were|can|will|does|did) not\b|\b(isn't|wasn't|aren't|weren't|can't|won't|doesn't|didn't)\b"
+)
 _PAIRS = (
     ("before", "after"), ("larger", "smaller"), ("largest", "smallest"), ("increased", "decreased"),
     ("increase", "decrease"), ("won", "lost"), ("first", "last"), ("north", "south"), ("east", "west"),
@@ -67,7 +69,11 @@ def negate(answer: str, rng: random.Random) -> Edit | None:
         return None
     hit = rng.choice(cands)
     verb = hit.group(1)
-    negated = verb.replace("has been", "has not been").replace("had been", "had not been") if "been" in verb else verb + " not"
+    negated = (
+        verb.replace("has been", "has not been").replace("had been", "had not been")
+        if "been" in verb
+        else verb + " not"
+    )
     new = answer[: hit.start()] + negated + answer[hit.end() :]
     return new, hit.start(), hit.start() + len(negated)
 
@@ -177,5 +183,13 @@ def examples_from_passages(
             edit = perturb(answer, [passage], kind, rng)
             if edit is not None:
                 new, start, end = edit
-                yield Example(f"{ident}-{kind}", "train", "real_passage", tuple(context), question, new, (LabelSpan(start, end, kind),))
+                yield Example(
+                    f"{ident}-{kind}",
+                    "train",
+                    "real_passage",
+                    tuple(context),
+                    question,
+                    new,
+                    (LabelSpan(start, end, kind),),
+                )
                 break

@@ -28,7 +28,14 @@ from training.corpus.splits import generate, write_jsonl
 def _name_question(sentence: str, rng: random.Random) -> str:
     names = perturb.PERSON_OR_PLACE.findall(sentence)
     subject = names[0] if names else " ".join(sentence.split()[:3])
-    return rng.choice(("What does the passage say about {s}?", "Tell me about {s}.", "What do we know about {s}?", "Summarize what is known about {s}.")).format(s=subject)
+    return rng.choice(
+        (
+            "What does the passage say about {s}?",
+            "Tell me about {s}.",
+            "What do we know about {s}?",
+            "Summarize what is known about {s}.",
+        )
+    ).format(s=subject)
 
 
 def perturbed_examples(root: Path, n: int, rng: random.Random) -> list[Example]:
@@ -46,7 +53,9 @@ def perturbed_examples(root: Path, n: int, rng: random.Random) -> list[Example]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training.corpus.real", description=__doc__.splitlines()[0])
-    parser.add_argument("--halueval", type=Path, default=halueval.DEFAULT_DIR, help="where the HaluEval files are (fetched if missing)")
+    parser.add_argument(
+        "--halueval", type=Path, default=halueval.DEFAULT_DIR, help="where the HaluEval files are (fetched if missing)"
+    )
     parser.add_argument("--out", type=Path, default=Path("training/output/real"))
     parser.add_argument("--qa", type=int, default=5000, help="HaluEval QA train items")
     parser.add_argument("--dialogue", type=int, default=3000, help="HaluEval dialogue train items")

@@ -21,7 +21,9 @@ SplitName = Literal["train", "test", "heldout"]
 SPLITS: tuple[SplitName, ...] = ("train", "test", "heldout")
 
 
-def generate(split: SplitName, n: int, *, seed: int, word_budget: int, hallucination_rate: float = 0.5) -> Iterator[Example]:
+def generate(
+    split: SplitName, n: int, *, seed: int, word_budget: int, hallucination_rate: float = 0.5
+) -> Iterator[Example]:
     """``n`` examples of ``split``; the same arguments always give the same examples."""
     rng = random.Random(f"{split}:{seed}")
     builder = ExampleBuilder("heldout" if split == "heldout" else "train", rng, word_budget)

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from tokenizers import Tokenizer
 
-from truthlens.detector.manifest import DEFAULT_MODEL_DIR
 from training.corpus.builder import Example, LabelSpan, _train_or_heldout
 from training.corpus.domains import HELDOUT_DOMAINS, TRAIN_DOMAINS
 from training.corpus.splits import generate, read_jsonl, write_jsonl
 from training.encode import IGNORE, TooLong, encode
+from truthlens.detector.manifest import DEFAULT_MODEL_DIR
 
 
 def _sample(split: str, n: int = 200, seed: int = 3) -> list[Example]:
@@ -74,7 +74,15 @@ def tokenizer() -> Tokenizer:
 def test_encoding_labels_only_answer_tokens(tokenizer: Tokenizer) -> None:
     answer = "The tower is 450 metres tall."
     start = answer.index("450")
-    ex = Example("x", "t", "d", ("The tower is 330 metres tall.",), "How tall is it?", answer, (LabelSpan(start, start + 10, "number"),))
+    ex = Example(
+        "x",
+        "t",
+        "d",
+        ("The tower is 330 metres tall.",),
+        "How tall is it?",
+        answer,
+        (LabelSpan(start, start + 10, "number"),),
+    )
     enc = encode(tokenizer, ex, 128)
     tokens = [tokenizer.id_to_token(i) for i in enc.input_ids]
     labelled = [(t, label) for t, label in zip(tokens, enc.labels, strict=True) if label != IGNORE]

@@ -20,7 +20,7 @@ def main() -> int:
     # grpc_tools ships the well-known types (google/protobuf/*.proto).
     well_known = str(resources.files("grpc_tools") / "_proto")
     for name in PROTO_FILES:
-        rc = protoc.main(
+        rc: int = protoc.main(
             [
                 "protoc",
                 f"-I{PROTO_DIR}",

@@ -86,7 +86,7 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, st
         evidence_checks=args.evidence_checks,
     )
     try:
-        source = sys.stdin.buffer if args.input == "-" else open(args.input, "rb")  # noqa: SIM115
+        source = sys.stdin.buffer if args.input == "-" else open(args.input, "rb")  # closed by the with below
     except OSError as exc:
         print(f"error: cannot read {args.input}: {exc}", file=err)
         return 2

@@ -80,7 +80,9 @@ class DetectorEngine:
         # without one, word overlap).
         self.relevance: Relevance = relevance if relevance is not None else LexicalRelevance()
         self._rules = SpanRules(
-            token_threshold=settings.token_threshold if settings.token_threshold is not None else manifest.token_threshold,
+            token_threshold=(
+                settings.token_threshold if settings.token_threshold is not None else manifest.token_threshold
+            ),
             aggregation=settings.aggregation,
             min_span_length=settings.min_span_length,
             min_span_confidence=settings.min_span_confidence,

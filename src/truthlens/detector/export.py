@@ -132,7 +132,9 @@ def _input_names(model: Any) -> tuple[str, ...]:
 def _sample_batches(tokenizer: Any, input_names: Sequence[str], max_length: int) -> list[dict[str, np.ndarray]]:
     """Feeds: a short pair, a pair filling ``max_length`` (prompt truncated), and both padded together."""
     short = tokenizer.encode(build_prompt(_SAMPLE_CONTEXT, _SAMPLE_QUESTION), _SAMPLE_ANSWER)
-    filler = tuple(f"{p} Passage {i} repeats background text to fill the window." for i, p in enumerate(_SAMPLE_CONTEXT * 200))
+    filler = tuple(
+        f"{p} Passage {i} repeats background text to fill the window." for i, p in enumerate(_SAMPLE_CONTEXT * 200)
+    )
     tokenizer.enable_truncation(max_length, strategy="only_first")
     try:
         long = tokenizer.encode(build_prompt(filler, _SAMPLE_QUESTION), _SAMPLE_ANSWER)
@@ -157,7 +159,8 @@ def _torch_logits(model: Any, feed: Mapping[str, np.ndarray]) -> np.ndarray:
     import torch
 
     with torch.inference_mode():
-        return model(**{k: torch.from_numpy(v) for k, v in feed.items()}).logits.float().numpy()
+        logits: np.ndarray = model(**{k: torch.from_numpy(v) for k, v in feed.items()}).logits.float().numpy()
+    return logits
 
 
 def _onnx_logits(path: Path, feeds: Sequence[Mapping[str, np.ndarray]]) -> list[np.ndarray]:
@@ -172,10 +175,13 @@ def _onnx_logits(path: Path, feeds: Sequence[Mapping[str, np.ndarray]]) -> list[
 def _softmax_hallucinated(logits: np.ndarray, index: int) -> np.ndarray:
     shifted = logits - logits.max(axis=-1, keepdims=True)
     exp = np.exp(shifted)
-    return exp[..., index] / exp.sum(axis=-1)
+    probs: np.ndarray = exp[..., index] / exp.sum(axis=-1)
+    return probs
 
 
-def _export_graph(wrapper: Any, feed: Mapping[str, np.ndarray], input_names: Sequence[str], path: Path, opset: int, dynamo: bool) -> None:
+def _export_graph(
+    wrapper: Any, feed: Mapping[str, np.ndarray], input_names: Sequence[str], path: Path, opset: int, dynamo: bool
+) -> None:
     import torch
 
     args = tuple(torch.from_numpy(feed[name]) for name in input_names)
@@ -262,7 +268,9 @@ def export_model(
         if verify:
             expected = [_torch_logits(model, feed) for feed in feeds]
             got = _onnx_logits(fp32, feeds)
-            diff = max(_masked_max_diff(e, g, f["attention_mask"]) for e, g, f in zip(expected, got, feeds, strict=True))
+            diff = max(
+                _masked_max_diff(e, g, f["attention_mask"]) for e, g, f in zip(expected, got, feeds, strict=True)
+            )
             if not diff <= FP32_LOGIT_TOLERANCE:
                 raise ExportError(f"ONNX logits differ from torch by {diff:.3g} (> {FP32_LOGIT_TOLERANCE})")
             verification = Verification(tuple(int(f["input_ids"].shape[1]) for f in feeds), diff)
@@ -311,7 +319,9 @@ def _masked_max_diff(expected: np.ndarray, got: np.ndarray, mask: np.ndarray) ->
     return float(np.abs(expected[keep] - got[keep]).max())
 
 
-def _verify_int8(model: Any, path: Path, feeds: Sequence[Mapping[str, np.ndarray]], index: int, fp32: Verification) -> Verification:
+def _verify_int8(
+    model: Any, path: Path, feeds: Sequence[Mapping[str, np.ndarray]], index: int, fp32: Verification
+) -> Verification:
     diffs, agree, total = [], 0, 0
     for feed, got in zip(feeds, _onnx_logits(path, feeds), strict=True):
         keep = feed["attention_mask"].astype(bool)
@@ -333,13 +343,17 @@ def _verify_int8(model: Any, path: Path, feeds: Sequence[Mapping[str, np.ndarray
 def main(argv: Sequence[str] | None = None) -> int:
     """``truthlens export --checkpoint DIR --out DIR [--int8] [--opset N] [--triton-repo DIR]``,
     or ``truthlens export --triton-repo DIR [--model DIR]`` for an existing model directory."""
-    parser = argparse.ArgumentParser(prog="truthlens export", description="Export a token-classification checkpoint to a detector model directory.")
+    parser = argparse.ArgumentParser(
+        prog="truthlens export", description="Export a token-classification checkpoint to a detector model directory."
+    )
     parser.add_argument("--checkpoint", type=Path, help="Hugging Face checkpoint directory")
     parser.add_argument("--out", type=Path, help="model directory to write")
     parser.add_argument("--int8", action="store_true", help="dynamic int8 quantisation (per channel)")
     parser.add_argument("--opset", type=int, default=17)
     parser.add_argument("--dynamo", action="store_true", help="use the dynamo exporter (opset >= 18)")
-    parser.add_argument("--max-length", type=int, default=512, help="window recorded in the manifest (capped by the model)")
+    parser.add_argument(
+        "--max-length", type=int, default=512, help="window recorded in the manifest (capped by the model)"
+    )
     parser.add_argument("--no-verify", action="store_true", help="skip the ONNX-vs-torch check")
     triton = parser.add_argument_group("Triton model repository (src/truthlens/detector/triton_repo.py)")
     triton.add_argument("--triton-repo", type=Path, help="also write a Triton model repository here")

@@ -54,8 +54,9 @@ def check_settings(settings: DetectorSettings) -> None:
             problems.append(f"{name} must be >= 1")
     if settings.max_wait_ms < 0:
         problems.append("max_wait_ms must be >= 0")
-    if not isinstance(settings.evidence_checks, bool):
-        problems.append(f"evidence_checks {settings.evidence_checks!r} is not true or false")
+    evidence_checks: object = settings.evidence_checks  # typed bool, but read from YAML
+    if not isinstance(evidence_checks, bool):
+        problems.append(f"evidence_checks {evidence_checks!r} is not true or false")
     if settings.max_in_flight < 1:
         problems.append("max_in_flight must be >= 1")
     if settings.backend == "remote":

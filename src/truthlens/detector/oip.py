@@ -21,9 +21,10 @@ from dataclasses import dataclass
 
 import grpc
 import numpy as np
+from google.protobuf.message import Message
 
-from truthlens.detector.types import DetectorError
 from truthlens._proto import oip_v2_pb2 as pb
+from truthlens.detector.types import DetectorError
 
 SERVICE = "/inference.GRPCInferenceService/"
 
@@ -165,7 +166,7 @@ class _Stubs:
     """The v2 methods this client calls, bound to one channel."""
 
     def __init__(self, channel: grpc.Channel) -> None:
-        def method(name: str, request: type, reply: type) -> grpc.UnaryUnaryMultiCallable:
+        def method(name: str, request: type[Message], reply: type[Message]) -> grpc.UnaryUnaryMultiCallable:
             return channel.unary_unary(
                 SERVICE + name, request_serializer=request.SerializeToString, response_deserializer=reply.FromString
             )

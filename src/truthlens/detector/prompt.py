@@ -12,8 +12,14 @@ TEMPLATE_NAME = "lettucedetect-qa-en"
 
 # lettucedetect/prompts/qa_prompt_en.txt (no trailing newline); the pieces around the
 # passage block are kept apart so the chunk planner can measure them.
-_HEAD = "Briefly answer the following question:\n{question}\nBear in mind that your response should be strictly based on the following {num_passages} passages:\n"
-_TAIL = '\nIn case the passages do not contain the necessary information to answer the question, please reply with: "Unable to answer based on given passages."\noutput:'
+_HEAD = (
+    "Briefly answer the following question:\n{question}\n"
+    "Bear in mind that your response should be strictly based on the following {num_passages} passages:\n"
+)
+_TAIL = (
+    "\nIn case the passages do not contain the necessary information to answer the question, "
+    'please reply with: "Unable to answer based on given passages."\noutput:'
+)
 
 
 def passage_line(index: int, passage: str) -> str:

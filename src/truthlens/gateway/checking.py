@@ -17,17 +17,17 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from truthlens.detector.types import Detection, DetectionInput, Detector
 from truthlens.gateway.errors import normalize_reason, reason_for_exception
 from truthlens.gateway.telemetry import span_attributes
 from truthlens.modes import registry
 from truthlens.modes.base import ChoiceVerdict, Exchange, GroundedQuery, Mode, Services, Verdict
-from truthlens.detector.types import Detection, DetectionInput, Detector
 
 if TYPE_CHECKING:
+    from truthlens.evidence.gating import EvidenceSettings
     from truthlens.gateway.config import Decision, RouteSettings
     from truthlens.gateway.openai_body import ChatRequest
     from truthlens.gateway.telemetry import Telemetry
-    from truthlens.evidence.gating import EvidenceSettings
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ _GATING_MODULE = "truthlens.evidence.gating"
 
 
 async def run_check(
-    policy: RouteSettings,
+    route: RouteSettings,
     decision: Decision,
     request: ChatRequest,
     answers: Sequence[str],
@@ -43,8 +43,8 @@ async def run_check(
     telemetry: Telemetry,
 ) -> Verdict:
     started = time.monotonic()
-    with telemetry.span("truthlens.policy", decision=decision.name, mode=policy.mode, choices=len(answers)) as span:
-        verdict = await _contained(policy, decision.name, request, tuple(answers), services, telemetry, started)
+    with telemetry.span("truthlens.policy", decision=decision.name, mode=route.mode, choices=len(answers)) as span:
+        verdict = await _contained(route, decision.name, request, tuple(answers), services, telemetry, started)
         reason = verdict_reason(verdict)
         span.set_attribute("truthlens.detected", verdict.status)
         span.set_attribute("truthlens.iterations", verdict.iterations)
@@ -55,9 +55,9 @@ async def run_check(
         # The mode's own facts (ACR weight, escalation path, ...) travel with the span.
         for key, value in span_attributes(verdict.attributes).items():
             span.set_attribute(f"truthlens.verdict.{key}", value)
-    telemetry.record_latency(policy.mode, "policy", time.monotonic() - started)
-    telemetry.record_detection(decision.name, policy.mode, verdict.status, verdict.score)
-    telemetry.record_iterations(decision.name, policy.mode, verdict.iterations)
+    telemetry.record_latency(route.mode, "policy", time.monotonic() - started)
+    telemetry.record_detection(decision.name, route.mode, verdict.status, verdict.score)
+    telemetry.record_iterations(decision.name, route.mode, verdict.iterations)
     if reason is not None:
         telemetry.record_error(reason)
     record_escalations(verdict, telemetry)
@@ -92,7 +92,7 @@ def verdict_reason(verdict: Verdict) -> str | None:
 
 
 async def _contained(
-    policy: RouteSettings,
+    route: RouteSettings,
     decision: str,
     request: ChatRequest,
     answers: tuple[str, ...],
@@ -102,30 +102,30 @@ async def _contained(
 ) -> Verdict:
     n = len(answers)
     if n == 0:
-        return unavailable_verdict(policy.mode, 0, "no_choices")
+        return unavailable_verdict(route.mode, 0, "no_choices")
     try:
-        mode = _mode(policy.mode)
+        mode = _mode(route.mode)
     except Exception:
-        log.exception("mode %r cannot be loaded", policy.mode)
-        return unavailable_verdict(policy.mode, n, "mode_unavailable")
+        log.exception("mode %r cannot be loaded", route.mode)
+        return unavailable_verdict(route.mode, n, "mode_unavailable")
 
-    deadline = started + policy.budgets.total_s
+    deadline = started + route.budgets.total_s
     scoped = replace(
         services,
-        detector=BudgetedDetector(services.detector, policy.budgets.detection_s, deadline, telemetry, policy.mode),
+        detector=BudgetedDetector(services.detector, route.budgets.detection_s, deadline, telemetry, route.mode),
     )
     timeout = asyncio.timeout(max(0.0, deadline - time.monotonic()))
     try:
         async with timeout:
             query = request.grounded_query()
             held_back: tuple[str, ...] = ()
-            if policy.evidence is not None:
-                query, held_back = await _gate(query, policy.evidence, services, telemetry, policy.mode)
+            if route.evidence is not None:
+                query, held_back = await _gate(query, route.evidence, services, telemetry, route.mode)
             exchange = Exchange(
                 decision=decision,
-                mode=policy.mode,
-                threshold=policy.threshold,
-                options=policy.options,
+                mode=route.mode,
+                threshold=route.threshold,
+                options=route.options,
                 query=query,
                 answers=answers,
                 deadline=deadline,
@@ -134,17 +134,17 @@ async def _contained(
             verdict = await mode.run(exchange, scoped)
     except TimeoutError as exc:
         reason = "budget_exhausted" if timeout.expired() else reason_for_exception(exc)
-        return unavailable_verdict(policy.mode, n, reason)
+        return unavailable_verdict(route.mode, n, reason)
     except Exception as exc:
         reason = reason_for_exception(exc)
         if reason == "internal":
-            log.exception("mode %r failed on decision %r", policy.mode, decision)
+            log.exception("mode %r failed on decision %r", route.mode, decision)
             reason = "mode_error"
-        return unavailable_verdict(policy.mode, n, reason)
+        return unavailable_verdict(route.mode, n, reason)
     problem = _malformed(verdict, n)
     if problem is not None:
-        log.error("mode %r returned an invalid verdict: %s", policy.mode, problem)
-        return unavailable_verdict(policy.mode, n, "mode_error")
+        log.error("mode %r returned an invalid verdict: %s", route.mode, problem)
+        return unavailable_verdict(route.mode, n, "mode_error")
     return verdict
 
 

@@ -22,16 +22,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 
+from truthlens.detector.types import CHUNK_AGGREGATIONS, DetectorSettings, RemoteSettings
 from truthlens.gateway.decisions import Rule, compile_rules
 from truthlens.gateway.openai_body import ContextSettings, WarningSpec
-from truthlens.modes import registry
-from truthlens.modes.base import ConfigError, OptionContext
-from truthlens.detector.types import CHUNK_AGGREGATIONS, DetectorSettings, RemoteSettings
 from truthlens.llm import Endpoint as ModelEndpoint
+from truthlens.modes import registry
+from truthlens.options import ConfigError, OptionContext, Section
 
 if TYPE_CHECKING:
-    from truthlens.gateway.telemetry import Telemetry
     from truthlens.evidence.gating import EvidenceSettings
+    from truthlens.gateway.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +39,8 @@ SCHEMA_VERSION = 1
 ACTIONS = ("header", "body", "block")
 Action = Literal["header", "body", "block"]
 StreamingMode = Literal["passthrough", "hold"]
+WarningPosition = Literal["prepend", "append"]
+FailPolicy = Literal["open", "closed"]
 
 DEFAULT_WARNING = (
     "⚠️ Warning: parts of this answer could not be verified against the provided context. "
@@ -59,8 +61,8 @@ class RouteSettings:
     threshold: float
     actions: frozenset[Action]
     warning_template: str
-    warning_position: Literal["prepend", "append"]
-    fail_policy: Literal["open", "closed"]
+    warning_position: WarningPosition
+    fail_policy: FailPolicy
     streaming: StreamingMode  # "auto" resolved at load
     budgets: Budgets
     context: ContextSettings
@@ -80,7 +82,7 @@ class Decision:
     name: str
     priority: int
     rules: Rule
-    policy: RouteSettings | None  # None: detection disabled on this route
+    route: RouteSettings | None  # None: detection disabled on this route
     description: str = ""
 
 
@@ -128,7 +130,7 @@ def load_config(path: str | os.PathLike[str]) -> Config:
 
 def _parse_bytes(data: bytes, p: Path) -> Config:
     try:
-        raw = yaml.load(data, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+        raw = yaml.load(data, Loader=_UniqueKeyLoader)  # safe: _UniqueKeyLoader is a SafeLoader subclass
     except yaml.YAMLError as exc:
         raise ConfigError(str(p), f"invalid YAML: {exc}") from None
     return parse_config(
@@ -147,7 +149,7 @@ def parse_config(
     digest: str = "",
 ) -> Config:
     """Validate a loaded YAML document. ``base_dir`` anchors relative paths (the model dir)."""
-    root = _Section(mapping, "")
+    root = Section(mapping, "")
     root.allow("version", "detector", "models", "hallucination", "decisions")
     version = root.get("version")
     if version != SCHEMA_VERSION:
@@ -157,7 +159,7 @@ def parse_config(
     model_names = frozenset(models)
     global_section = root.section("hallucination")
     mode_defaults = _parse_mode_sections(global_section, model_names)
-    hallucination = _resolve_policy(None, global_section, mode_defaults, model_names)
+    hallucination = _resolve_route(None, global_section, mode_defaults, model_names)
     decisions = _parse_decisions(root.get("decisions", []), global_section, mode_defaults, model_names)
     return Config(
         version=SCHEMA_VERSION,
@@ -170,80 +172,10 @@ def parse_config(
     )
 
 
-# ---------------------------------------------------------------------------- sections
+# ---------------------------------------------------------------------------- detector and models
 
 
-class _Section:
-    """A mapping plus its key path, with typed getters whose errors name the key."""
-
-    def __init__(self, raw: Any, path: str) -> None:
-        if raw is None:
-            raw = {}
-        if not isinstance(raw, Mapping):
-            raise ConfigError(path or "(root)", f"must be a mapping, got {type(raw).__name__}")
-        self.raw: Mapping[str, Any] = raw
-        self.path = path
-
-    def key(self, name: str) -> str:
-        return f"{self.path}.{name}" if self.path else name
-
-    def allow(self, *names: str) -> None:
-        for k in self.raw:
-            if k not in names:
-                raise ConfigError(self.key(str(k)), f"unknown key (expected one of {', '.join(names)})")
-
-    def get(self, name: str, default: Any = None) -> Any:
-        return self.raw.get(name, default)
-
-    def section(self, name: str) -> _Section:
-        return _Section(self.raw.get(name), self.key(name))
-
-    def boolean(self, name: str, default: bool) -> bool:
-        value = self.raw.get(name, default)
-        if not isinstance(value, bool):
-            raise ConfigError(self.key(name), f"must be true or false, got {value!r}")
-        return value
-
-    def number(self, name: str, default: float, *, lo: float | None = None, hi: float | None = None,
-               positive: bool = False) -> float:
-        value = self.raw.get(name, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(self.key(name), f"must be a number, got {value!r}")
-        _check_range(self.key(name), value, lo, hi, positive)
-        return float(value)
-
-    def integer(self, name: str, default: int, *, lo: int | None = None, hi: int | None = None) -> int:
-        value = self.raw.get(name, default)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(self.key(name), f"must be an integer, got {value!r}")
-        _check_range(self.key(name), value, lo, hi, False)
-        return value
-
-    def string(self, name: str, default: str | None, *, nullable: bool = False) -> str | None:
-        value = self.raw.get(name, default)
-        if value is None and nullable:
-            return None
-        if not isinstance(value, str) or not value.strip():
-            raise ConfigError(self.key(name), f"must be a non-empty string, got {value!r}")
-        return value
-
-    def choice(self, name: str, default: str, options: tuple[str, ...]) -> str:
-        value = self.raw.get(name, default)
-        if value not in options:
-            raise ConfigError(self.key(name), f"must be one of {', '.join(options)}, got {value!r}")
-        return str(value)
-
-
-def _check_range(key: str, value: float, lo: float | None, hi: float | None, positive: bool) -> None:
-    if positive and value <= 0:
-        raise ConfigError(key, f"must be > 0, got {value}")
-    if lo is not None and value < lo:
-        raise ConfigError(key, f"must be >= {lo}, got {value}")
-    if hi is not None and value > hi:
-        raise ConfigError(key, f"must be <= {hi}, got {value}")
-
-
-def _parse_detector(s: _Section, base_dir: Path | None) -> DetectorSettings:
+def _parse_detector(s: Section, base_dir: Path | None) -> DetectorSettings:
     s.allow(
         "model", "backend", "provider", "token_threshold", "aggregation", "min_span_length",
         "min_span_confidence", "batching", "intra_op_threads", "max_answer_chars",
@@ -254,7 +186,6 @@ def _parse_detector(s: _Section, base_dir: Path | None) -> DetectorSettings:
     model = s.string("model", "builtin")
     model_dir: str | None = None
     if model != "builtin":
-        assert model is not None
         p = Path(model).expanduser()
         if not p.is_absolute() and base_dir is not None:
             p = base_dir / p
@@ -264,10 +195,10 @@ def _parse_detector(s: _Section, base_dir: Path | None) -> DetectorSettings:
     return DetectorSettings(
         model_dir=model_dir,
         backend=backend,
-        provider=s.choice("provider", d.provider, ("auto", "cpu", "cuda")),  # type: ignore[arg-type]
+        provider=s.choice("provider", d.provider, ("auto", "cpu", "cuda")),
         # Absent: the model's calibrated threshold (src/truthlens/detector/manifest.py).
-        token_threshold=s.number("token_threshold", 0.5, lo=0.0, hi=1.0) if "token_threshold" in s.raw else None,
-        aggregation=s.choice("aggregation", d.aggregation, ("noisy_or", "max_span")),  # type: ignore[arg-type]
+        token_threshold=s.number("token_threshold", 0.5, lo=0.0, hi=1.0) if "token_threshold" in s else None,
+        aggregation=s.choice("aggregation", d.aggregation, ("noisy_or", "max_span")),
         min_span_length=s.integer("min_span_length", d.min_span_length, lo=1),
         min_span_confidence=s.number("min_span_confidence", d.min_span_confidence, lo=0.0, hi=1.0),
         max_batch_size=batching.integer("max_batch_size", d.max_batch_size, lo=1, hi=1024),
@@ -277,7 +208,7 @@ def _parse_detector(s: _Section, base_dir: Path | None) -> DetectorSettings:
         max_answer_chars=s.integer("max_answer_chars", d.max_answer_chars, lo=1),
         max_context_chars=s.integer("max_context_chars", d.max_context_chars, lo=1),
         answer_overlap_tokens=s.integer("answer_overlap_tokens", d.answer_overlap_tokens, lo=0),
-        chunk_aggregation=s.choice("chunk_aggregation", d.chunk_aggregation, CHUNK_AGGREGATIONS),  # type: ignore[arg-type]
+        chunk_aggregation=s.choice("chunk_aggregation", d.chunk_aggregation, CHUNK_AGGREGATIONS),
         evidence_checks=s.boolean("evidence_checks", d.evidence_checks),
         # Remote round trips overlap; one in-process session gains nothing from more.
         max_in_flight=batching.integer("max_in_flight", 4 if backend == "remote" else 1, lo=1, hi=256),
@@ -285,9 +216,9 @@ def _parse_detector(s: _Section, base_dir: Path | None) -> DetectorSettings:
     )
 
 
-def _parse_remote(detector: _Section, backend: str) -> RemoteSettings | None:
+def _parse_remote(detector: Section, backend: str) -> RemoteSettings | None:
     """``detector.remote``: required by ``backend: remote``, refused for any other backend."""
-    if "remote" not in detector.raw:
+    if "remote" not in detector:
         if backend == "remote":
             raise ConfigError(detector.key("remote"), "backend 'remote' needs this section (url, model_name)")
         return None
@@ -296,8 +227,7 @@ def _parse_remote(detector: _Section, backend: str) -> RemoteSettings | None:
     r = detector.section("remote")
     r.allow("url", "model_name", "model_version", "timeout_ms", "channels", "health_interval_s", "tls")
     d = RemoteSettings()
-    url = r.string("url", None)
-    assert url is not None
+    url = r.string("url")
     host, _, port = url.rpartition(":")
     if "://" in url or not host or not port.isdigit():
         raise ConfigError(r.key("url"), f"must be host:port of the server's gRPC endpoint, got {url!r}")
@@ -317,24 +247,21 @@ def _parse_remote(detector: _Section, backend: str) -> RemoteSettings | None:
     )
 
 
-def _parse_models(s: _Section) -> dict[str, ModelEndpoint]:
+def _parse_models(s: Section) -> dict[str, ModelEndpoint]:
     models: dict[str, ModelEndpoint] = {}
     for name in s.raw:
         if not isinstance(name, str) or not name:
             raise ConfigError(s.key(str(name)), "a model name must be a non-empty string")
         m = s.section(name)
-        if "api_key" in m.raw:
+        if "api_key" in m:
             # The message never repeats the value: it may be a real secret.
             raise ConfigError(
                 m.key("api_key"),
                 "keys do not belong in the config file; set api_key_env to the NAME of an environment variable",
             )
         m.allow("base_url", "api_key_env", "timeout_s", "max_retries", "served_model")
-        base_url = m.string("base_url", None)
-        assert base_url is not None
-        if not base_url.startswith(("http://", "https://")):
-            raise ConfigError(m.key("base_url"), f"must be an http:// or https:// URL, got {base_url!r}")
-        env = m.string("api_key_env", None, nullable=True)
+        base_url = m.http_url("base_url")
+        env = m.optional_string("api_key_env")
         if env is not None and not _ENV_NAME.match(env):
             raise ConfigError(
                 m.key("api_key_env"),
@@ -345,7 +272,7 @@ def _parse_models(s: _Section) -> dict[str, ModelEndpoint]:
             api_key_env=env,
             timeout_s=m.number("timeout_s", 30.0, positive=True),
             max_retries=m.integer("max_retries", 2, lo=0, hi=10),
-            served_model=m.string("served_model", None, nullable=True),
+            served_model=m.optional_string("served_model"),
         )
     return models
 
@@ -360,36 +287,41 @@ _GENERIC_KEYS = (
 _NESTED_KEYS = ("context", "budgets", "evidence")
 
 
-def _parse_mode_sections(g: _Section, models: frozenset[str]) -> dict[str, Mapping[str, Any]]:
+def _parse_mode_sections(g: Section, models: frozenset[str]) -> dict[str, Mapping[str, Any]]:
     """Validate the global ``hallucination.<mode>`` sections; return them raw, as defaults."""
     g.allow("default_mode", *(k for k in _GENERIC_KEYS if k != "mode"), *registry.mode_names())
     defaults: dict[str, Mapping[str, Any]] = {}
     for mode in registry.mode_names():
-        if mode in g.raw:
+        if mode in g:
             section = g.section(mode)
             _parse_options(mode, section.raw, section.path, models)
             defaults[mode] = section.raw
     return defaults
 
 
-def _parse_options(mode: str, raw: Mapping[str, Any], path: str, models: frozenset[str]) -> Any:
+def _mode_module(mode: str, path: str) -> registry.ModeModule:
+    """The module of a known mode; a mode whose dependencies are missing is a config error
+    at ``path`` (the section that asked for it), not a crash."""
     try:
-        module = registry.load_mode_module(mode)
+        return registry.load_mode_module(mode)
     except ImportError as exc:
         raise ConfigError(path, f"mode {mode!r} is not available: {exc}") from None
-    return module.parse_options(raw, OptionContext(path=path, models=models))
+
+
+def _parse_options(mode: str, raw: Mapping[str, Any], path: str, models: frozenset[str]) -> Any:
+    return _mode_module(mode, path).parse_options(raw, OptionContext(path=path, models=models))
 
 
 class _Layers:
     """A key's value from the decision's configuration, else the global section; remembers
     which one it came from so errors name the right path."""
 
-    def __init__(self, *sections: _Section) -> None:
+    def __init__(self, *sections: Section) -> None:
         self.sections = sections
 
-    def pick(self, name: str) -> _Section:
+    def pick(self, name: str) -> Section:
         for s in self.sections:
-            if name in s.raw:
+            if name in s:
                 return s
         return self.sections[-1]
 
@@ -397,41 +329,32 @@ class _Layers:
         return _Layers(*(s.section(name) for s in self.sections))
 
 
-def _resolve_policy(
-    decision: _Section | None,
-    g: _Section,
+def _resolve_route(
+    decision: Section | None,
+    g: Section,
     mode_defaults: Mapping[str, Mapping[str, Any]],
     models: frozenset[str],
 ) -> RouteSettings:
     layers = _Layers(decision, g) if decision is not None else _Layers(g)
     if decision is not None:
         mode = decision.get("mode", g.get("default_mode", "lightweight"))
-        mode_key = decision.key("mode") if "mode" in decision.raw else g.key("default_mode")
+        mode_key = decision.key("mode") if "mode" in decision else g.key("default_mode")
     else:
         mode = g.get("default_mode", "lightweight")
         mode_key = g.key("default_mode")
     if mode not in registry.mode_names():
         raise ConfigError(mode_key, f"unknown mode {mode!r} (expected one of {', '.join(registry.mode_names())})")
 
-    def one(name: str) -> _Section:
+    def one(name: str) -> Section:
         return layers.pick(name)
 
     threshold = one("threshold").number("threshold", 0.5, lo=0.0, hi=1.0)
     actions = _parse_actions(one("actions"))
     warning_template = one("warning_template").string("warning_template", DEFAULT_WARNING)
-    assert warning_template is not None
-    position = one("warning_position").choice("warning_position", "prepend", ("prepend", "append"))
-    fail_policy = one("fail_policy").choice("fail_policy", "open", ("open", "closed"))
-    streaming_s = one("streaming")
-    streaming = streaming_s.choice("streaming", "auto", ("auto", "passthrough", "hold"))
-    rewrites = mode != "lightweight"
-    if streaming == "auto":
-        streaming = "hold" if rewrites or "block" in actions else "passthrough"
-    elif streaming == "passthrough" and (rewrites or "block" in actions):
-        why = f"mode {mode!r} rewrites answers" if rewrites else "the block action withholds answers"
-        raise ConfigError(streaming_s.key("streaming"), f"passthrough cannot be used here: {why}; use hold or auto")
+    position: WarningPosition = one("warning_position").choice("warning_position", "prepend", ("prepend", "append"))
+    fail_policy: FailPolicy = one("fail_policy").choice("fail_policy", "open", ("open", "closed"))
+    streaming = _resolve_streaming(one("streaming"), mode, _mode_module(mode, mode_key).REWRITES, actions)
     spans_header = one("spans_request_header").string("spans_request_header", "x-truthlens-include-spans")
-    assert spans_header is not None
     max_body = one("max_body_bytes").integer("max_body_bytes", 8 * 1024 * 1024, lo=1)
 
     budgets = layers.nested("budgets")
@@ -446,7 +369,7 @@ def _resolve_policy(
     for s in ctx.sections:
         s.allow("extension_field", "tool_messages", "system_messages")
     context = ContextSettings(
-        extension_field=ctx.pick("extension_field").string("extension_field", "truthlens_context", nullable=True),
+        extension_field=ctx.pick("extension_field").optional_string("extension_field", "truthlens_context"),
         tool_messages=ctx.pick("tool_messages").boolean("tool_messages", True),
         system_messages=ctx.pick("system_messages").boolean("system_messages", False),
     )
@@ -459,14 +382,11 @@ def _resolve_policy(
         # Imported only when a route gates evidence: the gating module brings numpy.
         from truthlens.evidence.gating import EvidenceSettings
 
-        max_passages = ev.pick("max_passages").get("max_passages")
-        if max_passages is not None:
-            max_passages = ev.pick("max_passages").integer("max_passages", 0, lo=1)
         evidence = EvidenceSettings(
             enabled=True,
             min_gate=ev.pick("min_gate").number("min_gate", 0.5, lo=0.0, hi=1.0),
-            max_passages=max_passages,
-            mode=ev.pick("mode").choice("mode", "drop", ("drop", "rank")),  # type: ignore[arg-type]
+            max_passages=ev.pick("max_passages").optional_integer("max_passages", lo=1),
+            mode=ev.pick("mode").choice("mode", "drop", ("drop", "rank")),
         )
 
     # The mode's own keys: the global hallucination.<mode> section, overridden per decision.
@@ -482,9 +402,9 @@ def _resolve_policy(
         threshold=threshold,
         actions=actions,
         warning_template=warning_template,
-        warning_position=position,  # type: ignore[arg-type]
-        fail_policy=fail_policy,  # type: ignore[arg-type]
-        streaming=streaming,  # type: ignore[arg-type]
+        warning_position=position,
+        fail_policy=fail_policy,
+        streaming=streaming,
         budgets=Budgets(detection_s=detection_s, total_s=total_s),
         context=context,
         spans_request_header=spans_header.lower(),
@@ -495,7 +415,20 @@ def _resolve_policy(
     )
 
 
-def _parse_actions(s: _Section) -> frozenset[Action]:
+def _resolve_streaming(s: Section, mode: str, rewrites: bool, actions: frozenset[Action]) -> StreamingMode:
+    """``streaming: auto`` streams through only when nothing can change the answer after its
+    first bytes went out: a mode that rewrites answers, or the block action, must hold it."""
+    requested: Literal["auto", StreamingMode] = s.choice("streaming", "auto", ("auto", "passthrough", "hold"))
+    must_hold = rewrites or "block" in actions
+    if requested == "auto":
+        return "hold" if must_hold else "passthrough"
+    if requested == "passthrough" and must_hold:
+        why = f"mode {mode!r} rewrites answers" if rewrites else "the block action withholds answers"
+        raise ConfigError(s.key("streaming"), f"passthrough cannot be used here: {why}; use hold or auto")
+    return requested
+
+
+def _parse_actions(s: Section) -> frozenset[Action]:
     value = s.get("actions", ["header", "body"])
     key = s.key("actions")
     if not isinstance(value, list):
@@ -509,17 +442,16 @@ def _parse_actions(s: _Section) -> frozenset[Action]:
 
 
 def _parse_decisions(
-    raw: Any, g: _Section, mode_defaults: Mapping[str, Mapping[str, Any]], models: frozenset[str]
+    raw: Any, g: Section, mode_defaults: Mapping[str, Mapping[str, Any]], models: frozenset[str]
 ) -> tuple[Decision, ...]:
     if not isinstance(raw, list):
         raise ConfigError("decisions", "must be a list")
     decisions: list[Decision] = []
     names: set[str] = set()
     for i, item in enumerate(raw):
-        d = _Section(item, f"decisions[{i}]")
+        d = Section(item, f"decisions[{i}]")
         d.allow("name", "description", "priority", "rules", "plugins")
-        name = d.string("name", None)
-        assert name is not None
+        name = d.string("name")
         if name in names:
             raise ConfigError(d.key("name"), f"duplicate decision name {name!r}")
         names.add(name)
@@ -531,7 +463,7 @@ def _parse_decisions(
                 name=name,
                 priority=d.integer("priority", 0),
                 rules=compile_rules(d.get("rules"), d.key("rules")),
-                policy=_decision_policy(d, g, mode_defaults, models),
+                route=_decision_route(d, g, mode_defaults, models),
                 description=description,
             )
         )
@@ -539,8 +471,8 @@ def _parse_decisions(
     return tuple(sorted(decisions, key=lambda x: -x.priority))
 
 
-def _decision_policy(
-    d: _Section, g: _Section, mode_defaults: Mapping[str, Mapping[str, Any]], models: frozenset[str]
+def _decision_route(
+    d: Section, g: Section, mode_defaults: Mapping[str, Mapping[str, Any]], models: frozenset[str]
 ) -> RouteSettings | None:
     plugins = d.get("plugins", [])
     if not isinstance(plugins, list):
@@ -548,13 +480,13 @@ def _decision_policy(
     if len(plugins) > 1:
         raise ConfigError(d.key("plugins"), "a decision takes one hallucination plugin")
     for j, item in enumerate(plugins):
-        p = _Section(item, d.key(f"plugins[{j}]"))
+        p = Section(item, d.key(f"plugins[{j}]"))
         p.allow("type", "configuration")
         if p.get("type") != "hallucination":
             raise ConfigError(p.key("type"), f"unknown plugin type {p.get('type')!r} (expected hallucination)")
         # A disabled route's settings are still validated: a typo must not wait for the day
         # someone enables it.
-        policy = _resolve_policy(p.section("configuration"), g, mode_defaults, models)
+        policy = _resolve_route(p.section("configuration"), g, mode_defaults, models)
         return policy if policy.enabled else None
     return None
 

@@ -2,24 +2,29 @@
 
 A rule is an AND / OR / NOT tree whose leaves test a header, the path, the requested model
 or keywords in the user's text. :func:`compile_rules` turns the YAML mapping into the tree
-(raising :class:`truthlens.modes.base.ConfigError` naming the key); :func:`match` walks the config's
+(raising :class:`truthlens.options.ConfigError` naming the key); :func:`match` walks the config's
 decisions, highest priority first.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from truthlens.modes.base import ConfigError
+from truthlens.options import ConfigError, Section
 
 if TYPE_CHECKING:
     from truthlens.gateway.config import Config, Decision
 
 CONDITION_TYPES = ("header", "keyword", "model", "path")
 OPERATORS = ("AND", "OR", "NOT")
+
+HeaderTest = Literal["value", "contains", "present"]
+PathTest = Literal["prefix", "exact", "regex"]
+HEADER_TESTS: tuple[HeaderTest, ...] = ("value", "contains", "present")
+PATH_TESTS: tuple[PathTest, ...] = ("prefix", "exact", "regex")
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,10 +39,28 @@ class RequestFacts:
 class Rule(Protocol):
     def matches(self, facts: RequestFacts) -> bool: ...
 
+    def matches_without_body(self, facts: RequestFacts) -> bool | None:
+        """Whether the rule holds on what the headers tell; None: it depends on the body
+        (the model or the user's text)."""
+        ...
+
+
+class _NeedsBody:
+    """The type of :data:`NEEDS_BODY`."""
+
+    def __repr__(self) -> str:
+        return "NEEDS_BODY"
+
+
+NEEDS_BODY = _NeedsBody()
+
 
 @dataclass(frozen=True, slots=True)
 class Always:
     def matches(self, facts: RequestFacts) -> bool:
+        return True
+
+    def matches_without_body(self, facts: RequestFacts) -> bool | None:
         return True
 
 
@@ -48,6 +71,12 @@ class AllOf:
     def matches(self, facts: RequestFacts) -> bool:
         return all(r.matches(facts) for r in self.rules)
 
+    def matches_without_body(self, facts: RequestFacts) -> bool | None:
+        results = [r.matches_without_body(facts) for r in self.rules]
+        if False in results:
+            return False
+        return None if None in results else True
+
 
 @dataclass(frozen=True, slots=True)
 class AnyOf:
@@ -55,6 +84,12 @@ class AnyOf:
 
     def matches(self, facts: RequestFacts) -> bool:
         return any(r.matches(facts) for r in self.rules)
+
+    def matches_without_body(self, facts: RequestFacts) -> bool | None:
+        results = [r.matches_without_body(facts) for r in self.rules]
+        if True in results:
+            return True
+        return None if None in results else False
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,11 +99,15 @@ class Not:
     def matches(self, facts: RequestFacts) -> bool:
         return not self.rule.matches(facts)
 
+    def matches_without_body(self, facts: RequestFacts) -> bool | None:
+        inner = self.rule.matches_without_body(facts)
+        return None if inner is None else not inner
+
 
 @dataclass(frozen=True, slots=True)
 class HeaderRule:
     name: str  # lower-case
-    test: Literal["value", "contains", "present"]
+    test: HeaderTest
     operand: str | bool
 
     def matches(self, facts: RequestFacts) -> bool:
@@ -81,10 +120,13 @@ class HeaderRule:
             return value == self.operand
         return str(self.operand) in value
 
+    def matches_without_body(self, facts: RequestFacts) -> bool | None:
+        return self.matches(facts)
+
 
 @dataclass(frozen=True, slots=True)
 class PathRule:
-    test: Literal["prefix", "exact", "regex"]
+    test: PathTest
     operand: str
     pattern: re.Pattern[str] | None = None
 
@@ -97,6 +139,9 @@ class PathRule:
         assert self.pattern is not None
         return self.pattern.search(path) is not None
 
+    def matches_without_body(self, facts: RequestFacts) -> bool | None:
+        return self.matches(facts)
+
 
 @dataclass(frozen=True, slots=True)
 class ModelRule:
@@ -104,6 +149,9 @@ class ModelRule:
 
     def matches(self, facts: RequestFacts) -> bool:
         return facts.model in self.names
+
+    def matches_without_body(self, facts: RequestFacts) -> bool | None:
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +161,22 @@ class KeywordRule:
 
     def matches(self, facts: RequestFacts) -> bool:
         return self.pattern.search(facts.user_text) is not None
+
+    def matches_without_body(self, facts: RequestFacts) -> bool | None:
+        return None
+
+
+def match_before_body(config: Config, facts: RequestFacts) -> Decision | None | _NeedsBody:
+    """:func:`match` on what the request headers tell: the decision, None when none can match
+    whatever the body says, or :data:`NEEDS_BODY` when a rule on the model or the user's text
+    decides (the gateway then decodes the body; a request no route checks is never parsed)."""
+    for decision in config.decisions:
+        holds = decision.rules.matches_without_body(facts)
+        if holds is None:
+            return NEEDS_BODY
+        if holds:
+            return decision
+    return None
 
 
 def match(config: Config, facts: RequestFacts) -> Decision | None:
@@ -134,98 +198,68 @@ def compile_rules(raw: Any, path: str) -> Rule:
 
 
 def _compile_node(raw: Any, path: str) -> Rule:
-    if not isinstance(raw, Mapping):
-        raise ConfigError(path, f"must be a mapping, got {type(raw).__name__}")
-    if "operator" not in raw and "type" in raw:
-        return _compile_leaf(raw, path)
-    _check_keys(raw, path, required=("operator", "conditions"), optional=())
-    operator = raw["operator"]
+    node = Section(raw, path)
+    if "operator" not in node and "type" in node:
+        return _compile_leaf(node)
+    node.allow("operator", "conditions")
+    node.require("operator", "conditions")
+    operator = node.get("operator")
     if not isinstance(operator, str) or operator.upper() not in OPERATORS:
-        raise ConfigError(f"{path}.operator", f"unknown operator {operator!r} (expected one of {', '.join(OPERATORS)})")
+        raise ConfigError(node.key("operator"),
+                          f"unknown operator {operator!r} (expected one of {', '.join(OPERATORS)})")
     operator = operator.upper()
-    conditions = raw["conditions"]
+    conditions = node.get("conditions")
     if not isinstance(conditions, list) or not conditions:
-        raise ConfigError(f"{path}.conditions", "must be a non-empty list")
+        raise ConfigError(node.key("conditions"), "must be a non-empty list")
     rules = tuple(_compile_node(c, f"{path}.conditions[{i}]") for i, c in enumerate(conditions))
     if operator == "NOT":
         if len(rules) != 1:
-            raise ConfigError(f"{path}.conditions", f"NOT takes exactly one condition, got {len(rules)}")
+            raise ConfigError(node.key("conditions"), f"NOT takes exactly one condition, got {len(rules)}")
         return Not(rules[0])
     if len(rules) == 1:
         return rules[0]
     return AllOf(rules) if operator == "AND" else AnyOf(rules)
 
 
-def _compile_leaf(raw: Mapping[str, Any], path: str) -> Rule:
-    kind = raw["type"]
+def _compile_leaf(leaf: Section) -> Rule:
+    kind = leaf.get("type")
     if kind not in CONDITION_TYPES:
         raise ConfigError(
-            f"{path}.type", f"unknown condition type {kind!r} (expected one of {', '.join(CONDITION_TYPES)})"
+            leaf.key("type"), f"unknown condition type {kind!r} (expected one of {', '.join(CONDITION_TYPES)})"
         )
     if kind == "header":
-        _check_keys(raw, path, required=("type", "name"), optional=("value", "contains", "present"))
-        name = _string(raw["name"], f"{path}.name")
-        test, operand = _one_of(raw, path, ("value", "contains", "present"))
+        leaf.allow("type", "name", *HEADER_TESTS)
+        leaf.require("name")
+        name = leaf.string("name")
+        test, _ = leaf.one_of(HEADER_TESTS)
+        operand: str | bool
         if test == "present":
-            if not isinstance(operand, bool):
-                raise ConfigError(f"{path}.present", "must be true or false")
+            operand = leaf.boolean("present", False)
         else:
-            operand = _string(operand, f"{path}.{test}", allow_empty=test == "value")
-        return HeaderRule(name=name.lower(), test=test, operand=operand)  # type: ignore[arg-type]
+            operand = leaf.string(test, allow_empty=test == "value")
+        return HeaderRule(name=name.lower(), test=test, operand=operand)
     if kind == "path":
-        _check_keys(raw, path, required=("type",), optional=("prefix", "exact", "regex"))
-        test, operand = _one_of(raw, path, ("prefix", "exact", "regex"))
-        operand = _string(operand, f"{path}.{test}")
-        pattern = None
-        if test == "regex":
-            pattern = _regex(operand, f"{path}.regex", 0)
-        return PathRule(test=test, operand=operand, pattern=pattern)  # type: ignore[arg-type]
+        leaf.allow("type", *PATH_TESTS)
+        path_test, _ = leaf.one_of(PATH_TESTS)
+        text = leaf.string(path_test)
+        pattern = _regex(text, leaf.key("regex"), 0) if path_test == "regex" else None
+        return PathRule(test=path_test, operand=text, pattern=pattern)
     if kind == "model":
-        _check_keys(raw, path, required=("type",), optional=("name", "any"))
-        test, operand = _one_of(raw, path, ("name", "any"))
-        names = [operand] if test == "name" else _string_list(operand, f"{path}.any")
-        return ModelRule(names=frozenset(_string(n, f"{path}.{test}") for n in names))
-    _check_keys(raw, path, required=("type", "any"), optional=("case_sensitive",))
-    keywords = _string_list(raw["any"], f"{path}.any")
-    case_sensitive = raw.get("case_sensitive", False)
-    if not isinstance(case_sensitive, bool):
-        raise ConfigError(f"{path}.case_sensitive", "must be true or false")
+        leaf.allow("type", "name", "any")
+        model_test, _ = leaf.one_of(("name", "any"))
+        names = [leaf.string("name")] if model_test == "name" else leaf.string_list("any")
+        return ModelRule(names=frozenset(names))
+    leaf.allow("type", "any", "case_sensitive")
+    leaf.require("any")
+    keywords = leaf.string_list("any")
+    case_sensitive = leaf.boolean("case_sensitive", False)
     if not case_sensitive:
         keywords = [k.lower() for k in keywords]
     # Whole words only ("dose" must not fire on "dosed"); look-arounds instead of \b so
     # keywords that start or end with punctuation ("c++") still match.
     alternation = "|".join(re.escape(k) for k in sorted(set(keywords), key=len, reverse=True))
-    pattern = _regex(rf"(?<!\w)(?:{alternation})(?!\w)", f"{path}.any", 0 if case_sensitive else re.IGNORECASE)
+    pattern = _regex(rf"(?<!\w)(?:{alternation})(?!\w)", leaf.key("any"), 0 if case_sensitive else re.IGNORECASE)
     return KeywordRule(keywords=tuple(keywords), pattern=pattern)
-
-
-def _check_keys(raw: Mapping[str, Any], path: str, *, required: Sequence[str], optional: Sequence[str]) -> None:
-    allowed = (*required, *optional)
-    for key in raw:
-        if key not in allowed:
-            raise ConfigError(f"{path}.{key}", f"unknown key (expected one of {', '.join(allowed)})")
-    for key in required:
-        if key not in raw:
-            raise ConfigError(f"{path}.{key}", "is required")
-
-
-def _one_of(raw: Mapping[str, Any], path: str, keys: Sequence[str]) -> tuple[str, Any]:
-    present = [k for k in keys if k in raw]
-    if len(present) != 1:
-        raise ConfigError(path, f"needs exactly one of {', '.join(keys)} (got {', '.join(present) or 'none'})")
-    return present[0], raw[present[0]]
-
-
-def _string(value: Any, path: str, *, allow_empty: bool = False) -> str:
-    if not isinstance(value, str) or (not value and not allow_empty):
-        raise ConfigError(path, f"must be a non-empty string, got {value!r}")
-    return value
-
-
-def _string_list(value: Any, path: str) -> list[str]:
-    if not isinstance(value, list) or not value:
-        raise ConfigError(path, "must be a non-empty list of strings")
-    return [_string(v, f"{path}[{i}]") for i, v in enumerate(value)]
 
 
 def _regex(pattern: str, path: str, flags: int) -> re.Pattern[str]:

@@ -8,9 +8,13 @@ than the whole encode on the hot path.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
+from truthlens.gateway import openai_body
+
+if TYPE_CHECKING:
+    from truthlens.gateway.presentation import Refusal
 
 HeaderPhase = Literal["request_headers", "response_headers"]
 BodyPhase = Literal["request_body", "response_body"]
@@ -139,3 +143,9 @@ def immediate_response(
         # Envoy puts this in %RESPONSE_CODE_DETAILS%; it must be a single token.
         immediate.details = details.replace(" ", "_")
     return reply
+
+
+def refusal_response(refusal: Refusal) -> pb.ProcessingResponse:
+    """The OpenAI-style error a refused exchange answers with, instead of the upstream's answer."""
+    body = openai_body.error_json(refusal.status, refusal.message, refusal.error_type, refusal.code)
+    return immediate_response(refusal.status, body, set_headers=refusal.headers, details=refusal.envoy_details)

@@ -84,9 +84,21 @@ def _dumps(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-def parse_chat_request(
-    body: bytes, ctx: ContextSettings, *, max_bytes: int | None = None
-) -> ChatRequest:
+@dataclass(frozen=True, slots=True)
+class DecodedRequest:
+    """A chat request decoded and validated once: what routing reads (model, question) and the
+    document each route's :class:`ContextSettings` then reads its passages from."""
+
+    doc: Mapping[str, Any]
+    model: str
+    question: str  # text of the last user message ("" when there is none)
+    stream: bool
+    n: int
+    include_usage: bool
+
+
+def decode_chat_request(body: bytes, *, max_bytes: int | None = None) -> DecodedRequest:
+    """Decode ``body``; over ``max_bytes`` it is refused before any JSON is parsed."""
     if max_bytes is not None and len(body) > max_bytes:
         raise BodyError("too_large", f"request body is {len(body)} bytes, over the limit of {max_bytes}")
     doc = _loads(body, "request body")
@@ -95,9 +107,12 @@ def parse_chat_request(
     messages = doc.get("messages")
     if not isinstance(messages, list) or not messages:
         raise BodyError("bad_messages", "'messages' must be a non-empty list")
+    question = ""
     for i, msg in enumerate(messages):
         if not isinstance(msg, dict) or not isinstance(msg.get("role"), str):
             raise BodyError("bad_messages", f"messages[{i}] must be an object with a string 'role'")
+        if msg["role"] == "user":
+            question = _message_text(msg, i)
 
     model = doc.get("model", "")
     if not isinstance(model, str):
@@ -114,22 +129,24 @@ def parse_chat_request(
         raise BodyError("bad_field", "'n' must be a positive integer")
     stream_options = doc.get("stream_options")
     include_usage = isinstance(stream_options, dict) and stream_options.get("include_usage") is True
+    return DecodedRequest(doc=doc, model=model, question=question, stream=stream, n=n, include_usage=include_usage)
 
+
+def read_chat_request(decoded: DecodedRequest, ctx: ContextSettings) -> ChatRequest:
+    """The request as a route with context settings ``ctx`` sees it; ``decoded`` is not changed."""
+    doc = decoded.doc
+    messages: list[dict[str, Any]] = doc["messages"]
     passages: list[str] = []
     forward_body: bytes | None = None
     if ctx.extension_field is not None and ctx.extension_field in doc:
-        passages.extend(_extension_passages(doc.pop(ctx.extension_field), ctx.extension_field))
-        forward_body = _dumps(doc)
-
-    question = ""
-    for i, msg in enumerate(messages):
-        role = msg["role"]
-        if role == "user":
-            question = _message_text(msg, i)
-        elif role == "tool" and ctx.tool_messages:
-            text = _message_text(msg, i)
-            if text.strip():
-                passages.append(text)
+        passages.extend(_extension_passages(doc[ctx.extension_field], ctx.extension_field))
+        forward_body = _dumps({k: v for k, v in doc.items() if k != ctx.extension_field})
+    if ctx.tool_messages:
+        for i, msg in enumerate(messages):
+            if msg["role"] == "tool":
+                text = _message_text(msg, i)
+                if text.strip():
+                    passages.append(text)
     if ctx.system_messages:
         for i, msg in enumerate(messages):
             if msg["role"] in ("system", "developer"):
@@ -138,16 +155,21 @@ def parse_chat_request(
                 )
 
     return ChatRequest(
-        model=model,
+        model=decoded.model,
         messages=tuple(messages),
-        question=question,
+        question=decoded.question,
         passages=tuple(passages),
-        stream=stream,
-        n=n,
+        stream=decoded.stream,
+        n=decoded.n,
         sampling={k: doc[k] for k in SAMPLING_KEYS if doc.get(k) is not None},
         forward_body=forward_body,
-        include_usage=include_usage,
+        include_usage=decoded.include_usage,
     )
+
+
+def parse_chat_request(body: bytes, ctx: ContextSettings, *, max_bytes: int | None = None) -> ChatRequest:
+    """:func:`decode_chat_request` then :func:`read_chat_request`."""
+    return read_chat_request(decode_chat_request(body, max_bytes=max_bytes), ctx)
 
 
 def _message_text(msg: Mapping[str, Any], i: int) -> str:

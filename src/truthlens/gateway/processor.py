@@ -9,10 +9,10 @@ from collections.abc import AsyncIterator
 
 import grpc
 
+from truthlens._proto import truthlens_ext_proc_pb2 as pb
 from truthlens.gateway import errors
 from truthlens.gateway.phases.state import Runtime
 from truthlens.gateway.stream import Stream
-from truthlens._proto import truthlens_ext_proc_pb2 as pb
 
 SERVICE_NAME = "envoy.service.ext_proc.v3.ExternalProcessor"
 METHOD_PATH = f"/{SERVICE_NAME}/Process"
@@ -44,7 +44,8 @@ class ExternalProcessor:
                     reply = await stream.handle(msg)
                 except Exception as exc:  # containment: one exchange's bug stays in it
                     reason = errors.reason_for_exception(exc)
-                    log.exception("ext_proc %s failed (%s); answering with the fallback reply", msg.WhichOneof("request"), reason)
+                    log.exception("ext_proc %s failed (%s); answering with the fallback reply",
+                                  msg.WhichOneof("request"), reason)
                     rt.telemetry.record_error(reason)
                     reply = stream.fallback(msg, exc)
                 if reply is not None:

@@ -17,14 +17,14 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from truthlens.detector.types import DetectorError
+from truthlens.evidence.embedder import EmbedderError
 from truthlens.gateway.config import ConfigStore
 from truthlens.gateway.phases.state import Runtime
 from truthlens.gateway.processor import SERVICE_NAME, ExternalProcessor
 from truthlens.gateway.services import ServiceProvider
 from truthlens.gateway.telemetry import Telemetry, mark_process_dead
-from truthlens.modes.base import ConfigError
-from truthlens.detector.types import DetectorError
-from truthlens.evidence.embedder import EmbedderError
+from truthlens.options import ConfigError
 
 log = logging.getLogger(__name__)
 

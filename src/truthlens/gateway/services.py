@@ -1,18 +1,21 @@
 """The collaborators modes use (detector, LLM client, embedder, tracer), built once per process
-and kept in step with config reloads: the LLM client follows the config's ``models`` section, and
-the embedder loads on first use, so a reload that turns on a mode needing it just works. The
-tracer is the one of the process's own tracer provider (:class:`truthlens.gateway.telemetry.Telemetry`),
-so the modes' and the LLM client's spans are exported with the exchange's."""
+and kept in step with config reloads: each ``models:`` section is a generation with its own LLM
+client, leased by the exchanges pinned to it and closed when the last of them ends after a reload
+retired it; the embedder loads on first use, so a reload that turns on a mode needing it just
+works. The tracer is the one of the process's own tracer provider
+(:class:`truthlens.gateway.telemetry.Telemetry`), so the modes' and the LLM client's spans are
+exported with the exchange's."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from truthlens.modes.base import Services
 from truthlens.detector.types import Detector
+from truthlens.modes.base import Services
 
 if TYPE_CHECKING:
     from truthlens.gateway.config import Config
@@ -51,14 +54,44 @@ class LazyEmbedder:
             self._inner.close()
 
 
+@dataclass(eq=False)
+class _Generation:
+    """The services of one ``models:`` section and the exchanges still using them."""
+
+    key: tuple[Any, ...]
+    services: Services
+    users: int = 0
+    retired: bool = False  # a newer ``models:`` section is current: close once unused
+
+
+class ServiceLease:
+    """An exchange's hold on the services of its pinned config; :meth:`release` exactly once."""
+
+    def __init__(self, provider: ServiceProvider, generation: _Generation) -> None:
+        self._provider = provider
+        self._generation: _Generation | None = generation
+        self.services = generation.services
+
+    def release(self) -> None:
+        generation, self._generation = self._generation, None
+        if generation is not None:
+            self._provider._release(generation)
+
+
 class ServiceProvider:
-    """``for_config(config)`` → the :class:`Services` an exchange pinned to ``config`` uses."""
+    """``acquire(config)`` → a lease on the :class:`Services` an exchange pinned to ``config`` uses.
+
+    A config reload that changes ``models:`` makes a new generation current; the old one's LLM
+    client is closed when the last exchange pinned to it ends (exchanges in flight keep the
+    client they started with, and nothing leaks across many reloads)."""
 
     def __init__(self, detector: Detector, telemetry: Telemetry) -> None:
         self.detector = detector
         self._telemetry = telemetry
         self._embedder = LazyEmbedder()
-        self._by_models: dict[tuple[Any, ...], Services] = {}
+        self._generations: dict[tuple[Any, ...], _Generation] = {}
+        self._current: _Generation | None = None
+        self._closing: set[asyncio.Task[None]] = set()
 
     @classmethod
     async def start(cls, config: Config, telemetry: Telemetry) -> ServiceProvider:
@@ -67,18 +100,44 @@ class ServiceProvider:
         # Loading the model takes a while; the loop keeps answering health checks meanwhile.
         detector = await asyncio.to_thread(create_detector, config.detector)
         provider = cls(detector, telemetry)
-        provider.for_config(config)
+        provider.acquire(config).release()  # build the first generation now, not on the first request
         return provider
 
-    def for_config(self, config: Config) -> Services:
+    def acquire(self, config: Config) -> ServiceLease:
+        """Called when an exchange pins ``config``: the newest pinned config is the current one."""
         key = tuple(sorted(config.models.items()))
-        services = self._by_models.get(key)
-        if services is None:
+        generation = self._generations.get(key)
+        if generation is None:
             services = Services(detector=self.detector, llm=self._llm(config), embedder=self._embedder,
                                 tracer=self._telemetry.tracer)
-            # Clients of earlier configs stay open: exchanges pinned to them may still run.
-            self._by_models[key] = services
-        return services
+            generation = self._generations[key] = _Generation(key, services)
+        if generation is not self._current:
+            previous, self._current = self._current, generation
+            generation.retired = False
+            if previous is not None:
+                previous.retired = True
+                self._close_if_unused(previous)
+        generation.users += 1
+        return ServiceLease(self, generation)
+
+    def open_generations(self) -> int:
+        """How many ``models:`` generations still hold open clients (the current one included)."""
+        return len(self._generations)
+
+    def _release(self, generation: _Generation) -> None:
+        generation.users -= 1
+        self._close_if_unused(generation)
+
+    def _close_if_unused(self, generation: _Generation) -> None:
+        if not generation.retired or generation.users > 0:
+            return
+        self._generations.pop(generation.key, None)
+        llm = generation.services.llm
+        if llm is not None:
+            task = asyncio.get_running_loop().create_task(llm.aclose())
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+            log.info("closed the LLM client of a retired models section")
 
     def _llm(self, config: Config) -> LLMClient | None:
         if not config.models:
@@ -100,7 +159,10 @@ class ServiceProvider:
 
     async def close(self) -> None:
         await self.detector.close()
-        for services in self._by_models.values():
-            if services.llm is not None:
-                await services.llm.aclose()
+        for generation in self._generations.values():
+            if generation.services.llm is not None:
+                await generation.services.llm.aclose()
+        self._generations.clear()
+        if self._closing:
+            await asyncio.gather(*self._closing, return_exceptions=True)
         self._embedder.close()

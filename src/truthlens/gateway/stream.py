@@ -16,17 +16,17 @@ from typing import Any, Literal
 from opentelemetry import trace
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
+from truthlens._proto import truthlens_ext_proc_pb2 as pb
 from truthlens.gateway import errors, mutations
 from truthlens.gateway.phases import (
     request_body,
     request_headers,
-    response_body,
+    response_buffered,
     response_headers,
+    response_stream,
 )
-from truthlens.gateway.phases.failures import reject
-from truthlens.gateway.phases.response_stream import release_pending
 from truthlens.gateway.phases.state import Runtime, StreamState
-from truthlens._proto import truthlens_ext_proc_pb2 as pb
+from truthlens.gateway.presentation import unchecked
 
 MessageKind = Literal[
     "request_headers",
@@ -45,6 +45,8 @@ _RANK: dict[str, int] = {
     "response_trailers": 5,
 }
 _REPEATABLE = frozenset({"request_body", "response_body"})
+# Replies that can still replace the exchange with an error (nothing has gone to the client).
+_REFUSABLE = frozenset({"request_body", "response_headers", "response_body"})
 _PROPAGATOR = TraceContextTextMapPropagator()
 
 
@@ -99,7 +101,12 @@ class Stream:
         elif kind == "response_headers":
             reply = response_headers.handle(state, msg, self._rt)
         elif kind == "response_body":
-            reply = await response_body.handle(state, msg, self._rt)
+            # The response headers phase chose the body's form: one buffered JSON message, or
+            # SSE chunks that each need an answer.
+            if state.streamed is not None:
+                reply = await response_stream.handle(state, msg, self._rt)
+            else:
+                reply = await response_buffered.handle(state, msg, self._rt)
         else:
             reply = mutations.passthrough(kind)  # type: ignore[arg-type]
         return reply
@@ -128,16 +135,20 @@ class Stream:
         if kind == "response_body" and streamed is not None:
             # Headers already went out: release every withheld byte, in order, unchanged.
             state.checked = None
-            return mutations.chunk_reply("response_body", release_pending(streamed))
-        closed = state.fail_closed and kind in ("request_body", "response_headers", "response_body")
+            return mutations.chunk_reply("response_body", response_stream.release_pending(streamed))
+        checked = state.checked
         state.checked = None
-        if closed:
-            return reject(errors.failure_outcome(errors.reason_for_exception(exc), "closed"))
+        if checked is not None and checked.route.fail_policy == "closed" and kind in _REFUSABLE:
+            refusal = unchecked(checked.route, checked.decision.name, errors.reason_for_exception(exc)).refusal
+            if refusal is not None:
+                return mutations.refusal_response(refusal)
         return mutations.passthrough(kind)
 
     def close(self) -> None:
-        if self._state is not None and self._state.span is not None:
-            self._state.span.end()
+        if self._state is not None:
+            self._state.lease.release()
+            if self._state.span is not None:
+                self._state.span.end()
 
     def _begin(self, msg: pb.ProcessingRequest, kind: str) -> StreamState:
         rank = _RANK[kind]
@@ -145,6 +156,8 @@ class Stream:
             raise ProtocolError(f"{kind} after {self._last}")
         self._rank, self._last = rank, kind
         if self._state is None:
-            # Pinned for the whole exchange: a config reload never changes a running exchange.
-            self._state = StreamState(config=self._rt.config.current)
+            # Pinned for the whole exchange: a config reload never changes a running exchange,
+            # and the services of that config stay open until the exchange ends.
+            config = self._rt.config.current
+            self._state = StreamState(config=config, lease=self._rt.services.acquire(config))
         return self._state

@@ -331,7 +331,8 @@ def _otlp_exporter() -> SpanExporter:
         except ImportError:
             log.warning("OTLP over %s needs opentelemetry-exporter-otlp-proto-http; using grpc", protocol)
         else:
-            return HTTPExporter()
+            http_exporter: SpanExporter = HTTPExporter()
+            return http_exporter
     # Imported here: the gRPC exporter is only loaded when tracing is switched on.
     from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 

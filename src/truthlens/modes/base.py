@@ -1,7 +1,8 @@
 """What a policy mode is given and what it returns: plain, typed data and one protocol.
 
-Modes import this module, :mod:`truthlens.detector.types` and :mod:`truthlens.llm` only;
-they never see protobufs, HTTP bodies or the gateway's stream state.
+Modes import this module, :mod:`truthlens.options` (to parse their options),
+:mod:`truthlens.detector.types` and :mod:`truthlens.llm` only; they never see protobufs,
+HTTP bodies or the gateway's stream state.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from opentelemetry import trace
 
@@ -19,22 +20,7 @@ from truthlens.tracing import NO_TRACER
 if TYPE_CHECKING:
     from truthlens.llm import LLMClient
 
-
-class ConfigError(ValueError):
-    """Invalid configuration; the message starts with the offending key path."""
-
-    def __init__(self, key: str, problem: str) -> None:
-        super().__init__(f"{key}: {problem}")
-        self.key = key
-        self.problem = problem
-
-
-@dataclass(frozen=True, slots=True)
-class OptionContext:
-    """Handed to a mode's ``parse_options`` so errors can name the key and models can be checked."""
-
-    path: str  # e.g. "decisions[2].plugins[0].configuration"
-    models: frozenset[str]  # model names the config's ``models`` section can reach
+OptionsT = TypeVar("OptionsT")
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +53,17 @@ class Exchange:
 
     def remaining_s(self) -> float:
         return max(0.0, self.deadline - time.monotonic())
+
+    def options_as(self, kind: type[OptionsT]) -> OptionsT:
+        """``options`` as the mode's own options type.
+
+        Options reach a mode only through its ``parse_options``; any other object is a
+        programming error, and running with defaults instead would hide it, so it raises.
+        """
+        if not isinstance(self.options, kind):
+            raise TypeError(f"mode {self.mode!r} needs {kind.__name__}, got {type(self.options).__name__}; "
+                            "build options with the mode's parse_options")
+        return self.options
 
 
 @dataclass(frozen=True, slots=True)

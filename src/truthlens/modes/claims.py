@@ -51,7 +51,8 @@ def segment(text: str, *, clauses: bool = True) -> tuple[Segment, ...]:
 
 
 def _split_line(text: str, start: int, end: int, clauses: bool, out: list[Segment]) -> None:
-    cuts = [m.end() for m in _SENTENCE_END.finditer(text, start, end) if _is_sentence_end(text, m.start(), m.end(), end)]
+    cuts = [m.end() for m in _SENTENCE_END.finditer(text, start, end)
+            if _is_sentence_end(text, m.start(), m.end(), end)]
     if clauses:
         cuts += [m.end() for m in _CLAUSE_END.finditer(text, start, end)]
     begin = start

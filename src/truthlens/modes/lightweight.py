@@ -10,17 +10,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from truthlens.modes.base import (
-    ChoiceVerdict,
-    ConfigError,
-    Exchange,
-    OptionContext,
-    Services,
-    Verdict,
-)
 from truthlens.detector.types import Detection, DetectionInput, DetectorError
+from truthlens.modes.base import ChoiceVerdict, Exchange, Services, Verdict
+from truthlens.options import OptionContext, Section
 
 NAME = "lightweight"
+REWRITES = False  # the answer passes through; only the gateway's warning is added
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,8 +24,7 @@ class LightweightOptions:
 
 
 def parse_options(raw: Mapping[str, Any], ctx: OptionContext) -> LightweightOptions:
-    for key in raw:
-        raise ConfigError(f"{ctx.path}.{key}", "unknown key (lightweight mode takes no options)")
+    Section(raw, ctx.path).allow(hint="lightweight mode takes no options")
     return LightweightOptions()
 
 

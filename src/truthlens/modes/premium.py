@@ -38,22 +38,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from truthlens.modes.base import (
-    ChoiceVerdict,
-    ConfigError,
-    Exchange,
-    OptionContext,
-    Services,
-    Verdict,
-)
 from truthlens.detector.types import Detection, DetectionInput, DetectorError
 from truthlens.llm import ChatCall, LLMError
-from truthlens.options import check_keys, check_model, read_model, read_number
+from truthlens.modes.base import ChoiceVerdict, Exchange, Services, Verdict
 from truthlens.modes.claims import Segment, align, rebuild, segment
 from truthlens.modes.prompts import context_message, debate_messages, judge_messages
 from truthlens.modes.standard import detect_answer
+from truthlens.options import OptionContext, Section
 
 NAME = "premium"
+REWRITES = True  # inconsistent claims are replaced; require_consensus may abstain
 
 DEFAULT_ABSTAIN = (
     "I can't give a reliable answer to this: the models consulted disagree on facts that the "
@@ -79,33 +73,19 @@ class PremiumOptions:
 
 
 def parse_options(raw: Mapping[str, Any], ctx: OptionContext) -> PremiumOptions:
-    check_keys(raw, frozenset(f.name for f in dataclasses.fields(PremiumOptions)), ctx)
-    models = raw.get("verification_models")
-    if not isinstance(models, (list, tuple)) or not models:
-        raise ConfigError(f"{ctx.path}.verification_models", "must be a non-empty list of model names")
-    names = tuple(check_model(m, f"{ctx.path}.verification_models[{i}]", ctx) for i, m in enumerate(models))
-    if len(set(names)) != len(names):
-        raise ConfigError(f"{ctx.path}.verification_models", "lists a model twice")
-    on_no = raw.get("on_no_consensus", "warn")
-    if on_no not in ("warn", "abstain"):
-        raise ConfigError(f"{ctx.path}.on_no_consensus", f"must be warn or abstain, got {on_no!r}")
-    flags = {}
-    for key, default in (("require_consensus", False), ("always_verify", True)):
-        flags[key] = raw.get(key, default)
-        if not isinstance(flags[key], bool):
-            raise ConfigError(f"{ctx.path}.{key}", f"must be true or false, got {flags[key]!r}")
-    message = raw.get("abstain_message", DEFAULT_ABSTAIN)
-    if not isinstance(message, str) or not message.strip():
-        raise ConfigError(f"{ctx.path}.abstain_message", "must be a non-empty string")
+    s = Section(raw, ctx.path)
+    s.allow(*(f.name for f in dataclasses.fields(PremiumOptions)))
+    # verification_models has no default, so the other options' defaults come from an instance built with it.
+    d = PremiumOptions(verification_models=s.model_list("verification_models", ctx))
     return PremiumOptions(
-        verification_models=names,
-        judge_model=read_model(raw, "judge_model", ctx),
-        require_consensus=flags["require_consensus"],
-        on_no_consensus=on_no,
-        abstain_message=message,
-        verify_temperature=read_number(raw, "verify_temperature", ctx, lo=0.0, hi=2.0, default=0.0),
-        always_verify=flags["always_verify"],
-        max_iterations=read_number(raw, "max_iterations", ctx, lo=1, hi=10, default=1, integer=True),
+        verification_models=d.verification_models,
+        judge_model=s.model("judge_model", ctx),
+        require_consensus=s.boolean("require_consensus", d.require_consensus),
+        on_no_consensus=s.choice("on_no_consensus", d.on_no_consensus, ("warn", "abstain")),
+        abstain_message=s.string("abstain_message", d.abstain_message),
+        verify_temperature=s.optional_number("verify_temperature", d.verify_temperature, lo=0.0, hi=2.0),
+        always_verify=s.boolean("always_verify", d.always_verify),
+        max_iterations=s.integer("max_iterations", d.max_iterations, lo=1, hi=10),
     )
 
 
@@ -142,7 +122,7 @@ class PremiumMode:
     name = NAME
 
     async def run(self, exchange: Exchange, services: Services) -> Verdict:
-        opts: PremiumOptions = exchange.options
+        opts = exchange.options_as(PremiumOptions)
         verify_deadline = time.monotonic() + _VERIFY_SHARE * exchange.remaining_s()
         request = _with_context(exchange.query.messages, exchange.query.passages)
         primaries_task = asyncio.gather(*(detect_answer(services, exchange, a) for a in exchange.answers))
@@ -184,7 +164,8 @@ class PremiumMode:
         for i, (original, st) in enumerate(zip(exchange.answers, states, strict=True)):
             detection = st.detection
             no_majority = st.check is not None and not st.check.consensus
-            if opts.require_consensus and no_majority and opts.on_no_consensus == "warn" and detection.status == "clean":
+            warn_on_no_majority = opts.require_consensus and opts.on_no_consensus == "warn"
+            if warn_on_no_majority and no_majority and detection.status == "clean":
                 # The claims have no majority: the answer must carry the warning even if the
                 # detector finds the text grounded.
                 detection = replace(detection, status="detected", reason="no_consensus")

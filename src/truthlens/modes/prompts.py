@@ -98,7 +98,8 @@ DEBATE_SYSTEM = (
 )
 
 
-def debate_messages(question: str, passages: Sequence[str], answer: str, disputed: Sequence[str]) -> list[dict[str, Any]]:
+def debate_messages(question: str, passages: Sequence[str], answer: str,
+                    disputed: Sequence[str]) -> list[dict[str, Any]]:
     """A later premium round: a verifier critiques the current answer and answers again."""
     listed = "\n".join(f"- {c}" for c in disputed) or "(none singled out; check every claim)"
     user = (

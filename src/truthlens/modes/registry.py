@@ -1,7 +1,8 @@
 """Mode name → module, imported only when a configuration names it.
 
-A mode module exposes ``NAME``, ``parse_options(raw, ctx) -> options`` (raises
-:class:`truthlens.modes.base.ConfigError` naming the key) and ``build() -> Mode``.
+A mode module exposes ``NAME``, ``REWRITES``, ``parse_options(raw, ctx) -> options`` (reads
+``raw`` with :class:`truthlens.options.Section`, raising :class:`truthlens.options.ConfigError`
+naming the key) and ``build() -> Mode``.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ import importlib
 from collections.abc import Mapping
 from typing import Any, Protocol, cast
 
-from truthlens.modes.base import Mode, OptionContext
+from truthlens.modes.base import Mode
+from truthlens.options import OptionContext
 
 _MODE_MODULES: dict[str, str] = {
     "lightweight": "truthlens.modes.lightweight",
@@ -23,6 +25,10 @@ _MODE_MODULES: dict[str, str] = {
 
 class ModeModule(Protocol):
     NAME: str
+    # Whether the mode may replace an answer (ChoiceVerdict.text or Verdict.abstain_message).
+    # The gateway must then hold the streamed answer until the verdict, so this decides how
+    # `streaming: auto` resolves and whether `passthrough` is allowed.
+    REWRITES: bool
 
     def parse_options(self, raw: Mapping[str, Any], ctx: OptionContext) -> Any: ...
 

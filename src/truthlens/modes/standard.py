@@ -8,8 +8,7 @@ convergence, after ``max_iterations`` rounds, when the exchange budget runs out,
 refine call or a detection fails; the best-scoring answer wins, so the result is never scored
 worse than R₀. Every choice of an ``n > 1`` response is refined independently and concurrently.
 
-This module also holds the pieces premium mode shares: :func:`detect_answer` and the option
-readers.
+This module also holds the detection helpers premium mode shares (:func:`detect_answer`).
 """
 
 from __future__ import annotations
@@ -21,19 +20,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from truthlens.modes.base import (
-    ChoiceVerdict,
-    Exchange,
-    OptionContext,
-    Services,
-    Verdict,
-)
 from truthlens.detector.types import Detection, DetectionInput, DetectorError
 from truthlens.llm import ChatCall, LLMError
-from truthlens.options import check_keys, read_model, read_number
+from truthlens.modes.base import ChoiceVerdict, Exchange, Services, Verdict
 from truthlens.modes.prompts import refine_messages
+from truthlens.options import OptionContext, Section
 
 NAME = "standard"
+REWRITES = True  # a revision that scores better replaces the answer
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,12 +39,14 @@ class StandardOptions:
 
 
 def parse_options(raw: Mapping[str, Any], ctx: OptionContext) -> StandardOptions:
-    check_keys(raw, frozenset(f.name for f in dataclasses.fields(StandardOptions)), ctx)
+    s = Section(raw, ctx.path)
+    s.allow(*(f.name for f in dataclasses.fields(StandardOptions)))
+    d = StandardOptions()
     return StandardOptions(
-        max_iterations=read_number(raw, "max_iterations", ctx, lo=1, hi=10, default=3, integer=True),
-        convergence_threshold=read_number(raw, "convergence_threshold", ctx, lo=0.0, hi=1.0, default=None),
-        refine_model=read_model(raw, "refine_model", ctx),
-        refine_temperature=read_number(raw, "refine_temperature", ctx, lo=0.0, hi=2.0, default=0.0),
+        max_iterations=s.integer("max_iterations", d.max_iterations, lo=1, hi=10),
+        convergence_threshold=s.optional_number("convergence_threshold", d.convergence_threshold, lo=0.0, hi=1.0),
+        refine_model=s.model("refine_model", ctx),
+        refine_temperature=s.optional_number("refine_temperature", d.refine_temperature, lo=0.0, hi=2.0),
     )
 
 
@@ -99,7 +95,7 @@ class StandardMode:
     name = NAME
 
     async def run(self, exchange: Exchange, services: Services) -> Verdict:
-        opts: StandardOptions = exchange.options if isinstance(exchange.options, StandardOptions) else StandardOptions()
+        opts = exchange.options_as(StandardOptions)
         outcomes = await asyncio.gather(
             *(self._refine_choice(i, exchange, services, opts) for i in range(len(exchange.answers)))
         )
@@ -157,7 +153,8 @@ class StandardMode:
                 stop = "converged"
                 break
         rewritten = best_text if best_text != original else None
-        return _ChoiceOutcome(ChoiceVerdict(index=index, detection=best, text=rewritten), iterations, stop, tuple(scores))
+        return _ChoiceOutcome(ChoiceVerdict(index=index, detection=best, text=rewritten), iterations, stop,
+                              tuple(scores))
 
     async def _one_round(self, exchange: Exchange, services: Services, opts: StandardOptions, model: str,
                          answer: str, detection: Detection, reserve: float) -> tuple[str, str | None, Detection | None]:

@@ -102,7 +102,7 @@ class Child:
     def __init__(self, name: str, argv: Sequence[str], log_path: Path, env: dict[str, str] | None = None) -> None:
         self.name = name
         self.log_path = log_path
-        self._log: IO[bytes] = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
+        self._log: IO[bytes] = open(log_path, "ab")  # closed in stop()
         self.proc = subprocess.Popen(
             list(argv),
             stdout=self._log,

@@ -4,7 +4,8 @@ For tests, benchmarks and trying ``detector.backend: remote`` on one machine: ru
 ``deploy/triton/pytriton_host.py`` (the ``tritonserver`` binary that ``nvidia-pytriton`` ships,
 the ONNX model in ONNX Runtime inside a bound Python function) as a child process bound to
 127.0.0.1 only. pytriton pins ``numpy<2`` and its ``tritonclient`` ``protobuf<7``, which the
-processor's dependencies exclude, so it lives in its own virtual environment: ``TRUTHLENS_TRITON_PYTHON`` names that environment's interpreter; without it,
+processor's dependencies exclude, so it lives in its own virtual environment:
+``TRUTHLENS_TRITON_PYTHON`` names that environment's interpreter; without it,
 ``.triton/bin/python`` in the repository root, else this interpreter, when it can import
 pytriton. :func:`unavailable_reason` says why Triton cannot run here (callers skip with it).
 """
@@ -14,8 +15,8 @@ from __future__ import annotations
 import contextlib
 import os
 import platform
-import signal
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator

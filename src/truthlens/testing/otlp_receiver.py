@@ -68,8 +68,8 @@ class _Servicer(trace_service_pb2_grpc.TraceServiceServicer):
         self._spans: list[ReceivedSpan] = []
         self.exports = 0
 
-    def Export(self, request: Any, context: Any) -> Any:  # noqa: N802 - the protocol's name
-        received = []
+    def Export(self, request: Any, context: Any) -> Any:  # the protocol's (CamelCase) name
+        received: list[ReceivedSpan] = []
         for resource_spans in request.resource_spans:
             service = next((kv.value.string_value for kv in resource_spans.resource.attributes
                             if kv.key == "service.name"), "")

@@ -22,7 +22,7 @@ async def serving(handler: Handler) -> AsyncIterator[str]:
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    port = runner.addresses[0][1]  # the bound socket's (host, port, ...)
     try:
         yield f"http://127.0.0.1:{port}/retrieve"
     finally:

@@ -140,7 +140,7 @@ def parse_rule(raw: Mapping[str, Any], index: int = 0) -> Rule:
     for key, section, cls in (("match", m, Match), ("reply", r, Reply)):
         if not isinstance(section, Mapping):
             raise ScriptError(f"{where}.{key}: must be a mapping")
-        extra = set(section) - set(cls.__slots__)  # type: ignore[attr-defined]
+        extra = set(section) - set(cls.__slots__)
         if extra:
             raise ScriptError(f"{where}.{key}: unknown keys {sorted(extra)}")
     for key in ("user_regex", "system_regex", "any_regex"):
@@ -318,9 +318,7 @@ class ScriptedUpstream:
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
         await site.start()
-        server = site._server  # the bound socket tells the real port when port=0
-        assert server is not None
-        self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.port = self._runner.addresses[0][1]  # the bound socket tells the real port when port=0
 
     async def stop(self) -> None:
         if self._runner is not None:

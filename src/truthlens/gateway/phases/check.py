@@ -1,36 +1,48 @@
-"""Runs the route's policy on the answers of one exchange and notes the outcome on the
-exchange span (metrics are recorded by :func:`truthlens.gateway.checking.run_check`)."""
+"""Runs the route's mode on one exchange's answers, or records why it could not, and returns
+the exchange's :class:`~truthlens.gateway.presentation.Presentation` (metrics of a run are
+recorded by :func:`truthlens.gateway.checking.run_check`; the outcome goes on the exchange span)."""
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from truthlens.gateway import checking
-from truthlens.gateway.phases.outcome import Presentation, present
-from truthlens.gateway.phases.state import CheckedRequest, Runtime
-from truthlens.modes.base import Verdict
+from truthlens.gateway.phases.state import CheckedRequest, Runtime, StreamState
+from truthlens.gateway.presentation import Presentation, present, unchecked
+
+if TYPE_CHECKING:
+    from truthlens.gateway.config import RouteSettings
 
 
-async def check(
-    checked: CheckedRequest, rt: Runtime, answers: tuple[str, ...], exchange_span: Any
-) -> tuple[Verdict, Presentation]:
+async def check(state: StreamState, checked: CheckedRequest, rt: Runtime, answers: tuple[str, ...]) -> Presentation:
     started = time.monotonic()
     verdict = await checking.run_check(
-        checked.policy, checked.decision, checked.request, answers, checked.services, rt.telemetry
+        checked.route, checked.decision, checked.request, answers, checked.services, rt.telemetry
     )
     with rt.telemetry.span("truthlens.mitigation", decision=checked.decision.name, mode=verdict.mode) as span:
         shown = present(
-            checked.policy,
+            checked.route,
             checked.decision.name,
             verdict,
             n_choices=len(answers),
             include_spans=checked.include_spans,
             latency_s=time.monotonic() - started,
         )
-        outcome = "block" if shown.block else "rewrite" if shown.contents or shown.warning else "annotate"
-        span.set_attribute("truthlens.verdict", outcome)
-    if exchange_span is not None:
-        rt.telemetry.annotate_exchange(exchange_span, decision=checked.decision.name,
-                                       model=checked.request.model, verdict=verdict, outcome=outcome)
-    return verdict, shown
+        span.set_attribute("truthlens.verdict", shown.outcome)
+    if state.span is not None:
+        rt.telemetry.annotate_exchange(state.span, decision=checked.decision.name,
+                                       model=checked.request.model, verdict=verdict, outcome=shown.outcome)
+    return shown
+
+
+def skip(
+    state: StreamState, rt: Runtime, route: RouteSettings, decision: str, reason: str, detail: str | None = None
+) -> Presentation:
+    """The check ``route`` asked for will not run: count the reason and remember the
+    presentation (the response headers phase marks the answer with it)."""
+    shown = unchecked(route, decision, reason, detail)
+    rt.telemetry.record_error(shown.details["reason"])
+    state.checked = None
+    state.unchecked = shown
+    return shown

@@ -1,13 +1,24 @@
-"""Request body (BUFFERED): parse the chat request, match a decision, remember what to check,
-and forward the request with the context extension field stripped."""
+"""Request body (BUFFERED): match the route first on what the headers tell, decode the chat
+request once (within the route's size limit) only when a check or the context field needs it,
+remember what to check, and forward the request with the context extension field stripped."""
 
 from __future__ import annotations
 
-from truthlens.gateway import mutations, openai_body
-from truthlens.gateway.decisions import RequestFacts, match
-from truthlens.gateway.phases.failures import cannot_check
-from truthlens.gateway.phases.state import CheckedRequest, Runtime, StreamState
+from dataclasses import dataclass
+
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
+from truthlens.gateway import decisions, mutations, openai_body
+from truthlens.gateway.config import Config, Decision
+from truthlens.gateway.decisions import RequestFacts
+from truthlens.gateway.phases.check import skip
+from truthlens.gateway.phases.state import CheckedRequest, Runtime, StreamState
+
+
+@dataclass(frozen=True, slots=True)
+class _Routed:
+    decision: Decision | None
+    decoded: openai_body.DecodedRequest | None  # None: no route needed it, or it failed
+    error: openai_body.BodyError | None = None
 
 
 async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> pb.ProcessingResponse:
@@ -21,40 +32,79 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
     body = bytes(state.request_body)
     state.request_body.clear()
     config = state.config
-    defaults = config.hallucination
 
-    try:
-        request = openai_body.parse_chat_request(body, defaults.context)
-    except openai_body.BodyError as exc:
-        # Match on what is known without a body, so an unrelated route stays untouched.
-        decision = match(config, RequestFacts(info.path, info.method, info.headers, "", ""))
-        if decision is None or decision.policy is None:
-            return mutations.passthrough("request_body")
-        refusal = cannot_check(state, rt, decision.policy, exc.reason, str(exc))
-        return refusal or mutations.passthrough("request_body")
-
-    with rt.telemetry.span("truthlens.decision", path=info.path, model=request.model) as span:
-        decision = match(
-            config, RequestFacts(info.path, info.method, info.headers, request.model, request.question)
-        )
+    with rt.telemetry.span("truthlens.decision", path=info.path) as span:
+        routed = _route(config, RequestFacts(info.path, info.method, info.headers), body)
+        decision = routed.decision
         span.set_attribute("truthlens.decision", decision.name if decision is not None else "")
-    policy = decision.policy if decision is not None else None
-    if decision is not None and policy is not None:
-        if policy.context != defaults.context:
-            request = openai_body.parse_chat_request(body, policy.context)
-        if len(body) > policy.max_body_bytes:
-            refusal = cannot_check(state, rt, policy, "too_large")
-            if refusal is not None:
-                return refusal
-        else:
-            state.checked = CheckedRequest(
-                decision=decision,
-                policy=policy,
-                request=request,
-                include_spans=policy.spans_request_header.lower() in info.headers,
-                services=rt.services.for_config(config),
-            )
-    # The gateway's own extension field never reaches the upstream, checked or not.
+    route = decision.route if decision is not None else None
+    if decision is None or route is None:
+        return _forward_unchecked(body, routed.decoded, config)
+    try:
+        if routed.error is not None:
+            raise routed.error
+        assert routed.decoded is not None
+        request = openai_body.read_chat_request(routed.decoded, route.context)
+    except openai_body.BodyError as exc:
+        shown = skip(state, rt, route, decision.name, exc.reason, str(exc))
+        return mutations.refusal_response(shown.refusal) if shown.refusal else mutations.passthrough("request_body")
+    if len(body) > route.max_body_bytes:
+        shown = skip(state, rt, route, decision.name, "too_large")
+        if shown.refusal is not None:
+            return mutations.refusal_response(shown.refusal)
+    else:
+        state.checked = CheckedRequest(
+            decision=decision,
+            route=route,
+            request=request,
+            include_spans=route.spans_request_header.lower() in info.headers,
+            services=state.lease.services,
+        )
+    return _forward(request)
+
+
+def _route(config: Config, facts: RequestFacts, body: bytes) -> _Routed:
+    """The decision for this request, decoding the body only if a route may check it."""
+    early = decisions.match_before_body(config, facts)
+    if early is None or (isinstance(early, Decision) and early.route is None):
+        return _Routed(early, None)
+    # The limit is the matched route's; while model or keyword rules are undecided, the largest
+    # any route allows (the matched route's own limit is applied once it is known).
+    limit = early.route.max_body_bytes if isinstance(early, Decision) and early.route else _largest_limit(config)
+    try:
+        decoded = openai_body.decode_chat_request(body, max_bytes=limit)
+    except openai_body.BodyError as exc:
+        # Rules on the model or the user's text then see empty values: a route that needs
+        # them to match stays untouched.
+        return _Routed(early if isinstance(early, Decision) else decisions.match(config, facts), None, exc)
+    if isinstance(early, Decision):
+        return _Routed(early, decoded)
+    facts = RequestFacts(facts.path, facts.method, facts.headers, decoded.model, decoded.question)
+    return _Routed(decisions.match(config, facts), decoded)
+
+
+def _largest_limit(config: Config) -> int:
+    limits = [d.route.max_body_bytes for d in config.decisions if d.route is not None]
+    return max(limits, default=config.hallucination.max_body_bytes)
+
+
+def _forward_unchecked(
+    body: bytes, decoded: openai_body.DecodedRequest | None, config: Config
+) -> pb.ProcessingResponse:
+    """The gateway's context field never reaches the upstream, checked or not; an unchecked
+    request that does not mention it is not decoded at all."""
+    context = config.hallucination.context
+    if decoded is None:
+        field = context.extension_field
+        if field is None or f'"{field}"'.encode() not in body:
+            return mutations.passthrough("request_body")
+    try:
+        return _forward(openai_body.read_chat_request(decoded or openai_body.decode_chat_request(body), context))
+    except openai_body.BodyError:
+        return mutations.passthrough("request_body")  # nothing we can strip from it
+
+
+def _forward(request: openai_body.ChatRequest) -> pb.ProcessingResponse:
     if request.forward_body is not None:
         return mutations.body_reply("request_body", body=request.forward_body)
     return mutations.passthrough("request_body")

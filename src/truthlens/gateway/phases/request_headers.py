@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from truthlens._proto import truthlens_ext_proc_pb2 as pb
 from truthlens.gateway import mutations
 from truthlens.gateway.phases.state import RequestInfo, StreamState
-from truthlens._proto import truthlens_ext_proc_pb2 as pb
 
 # request_attributes arrive under the filter's name on the first message.
 _ATTRIBUTES_KEY = "envoy.filters.http.ext_proc"

@@ -3,48 +3,43 @@ SSE, or not at all) and switch Envoy's response body mode accordingly."""
 
 from __future__ import annotations
 
+from truthlens._proto import truthlens_ext_proc_pb2 as pb
 from truthlens.gateway import mutations, openai_body, sse
-from truthlens.gateway.phases.failures import cannot_check
-from truthlens.gateway.phases.outcome import unavailable_headers
+from truthlens.gateway.phases.check import skip
 from truthlens.gateway.phases.request_headers import header_dict
 from truthlens.gateway.phases.state import Runtime, StreamedResponse, StreamState
-from truthlens._proto import truthlens_ext_proc_pb2 as pb
 
 
 def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> pb.ProcessingResponse:
     checked = state.checked
     if checked is None:
-        if state.skipped is not None:
-            headers = unavailable_headers(state.skipped.policy, state.skipped.reason)
+        if state.unchecked is not None:
+            # The request phase could not prepare a check the route asked for: say so.
+            headers = state.unchecked.headers
             return mutations.headers_reply("response_headers", set_headers=headers, response_body_mode="none")
         # Nothing to check: stop Envoy from sending (and buffering) the body at all.
         return mutations.headers_reply("response_headers", response_body_mode="none")
 
     headers = header_dict(msg.response_headers.headers)
-    policy = checked.policy
+    route = checked.route
     reason = _unchecked_reason(headers, msg.response_headers.end_of_stream)
     if reason is not None:
-        refusal = cannot_check(state, rt, policy, reason, _detail(reason, headers))
-        if refusal is not None:
-            return refusal
-        state.checked = None
-        return mutations.headers_reply(
-            "response_headers",
-            set_headers=unavailable_headers(policy, reason),
-            response_body_mode="none",
-        )
+        shown = skip(state, rt, route, checked.decision.name, reason, _detail(reason, headers))
+        if shown.refusal is not None:
+            return mutations.refusal_response(shown.refusal)
+        return mutations.headers_reply("response_headers", set_headers=shown.headers, response_body_mode="none")
 
     if _media_type(headers) == "text/event-stream":
         state.streamed = StreamedResponse(
-            strategy=policy.streaming,
+            strategy=route.streaming,
             decoder=sse.SSEDecoder(),
             accumulator=openai_body.StreamAccumulator(),
         )
         # These go out now; the verdict itself travels in the stream's last chunk.
-        early = {"x-truthlens-enabled": "true", "x-truthlens-mode": policy.mode}
+        early = {"x-truthlens-enabled": "true", "x-truthlens-mode": route.mode}
         return mutations.headers_reply(
             "response_headers",
-            set_headers=early if "header" in policy.actions else None,
+            set_headers=early if "header" in route.actions else None,
             response_body_mode="streamed",
         )
     # JSON stays BUFFERED; the body reply sets headers and the new content-length.

@@ -12,12 +12,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from truthlens.gateway import errors, mutations, openai_body, sse
-from truthlens.gateway.phases.check import check
-from truthlens.gateway.phases.outcome import BLOCK_MESSAGE, BLOCK_STATUS, details
-from truthlens.gateway.phases.state import CheckedRequest, Runtime, StreamedResponse, StreamState
-from truthlens.gateway.checking import verdict_reason
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
+from truthlens.gateway import mutations, openai_body, sse
+from truthlens.gateway.phases.check import check, skip
+from truthlens.gateway.phases.state import CheckedRequest, Runtime, StreamedResponse, StreamState
+from truthlens.gateway.presentation import Presentation
 
 
 async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> pb.ProcessingResponse:
@@ -34,26 +33,26 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
         if chunk.end_of_stream:
             events += st.decoder.flush()
     except sse.SSEError as exc:
-        return mutations.chunk_reply("response_body", give_up(st, checked, rt, exc.reason, str(exc)))
+        return mutations.chunk_reply("response_body", give_up(state, st, checked, rt, exc.reason, str(exc)))
     try:
-        await _consume(st, checked, rt, events, out, state.span)
+        await _consume(state, st, checked, rt, events, out)
     except Exception:
         # A bug: hand what was built back to ``pending`` so the service's fallback releases
         # every byte in order.
         st.pending[:0] = out
         raise
     if chunk.end_of_stream and not st.finished:
-        out += give_up(st, checked, rt, "sse_framing", "the stream ended without data: [DONE]")
+        out += give_up(state, st, checked, rt, "sse_framing", "the stream ended without data: [DONE]")
     return _reply(chunk.body, out)
 
 
 async def _consume(
+    state: StreamState,
     st: StreamedResponse,
     checked: CheckedRequest,
     rt: Runtime,
     events: list[sse.SSEEvent],
     out: bytearray,
-    span: Any,
 ) -> None:
     """Feed whole events to the accumulator; append the bytes to release now to ``out``."""
     for i, event in enumerate(events):
@@ -65,11 +64,11 @@ async def _consume(
                 tail = sum(len(e.raw) for e in events[i + 1 :]) + st.decoder.pending_bytes
                 withheld = len(st.pending) - tail
                 before_done = bytes(st.pending[: withheld - len(event.raw)])
-                replacement = await _finish(st, checked, rt, before_done, span)
+                replacement = await _finish(state, st, checked, rt, before_done)
                 del st.pending[:withheld]
                 out += replacement
             else:
-                out += await _finish(st, checked, rt, b"", span)
+                out += await _finish(state, st, checked, rt, b"")
                 out += event.raw
                 _forwarded(st, event.raw)
             break
@@ -78,7 +77,7 @@ async def _consume(
                 st.accumulator.add(_json_object(event.data))
             except (openai_body.BodyError, ValueError) as exc:
                 # Unreadable event: release it and everything withheld, then say why.
-                out += give_up(st, checked, rt, getattr(exc, "reason", "sse_framing"), str(exc))
+                out += give_up(state, st, checked, rt, getattr(exc, "reason", "sse_framing"), str(exc))
                 return
         if st.strategy == "passthrough":
             out += event.raw
@@ -90,87 +89,64 @@ async def _consume(
 
 
 async def _finish(
-    st: StreamedResponse, checked: CheckedRequest, rt: Runtime, withheld: bytes, span: Any
+    state: StreamState, st: StreamedResponse, checked: CheckedRequest, rt: Runtime, withheld: bytes
 ) -> bytes:
     """Check the accumulated answer. Passthrough: return the bytes that go before ``[DONE]``;
     hold: return what replaces the held events (``withheld``) and their ``[DONE]``."""
     st.finished = True
     answers = tuple(st.accumulator.contents())
-    policy = checked.policy
-    meta = st.accumulator.meta
     if not answers:
-        verdict_chunk = _unavailable_chunk(st, checked, rt, "no_choices", None)
-        if st.strategy == "hold":
-            return withheld + verdict_chunk + sse.DONE_EVENT
-        return verdict_chunk
-    verdict, shown = await check(checked, rt, answers, span)
-    info = details(checked.decision.name, verdict, include_spans=checked.include_spans)
-    refusal = None
-    if shown.block:
-        refusal = _error_event(None)
-    elif verdict.status == "unavailable" and policy.fail_policy == "closed":
-        refusal = _error_event(verdict_reason(verdict) or "mode_error")
+        shown = skip(state, rt, checked.route, checked.decision.name, "no_choices")
+        if st.strategy == "hold" and shown.refusal is None:
+            return withheld + _verdict_events(st, shown, 0) + sse.DONE_EVENT
+        return _verdict_events(st, shown, 0)
+    shown = await check(state, checked, rt, answers)
     if st.strategy == "passthrough":
-        out = bytearray()
-        if shown.warning is not None:
-            # The content already went out: the warning can only follow it.
-            note = "\n\n" + shown.warning.text.strip()
-            out += openai_body.chunk_event(meta, deltas={i: note for i in range(len(answers))})
-        out += openai_body.chunk_event(meta, details=info)
-        if refusal is not None:
-            out += refusal  # too late to withhold (passthrough), but the client learns of it
-        return bytes(out)
-    if refusal is not None:
-        return refusal
-    contents = list(answers)
-    if shown.contents is not None:
-        contents = [new if new is not None else old for new, old in zip(shown.contents, answers)]
-    if shown.warning is not None:
-        contents = [shown.warning.apply(c) for c in contents]
+        return _verdict_events(st, shown, len(answers))
+    if shown.refusal is not None:
+        return _refusal_event(shown)
     acc = st.accumulator
     return openai_body.rechunk(
-        meta, tuple(contents), info, finish_reasons=acc.finish_reasons(), usage=acc.usage, source=acc
+        acc.meta, shown.final_contents(answers), dict(shown.details),
+        finish_reasons=acc.finish_reasons(), usage=acc.usage, source=acc,
     )
 
 
-def give_up(st: StreamedResponse, checked: CheckedRequest, rt: Runtime, reason: str, detail: str) -> bytes:
-    """Release every withheld byte unchanged, then an "unavailable" verdict chunk."""
-    st.finished = True
-    out = bytes(st.pending)
-    st.pending.clear()
-    return out + _unavailable_chunk(st, checked, rt, reason, detail)
-
-
-def _unavailable_chunk(
-    st: StreamedResponse, checked: CheckedRequest, rt: Runtime, reason: str, detail: str | None
+def give_up(
+    state: StreamState, st: StreamedResponse, checked: CheckedRequest, rt: Runtime, reason: str, detail: str
 ) -> bytes:
-    reason = errors.normalize_reason(reason)
-    rt.telemetry.record_error(reason)
-    info: dict[str, Any] = {
-        "decision": checked.decision.name,
-        "mode": checked.policy.mode,
-        "status": "unavailable",
-        "reason": reason,
-    }
-    if detail:
-        info["message"] = detail
-    return openai_body.chunk_event(st.accumulator.meta, details=info)
+    """Release every withheld byte unchanged, then the "unavailable" verdict."""
+    shown = skip(state, rt, checked.route, checked.decision.name, reason, detail)
+    return release_pending(st) + _verdict_events(st, shown, 0)
 
 
 def release_pending(st: StreamedResponse) -> bytes:
-    """For failure containment: everything received and not yet forwarded, unchanged."""
+    """Everything received and not yet forwarded, unchanged (failure containment too)."""
     st.finished = True
     out = bytes(st.pending)
     st.pending.clear()
     return out
 
 
-def _error_event(unavailable_reason: str | None) -> bytes:
-    """The SSE error a blocked answer (``None``) or an unchecked one on a fail-closed route ends with."""
-    if unavailable_reason is None:
-        return openai_body.error_event(BLOCK_STATUS, BLOCK_MESSAGE, "hallucination_detected", "hallucination_detected")
-    outcome = errors.failure_outcome(unavailable_reason, "closed")
-    return openai_body.error_event(outcome.status, outcome.message, "server_error", outcome.reason)
+def _verdict_events(st: StreamedResponse, shown: Presentation, n_answers: int) -> bytes:
+    """What follows answer content that already went out: the warning (it can only follow
+    the content now), the verdict chunk, and the refusal (too late to withhold, but the client
+    learns of it)."""
+    meta = st.accumulator.meta
+    out = bytearray()
+    if shown.warning is not None:
+        note = "\n\n" + shown.warning.text.strip()
+        out += openai_body.chunk_event(meta, deltas={i: note for i in range(n_answers)})
+    out += openai_body.chunk_event(meta, details=dict(shown.details))
+    if shown.refusal is not None:
+        out += _refusal_event(shown)
+    return bytes(out)
+
+
+def _refusal_event(shown: Presentation) -> bytes:
+    refusal = shown.refusal
+    assert refusal is not None
+    return openai_body.error_event(refusal.status, refusal.message, refusal.error_type, refusal.code)
 
 
 def _forwarded(st: StreamedResponse, raw: bytes) -> None:

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from truthlens.gateway.config import Config, ConfigStore, Decision, RouteSettings
     from truthlens.gateway.openai_body import ChatRequest, StreamAccumulator
-    from truthlens.gateway.services import ServiceProvider
+    from truthlens.gateway.presentation import Presentation
+    from truthlens.gateway.services import ServiceLease, ServiceProvider
     from truthlens.gateway.sse import SSEDecoder
     from truthlens.gateway.telemetry import Telemetry
     from truthlens.modes.base import Services
@@ -42,18 +43,10 @@ class CheckedRequest:
     """A request whose answer will be checked: the matched decision and the parsed request."""
 
     decision: Decision
-    policy: RouteSettings
+    route: RouteSettings
     request: ChatRequest
     include_spans: bool
-    services: Services  # as of the exchange's pinned config
-
-
-@dataclass(frozen=True, slots=True)
-class Skipped:
-    """A decision asked for a check that will not run; the client is told why."""
-
-    policy: RouteSettings
-    reason: str
+    services: Services  # those of the exchange's pinned config
 
 
 @dataclass(slots=True)
@@ -76,14 +69,11 @@ class StreamedResponse:
 @dataclass(slots=True)
 class StreamState:
     config: Config  # pinned at the first message: a reload never changes a running exchange
+    lease: ServiceLease  # the services of ``config``, held until the exchange ends
     started: float = field(default_factory=time.monotonic)
     info: RequestInfo | None = None
     request_body: bytearray = field(default_factory=bytearray)
     checked: CheckedRequest | None = None
-    skipped: Skipped | None = None
+    unchecked: Presentation | None = None  # a check the route asked for that will not run
     streamed: StreamedResponse | None = None
     span: Any = None  # the exchange's OpenTelemetry span, open from request headers to the end
-
-    @property
-    def fail_closed(self) -> bool:
-        return self.checked is not None and self.checked.policy.fail_policy == "closed"

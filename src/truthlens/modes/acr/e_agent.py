@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Literal
 
 from opentelemetry import trace
 
+from truthlens.llm import ChatCall, LLMError
 from truthlens.modes.acr import prompts
 from truthlens.modes.acr.calibration import calibrate
 from truthlens.modes.acr.equivalence import AnswerMatcher
 from truthlens.modes.acr.prompts import INTERNAL_TEMPLATES, Triple
-from truthlens.llm import ChatCall, LLMError
 from truthlens.tracing import NO_TRACER
 
 if TYPE_CHECKING:

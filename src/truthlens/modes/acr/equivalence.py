@@ -18,9 +18,14 @@ from truthlens.modes.base import Embedder
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
-_STOP = frozenset(
-    ["a", "an", "the", "of", "in", "on", "at", "to", "for", "by", "with", "from", "and", "or", "but", "is", "are", "was", "were", "be", "been", "being", "it", "its", "this", "that", "these", "those", "as", "not", "no", "yes", "so", "than", "then", "there", "their", "they", "he", "she", "his", "her", "him", "we", "you", "your", "i", "my", "me", "our", "do", "does", "did", "has", "have", "had", "will", "would", "can", "could", "should", "may", "might", "must", "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "answer", "final", "about", "into", "over", "under", "also"]
-)
+_STOP = frozenset([
+    "a", "an", "the", "of", "in", "on", "at", "to", "for", "by", "with", "from", "and", "or", "but", "is", "are",
+    "was", "were", "be", "been", "being", "it", "its", "this", "that", "these", "those", "as", "not", "no", "yes",
+    "so", "than", "then", "there", "their", "they", "he", "she", "his", "her", "him", "we", "you", "your", "i",
+    "my", "me", "our", "do", "does", "did", "has", "have", "had", "will", "would", "can", "could", "should",
+    "may", "might", "must", "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "answer",
+    "final", "about", "into", "over", "under", "also"
+])
 
 
 def _numbers(text: str) -> frozenset[str]:

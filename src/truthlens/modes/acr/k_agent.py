@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import aiohttp
 from opentelemetry import trace
 
+from truthlens.llm import ChatCall, LLMError
 from truthlens.modes.acr import prompts
 from truthlens.modes.acr.e_agent import Candidate, ExternalCandidate, SamplingSettings
 from truthlens.modes.acr.equivalence import AnswerMatcher
@@ -33,7 +34,6 @@ from truthlens.modes.acr.fusion import (
     in_uncertainty_zone,
     stability,
 )
-from truthlens.llm import ChatCall, LLMError
 from truthlens.tracing import NO_TRACER, inject_trace_context
 
 if TYPE_CHECKING:

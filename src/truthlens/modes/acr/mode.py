@@ -16,8 +16,9 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
-from urllib.parse import urlparse
 
+from truthlens.detector.types import Detection, DetectionInput
+from truthlens.llm import LLMError
 from truthlens.modes.acr.e_agent import (
     AgentError,
     Candidate,
@@ -29,19 +30,11 @@ from truthlens.modes.acr.equivalence import AnswerMatcher
 from truthlens.modes.acr.fusion import fusion_weight
 from truthlens.modes.acr.k_agent import EvidenceSource, KAgent, Resolution
 from truthlens.modes.acr.prompts import extract_answer
-from truthlens.modes.base import (
-    ChoiceVerdict,
-    ConfigError,
-    Exchange,
-    OptionContext,
-    Services,
-    Verdict,
-)
-from truthlens.detector.types import Detection, DetectionInput
-from truthlens.llm import LLMError
-from truthlens.options import check_keys, read_model, read_number
+from truthlens.modes.base import ChoiceVerdict, Exchange, Services, Verdict
+from truthlens.options import OptionContext, Section
 
 NAME = "acr"
+REWRITES = True  # the fused answer replaces the choices it disagrees with
 Source = Literal["internal", "external", "fused", "agreement"]
 WEIGHT_HEADER = "x-truthlens-acr-weight"
 SOURCE_HEADER = "x-truthlens-acr-source"
@@ -63,37 +56,24 @@ class AcrOptions:
     retriever_timeout_s: float = 5.0
 
 
-_NUMBERS: dict[str, tuple[bool, float, float]] = {  # key: (integer, low, high)
-    "samples": (True, 2, 16),  # calibration needs M >= 2
-    "temperature": (False, 0.0, 2.0),
-    "top_p": (False, 1e-6, 1.0),
-    "max_tokens": (True, 1, 32_768),
-    "cluster_threshold": (False, 0.0, 1.0),
-    "theta": (False, 0.0, 10.0),
-    "max_rounds": (True, 1, 8),
-    "max_passages": (True, 1, 256),
-    "max_triples": (True, 1, 256),
-    "retriever_timeout_s": (False, 0.01, 600.0),
-}
-
-
 def parse_options(raw: Mapping[str, Any], ctx: OptionContext) -> AcrOptions:
-    check_keys(raw, {f.name for f in dataclasses.fields(AcrOptions)}, ctx)
-    values: dict[str, Any] = {
-        key: read_number(raw, key, ctx, lo=low, hi=high, default=None, integer=integer)
-        for key, (integer, low, high) in _NUMBERS.items()
-        if key in raw
-    }
-    model = read_model(raw, "model", ctx)
-    if model is not None:
-        values["model"] = model
-    url = raw.get("retriever_url")
-    if url is not None:
-        parsed = urlparse(url) if isinstance(url, str) else None
-        if parsed is None or parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise ConfigError(f"{ctx.path}.retriever_url", f"expected an http(s) URL, got {url!r}")
-        values["retriever_url"] = url
-    return AcrOptions(**values)
+    s = Section(raw, ctx.path)
+    s.allow(*(f.name for f in dataclasses.fields(AcrOptions)))
+    d = AcrOptions()
+    return AcrOptions(
+        model=s.model("model", ctx),
+        samples=s.integer("samples", d.samples, lo=2, hi=16),  # calibration needs M >= 2
+        temperature=s.number("temperature", d.temperature, lo=0.0, hi=2.0),
+        top_p=s.number("top_p", d.top_p, lo=1e-6, hi=1.0),
+        max_tokens=s.integer("max_tokens", d.max_tokens, lo=1, hi=32_768),
+        cluster_threshold=s.number("cluster_threshold", d.cluster_threshold, lo=0.0, hi=1.0),
+        theta=s.number("theta", d.theta, lo=0.0, hi=10.0),
+        max_rounds=s.integer("max_rounds", d.max_rounds, lo=1, hi=8),
+        max_passages=s.integer("max_passages", d.max_passages, lo=1, hi=256),
+        max_triples=s.integer("max_triples", d.max_triples, lo=1, hi=256),
+        retriever_url=s.optional_http_url("retriever_url"),
+        retriever_timeout_s=s.number("retriever_timeout_s", d.retriever_timeout_s, lo=0.01, hi=600.0),
+    )
 
 
 def build() -> AcrMode:
@@ -115,7 +95,7 @@ class AcrMode:
     name = NAME
 
     async def run(self, exchange: Exchange, services: Services) -> Verdict:
-        opts: AcrOptions = exchange.options if isinstance(exchange.options, AcrOptions) else AcrOptions()
+        opts = exchange.options_as(AcrOptions)
         answers = exchange.answers
         if not answers:
             return Verdict(mode=NAME, choices=())

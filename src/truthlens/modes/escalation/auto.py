@@ -17,27 +17,25 @@ import asyncio
 import dataclasses
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
 
-from truthlens.modes import registry
-from truthlens.modes.base import (
-    ChoiceVerdict,
-    ConfigError,
-    Exchange,
-    OptionContext,
-    Services,
-    Verdict,
-)
 from truthlens.detector.types import DetectionInput
-from truthlens.modes.escalation.monitor import Assessment, assess
 from truthlens.llm import ChatCall, LLMError
-from truthlens.options import check_keys, read_model
+from truthlens.modes import premium, registry, standard
+from truthlens.modes.acr import mode as acr_mode
+from truthlens.modes.acr.mode import AcrOptions
+from truthlens.modes.base import ChoiceVerdict, Exchange, Services, Verdict
+from truthlens.modes.escalation.monitor import Assessment, assess
+from truthlens.modes.premium import PremiumOptions
+from truthlens.modes.standard import StandardOptions
+from truthlens.options import OptionContext, Section
 
 NAME = "auto"
+REWRITES = True  # every stage it escalates to (standard, acr, premium) rewrites
 log = logging.getLogger(__name__)
 
-_STAGE_MODES = ("standard", "acr", "premium")
+StageOptions: TypeAlias = StandardOptions | AcrOptions | PremiumOptions
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,38 +43,31 @@ class AutoOptions:
     expert_model: str | None = None  # cheap model whose answer the monitor compares
     expert_threshold: float = 0.4  # MetaRAG's k: cosine below it → escalate
     expert_max_tokens: int = 256
-    standard: Any = None  # parsed options of each stage's mode
-    acr: Any = None
-    premium: Any = None  # None: premium is not configured, never escalated to
+    # The options of each stage's mode, parsed by that mode.
+    standard: StandardOptions = field(default_factory=StandardOptions)
+    acr: AcrOptions = field(default_factory=AcrOptions)
+    premium: PremiumOptions | None = None  # None: premium is not configured, never escalated to
 
 
 def parse_options(raw: Mapping[str, Any], ctx: OptionContext) -> AutoOptions:
-    check_keys(raw, {f.name for f in dataclasses.fields(AutoOptions)}, ctx)
-    values: dict[str, Any] = {}
-    expert = read_model(raw, "expert_model", ctx)
-    if expert is not None:
-        values["expert_model"] = expert
-    k = raw.get("expert_threshold", 0.4)
-    if isinstance(k, bool) or not isinstance(k, (int, float)) or not -1.0 <= k <= 1.0:
-        raise ConfigError(f"{ctx.path}.expert_threshold", f"expected a cosine in [-1, 1], got {k!r}")
-    values["expert_threshold"] = float(k)
-    tokens = raw.get("expert_max_tokens", 256)
-    if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1:
-        raise ConfigError(f"{ctx.path}.expert_max_tokens", f"expected a positive integer, got {tokens!r}")
-    values["expert_max_tokens"] = tokens
-    for mode in _STAGE_MODES:
-        sub = raw.get(mode, {} if mode != "premium" else None)
-        if sub is None:
-            continue
-        if not isinstance(sub, Mapping):
-            raise ConfigError(f"{ctx.path}.{mode}", "must be a mapping of that mode's options")
-        sub_ctx = OptionContext(path=f"{ctx.path}.{mode}", models=ctx.models)
-        try:
-            module = registry.load_mode_module(mode)
-        except ImportError as exc:
-            raise ConfigError(f"{ctx.path}.{mode}", f"mode {mode!r} is not available: {exc}") from None
-        values[mode] = module.parse_options(sub, sub_ctx)
-    return AutoOptions(**values)
+    s = Section(raw, ctx.path)
+    s.allow(*(f.name for f in dataclasses.fields(AutoOptions)))
+    d = AutoOptions()
+    return AutoOptions(
+        expert_model=s.model("expert_model", ctx),
+        expert_threshold=s.number("expert_threshold", d.expert_threshold, lo=-1.0, hi=1.0),  # a cosine
+        expert_max_tokens=s.integer("expert_max_tokens", d.expert_max_tokens, lo=1),
+        standard=standard.parse_options(s.section("standard").raw, _stage_context(s, "standard", ctx)),
+        acr=acr_mode.parse_options(s.section("acr").raw, _stage_context(s, "acr", ctx)),
+        # Premium needs verification models, so it has no defaults to fall back on: absent
+        # (or null) means auto never escalates to it.
+        premium=(premium.parse_options(s.section("premium").raw, _stage_context(s, "premium", ctx))
+                 if s.get("premium") is not None else None),
+    )
+
+
+def _stage_context(s: Section, mode: str, ctx: OptionContext) -> OptionContext:
+    return OptionContext(path=s.key(mode), models=ctx.models)
 
 
 def build() -> AutoMode:
@@ -87,7 +78,7 @@ class AutoMode:
     name = NAME
 
     async def run(self, exchange: Exchange, services: Services) -> Verdict:
-        opts = exchange.options if isinstance(exchange.options, AutoOptions) else AutoOptions()
+        opts = exchange.options_as(AutoOptions)
         q = exchange.query
         with services.tracer.start_as_current_span("truthlens.escalation.monitor") as span:
             detections, expert = await asyncio.gather(
@@ -108,16 +99,18 @@ class AutoMode:
         monitor = {"findings": [a.finding for a in assessments], "why": [a.why for a in assessments],
                    "expert_similarity": [a.expert_similarity for a in assessments]}
         # One stage for the whole response: a conflict in any choice is a conflict of the query.
+        escalation: tuple[str, StageOptions] | None
         if "conflict" in findings:
-            target: str | None = "acr"
+            escalation = ("acr", opts.acr)
         elif "flagged" in findings:
-            target = "standard"
+            escalation = ("standard", opts.standard)
         else:
-            target = None  # clean, or the detector could not run: nothing to escalate on
+            escalation = None  # clean, or the detector could not run: nothing to escalate on
         errors: dict[str, str] = {}
         stages: dict[str, Any] = {}
-        if target is not None:
-            verdict, error = await self._stage(target, getattr(opts, target), exchange, services, verdict)
+        if escalation is not None:
+            target, target_options = escalation
+            verdict, error = await self._stage(target, target_options, exchange, services, verdict)
             path.append(target)
             stages[target] = dict(verdict.attributes) if error is None else {}
             if error:
@@ -148,14 +141,12 @@ class AutoMode:
             return None
         return result.choices[0].text
 
-    async def _stage(self, mode: str, options: Any, exchange: Exchange, services: Services,
+    async def _stage(self, mode: str, options: StageOptions, exchange: Exchange, services: Services,
                      previous: Verdict) -> tuple[Verdict, str | None]:
         """Run ``mode`` on the answers so far; a failing stage keeps the previous verdict."""
         answers = tuple(c.text if c.text is not None else a
                         for c, a in zip(previous.choices, exchange.answers, strict=True))
         module = registry.load_mode_module(mode)
-        if options is None:
-            options = module.parse_options({}, OptionContext(path=f"auto.{mode}", models=frozenset()))
         staged = dataclasses.replace(exchange, mode=mode, options=options, answers=answers)
         with services.tracer.start_as_current_span(f"truthlens.escalation.{mode}"):
             try:

@@ -22,9 +22,9 @@ from typing import Literal
 
 import numpy as np
 
+from truthlens.detector.types import Detection, Span
 from truthlens.modes.acr.equivalence import facts_disagree
 from truthlens.modes.base import Embedder
-from truthlens.detector.types import Detection, Span
 
 Finding = Literal["clean", "conflict", "flagged", "unavailable"]
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")

@@ -24,17 +24,17 @@ from shipped_inputs import (
     require_shipped_model,
 )
 
-from truthlens.gateway.config import Budgets, Config, Decision, parse_config
-from truthlens.gateway.openai_body import ChatRequest, ContextSettings, parse_chat_request
+from truthlens.detector.types import Detection, DetectionInput
 from truthlens.gateway.checking import (
     BudgetedDetector,
     record_escalations,
     run_check,
     verdict_reason,
 )
+from truthlens.gateway.config import Budgets, Config, Decision, parse_config
+from truthlens.gateway.openai_body import ChatRequest, ContextSettings, parse_chat_request
 from truthlens.gateway.telemetry import Telemetry
 from truthlens.modes.base import ChoiceVerdict, Services, Verdict
-from truthlens.detector.types import Detection, DetectionInput
 
 PASSAGES = [
     "The Eiffel Tower is a wrought-iron lattice tower in Paris, completed in 1889.",
@@ -76,8 +76,8 @@ def counted(t: Telemetry, metric: str, labels: dict[str, str]) -> float:
 
 def decision_of(cfg: Config) -> tuple[Decision, Any]:
     decision = cfg.decisions[0]
-    assert decision.policy is not None
-    return decision, decision.policy
+    assert decision.route is not None
+    return decision, decision.route
 
 
 async def test_unknown_mode_is_unavailable_not_an_exception() -> None:
@@ -158,10 +158,9 @@ async def test_gating_with_the_real_embedder_keeps_the_relevant_passage() -> Non
 
 async def test_gating_hands_the_held_back_passages_on() -> None:
     """What gating sets aside is what ACR may bring back as more evidence (Exchange.held_back_passages)."""
-    from truthlens.gateway.checking import _gate
-    from truthlens.evidence.gating import EvidenceSettings
-
     from truthlens.evidence import embedder as embedder_module
+    from truthlens.evidence.gating import EvidenceSettings
+    from truthlens.gateway.checking import _gate
     embedder = embedder_module.OnnxEmbedder.load()
     t, _ = telemetry()
     try:

@@ -1,0 +1,209 @@
+"""The one place that decides what the client sees of an exchange the route wanted checked.
+
+:func:`present` (a mode's verdict) and :func:`unchecked` (a check that could not run) compute a
+:class:`Presentation` once: the X-TruthLens-* headers, new contents per choice, the warning,
+the ``truthlens`` details, and whether the answer is refused (the block action, or a
+fail-closed route whose check did not run). The phases only translate it: a buffered JSON body
+into a body mutation or an immediate response, a stream into events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from truthlens.gateway import errors
+from truthlens.gateway.checking import verdict_reason
+from truthlens.gateway.openai_body import WarningSpec
+
+if TYPE_CHECKING:
+    from truthlens.gateway.config import RouteSettings
+    from truthlens.modes.base import Verdict
+
+BLOCK_STATUS = 422  # the upstream answered, but the route's settings refuse the answer
+BLOCK_MESSAGE = "TruthLens: the answer was blocked because parts of it are not supported by the provided context."
+_BLOCK_CODE = "hallucination_detected"
+
+Outcome = Literal["block", "refuse", "rewrite", "annotate", "unchecked"]
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """The client gets an OpenAI-style error instead of the answer."""
+
+    status: int
+    message: str
+    error_type: str  # the error body's ``type``
+    code: str  # the error body's ``code``: ``hallucination_detected`` or a failure reason
+    headers: Mapping[str, str]
+    envoy_details: str  # Envoy's response-code details, for its access log
+
+
+@dataclass(frozen=True, slots=True)
+class Presentation:
+    """Everything the client sees of one exchange; no protobuf, no JSON bytes."""
+
+    headers: Mapping[str, str]
+    contents: tuple[str | None, ...] | None  # per choice; None: the upstream's contents stand
+    warning: WarningSpec | None  # added to every choice (body action on a detection)
+    details: Mapping[str, Any]  # the verdict as the ``truthlens`` field / a stream's verdict chunk
+    # A JSON body carries ``details`` only when the client asked for spans; a checked stream
+    # always ends with its verdict chunk.
+    attach_details: bool
+    refusal: Refusal | None
+    outcome: Outcome
+
+    def final_contents(self, answers: tuple[str, ...]) -> tuple[str, ...]:
+        """What each choice finally says: rewritten where the mode rewrote, warned where warned."""
+        contents = list(answers)
+        if self.contents is not None:
+            contents = [new if new is not None else old for new, old in zip(self.contents, answers, strict=False)]
+        if self.warning is not None:
+            contents = [self.warning.apply(c) for c in contents]
+        return tuple(contents)
+
+
+def present(
+    route: RouteSettings,
+    decision: str,
+    verdict: Verdict,
+    *,
+    n_choices: int,
+    include_spans: bool,
+    latency_s: float,
+) -> Presentation:
+    """The presentation of a verdict under ``route``'s actions and failure policy."""
+    status = verdict.status
+    headers = _verdict_headers(route, verdict, latency_s)
+    refusal = None
+    if status == "detected" and "block" in route.actions:
+        refusal = Refusal(
+            BLOCK_STATUS, BLOCK_MESSAGE, _BLOCK_CODE, _BLOCK_CODE, headers, envoy_details="truthlens_blocked"
+        )
+    elif status == "unavailable" and route.fail_policy == "closed":
+        refusal = _failure_refusal(errors.failure_outcome(verdict_reason(verdict) or "mode_error", "closed"))
+    contents = _new_contents(verdict, n_choices)
+    warning = route.warning if status == "detected" and "body" in route.actions else None
+    outcome: Outcome
+    if refusal is not None:
+        outcome = "block" if status == "detected" else "refuse"
+    else:
+        outcome = "rewrite" if contents is not None or warning is not None else "annotate"
+    return Presentation(
+        headers=headers,
+        contents=contents,
+        warning=warning,
+        details=_details(decision, verdict, include_spans=include_spans),
+        attach_details=include_spans,
+        refusal=refusal,
+        outcome=outcome,
+    )
+
+
+def unchecked(route: RouteSettings, decision: str, reason: str, detail: str | None = None) -> Presentation:
+    """A check the route asked for did not run: the answer is marked ``unavailable`` (never
+    "clean"), or refused on a fail-closed route."""
+    failure = errors.failure_outcome(reason, route.fail_policy, detail)
+    details: dict[str, Any] = {"decision": decision, "mode": route.mode, "status": "unavailable",
+                               "reason": failure.reason}
+    if detail:
+        details["message"] = detail
+    return Presentation(
+        headers=unavailable_headers(route, failure.reason),
+        contents=None,
+        warning=None,
+        details=details,
+        attach_details=False,
+        refusal=_failure_refusal(failure) if failure.action == "reject" else None,
+        outcome="unchecked",
+    )
+
+
+def unavailable_headers(route: RouteSettings, reason: str) -> dict[str, str]:
+    """Always sent when a check did not run, whatever the actions: an unchecked answer must
+    never look like a checked one."""
+    return {
+        "x-truthlens-enabled": "true",
+        "x-truthlens-mode": route.mode,
+        "x-truthlens-detected": "unavailable",
+        "x-truthlens-reason": reason,
+    }
+
+
+def _failure_refusal(failure: errors.Outcome) -> Refusal:
+    error_type = "invalid_request_error" if failure.reason in errors.CLIENT_REASONS else "server_error"
+    return Refusal(
+        failure.status,
+        failure.message,
+        error_type,
+        failure.reason,
+        {"x-truthlens-detected": "unavailable", "x-truthlens-reason": failure.reason},
+        envoy_details=f"truthlens_{failure.reason}",
+    )
+
+
+def _verdict_headers(route: RouteSettings, verdict: Verdict, latency_s: float) -> dict[str, str]:
+    """The X-TruthLens-* headers of a verdict: with the header action, or whenever the check
+    did not run (see :func:`unavailable_headers`); the mode's own headers come along."""
+    status = verdict.status
+    if "header" not in route.actions and status != "unavailable":
+        return {}
+    if status == "unavailable":
+        headers = unavailable_headers(route, verdict_reason(verdict) or "mode_error")
+    else:
+        headers = {
+            "x-truthlens-enabled": "true",
+            "x-truthlens-mode": verdict.mode or route.mode,
+            "x-truthlens-detected": "true" if status == "detected" else "false",
+        }
+    if verdict.score is not None:
+        headers["x-truthlens-score"] = f"{verdict.score:.4f}"
+    headers["x-truthlens-iterations"] = str(verdict.iterations)
+    headers["x-truthlens-latency-ms"] = str(round(latency_s * 1000))
+    for name, value in verdict.headers.items():
+        headers[name.lower()] = value
+    return headers
+
+
+def _details(decision: str, verdict: Verdict, *, include_spans: bool) -> dict[str, Any]:
+    """The ``truthlens`` field: the verdict per choice and, when the client asked for them,
+    its spans (char offsets into each choice's final content)."""
+    choices = []
+    for c in verdict.choices:
+        choice: dict[str, Any] = {
+            "index": c.index,
+            "status": c.detection.status,
+            "score": None if c.detection.score is None else round(c.detection.score, 4),
+            "reason": c.detection.reason,
+        }
+        if include_spans:
+            choice["spans"] = [
+                {"start": s.start, "end": s.end, "text": s.text, "prob": round(s.prob, 4), "reason": s.reason}
+                for s in c.detection.spans
+            ]
+        choices.append(choice)
+    out: dict[str, Any] = {
+        "decision": decision,
+        "mode": verdict.mode,
+        "status": verdict.status,
+        "score": None if verdict.score is None else round(verdict.score, 4),
+        "iterations": verdict.iterations,
+        "choices": choices,
+    }
+    if verdict.attributes:
+        out["attributes"] = dict(verdict.attributes)
+    return out
+
+
+def _new_contents(verdict: Verdict, n_choices: int) -> tuple[str | None, ...] | None:
+    """The rewritten content per choice (refinement, consensus, abstention), or None."""
+    if not verdict.rewritten:
+        return None
+    if verdict.abstain_message is not None:
+        return tuple(verdict.abstain_message for _ in range(n_choices))
+    contents: list[str | None] = [None] * n_choices
+    for choice in verdict.choices:
+        if choice.text is not None and 0 <= choice.index < n_choices:
+            contents[choice.index] = choice.text
+    return tuple(contents)

@@ -1,0 +1,93 @@
+"""The one decision of what the client sees (``truthlens.gateway.presentation``): pure, no I/O.
+
+Real parts: the shipped config parsed into route settings; verdicts are built here as a mode
+would return them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from truthlens.detector.types import Detection, Span
+from truthlens.gateway.config import RouteSettings, parse_config
+from truthlens.gateway.presentation import BLOCK_STATUS, present, unchecked
+from truthlens.modes.base import ChoiceVerdict, Verdict
+
+SHIPPED = Path(__file__).resolve().parents[2] / "configs" / "config.yaml"
+
+
+def route(**configuration: Any) -> RouteSettings:
+    doc = yaml.safe_load(SHIPPED.read_text())
+    doc["decisions"][0]["plugins"][0]["configuration"] = configuration
+    settings = parse_config(doc).decisions[0].route
+    assert settings is not None
+    return settings
+
+
+def verdict(status: str, *, text: str | None = None, abstain: str | None = None) -> Verdict:
+    spans = (Span(start=0, end=3, text="The", prob=0.9),) if status == "detected" else ()
+    score = None if status == "unavailable" else (0.9 if status == "detected" else 0.1)
+    reason = "detector_timeout" if status == "unavailable" else None
+    detection = Detection(status=status, score=score, spans=spans, reason=reason)  # type: ignore[arg-type]
+    return Verdict(mode="lightweight", choices=(ChoiceVerdict(0, detection, text),), abstain_message=abstain)
+
+
+def test_a_detection_with_the_block_action_is_refused_with_422_and_the_verdict_headers() -> None:
+    shown = present(route(actions=["header", "block"]), "d", verdict("detected"), n_choices=1,
+                    include_spans=False, latency_s=0.01)
+    assert shown.outcome == "block" and shown.refusal is not None
+    assert shown.refusal.status == BLOCK_STATUS and shown.refusal.code == "hallucination_detected"
+    assert shown.refusal.headers["x-truthlens-detected"] == "true"
+
+
+def test_an_unavailable_verdict_on_a_fail_closed_route_is_refused_with_its_reason() -> None:
+    shown = present(route(fail_policy="closed"), "d", verdict("unavailable"), n_choices=1,
+                    include_spans=False, latency_s=0.01)
+    assert shown.outcome == "refuse" and shown.refusal is not None
+    assert shown.refusal.code == "detector_timeout" and shown.refusal.status == 503
+    assert shown.headers["x-truthlens-detected"] == "unavailable"
+
+
+def test_an_unavailable_verdict_on_a_fail_open_route_is_marked_never_clean() -> None:
+    shown = present(route(actions=[]), "d", verdict("unavailable"), n_choices=1, include_spans=False, latency_s=0)
+    assert shown.refusal is None and shown.outcome == "annotate"
+    assert shown.headers["x-truthlens-detected"] == "unavailable"  # even without the header action
+    assert shown.headers["x-truthlens-reason"] == "detector_timeout"
+
+
+def test_the_body_action_warns_a_detection_and_leaves_a_clean_answer_alone() -> None:
+    warned = present(route(actions=["body"]), "d", verdict("detected"), n_choices=1, include_spans=False, latency_s=0)
+    assert warned.outcome == "rewrite" and warned.warning is not None and warned.headers == {}
+    assert warned.final_contents(("Paris.",))[0].endswith("Paris.") and warned.final_contents(("Paris.",))[0] != "Paris."
+    clean = present(route(actions=["body"]), "d", verdict("clean"), n_choices=1, include_spans=False, latency_s=0)
+    assert clean.outcome == "annotate" and clean.warning is None and clean.final_contents(("Paris.",)) == ("Paris.",)
+
+
+def test_rewritten_and_abstained_contents_replace_the_answers() -> None:
+    refined = present(route(), "d", verdict("clean", text="Fixed."), n_choices=2, include_spans=False, latency_s=0)
+    assert refined.contents == ("Fixed.", None)
+    assert refined.final_contents(("Old.", "Other.")) == ("Fixed.", "Other.")
+    abstained = present(route(), "d", verdict("detected", abstain="No."), n_choices=2, include_spans=False, latency_s=0)
+    assert abstained.contents == ("No.", "No.")
+
+
+@pytest.mark.parametrize("include_spans", [False, True])
+def test_details_carry_spans_only_when_the_client_asked(include_spans: bool) -> None:
+    shown = present(route(), "d", verdict("detected"), n_choices=1, include_spans=include_spans, latency_s=0)
+    assert shown.attach_details is include_spans
+    assert ("spans" in shown.details["choices"][0]) is include_spans
+    assert shown.details["decision"] == "d" and shown.details["status"] == "detected"
+
+
+def test_a_check_that_cannot_run_is_marked_or_refused_per_route() -> None:
+    open_ = unchecked(route(), "d", "content_encoding", "gzip")
+    assert open_.refusal is None and open_.outcome == "unchecked"
+    assert open_.headers["x-truthlens-reason"] == "content_encoding" and open_.details["message"] == "gzip"
+    closed = unchecked(route(fail_policy="closed"), "d", "malformed_json")
+    assert closed.refusal is not None and closed.refusal.status == 400
+    assert closed.refusal.error_type == "invalid_request_error"
+    # An upstream error is the upstream's own answer, whatever the route says.
+    assert unchecked(route(fail_policy="closed"), "d", "upstream_status").refusal is None

@@ -1,0 +1,70 @@
+"""Services per config generation: an exchange keeps the LLM client of the config it pinned,
+and a client a reload retired is closed when the last exchange using it ends.
+
+Real parts: the shipped detector in ONNX Runtime, configs parsed from YAML-shaped mappings,
+the real LLM client (never called here)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from prometheus_client import CollectorRegistry
+
+from truthlens.gateway.config import Config, parse_config
+from truthlens.gateway.services import ServiceProvider
+from truthlens.gateway.telemetry import Telemetry
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+def config(base_url: str) -> Config:
+    return parse_config({"version": 1, "models": {"default": {"base_url": base_url}}})
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def provider() -> AsyncIterator[ServiceProvider]:
+    p = await ServiceProvider.start(config("http://127.0.0.1:9/v1"), Telemetry(registry=CollectorRegistry()))
+    yield p
+    await p.close()
+
+
+def spy_on_close(services: Any, closed: list[str], name: str) -> None:
+    client = services.llm
+    real = client.aclose
+
+    async def aclose() -> None:
+        closed.append(name)
+        await real()
+
+    client.aclose = aclose
+
+
+async def test_a_retired_client_closes_when_its_last_exchange_ends(provider: ServiceProvider) -> None:
+    closed: list[str] = []
+    first = provider.acquire(config("http://127.0.0.1:9/v1"))
+    spy_on_close(first.services, closed, "first")
+    same = provider.acquire(config("http://127.0.0.1:9/v1"))
+    assert same.services is first.services  # an unchanged models section shares its client
+
+    second = provider.acquire(config("http://127.0.0.1:10/v1"))  # a reload changed models:
+    assert second.services.llm is not first.services.llm
+    first.release()
+    await asyncio.sleep(0)
+    assert closed == []  # one exchange still runs on the old client
+    same.release()
+    same.release()  # a second release of one lease changes nothing
+    await asyncio.sleep(0.05)
+    assert closed == ["first"] and provider.open_generations() == 1
+    second.release()
+    assert provider.open_generations() == 1  # the current generation stays open unused
+
+
+async def test_many_reloads_leave_one_open_client(provider: ServiceProvider) -> None:
+    for port in range(20, 40):
+        provider.acquire(config(f"http://127.0.0.1:{port}/v1")).release()
+    await asyncio.sleep(0.05)
+    assert provider.open_generations() == 1
