@@ -23,14 +23,17 @@ class _Routed:
 
 async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> pb.ProcessingResponse:
     chunk = msg.request_body
-    state.request_body += chunk.body
-    if not chunk.end_of_stream:
-        # BUFFERED sends one message; anything else is answered chunk by chunk unchanged.
-        return mutations.passthrough("request_body")
+    if chunk.end_of_stream and not state.request_body:
+        body = chunk.body  # BUFFERED: the whole body in one message, used without a copy
+    else:
+        state.request_body += chunk.body
+        if not chunk.end_of_stream:
+            # Anything but BUFFERED is answered chunk by chunk unchanged.
+            return mutations.passthrough("request_body")
+        body = bytes(state.request_body)
+        state.request_body.clear()
     info = state.info
     assert info is not None  # the state machine only allows a body after its headers
-    body = bytes(state.request_body)
-    state.request_body.clear()
     config = state.config
 
     with rt.telemetry.span("truthlens.decision", path=info.path) as span:
