@@ -429,6 +429,17 @@ async def test_truncated_stream_is_released_with_an_unavailable_verdict(channel:
     assert b'"status":"unavailable"' in tail and b'"reason":"sse_framing"' in tail
 
 
+async def test_a_fail_closed_route_ends_an_uncheckable_stream_with_an_error_event(channel: grpc.aio.Channel) -> None:
+    upstream = sse_stream(GROUNDED, done=False)[:-30]
+    chunks = split(upstream, 40)
+    replies = await _stream(channel, chunks, route="closed")
+    out = released(replies[3:], chunks + [b""])
+    assert out.startswith(upstream)  # what arrived still reaches the client, unchanged
+    events = parse_sse(out[len(upstream) :])
+    assert events[0]["truthlens"]["status"] == "unavailable"
+    assert events[-1]["error"]["code"] == "sse_framing"  # and it learns the route refuses it
+
+
 # -- protocol and containment ----------------------------------------------------------------------
 
 
