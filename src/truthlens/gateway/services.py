@@ -61,7 +61,6 @@ class _Generation:
     key: tuple[Any, ...]
     services: Services
     users: int = 0
-    retired: bool = False  # a newer ``models:`` section is current: close once unused
 
 
 class ServiceLease:
@@ -113,9 +112,7 @@ class ServiceProvider:
             generation = self._generations[key] = _Generation(key, services)
         if generation is not self._current:
             previous, self._current = self._current, generation
-            generation.retired = False
             if previous is not None:
-                previous.retired = True
                 self._close_if_unused(previous)
         generation.users += 1
         return ServiceLease(self, generation)
@@ -129,7 +126,8 @@ class ServiceProvider:
         self._close_if_unused(generation)
 
     def _close_if_unused(self, generation: _Generation) -> None:
-        if not generation.retired or generation.users > 0:
+        """A generation that is not current (a newer ``models:`` section is) closes once unused."""
+        if generation is self._current or generation.users > 0:
             return
         self._generations.pop(generation.key, None)
         llm = generation.services.llm

@@ -43,14 +43,13 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
     route = decision.route if decision is not None else None
     if decision is None or route is None:
         return _forward_unchecked(body, routed.decoded, config)
+    if routed.error is not None:
+        return _cannot_check(state, rt, decision, routed.error)
+    assert routed.decoded is not None
     try:
-        if routed.error is not None:
-            raise routed.error
-        assert routed.decoded is not None
         request = openai_body.read_chat_request(routed.decoded, route.context)
     except openai_body.BodyError as exc:
-        shown = skip(state, rt, route, decision.name, exc.reason, str(exc))
-        return mutations.refusal_response(shown.refusal) if shown.refusal else mutations.passthrough("request_body")
+        return _cannot_check(state, rt, decision, exc)
     if len(body) > route.max_body_bytes:
         shown = skip(state, rt, route, decision.name, "too_large")
         if shown.refusal is not None:
@@ -84,6 +83,16 @@ def _route(config: Config, facts: RequestFacts, body: bytes) -> _Routed:
         return _Routed(early, decoded)
     facts = RequestFacts(facts.path, facts.method, facts.headers, decoded.model, decoded.question)
     return _Routed(decisions.match(config, facts), decoded)
+
+
+def _cannot_check(
+    state: StreamState, rt: Runtime, decision: Decision, error: openai_body.BodyError
+) -> pb.ProcessingResponse:
+    """The route's check cannot run on this body: refused on a fail-closed route, else the
+    request goes on unchanged and its answer is marked unavailable."""
+    assert decision.route is not None
+    shown = skip(state, rt, decision.route, decision.name, error.reason, str(error))
+    return mutations.refusal_response(shown.refusal) if shown.refusal else mutations.passthrough("request_body")
 
 
 def _largest_limit(config: Config) -> int:
