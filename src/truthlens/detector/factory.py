@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from typing import Protocol, cast
 
-from truthlens.detector.types import CHUNK_AGGREGATIONS, Detector, DetectorSettings
+from truthlens.detector.types import AGGREGATIONS, CHUNK_AGGREGATIONS, Detector, DetectorSettings
 
 _BACKENDS: dict[str, str] = {
     "onnx": "truthlens.detector.onnx_backend",
@@ -36,8 +36,8 @@ def check_settings(settings: DetectorSettings) -> None:
         problems.append(f"backend {settings.backend!r} is unknown (known: {', '.join(_BACKENDS)})")
     if settings.provider not in ("auto", "cpu", "cuda"):
         problems.append(f"provider {settings.provider!r} is not auto, cpu or cuda")
-    if settings.aggregation not in ("noisy_or", "max_span"):
-        problems.append(f"aggregation {settings.aggregation!r} is not noisy_or or max_span")
+    if settings.aggregation is not None and settings.aggregation not in AGGREGATIONS:
+        problems.append(f"aggregation {settings.aggregation!r} is not one of {', '.join(AGGREGATIONS)}")
     if settings.chunk_aggregation not in CHUNK_AGGREGATIONS:
         problems.append(
             f"chunk_aggregation {settings.chunk_aggregation!r} is not one of {', '.join(CHUNK_AGGREGATIONS)}"
@@ -47,7 +47,8 @@ def check_settings(settings: DetectorSettings) -> None:
     if not 0.0 <= settings.min_span_confidence <= 1.0:
         problems.append(f"min_span_confidence {settings.min_span_confidence} is not in [0, 1]")
     for name in ("min_span_length", "answer_overlap_tokens", "intra_op_threads"):
-        if getattr(settings, name) < 0:
+        value = getattr(settings, name)
+        if value is not None and value < 0:
             problems.append(f"{name} must be >= 0")
     for name in ("max_batch_size", "max_queue", "max_answer_chars", "max_context_chars"):
         if getattr(settings, name) < 1:

@@ -1,5 +1,6 @@
-"""Model + fact check: raise the model's token probabilities inside unsupported facts, and
-say which evidence each span rests on.
+"""Model + fact check: raise the model's token probabilities inside unsupported facts, lower
+them inside values the context states in another format, and say which evidence each span
+rests on.
 
 A token inside a fact the context never states (:mod:`truthlens.detector.facts`) gets
 ``p = 1 − (1 − p_model)(1 − w_reason)``: both are independent signs of a hallucination
@@ -27,7 +28,24 @@ REASON_WEIGHTS: Mapping[FactReason, float] = {
     "unsupported_date": 0.9,
     "unsupported_unit": 0.8,
     "unsupported_entity": 0.8,
+    "misattributed_entity": 0.8,
 }
+# What is left of the model's probability inside a value the context states in another format
+# ("1280" against "1,280"): the value is supported, so a flag there is the model reacting to
+# the formatting, the first-generation model's commonest false alarm on numbers.
+RESTATED_KEEP = 0.25
+
+
+def discount_restated(probs: np.ndarray, offsets: np.ndarray, restated: Sequence[tuple[int, int]]) -> np.ndarray:
+    """A copy of ``probs`` lowered inside values the fact check found stated in another format."""
+    if not restated:
+        return probs
+    lowered = probs.astype(np.float32, copy=True)
+    starts, ends = offsets[:, 0], offsets[:, 1]
+    for start, end in restated:
+        inside = (starts < end) & (ends > start) & (ends > starts)
+        lowered[inside] *= np.float32(RESTATED_KEEP)
+    return lowered
 
 
 def fuse(probs: np.ndarray, offsets: np.ndarray, findings: Sequence[Finding]) -> np.ndarray:

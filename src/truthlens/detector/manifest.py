@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from truthlens.detector.prompt import TEMPLATE_NAME
-from truthlens.detector.types import DetectorError
+from truthlens.detector.types import AGGREGATIONS, Aggregation, DetectorError
 
 MANIFEST_FORMAT = "truthlens-detector/1"
 KNOWN_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
@@ -43,6 +43,10 @@ class ModelManifest:
     # The threshold chosen on tuning data for this model (training/calibrate.py); what
     # ``token_threshold`` means when a deployment does not set one.
     token_threshold: float = DEFAULT_TOKEN_THRESHOLD
+    # How spans become the answer's score and the shortest span that counts, chosen with the
+    # threshold; what ``aggregation`` / ``min_span_length`` mean when a deployment sets neither.
+    aggregation: Aggregation = "noisy_or"
+    min_span_length: int = 1
 
     @property
     def model_path(self) -> Path:
@@ -115,6 +119,12 @@ def _parse(directory: Path, path: Path, raw: dict[str, Any]) -> ModelManifest:
     threshold = calibration.get("token_threshold", DEFAULT_TOKEN_THRESHOLD) if isinstance(calibration, dict) else None
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 < threshold < 1.0:
         raise ModelDirError(f"{path}: 'calibration' must be an object whose 'token_threshold' is in (0, 1)")
+    aggregation = calibration.get("aggregation", "noisy_or")
+    if aggregation not in AGGREGATIONS:
+        raise ModelDirError(f"{path}: 'calibration.aggregation' must be one of {', '.join(AGGREGATIONS)}")
+    min_span = calibration.get("min_span_length", 1)
+    if isinstance(min_span, bool) or not isinstance(min_span, int) or min_span < 1:
+        raise ModelDirError(f"{path}: 'calibration.min_span_length' must be an integer >= 1")
     return ModelManifest(
         directory=directory,
         labels=tuple(labels),
@@ -126,4 +136,6 @@ def _parse(directory: Path, path: Path, raw: dict[str, Any]) -> ModelManifest:
         source=source,
         metrics=metrics,
         token_threshold=float(threshold),
+        aggregation=aggregation,
+        min_span_length=min_span,
     )

@@ -4,7 +4,11 @@ Spans are runs of consecutive answer tokens over the token threshold (tokens wit
 characters, e.g. special or byte-fallback pieces, neither start nor break a run), with char
 offsets into the answer and the run's max probability as score. The response score is
 computed from the tokens of the spans that survive the length/confidence filters, so a
-verdict never rests on evidence the caller cannot see.
+verdict never rests on evidence the caller cannot see: ``noisy_or`` over every flagged token
+(grows with the number of flagged tokens, so with answer length), ``max_span`` (the most
+confident token of any span) or ``span_mean`` (the best span's mean probability). Which one a
+model serves by default is chosen on development data (``training/calibrate.py``) and recorded
+in its manifest.
 """
 
 from __future__ import annotations
@@ -43,6 +47,10 @@ def score_answer(
         return 0.0, spans
     if rules.aggregation == "max_span":
         return max(r.prob for r in runs), spans
+    if rules.aggregation == "span_mean":
+        # The most confident span judged as a whole: one spiking token inside an otherwise
+        # unsure run counts for less, and the score does not grow with the number of spans.
+        return max(float(probs[r.first : r.last + 1].mean()) for r in runs), spans
     flagged = np.concatenate([probs[r.first : r.last + 1] for r in runs])
     flagged = flagged[flagged > rules.token_threshold]
     # Noisy-OR: the answer is clean only if every flagged token is (independently) fine.

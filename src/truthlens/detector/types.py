@@ -7,10 +7,13 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 Status = Literal["clean", "detected", "unavailable"]
-Aggregation = Literal["noisy_or", "max_span"]
+Aggregation = Literal["noisy_or", "max_span", "span_mean"]
+AGGREGATIONS: tuple[Aggregation, ...] = ("noisy_or", "max_span", "span_mean")
 # What the detector's fact check found missing from the context (src/truthlens/detector/facts/),
 # and what flagged a span: the model alone, or such a fact inside it.
-FactReason = Literal["unsupported_number", "unsupported_unit", "unsupported_date", "unsupported_entity"]
+FactReason = Literal[
+    "unsupported_number", "unsupported_unit", "unsupported_date", "unsupported_entity", "misattributed_entity"
+]
 SpanReason = Literal["model", FactReason]
 # How one answer token's probabilities from different context chunks combine: "max" flags a
 # token any chunk flags (LettuceDetect's choice; a claim whose evidence sits in one chunk is
@@ -61,7 +64,8 @@ class Span:
 
     ``reason`` says what flagged it: ``"model"`` (the token classifier alone) or the fact check's
     reason for a fact inside it the context never states (``"unsupported_number"``,
-    ``"unsupported_unit"``, ``"unsupported_date"``, ``"unsupported_entity"``)."""
+    ``"unsupported_unit"``, ``"unsupported_date"``, ``"unsupported_entity"``), or a name the
+    context gives in another role (``"misattributed_entity"``)."""
 
     start: int
     end: int
@@ -120,9 +124,11 @@ class DetectorSettings:
     # Per-token probability above which a token is hallucinated. None: the model's own
     # calibrated threshold (manifest ``calibration.token_threshold``), 0.5 if it has none.
     token_threshold: float | None = None
-    aggregation: Aggregation = "noisy_or"
+    # How spans become the answer's score, and the shortest span (characters) that counts. None:
+    # the model's calibrated choice (manifest ``calibration``), else noisy_or / 1.
+    aggregation: Aggregation | None = None
     chunk_aggregation: ChunkAggregation = "grounded"
-    min_span_length: int = 1  # characters
+    min_span_length: int | None = None
     min_span_confidence: float = 0.0
     max_batch_size: int = 8
     max_wait_ms: float = 2.0
@@ -134,6 +140,9 @@ class DetectorSettings:
     # Check the answer's numbers, dates and names against the context by rule and raise the
     # model's probability where one is missing (src/truthlens/detector/facts/, fusion.py).
     evidence_checks: bool = True
+    # With evidence checks: also flag a name the context gives in another role
+    # (src/truthlens/detector/facts/roles.py).
+    role_checks: bool = True
     # Batches run at once (``batching.max_in_flight``): 1 for an in-process session; more for
     # a remote server, so round trips overlap and its own dynamic batcher sees the load.
     max_in_flight: int = 1

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 
-from truthlens.detector.types import CHUNK_AGGREGATIONS, DetectorSettings, RemoteSettings
+from truthlens.detector.types import AGGREGATIONS, CHUNK_AGGREGATIONS, DetectorSettings, RemoteSettings
 from truthlens.gateway.decisions import Rule, compile_rules
 from truthlens.gateway.openai_body import ContextSettings, WarningSpec
 from truthlens.llm import Endpoint as ModelEndpoint
@@ -179,7 +179,8 @@ def _parse_detector(s: Section, base_dir: Path | None) -> DetectorSettings:
     s.allow(
         "model", "backend", "provider", "token_threshold", "aggregation", "min_span_length",
         "min_span_confidence", "batching", "intra_op_threads", "max_answer_chars",
-        "max_context_chars", "answer_overlap_tokens", "chunk_aggregation", "evidence_checks", "remote",
+        "max_context_chars", "answer_overlap_tokens", "chunk_aggregation", "evidence_checks", "role_checks",
+        "remote",
     )
     d = DetectorSettings()
     backend = s.choice("backend", d.backend, ("onnx", "remote"))
@@ -198,8 +199,9 @@ def _parse_detector(s: Section, base_dir: Path | None) -> DetectorSettings:
         provider=s.choice("provider", d.provider, ("auto", "cpu", "cuda")),
         # Absent: the model's calibrated threshold (src/truthlens/detector/manifest.py).
         token_threshold=s.number("token_threshold", 0.5, lo=0.0, hi=1.0) if "token_threshold" in s else None,
-        aggregation=s.choice("aggregation", d.aggregation, ("noisy_or", "max_span")),
-        min_span_length=s.integer("min_span_length", d.min_span_length, lo=1),
+        # Absent: the model's calibrated decision, like the token threshold.
+        aggregation=s.choice("aggregation", "noisy_or", AGGREGATIONS) if "aggregation" in s else None,
+        min_span_length=s.integer("min_span_length", 1, lo=1) if "min_span_length" in s else None,
         min_span_confidence=s.number("min_span_confidence", d.min_span_confidence, lo=0.0, hi=1.0),
         max_batch_size=batching.integer("max_batch_size", d.max_batch_size, lo=1, hi=1024),
         max_wait_ms=batching.number("max_wait_ms", d.max_wait_ms, lo=0.0, hi=10_000.0),
@@ -210,6 +212,7 @@ def _parse_detector(s: Section, base_dir: Path | None) -> DetectorSettings:
         answer_overlap_tokens=s.integer("answer_overlap_tokens", d.answer_overlap_tokens, lo=0),
         chunk_aggregation=s.choice("chunk_aggregation", d.chunk_aggregation, CHUNK_AGGREGATIONS),
         evidence_checks=s.boolean("evidence_checks", d.evidence_checks),
+        role_checks=s.boolean("role_checks", d.role_checks),
         # Remote round trips overlap; one in-process session gains nothing from more.
         max_in_flight=batching.integer("max_in_flight", 4 if backend == "remote" else 1, lo=1, hi=256),
         remote=_parse_remote(s, backend),

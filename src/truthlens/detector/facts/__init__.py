@@ -39,9 +39,10 @@ from dataclasses import dataclass
 
 from truthlens.detector.facts.names import KnownNames, find_names, lower_case_words
 from truthlens.detector.facts.numbers import KnownNumbers, find_dates, find_quantities
+from truthlens.detector.facts.roles import misattributed_names
 from truthlens.detector.types import FactReason
 
-__all__ = ["Finding", "unsupported_facts"]
+__all__ = ["Finding", "FactCheck", "check_facts", "unsupported_facts"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,18 +55,40 @@ class Finding:
     reason: FactReason
 
 
+@dataclass(frozen=True, slots=True)
+class FactCheck:
+    """What the rules found in one answer: facts the context does not support, and the
+    characters of values it does state, only written another way (``1280`` for ``1,280``,
+    ``March 14, 1879`` for ``14 March 1879``), where a flag of the model is a formatting artefact."""
+
+    findings: tuple[Finding, ...]
+    restated: tuple[tuple[int, int], ...]
+
+
 def unsupported_facts(answer: str, context: Sequence[str], question: str = "") -> tuple[Finding, ...]:
     """The answer's numbers, dates and names that neither ``context`` nor ``question`` states,
     in answer order."""
+    return check_facts(answer, context, question).findings
+
+
+def check_facts(
+    answer: str, context: Sequence[str], question: str = "", *, roles: bool = True
+) -> FactCheck:
+    """Findings (unsupported numbers, dates and names; with ``roles``, names the context gives in
+    another role) and the values the context states in another format."""
     source = "\n".join([*context, question])
     numbers, names = _index(source) if len(source) <= _CACHED_CHARS else _read(source)
     findings: list[Finding] = []
+    restated: list[tuple[int, int]] = []
     taken: list[tuple[int, int]] = []  # answer chars already read as a date or a number
+    lowered = source.lower()
 
     for date in find_dates(answer):
         taken.append((date.start, date.end))
         if not numbers.has_date(date):
             findings.append(Finding(date.start, date.end, answer[date.start : date.end], "unsupported_date"))
+        elif answer[date.start : date.end].lower() not in lowered:
+            restated.append((date.start, date.end))
     for q in find_quantities(answer):
         if not q.checked or _inside(q.start, q.end, taken):
             continue
@@ -73,12 +96,19 @@ def unsupported_facts(answer: str, context: Sequence[str], question: str = "") -
         reason = numbers.problem(q)
         if reason is not None:
             findings.append(Finding(q.start, q.end, answer[q.start : q.end], reason))
+        elif answer[q.start : q.end].lower() not in lowered:
+            restated.append((q.start, q.end))
     for name in find_names(answer, names.lower_words | lower_case_words(answer), skip_sentence_starts=True):
         if _inside(name.start, name.end, taken):
             continue
         if not names.supports(name):
             findings.append(Finding(name.start, name.end, answer[name.start : name.end], "unsupported_entity"))
-    return tuple(sorted(findings, key=lambda f: (f.start, f.end)))
+    if roles:
+        flagged = [(f.start, f.end) for f in findings]
+        for m in misattributed_names(answer, context):
+            if not _inside(m.start, m.end, flagged):
+                findings.append(Finding(m.start, m.end, m.text, "misattributed_entity"))
+    return FactCheck(tuple(sorted(findings, key=lambda f: (f.start, f.end))), tuple(restated))
 
 
 def _read(source: str) -> tuple[KnownNumbers, KnownNames]:

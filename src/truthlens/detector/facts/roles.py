@@ -1,0 +1,145 @@
+"""Names in the wrong role: an answer clause that states what the context says of *another* name.
+
+"Buzz Aldrin stayed in lunar orbit aboard Columbia" names only people the context names, so a
+name look-up calls it supported. A reader finds the context sentence that talks about staying
+in lunar orbit aboard Columbia, sees Michael Collins there and not Aldrin, and knows the answer
+gave Collins' role to Aldrin. :func:`misattributed_names` does the same, by rule:
+
+1. the answer is cut into clauses (sentences, then at commas, semicolons and "while",
+   "whereas", "but", "although", "and" before a name);
+2. each clause's *relation words* are its content words outside names, numbers and stop words;
+3. the context sentence sharing most of them is the clause's evidence — it must share at least
+   half of them (at least one), and strictly more than every context sentence that mentions the
+   clause's name;
+4. the name is misattributed when that evidence sentence does not mention it but mentions
+   another name that shares no word with the clause's names (names after a preposition, places
+   and objects such as "on the Moon", are not judged).
+
+So "The capital of Australia is Sydney." against "Canberra is the capital of Australia. Sydney
+is its largest city." flags "Sydney", and "Michael Collins stayed in lunar orbit aboard Columbia
+while Armstrong and Aldrin landed on the Moon." is left alone. Pronouns ("He said ...") do not
+trip it: the evidence sentence must name someone else. What it cannot see: roles split across
+sentences, and relations expressed with no shared words (the model's job).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from truthlens.detector.facts.names import Name, find_names, lower_case_words
+
+_WORD = re.compile(r"[^\W\d_][\w'’]*")
+_CLAUSE_CUT = re.compile(r"[.!?;:]+\s+|\n+|,\s+|\s+(?:while|whereas|but|although|though)\s+", re.IGNORECASE)
+_SENTENCE_CUT = re.compile(r"(?<=[.!?])\s+|\n+")
+# A name right after a preposition is a place or an object ("landed on the Moon"), not the
+# clause's actor or the value it asserts; those are left to the model.
+_AFTER_PREPOSITION = re.compile(r"\b(?:on|in|at|to|from|into|onto|of|for|with|by|near|across)\s+(?:the\s+)?$", re.I)
+_STOP = frozenset(
+    """a an the and or but of to in on at by for with from as is was are were be been being has have had do does
+    did it its this that these those he she they them his her their who whom which what when where while also
+    not no so than then there here into onto over under about after before during between both each all any some
+    such only own same other very can could will would may might shall should must just while whereas although
+    though one two three first second according based passage passages provided context""".split()
+)
+
+
+MAX_RELATION_WORDS = 6
+MAX_CLAUSE_NAMES = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Misattribution:
+    """``answer[start:end]`` is a name the context gives another role."""
+
+    start: int
+    end: int
+    text: str
+
+
+def _stem(word: str) -> str:
+    w = word.lower().strip("'’")
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(w) > len(suffix) + 3 and w.endswith(suffix):
+            return w[: -len(suffix)]
+    return w
+
+
+def _relation_words(text: str, names: Sequence[Name], offset: int) -> set[str]:
+    inside = [(n.start - offset, n.end - offset) for n in names]
+    words = set()
+    for m in _WORD.finditer(text):
+        if any(s <= m.start() < e for s, e in inside):
+            continue
+        w = m.group(0).lower()
+        if w not in _STOP and len(w) > 2:
+            words.add(_stem(w))
+    return words
+
+
+def _spans(text: str, cut: re.Pattern[str]) -> list[tuple[int, int]]:
+    out, start = [], 0
+    for m in cut.finditer(text):
+        if m.start() > start:
+            out.append((start, m.start()))
+        start = m.end()
+    if start < len(text):
+        out.append((start, len(text)))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Sentence:
+    words: set[str]
+    names: tuple[frozenset[str], ...]
+
+
+def _mentions(sentence: _Sentence, name: Name) -> bool:
+    return any(set(name.words) & known for known in sentence.names)
+
+
+def misattributed_names(answer: str, context: Sequence[str]) -> tuple[Misattribution, ...]:
+    """Names of ``answer`` whose clause's best evidence sentence names someone else instead."""
+    sentences: list[_Sentence] = []
+    for passage in context:
+        for start, end in _spans(passage, _SENTENCE_CUT):
+            text = passage[start:end]
+            names = find_names(text, frozenset(), skip_sentence_starts=False)
+            sentences.append(_Sentence(_relation_words(text, names, 0), tuple(frozenset(n.words) for n in names)))
+    if not sentences:
+        return ()
+    lower = lower_case_words(answer) | lower_case_words("\n".join(context))
+    answer_names = find_names(answer, lower, skip_sentence_starts=True)
+    found: list[Misattribution] = []
+    for c_start, c_end in _spans(answer, _CLAUSE_CUT):
+        clause_names = [n for n in answer_names if c_start <= n.start and n.end <= c_end]
+        if not clause_names:
+            continue
+        relation = _relation_words(answer[c_start:c_end], clause_names, c_start)
+        if not relation:
+            continue
+        overlaps = [len(relation & s.words) for s in sentences]
+        best = max(overlaps)
+        evidence = [s for s, o in zip(sentences, overlaps, strict=True) if o == best]
+        # One clear evidence sentence stating most of the clause's relation: anything looser
+        # (a long clause, a relation spread over sentences) is a paraphrase more often than a swap.
+        if best < max(1, -(-len(relation) // 2)) or len(evidence) > 1 or len(relation) > MAX_RELATION_WORDS:
+            continue
+        clause_words = {w for n in clause_names for w in n.words}
+        absent = [n for n in clause_names if not any(_mentions(s, n) for s in evidence)]
+        # A swap puts one wrong name into a sentence that is otherwise the evidence's; a clause
+        # with several names the evidence lacks is drawing on more than one sentence.
+        if len(absent) != 1 or len(clause_names) > MAX_CLAUSE_NAMES:
+            continue
+        for name in absent:
+            if _AFTER_PREPOSITION.search(answer[c_start : name.start]):
+                continue
+            # Some sentence that does mention the name matches the clause as well: no role swap.
+            if any(o >= best for s, o in zip(sentences, overlaps, strict=True) if _mentions(s, name)):
+                continue
+            if not any(_mentions(s, name) for s in sentences):
+                continue  # a name the context never gives: the name look-up's finding, not this one
+            if any(not known & clause_words for s in evidence for known in s.names):
+                found.append(Misattribution(name.start, name.end, answer[name.start : name.end]))
+    return tuple(found)

@@ -1,0 +1,127 @@
+"""The training mix for answers real LLMs write (``python -m training.corpus.llm_mix``).
+
+- RAGTruth train fold (odd ``source_id``, not dev): LLM answers with human span labels (QA,
+  news summaries, data-to-text over JSON records);
+- HaluEval QA and dialogue train folds labelled against the right answer (:mod:`relabel`), and
+  summaries with their novel-word labels (:mod:`halueval`);
+- role, relation, value and modality errors and faithful reformatting planted in real passages
+  (RAGTruth train-fold sources and HaluEval train-fold knowledge, :mod:`roles`);
+- JSON records of the RAGTruth train fold verbalised, faithfully or with one error (:mod:`records`);
+- multi-paragraph answers: two or three restatement examples of different sources joined, with
+  their contexts;
+- a few template-generator examples (paraphrased numbers, units and dates).
+
+Writes ``train.jsonl``, ``dev.jsonl`` (RAGTruth dev fold and HaluEval dev fold, relabelled) and
+``mix.json`` (counts). The evaluation folds of both data sets are never read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+from collections import Counter
+from pathlib import Path
+
+from training.corpus import halueval, ragtruth, records, relabel, roles
+from training.corpus.builder import Example, LabelSpan
+from training.corpus.splits import generate, write_jsonl
+
+
+def _passage_sources(rag_root: Path, hal_root: Path, rng: random.Random, n: int) -> list[tuple[str, str, str]]:
+    sources: list[tuple[str, str, str]] = []
+    seen: set[str] = set()
+    for task in ("qa", "summary"):
+        for r in ragtruth.responses(task, ("train",), rag_root):  # type: ignore[arg-type]
+            for k, passage in enumerate(r.context):
+                key = f"{r.source_id}-{k}"
+                if key not in seen and len(passage.split()) >= 40:
+                    seen.add(key)
+                    sources.append((f"roles-rt{task}-{key}", passage, r.question))
+    for i, row in halueval.training_items("qa", ("train",), hal_root):
+        sources.append((f"roles-hq-{i}", row["knowledge"], row["question"]))
+        if len(sources) > 6 * n:
+            break
+    rng.shuffle(sources)
+    return sources[:n]
+
+
+def _joined(parts: list[Example], ident: str) -> Example:
+    """One multi-paragraph answer over the union of the parts' contexts."""
+    answer = ""
+    labels: list[LabelSpan] = []
+    for part in parts:
+        if answer:
+            answer += "\n\n"
+        labels.extend(LabelSpan(s.start + len(answer), s.end + len(answer), s.kind) for s in part.labels)
+        answer += part.answer
+    context = tuple(p for part in parts for p in part.context)
+    question = " ".join(part.question for part in parts if part.question)[:300]
+    return Example(ident, "train", "multi_paragraph", context, question, answer, tuple(labels))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m training.corpus.llm_mix", description=__doc__.splitlines()[0])
+    parser.add_argument("--ragtruth", type=Path, default=ragtruth.DEFAULT_DIR)
+    parser.add_argument("--halueval", type=Path, default=halueval.DEFAULT_DIR)
+    parser.add_argument("--out", type=Path, default=Path("training/output/llm"))
+    parser.add_argument("--qa", type=int, default=1500, help="HaluEval QA train items (relabelled)")
+    parser.add_argument("--dialogue", type=int, default=500, help="HaluEval dialogue train items (relabelled)")
+    parser.add_argument("--summarization", type=int, default=300, help="HaluEval summarization train items")
+    parser.add_argument("--roles", type=int, default=1600, help="restatements with role/relation errors")
+    parser.add_argument("--records", type=int, default=3, help="verbalisations per train-fold JSON record")
+    parser.add_argument("--multi", type=int, default=250, help="multi-paragraph answers")
+    parser.add_argument("--synthetic", type=int, default=400, help="template-generator examples")
+    parser.add_argument("--seed", type=int, default=17)
+    args = parser.parse_args(argv)
+
+    if not ragtruth.available(args.ragtruth):
+        parser.error(f"RAGTruth files not in {args.ragtruth}: run python -m training.corpus.ragtruth --faithjudge DIR")
+    hal_root = halueval.fetch(args.halueval)
+    rng = random.Random(args.seed)
+    train: list[Example] = []
+    for task in ragtruth.TASKS:
+        train.extend(ragtruth.training_examples(task, ("train",), args.ragtruth))
+    train.extend(relabel.examples("qa", ("train",), hal_root, limit=args.qa))
+    train.extend(relabel.examples("dialogue", ("train",), hal_root, limit=args.dialogue))
+    train.extend(halueval.examples("summarization", ("train",), hal_root, limit=args.summarization))
+    planted = list(roles.examples(_passage_sources(args.ragtruth, hal_root, rng, args.roles), rng))
+    train.extend(planted)
+    record_sources: dict[int, dict[str, object]] = {}
+    with ragtruth.path_of("data2txt", args.ragtruth).open(encoding="utf-8") as f:
+        for line in f:
+            row = json.loads(line)
+            if ragtruth.fold_of(int(row["source_id"])) == "train":
+                record_sources[int(row["source_id"])] = row["source"]
+    train.extend(records.examples(
+        [(f"record-{k}", v) for k, v in sorted(record_sources.items())], rng,
+        per_record=args.records, question=ragtruth.DATA2TXT_QUESTION,
+    ))
+    for n in range(args.multi):
+        parts = rng.sample(planted, rng.choice((2, 3)))
+        if sum(bool(p.labels) for p in parts) > 1:  # at most one error per answer
+            parts = [p for p in parts if not p.labels] + [next(p for p in parts if p.labels)]
+        if len(parts) >= 2:
+            train.append(_joined(parts, f"multi-{n}"))
+    train.extend(generate("train", args.synthetic, seed=args.seed, word_budget=200))
+    rng.shuffle(train)
+    write_jsonl(iter(train), args.out / "train.jsonl")
+
+    dev: list[Example] = []
+    for task in ragtruth.TASKS:
+        dev.extend(ragtruth.training_examples(task, ("dev",), args.ragtruth))
+    dev.extend(relabel.examples("qa", ("dev",), hal_root, limit=200))
+    write_jsonl(iter(dev), args.out / "dev.jsonl")
+    mix = {
+        "train": dict(Counter(ex.domain for ex in train)),
+        "train_hallucinated": sum(ex.hallucinated for ex in train),
+        "dev": dict(Counter(ex.domain for ex in dev)),
+        "args": {k: str(v) for k, v in vars(args).items()},
+    }
+    (args.out / "mix.json").write_text(json.dumps(mix, indent=2))
+    print(json.dumps(mix, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,141 @@
+"""Score answers once the way serving does, then judge them under any decision rule.
+
+Shared by the calibration sweep (``training/calibrate.py``, dev folds) and the quality bench
+(``bench/detector_quality.py``, evaluation folds): each answer's fused token probabilities
+(model over grounded rows, raised inside unsupported facts, lowered inside reformatted values)
+are computed once through :meth:`DetectorEngine.fused_token_scores`; a decision (span rules and
+a response threshold) then turns them into the verdict and spans ``detect`` would return —
+:func:`truthlens.detector.spans.score_answer` is the same function serving calls.
+
+Metrics of the "hallucinated" class: example precision/recall/F1, balanced accuracy (the mean
+of the recalls of both classes: the sets are not balanced), AUROC of a threshold-free ranking
+signal (the answer's highest fused token probability) and character-level span F1 where spans
+are labelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from training.evaluate import prf
+from truthlens.detector.engine import DetectorEngine
+from truthlens.detector.spans import SpanRules, score_answer
+from truthlens.detector.types import DetectionInput, Span
+
+BLOCK = 16  # answers in flight at once (the engine's micro-batcher fills batches from them)
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    item: DetectionInput
+    hallucinated: bool
+    labels: tuple[tuple[int, int], ...] = ()  # character spans, where the data set has them
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    case: Case
+    probs: np.ndarray
+    offsets: np.ndarray
+
+    @property
+    def peak(self) -> float:
+        return float(self.probs.max()) if len(self.probs) else 0.0
+
+
+async def score_cases(engine: DetectorEngine, cases: Sequence[Case]) -> list[Scored]:
+    async def one(case: Case) -> Scored:
+        scores, _ = await engine.fused_token_scores(case.item)
+        return Scored(case, scores.probs, scores.offsets)
+
+    out: list[Scored] = []
+    for i in range(0, len(cases), BLOCK):
+        out.extend(await asyncio.gather(*(one(c) for c in cases[i : i + BLOCK])))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """How token probabilities become a verdict: span rules plus the route's response threshold."""
+
+    rules: SpanRules
+    threshold: float
+
+    def judge(self, s: Scored) -> tuple[bool, tuple[Span, ...]]:
+        if len(s.probs) == 0:
+            return False, ()
+        score, spans = score_answer(s.probs, s.offsets, s.case.item.answer, self.rules)
+        return score >= self.threshold, spans
+
+
+@dataclass(frozen=True, slots=True)
+class Metrics:
+    n: int
+    positives: int
+    precision: float
+    recall: float
+    f1: float
+    balanced_accuracy: float
+    accuracy: float
+    false_alarms: float  # share of faithful answers flagged
+    auroc: float
+    span_f1: float | None
+
+
+def metrics(scored: Sequence[Scored], decision: Decision) -> Metrics:
+    verdicts = [decision.judge(s) for s in scored]
+    truth = [s.case.hallucinated for s in scored]
+    flagged = [v for v, _ in verdicts]
+    tp = sum(f and t for f, t in zip(flagged, truth, strict=True))
+    fp = sum(f and not t for f, t in zip(flagged, truth, strict=True))
+    positives = sum(truth)
+    negatives = len(truth) - positives
+    precision, recall, f1 = prf(tp, fp, positives - tp)
+    tnr = (negatives - fp) / negatives if negatives else 0.0
+    labelled = [s for s in scored if s.case.labels or not s.case.hallucinated]
+    span = None
+    if any(s.case.labels for s in scored):
+        stp = sfp = sfn = 0
+        for s, (_, spans) in zip(scored, verdicts, strict=True):
+            if s not in labelled:
+                continue
+            gold = {i for a, b in s.case.labels for i in range(a, b)}
+            pred = {i for sp in spans for i in range(sp.start, sp.end)}
+            stp, sfp, sfn = stp + len(gold & pred), sfp + len(pred - gold), sfn + len(gold - pred)
+        span = prf(stp, sfp, sfn)[2]
+    return Metrics(
+        n=len(scored),
+        positives=positives,
+        precision=precision,
+        recall=recall,
+        f1=f1,
+        balanced_accuracy=(recall + tnr) / 2 if positives and negatives else (recall if positives else tnr),
+        accuracy=sum(f == t for f, t in zip(flagged, truth, strict=True)) / len(truth) if truth else 0.0,
+        false_alarms=fp / negatives if negatives else 0.0,
+        auroc=auroc([s.peak for s in scored], truth),
+        span_f1=span,
+    )
+
+
+def auroc(scores: Sequence[float], truth: Sequence[bool]) -> float:
+    """Area under the ROC curve (Mann–Whitney U with tied ranks averaged); 0.5 without both classes."""
+    values = np.asarray(scores, dtype=np.float64)
+    labels = np.asarray(truth, dtype=bool)
+    pos, neg = int(labels.sum()), int((~labels).sum())
+    if not pos or not neg:
+        return 0.5
+    order = np.argsort(values, kind="mergesort")
+    ranks = np.empty(len(values), dtype=np.float64)
+    sorted_values = values[order]
+    i = 0
+    while i < len(values):
+        j = i
+        while j + 1 < len(values) and sorted_values[j + 1] == sorted_values[i]:
+            j += 1
+        ranks[order[i : j + 1]] = (i + j) / 2 + 1
+        i = j + 1
+    return float((ranks[labels].sum() - pos * (pos + 1) / 2) / (pos * neg))
