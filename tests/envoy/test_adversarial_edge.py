@@ -87,6 +87,13 @@ def test_path_variants_are_checked_or_refused_never_answered_unchecked(
     assert "truthlens_context" not in calls[0]["params"]  # stripped before the upstream
 
 
+def test_an_encoded_backslash_is_refused_too(gateway: Stack) -> None:
+    gateway.set_script([])
+    resp = gateway.raw("POST", "/v1/chat%5Ccompletions", chat_body("hallucinated?", context=CONTEXT))
+    assert resp.status == 400
+    assert gateway.upstream_calls() == []
+
+
 def test_routes_without_answers_skip_the_processor_and_others_do_not(lenient_upstream: Stack) -> None:
     """``/v1/models`` and ``/health`` are the explicit exceptions; a chat request dressed as
     one of them is normalised first and checked."""
