@@ -14,10 +14,12 @@ Reuse it from any test through the session fixtures in ``tests/conftest.py``::
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
 import re
+import signal
 import time
 import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
@@ -102,6 +104,14 @@ class Stack:
         child = self._children.pop("processor", None)
         return child.stop() if child is not None else None
 
+    def kill_processor(self) -> None:
+        """SIGKILL the processor (no drain, as when it crashes); :meth:`start_processor` brings it back."""
+        child = self._children.pop("processor", None)
+        if child is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.proc.pid, signal.SIGKILL)
+            child.stop()
+
     def stop_upstream(self) -> None:
         """Kill the upstream (Envoy then answers 503 itself); :meth:`start_upstream` brings it back."""
         child = self._children.pop("upstream", None)
@@ -185,6 +195,14 @@ class Stack:
         resp = self.upstream_raw("POST", "/_script", json.dumps(list(rules)))
         if resp.status != 200:
             raise ValueError(f"the scripted upstream refused the script: {resp.body.decode()}")
+
+    def set_upstream_options(self, **options: Any) -> dict[str, Any]:
+        """Change the scripted upstream's server options (``decode_paths``, ``extra_headers``);
+        they outlive scripts, so a test that sets them puts them back."""
+        resp = self.upstream_raw("POST", "/_options", json.dumps(options))
+        if resp.status != 200:
+            raise ValueError(f"the scripted upstream refused the options: {resp.body.decode()}")
+        return dict(resp.json())
 
     def upstream_calls(self) -> list[dict[str, Any]]:
         return list(self.upstream_raw("GET", "/_calls").json())

@@ -142,7 +142,7 @@ class ServiceProvider:
             return None
         from truthlens.llm import LLMClient
 
-        return LLMClient(dict(config.models), on_call=self._telemetry.record_model_call,
+        return LLMClient(dict(config.models), on_call=self._telemetry.model_call_recorder(config.models),
                          tracer=self._telemetry.tracer)
 
     def queue_depth(self) -> int | None:

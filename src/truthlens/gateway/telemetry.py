@@ -11,6 +11,11 @@ Latency observations made inside a sampled span carry its trace and span id as a
 Prometheus sees them when it scrapes the OpenMetrics format (``Accept:
 application/openmetrics-text``). ``prometheus_client`` drops exemplars in multi-process mode.
 
+Labels are bounded: every label value comes from the code or the config, never from a client
+(a client-chosen model name would grow a series per name for the life of the process). Model
+names are labelled through :meth:`Telemetry.model_call_recorder`, which keeps the config's
+``models:`` names and writes anything else as ``other``.
+
 Worker processes: when ``PROMETHEUS_MULTIPROC_DIR`` is set *before* ``prometheus_client`` is
 first imported, every process writes its samples there and :func:`start_metrics_server` in
 the parent serves the aggregate. The parent calls :func:`mark_process_dead` for each worker
@@ -21,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -50,6 +55,9 @@ LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0
 ITERATION_BUCKETS = (0, 1, 2, 3, 4, 5, 6, 8, 10)
 
 _PROPAGATOR = TraceContextTextMapPropagator()
+
+# The label of every value outside a configured set.
+OTHER_LABEL = "other"
 
 
 def multiprocess_dir() -> str | None:
@@ -204,7 +212,18 @@ class Telemetry:
         self.metrics.iterations.labels(decision, mode).observe(n)
 
     def record_model_call(self, model: str, role: str) -> None:
+        """Count a model call; ``model`` must already be a bounded label (see :meth:`model_call_recorder`)."""
         self.metrics.models_used.labels(model, role).inc()
+
+    def model_call_recorder(self, model_names: Iterable[str]) -> Callable[[str, str], None]:
+        """``record_model_call`` for one ``models:`` section: a model it names is its own label,
+        any other (e.g. a client's model served by ``default``) is ``other``."""
+        known = frozenset(model_names)
+
+        def record(model: str, role: str) -> None:
+            self.record_model_call(model if model in known else OTHER_LABEL, role)
+
+        return record
 
     def record_error(self, reason: str) -> None:
         self.metrics.errors.labels(normalize_reason(reason)).inc()

@@ -23,7 +23,12 @@ Rule (YAML or JSON; every key optional)::
 ``contents`` are drawn in order across choices and successive calls of the rule (the last one
 repeats unless ``cycle``). Control endpoints: ``POST /_script`` (replace the rules),
 ``GET /_calls`` (the call log: each request's body and headers, so tests can see the W3C
-``traceparent`` every call arrived with), ``POST /_reset`` (clear the log and the rules' counters).
+``traceparent`` every call arrived with), ``POST /_reset`` (clear the log and the rules' counters),
+``GET|POST /_options`` (server options, each key optional; the script and ``/_reset`` leave them):
+
+    decode_paths: false   # serve a path the way a lenient server reads it: percent-decoded (%2F
+                          # included), repeated slashes merged, dot segments resolved
+    extra_headers: {}     # response headers added to every answer (chat, models, health)
 
 Run: ``python -m truthlens.testing.upstream --host 127.0.0.1 --port 8000 [--script FILE]``;
 embed: ``async with ScriptedUpstream(rules, port=0) as up: up.base_url``.
@@ -36,16 +41,20 @@ import asyncio
 import gzip
 import json
 import math
+import posixpath
 import re
 import time
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import yaml
 from aiohttp import web
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 DEFAULT_CONTENT = "This is the scripted upstream's default answer."
 _TOKEN_RE = re.compile(r"\s*\S+|\s+")
@@ -283,7 +292,8 @@ class ScriptedUpstream:
     """The aiohttp application plus its rules, counters and call log."""
 
     def __init__(self, rules: Iterable[Rule | Mapping[str, Any]] = (), *, host: str = "127.0.0.1",
-                 port: int = 0, default: Rule = DEFAULT_RULE) -> None:
+                 port: int = 0, default: Rule = DEFAULT_RULE, decode_paths: bool = False,
+                 extra_headers: Mapping[str, str] | None = None) -> None:
         self.host = host
         self.port = port
         self.default = default
@@ -293,13 +303,22 @@ class ScriptedUpstream:
         self._drawn: dict[int, int] = {}  # rule position -> contents drawn
         self._ids = 0
         self._runner: web.AppRunner | None = None
-        self.app = web.Application(client_max_size=64 * 1024 * 1024)
+        self.decode_paths = decode_paths
+        self.extra_headers: dict[str, str] = dict(extra_headers or {})
+        self.app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[self._lenient])
         self.app.router.add_post("/v1/chat/completions", self._chat)
         self.app.router.add_get("/v1/models", self._models)
         self.app.router.add_get("/health", self._health)
         self.app.router.add_post("/_script", self._script)
         self.app.router.add_get("/_calls", self._calls)
         self.app.router.add_post("/_reset", self._reset)
+        self.app.router.add_get("/_options", self._options)
+        self.app.router.add_post("/_options", self._options)
+        self.app.on_response_prepare.append(self._add_extra_headers)
+        self._served: dict[tuple[str, str], Handler] = {
+            ("POST", "/v1/chat/completions"): self._chat, ("GET", "/v1/models"): self._models,
+            ("GET", "/health"): self._health,
+        }
 
     # -- lifecycle --------------------------------------------------------------------------
     @property
@@ -385,6 +404,45 @@ class ScriptedUpstream:
     async def _reset(self, request: web.Request) -> web.Response:
         self.reset()
         return web.json_response({"ok": True})
+
+    async def _options(self, request: web.Request) -> web.Response:
+        if request.method == "POST":
+            try:
+                self.set_options(await request.json())
+            except (ScriptError, ValueError) as exc:
+                return web.json_response({"error": str(exc)}, status=400)
+        return web.json_response({"decode_paths": self.decode_paths, "extra_headers": self.extra_headers})
+
+    def set_options(self, raw: Any) -> None:
+        """Apply ``/_options`` keys (each optional); a bad key or value changes nothing."""
+        if not isinstance(raw, Mapping):
+            raise ScriptError("options: expected a mapping")
+        unknown = set(raw) - {"decode_paths", "extra_headers"}
+        if unknown:
+            raise ScriptError(f"options: unknown keys {sorted(unknown)}")
+        decode = _typed(raw, "decode_paths", bool, "options")
+        headers = _typed(raw, "extra_headers", dict, "options")
+        if headers is not None and not all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items()):
+            raise ScriptError("options.extra_headers: names and values must be strings")
+        if decode is not None:
+            self.decode_paths = decode
+        if headers is not None:
+            self.extra_headers = dict(headers)
+
+    async def _add_extra_headers(self, request: web.Request, response: web.StreamResponse) -> None:
+        if self.extra_headers and not request.path.startswith("/_"):
+            response.headers.update(self.extra_headers)
+
+    @web.middleware
+    async def _lenient(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """A path no route names: with ``decode_paths``, read it as uvicorn-style servers do
+        (fully percent-decoded, slashes merged, dot segments resolved) and serve that."""
+        if self.decode_paths and request.match_info.http_exception is not None:
+            path = posixpath.normpath(unquote(request.raw_path.split("?", 1)[0]))
+            served = self._served.get((request.method, "/" + path.lstrip("/")))
+            if served is not None:
+                return await served(request)
+        return await handler(request)
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         try:
@@ -543,8 +601,8 @@ def _error(status: int, message: str, type_: str) -> web.Response:
 # Command line
 
 
-async def _serve(host: str, port: int, rules: tuple[Rule, ...]) -> None:
-    async with ScriptedUpstream(rules, host=host, port=port) as up:
+async def _serve(host: str, port: int, rules: tuple[Rule, ...], decode_paths: bool = False) -> None:
+    async with ScriptedUpstream(rules, host=host, port=port, decode_paths=decode_paths) as up:
         print(f"scripted upstream (test double, not a model) on {up.base_url} with {len(rules)} rules", flush=True)
         await asyncio.Event().wait()
 
@@ -554,10 +612,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--script", help="YAML/JSON file with the rules")
+    parser.add_argument("--decode-paths", action="store_true",
+                        help="serve percent-encoded, doubled-slash and dot-segment paths decoded (a lenient server)")
     args = parser.parse_args(argv)
     rules = load_script(args.script) if args.script else ()
     try:
-        asyncio.run(_serve(args.host, args.port, rules))
+        asyncio.run(_serve(args.host, args.port, rules, args.decode_paths))
     except KeyboardInterrupt:
         pass
 
