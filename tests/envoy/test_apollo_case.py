@@ -22,6 +22,7 @@ from harness import Stack, chat_body, decision
 from shipped_inputs import APOLLO_CONTEXT, APOLLO_FIXED, APOLLO_QUESTION, APOLLO_WRONG, APOLLO_WRONG_PERSON
 
 from truthlens.modes.prompts import REFINE_MARKER
+from truthlens.modes.quoting import read_data
 
 pytestmark = pytest.mark.envoy
 
@@ -76,9 +77,10 @@ def test_standard_example_refines_it_into_the_grounded_answer(stack: Stack) -> N
     calls = stack.upstream_calls()
     assert [c["rule"] for c in calls] == ["primary", "refine"]
     # The refine prompt names the flagged span and what is wrong with it.
-    prompt = "\n".join(str(m.get("content")) for m in calls[1]["messages"])
-    assert f'"{APOLLO_WRONG_PERSON}" (hallucination confidence' in prompt
-    assert "a name the context does not mention" in prompt
+    data = read_data(str(calls[1]["messages"][-1]["content"]))
+    assert data is not None
+    named = [s for s in data["flagged_spans"] if APOLLO_WRONG_PERSON in s["text"]]
+    assert named and named[0]["why"] == "a name the context does not mention"
 
 
 def test_premium_example_replaces_the_wrong_claim_with_the_verifiers(stack: Stack) -> None:

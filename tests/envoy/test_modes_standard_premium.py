@@ -27,7 +27,7 @@ from shipped_inputs import (
 )
 
 from truthlens.modes.claims import align, segment
-from truthlens.modes.prompts import REFINE_MARKER
+from truthlens.modes.prompts import REFINE_MARKER, VERDICT_MARKER
 
 pytestmark = pytest.mark.envoy
 
@@ -103,7 +103,12 @@ def test_standard_slow_refine_stays_within_the_budget(stack: Stack) -> None:
 
 
 def verifier_script(b_reply: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{"name": "a", "match": {"model": "verifier-a"}, "reply": {"content": PAVILION_VERIFIER}},
+    # Premium asks each verifier for its verdict on the claims it checks (the verdict prompt): these
+    # verifiers name Gaudi, so they refute the claim that Brunel designed the pavilion.
+    verdicts = [{"name": f"{m}-verdicts", "match": {"model": f"verifier-{m}", "user": VERDICT_MARKER},
+                 "reply": {"verdicts": {"Brunel": "refuted", "*": "supported"}}} for m in ("a", "b")]
+    return [*verdicts,
+            {"name": "a", "match": {"model": "verifier-a"}, "reply": {"content": PAVILION_VERIFIER}},
             {"name": "b", "match": {"model": "verifier-b"}, "reply": b_reply},
             {"name": "primary", "match": {"model": "test-model"}, "reply": {"content": PAVILION_PRIMARY}}]
 
@@ -122,7 +127,8 @@ def test_premium_replaces_the_disputed_claim(stack: Stack) -> None:
     assert resp.headers["x-truthlens-detected"] == "false"
     assert resp.headers["x-truthlens-consensus"] == "true"
     assert resp.headers["x-truthlens-verifiers"] == "2/2"
-    assert sorted(c["model"] for c in stack.upstream_calls()) == ["test-model", "verifier-a", "verifier-b"]
+    assert sorted(c["model"] for c in stack.upstream_calls() if not c["rule"].endswith("-verdicts")) == \
+        ["test-model", "verifier-a", "verifier-b"]
 
 
 def test_premium_survives_a_failing_verifier(stack: Stack) -> None:
@@ -146,7 +152,7 @@ def test_example_configs_work_as_shipped(stack: Stack, mode: str) -> None:
     # Standard refines the wrong answer; premium's verifiers dispute its claim and the judge synthesises.
     question, context, wrong, fixed = ((QUESTION, CONTEXT, WRONG, FIXED) if mode == "standard" else
                                        (PAVILION_QUESTION, [PAVILION_CONTEXT], PAVILION_PRIMARY, PAVILION_JUDGED))
-    stack.set_script([*verifier_script({"content": PAVILION_VERIFIER})[:2],
+    stack.set_script([*verifier_script({"content": PAVILION_VERIFIER})[:4],
                       {"name": "refine", "match": {"any": REFINE_MARKER}, "reply": {"content": fixed}},
                       {"name": "judge", "match": {"model": "judge"}, "reply": {"content": fixed}},
                       {"name": "primary", "match": {"model": "primary"}, "reply": {"content": wrong}}])
@@ -155,4 +161,5 @@ def test_example_configs_work_as_shipped(stack: Stack, mode: str) -> None:
     assert resp.headers["x-truthlens-mode"] == mode
     assert resp.json()["choices"][0]["message"]["content"] == fixed  # refined, or the judge's synthesis
     roles = {c["rule"] for c in stack.upstream_calls()}
-    assert roles == ({"primary", "refine"} if mode == "standard" else {"primary", "a", "b", "judge"})
+    assert roles == ({"primary", "refine"} if mode == "standard" else
+                     {"primary", "a", "b", "a-verdicts", "b-verdicts", "judge"})

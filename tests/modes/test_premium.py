@@ -24,7 +24,8 @@ from truthlens.modes import premium
 from truthlens.modes.base import Exchange, Services
 from truthlens.modes.claims import align, segment
 from truthlens.modes.premium import DEFAULT_ABSTAIN, PremiumOptions
-from truthlens.modes.prompts import CONTEXT_MARKER, DEBATE_MARKER, JUDGE_MARKER
+from truthlens.modes.prompts import CONTEXT_MARKER, DEBATE_MARKER, JUDGE_MARKER, VERDICT_MARKER
+from truthlens.modes.quoting import read_data
 from truthlens.options import ConfigError, OptionContext
 from truthlens.testing.upstream import ScriptedUpstream
 
@@ -55,9 +56,20 @@ def premium_exchange(answers: list[str], options: PremiumOptions, budget_s: floa
     return exchange(answers, mode="premium", options=options, passages=CONTEXT, question=QUESTION, budget_s=budget_s)
 
 
+# Each verifier's verdicts on the claims it is asked about (premium's verdict prompt): a model
+# whose answer names another designer refutes the claim that Brunel (or that other one) designed it.
+REFUTES_BRUNEL = {"Brunel": "refuted", "*": "supported"}
+
+
+def verdict_rules(a: dict[str, str] | None = None, b: dict[str, str] | None = None) -> list[dict[str, object]]:
+    return [{"name": f"{m}-verdicts", "match": {"model": f"verifier-{m}", "user": VERDICT_MARKER},
+             "reply": {"verdicts": v or REFUTES_BRUNEL}} for m, v in (("a", a), ("b", b))]
+
+
 def verifiers(a: dict[str, object], b: dict[str, object],
               judge: dict[str, object] | None = None) -> list[dict[str, object]]:
-    rules = [{"name": "a", "match": {"model": "verifier-a"}, "reply": a},
+    rules = [*verdict_rules(),
+             {"name": "a", "match": {"model": "verifier-a"}, "reply": a},
              {"name": "b", "match": {"model": "verifier-b"}, "reply": b}]
     if judge is not None:
         rules.append({"name": "judge", "match": {"model": "judge"}, "reply": judge})
@@ -101,12 +113,15 @@ async def test_disagreeing_segment_is_replaced_by_the_most_reliable_verifier(
     assert verdict.attributes["premium.replaced"] == (1,) and verdict.attributes["premium.removed"] == (0,)
     assert verdict.headers["x-truthlens-verifiers"] == "2/2"
     assert verdict.headers["x-truthlens-consensus"] == "true"  # both verifiers agree on Gaudi
-    calls = {c.model: c for c in upstream.calls}
+    calls = {c.model: c for c in upstream.calls if c.rule in ("a", "b")}
     assert set(calls) == {"verifier-a", "verifier-b"}
-    for call in calls.values():  # same request, the out-of-band passages added as context
-        assert call.messages[0]["role"] == "system" and CONTEXT_MARKER in call.messages[0]["content"]
-        assert CONTEXT[0] in call.messages[0]["content"]
+    for call in calls.values():  # same request, the out-of-band passages added as quoted context
+        assert call.messages[0]["role"] == "user" and CONTEXT_MARKER in call.messages[0]["content"]
+        assert read_data(call.messages[0]["content"]) == {"context": list(CONTEXT)}
         assert call.messages[1:] == ({"role": "user", "content": QUESTION},)
+    # Each verifier judged the primary's claims against its own answer, the other one the replacement.
+    judged = [c.rule for c in upstream.calls if c.rule.endswith("-verdicts")]
+    assert len(judged) == 3 and set(judged) == {"a-verdicts", "b-verdicts"}
 
 
 @in_module_loop
@@ -202,7 +217,9 @@ async def test_judge_synthesises_from_the_claims_on_dispute_only(
     assert verdict.attributes["premium.judge"] == ("ok",)
     (judge_call,) = upstream.calls_for("judge")
     prompt = judge_call.messages[1]["content"]
-    assert JUDGE_MARKER in prompt and f"primary: {WRONG_CLAIM}" in prompt and CONTEXT[0] in prompt
+    data = read_data(prompt)
+    assert JUDGE_MARKER in prompt and data is not None and data["context"] == list(CONTEXT)
+    assert [d["primary"] for d in data["disputed_claims"]] == [WRONG_CLAIM]
     # A correct primary answer that the verifiers share needs no judge and no rewrite.
     upstream.set_rules(verifiers({"content": VERIFIER_A}, {"content": VERIFIER_A}, judge={"content": JUDGED}))
     agreed = await MODE.run(premium_exchange([VERIFIER_A], with_judge), services)

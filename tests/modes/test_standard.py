@@ -15,6 +15,7 @@ from truthlens.detector.types import Detector
 from truthlens.modes import standard
 from truthlens.modes.base import Services
 from truthlens.modes.prompts import REFINE_MARKER
+from truthlens.modes.quoting import read_data
 from truthlens.modes.standard import StandardOptions
 from truthlens.options import ConfigError, OptionContext
 from truthlens.testing.upstream import ScriptedUpstream
@@ -60,14 +61,19 @@ async def test_refine_that_fixes_the_span_is_taken(detector: Detector, upstream:
     (call,) = upstream.calls
     assert call.model == "primary" and call.rule == "refine"
     assert call.params["temperature"] == 0.0 and call.params["max_tokens"] == 200
-    prompt = "\n".join(m["content"] for m in call.messages)
-    assert CONTEXT[0] in prompt and QUESTION in prompt and WRONG[:20] in prompt
+    # The question, context, answer and spans arrive as the quoted data block of the user message.
+    assert call.messages[0]["role"] == "system" and call.messages[1]["role"] == "user"
+    data = read_data(call.messages[1]["content"])
+    assert data is not None
+    assert data["context"] == list(CONTEXT) and data["question"] == QUESTION and data["answer"] == WRONG
     assert first.spans, "the detector should flag a span of the wrong answer"
+    listed = {(s["text"], s["hallucination_confidence"]) for s in data["flagged_spans"]}
     for span in first.spans:
-        assert f"\"{span.text}\" (hallucination confidence {span.prob:.2f}" in prompt
+        assert (span.text, round(span.prob, 2)) in listed
     # 1925 and Albert Speer are not in the context: the fact check's spans say what is wrong.
     assert any(s.reason != "model" for s in first.spans)
-    assert "; a name the context does not mention)" in prompt or "; a date the context does not state)" in prompt
+    whys = {s.get("why") for s in data["flagged_spans"]}
+    assert "a name the context does not mention" in whys or "a date the context does not state" in whys
 
 
 @in_module_loop

@@ -1,16 +1,21 @@
 """Premium mode: cross-model consensus with segment replacement (TruthLens §3.3, §5.5; Finch-Zk).
 
 1. The verification models answer the same request in parallel (same messages; the query's
-   passages are added as a system message when the forwarded messages do not carry them).
+   passages are added, quoted, as a user message when the forwarded messages do not carry them).
 2. Each answer is split into claim segments (:mod:`truthlens.modes.claims`).
-3. Every segment of the primary answer is checked against every verifier's answer with the
-   hallucination DETECTOR used as an entailment checker: the verifier's answer is the passage,
-   the segment is the answer, and the segment counts as supported iff its score is below the
-   route threshold. A token classifier trained to flag unsupported answer spans reacts to a
-   changed number, date, name or a dropped "not" inside an otherwise identical sentence;
-   embedding similarity does not — "built in 1889" and "built in 1887" embed almost
-   identically, as do a claim and its negation — so cosine thresholds would call exactly the
-   hallucinations we want to catch "consistent".
+3. Every segment of the primary answer is checked against every verifier's answer by
+   entailment, from two sides. Each verifier states, in a strict JSON verdict per claim, whether
+   its own answer asserts the claim (``supported``), contradicts or denies it (``refuted``) or
+   neither (``unknown``): an answer that quotes a claim only to reject it shares the claim's
+   words yet refutes it, which no word-level check can tell. The hallucination DETECTOR is the
+   second side: the verifier's answer is the passage, the segment is the answer, supported iff
+   its score is below the route threshold. A token classifier trained to flag unsupported answer
+   spans reacts to a changed number, date, name or a dropped "not" inside an otherwise identical
+   sentence; embedding similarity does not — "built in 1889" and "built in 1887" embed almost
+   identically, as do a claim and its negation. A verifier votes for a claim only when its
+   verdict says ``supported`` and the detector does not find the claim unsupported; against it
+   when the verdict says ``refuted`` or the detector finds it unsupported; otherwise (no
+   verdict, an unreadable one, ``unknown``) it does not vote — never agreement.
 4. Votes over models (the primary counts as one vote for itself); more than half keeps a
    segment. An inconsistent segment is replaced by the aligned segment (highest token overlap)
    of the most reliable disagreeing verifier, where reliability is how well that model's whole
@@ -42,7 +47,14 @@ from truthlens.detector.types import Detection, DetectionInput, DetectorError
 from truthlens.llm import ChatCall, LLMError
 from truthlens.modes.base import ChoiceVerdict, Exchange, Services, Verdict
 from truthlens.modes.claims import Segment, align, rebuild, segment
-from truthlens.modes.prompts import context_message, debate_messages, judge_messages
+from truthlens.modes.prompts import Verdict as ClaimVerdict
+from truthlens.modes.prompts import (
+    context_message,
+    debate_messages,
+    judge_messages,
+    parse_verdicts,
+    verdict_messages,
+)
 from truthlens.modes.standard import detect_answer
 from truthlens.options import OptionContext, Section
 
@@ -55,6 +67,8 @@ DEFAULT_ABSTAIN = (
 )
 # Share of the remaining budget the verifiers may use; the rest is for detections and the judge.
 _VERIFY_SHARE = 0.6
+# Share of the remaining budget the verifiers' claim verdicts may use (the judge comes after).
+_VERDICT_SHARE = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,11 +288,39 @@ class PremiumMode:
             return [None] * len(pairs)
         return [None if d.score is None else d.score < exchange.threshold for d in detections]
 
+    async def _votes(self, exchange: Exchange, services: Services,
+                     asks: Sequence[tuple[_Verifier, Sequence[str]]]) -> list[list[bool | None]]:
+        """Per (verifier, claims): the verifier's vote on each claim — for (True), against (False),
+        none (None). See the module docstring, step 3: entailment decides, not shared words."""
+        pairs = [(v.text, claim) for v, claims in asks for claim in claims]
+        entailed, verdicts = await asyncio.gather(
+            self._entailed(exchange, services, pairs),
+            asyncio.gather(*(self._verdicts(exchange, services, v, claims) for v, claims in asks)))
+        detector = iter(entailed)
+        return [[_vote(said, next(detector)) for said in row] for row in verdicts]
+
+    async def _verdicts(self, exchange: Exchange, services: Services, verifier: _Verifier,
+                        claims: Sequence[str]) -> tuple[ClaimVerdict, ...]:
+        """The verifier's own verdict on each claim against its answer; ``unknown`` for every claim
+        when the call fails or the reply is not the requested JSON."""
+        unknown: tuple[ClaimVerdict, ...] = parse_verdicts("", len(claims))
+        if not claims or services.llm is None:
+            return unknown
+        deadline = time.monotonic() + _VERDICT_SHARE * exchange.remaining_s()
+        call = ChatCall(model=verifier.model, messages=verdict_messages(exchange.query.question, verifier.text, claims),
+                        role="verdict", temperature=0.0)
+        try:
+            result = await services.llm.chat(call, deadline=deadline)
+        except LLMError:
+            return unknown
+        return parse_verdicts(result.choices[0].text, len(claims))
+
     async def _cross_check(self, exchange: Exchange, services: Services, opts: PremiumOptions,
                            primary: str, verifiers: Sequence[_Verifier]) -> _CrossCheck:
         with services.tracer.start_as_current_span("truthlens.premium.cross_check") as span:
             segs = segment(primary)
-            votes = await self._entailed(exchange, services, [(v.text, s.text) for s in segs for v in verifiers])
+            claims = [s.text for s in segs]
+            votes = await self._votes(exchange, services, [(v, claims) for v in verifiers])
             replacements: dict[Segment, str | None] = {}
             agreed: list[str] = []
             disputed: list[tuple[Segment, list[tuple[str, str]]]] = []
@@ -286,7 +328,7 @@ class PremiumMode:
             pending: list[tuple[Segment, _Verifier, Segment]] = []
             unverified = 0
             for k, seg in enumerate(segs):
-                row = votes[k * len(verifiers):(k + 1) * len(verifiers)]
+                row = [by_verifier[k] for by_verifier in votes]
                 known = [(v, ok) for v, ok in zip(verifiers, row, strict=True) if ok is not None]
                 if not known:
                     unverified += 1
@@ -336,15 +378,16 @@ class PremiumMode:
         votes for it, the other verifiers are asked, the primary (which said otherwise) votes against."""
         if len(pending) < len(disputed):
             return False  # a claim was removed: no version of it won
-        pairs, owners = [], []
-        for k, (_, source, replacement) in enumerate(pending):
+        owners: dict[str, list[int]] = {v.model: [] for v in verifiers}  # verifier -> pending claims it judges
+        for k, (_, source, _) in enumerate(pending):
             for v in verifiers:
                 if v.model != source.model:
-                    pairs.append((v.text, replacement.text))
-                    owners.append(k)
-        verdicts = await self._entailed(exchange, services, pairs)
+                    owners[v.model].append(k)
+        asks = [(v, [pending[k][2].text for k in owners[v.model]]) for v in verifiers]
+        votes = await self._votes(exchange, services, asks)
         for k in range(len(pending)):
-            mine = [ok for owner, ok in zip(owners, verdicts, strict=True) if owner == k and ok is not None]
+            mine = [ok for v, row in zip(verifiers, votes, strict=True)
+                    for owner, ok in zip(owners[v.model], row, strict=True) if owner == k and ok is not None]
             # voters: the primary (against), the source (for) and every verifier with a verdict
             if (1 + sum(mine)) / (2 + len(mine)) <= 0.5:
                 return False
@@ -367,6 +410,15 @@ class PremiumMode:
         return ("ok", text) if text else ("failed:empty", hybrid)
 
 
+def _vote(verdict: ClaimVerdict, entailed: bool | None) -> bool | None:
+    """A verifier's vote on a claim from its own verdict and the detector's entailment check."""
+    if verdict == "refuted" or entailed is False:
+        return False
+    if verdict == "supported":
+        return True
+    return None  # unknown or unreadable: no vote, never agreement
+
+
 def _better(candidate: Detection, incumbent: Detection) -> bool:
     """Strictly lower score wins; an unscored candidate never replaces anything."""
     if candidate.score is None:
@@ -375,11 +427,15 @@ def _better(candidate: Detection, incumbent: Detection) -> bool:
 
 
 def _with_context(messages: Sequence[Mapping[str, Any]], passages: Sequence[str]) -> list[Mapping[str, Any]]:
-    """The forwarded messages, plus the passages as a system message when none of them carries them."""
+    """The forwarded messages, plus the passages as a quoted user message when none of them carries
+    them: after the client's leading system messages (chat templates want those first), never in one."""
     text = "\n".join(str(m.get("content", "")) for m in messages)
     if all(p in text for p in passages):
         return list(messages)
-    return [context_message(passages), *messages]
+    lead = 0
+    while lead < len(messages) and messages[lead].get("role") in ("system", "developer"):
+        lead += 1
+    return [*messages[:lead], context_message(passages), *messages[lead:]]
 
 
 def build() -> PremiumMode:

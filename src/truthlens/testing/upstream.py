@@ -18,7 +18,13 @@ Rule (YAML or JSON; every key optional)::
     reply: {content: "...", contents: ["choice 0 / call 1", "..."], cycle: false,
             status: 200, delay_s: 0, chunk_delay_s: 0, chunk_tokens: 2, error_body: {...},
             raw_body: "...", content_type: "...", content_encoding: gzip, break_sse: false,
-            drop_after_chunks: 3, confidence: 0.9, logprobs: [-0.1, ...], finish_reason: stop}
+            drop_after_chunks: 3, confidence: 0.9, logprobs: [-0.1, ...], finish_reason: stop,
+            verdicts: {"substring": "refuted", "*": "supported"}}
+
+``verdicts`` scripts a verifier's claim verdicts (premium's verdict prompt): the reply is the
+JSON ``{"verdicts": [{"claim": n, "verdict": ...}]}`` for the claims quoted in the request's
+data block, each claim getting the verdict of the first key it contains (``*``: any other
+claim; without it ``unknown``).
 
 ``contents`` are drawn in order across choices and successive calls of the rule (the last one
 repeats unless ``cycle``). Control endpoints: ``POST /_script`` (replace the rules),
@@ -54,9 +60,12 @@ from urllib.parse import unquote
 import yaml
 from aiohttp import web
 
+from truthlens.modes.quoting import read_data
+
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 DEFAULT_CONTENT = "This is the scripted upstream's default answer."
+_VERDICTS = ("supported", "refuted", "unknown")
 _TOKEN_RE = re.compile(r"\s*\S+|\s+")
 
 
@@ -94,6 +103,7 @@ class Reply:
     confidence: float | None = None
     logprobs: tuple[float, ...] = ()
     finish_reason: str = "stop"
+    verdicts: tuple[tuple[str, str], ...] = ()  # (substring or "*", verdict), in order
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +198,10 @@ def parse_rule(raw: Mapping[str, Any], index: int = 0) -> Rule:
     if encoding not in (None, "gzip", "identity"):
         raise ScriptError(f"{rw}.content_encoding: only gzip or identity")
     chunk_tokens = _typed(r, "chunk_tokens", int, rw)
+    verdicts = _typed(r, "verdicts", Mapping, rw) or {}
+    for key, value in verdicts.items():
+        if not isinstance(key, str) or value not in _VERDICTS:
+            raise ScriptError(f"{rw}.verdicts: each key must be text and each value one of {list(_VERDICTS)}")
     if chunk_tokens is not None and chunk_tokens < 1:
         raise ScriptError(f"{rw}.chunk_tokens: must be >= 1")
     reply = Reply(
@@ -207,6 +221,7 @@ def parse_rule(raw: Mapping[str, Any], index: int = 0) -> Rule:
         confidence=float(confidence) if confidence is not None else None,
         logprobs=tuple(float(x) for x in logprobs),
         finish_reason=_typed(r, "finish_reason", str, rw) or "stop",
+        verdicts=tuple(verdicts.items()),
     )
     return Rule(name=_typed(raw, "name", str, where) or f"rule{index}", match=match, reply=reply)
 
@@ -257,6 +272,22 @@ def _matches(rule: Rule, model: str, messages: Sequence[Mapping[str, Any]], seen
         and _hit(systems, m.system, m.system_regex)
         and _hit(everything, m.any, m.any_regex)
     )
+
+
+def verdict_reply(verdicts: Sequence[tuple[str, str]], messages: Sequence[Mapping[str, Any]]) -> str:
+    """The scripted verdicts for the claims quoted in the last user message's data block."""
+    users = [message_text(m) for m in messages if m.get("role") == "user"]
+    data = read_data(users[-1]) if users else None
+    claims = data.get("claims") if data else None
+    if not isinstance(claims, list):
+        return "no claims to judge"  # unparseable as verdicts, as a confused model's reply would be
+    out = []
+    for item in claims:
+        text = str(item.get("text", "")) if isinstance(item, Mapping) else ""
+        verdict = next((v for k, v in verdicts if k != "*" and k in text),
+                       next((v for k, v in verdicts if k == "*"), "unknown"))
+        out.append({"claim": item.get("claim") if isinstance(item, Mapping) else None, "verdict": verdict})
+    return json.dumps({"verdicts": out})
 
 
 def tokens_of(text: str) -> list[str]:
@@ -371,7 +402,9 @@ class ScriptedUpstream:
                 return i, rule
         return -1, self.default
 
-    def _draw(self, key: int, reply: Reply, n: int) -> list[str]:
+    def _draw(self, key: int, reply: Reply, n: int, messages: Sequence[Mapping[str, Any]] = ()) -> list[str]:
+        if reply.verdicts:
+            return [verdict_reply(reply.verdicts, messages)] * n
         if not reply.contents:
             return [reply.content if reply.content is not None else DEFAULT_CONTENT] * n
         out = []
@@ -467,7 +500,7 @@ class ScriptedUpstream:
                                     content_type=reply.content_type or "text/plain")
             return web.json_response(reply.error_body or _error_payload(reply.status), status=reply.status)
         n = int(body.get("n") or 1)
-        contents = self._draw(key, reply, n)
+        contents = self._draw(key, reply, n, messages)
         self._ids += 1
         completion_id = f"chatcmpl-scripted-{self._ids}"
         top = int(body.get("top_logprobs") or 0)

@@ -1,7 +1,10 @@
 """The ACR agents' prompt templates and the parsers of their replies.
 
 Every prompt opens with a system line carrying a task tag (``[acr:internal-rewrite]``, ...)
-so a log line, a trace or a scripted test upstream can tell the agent calls apart.
+so a log line, a trace or a scripted test upstream can tell the agent calls apart. System lines
+hold only our fixed instructions; the question, passages, answers, triples and premises (all
+untrusted: the client's or a model's text) go quoted into the user message's data block
+(:mod:`truthlens.modes.quoting`).
 Parsers are lenient about format (models drift) but never invent content: an unparseable
 reply yields nothing, not a guess.
 """
@@ -9,9 +12,11 @@ reply yields nothing, not a guess.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
+
+from truthlens.modes.quoting import quoted_prompt
 
 Message = dict[str, str]
 InternalTemplate = Literal["rewrite", "chain_of_thought", "counterfactual", "contrast"]
@@ -30,34 +35,39 @@ _ANSWER_RULE = (
 # ACR §4.1.1, Fig. 3: four angles on the same question, each asked WITHOUT the context.
 _INTERNAL: dict[InternalTemplate, str] = {
     "rewrite": (
-        "Restate the question below in different words (a paraphrase with another sentence "
-        "structure), then answer the restated question.\n\nQuestion: {question}"
+        "Restate the question in the data block in different words (a paraphrase with another "
+        "sentence structure), then answer the restated question."
     ),
     "chain_of_thought": (
-        "Think step by step about the question below: write the intermediate facts and the "
-        "reasoning that connects them, then give the answer.\n\nQuestion: {question}"
+        "Think step by step about the question in the data block: write the intermediate facts and "
+        "the reasoning that connects them, then give the answer."
     ),
     "counterfactual": (
-        "Turn the question below into a true/false statement about the most likely answer, "
-        "judge whether the statement is true or false and say why, then give the correct "
-        "answer.\n\nQuestion: {question}"
+        "Turn the question in the data block into a true/false statement about the most likely "
+        "answer, judge whether the statement is true or false and say why, then give the correct "
+        "answer."
     ),
     "contrast": (
-        "Name an entity similar to the one the question below is about that could be confused "
-        "with it, state how the two differ on what is asked, then answer for the entity the "
-        "question is really about.\n\nQuestion: {question}"
+        "Name an entity similar to the one the question in the data block is about that could be "
+        "confused with it, state how the two differ on what is asked, then answer for the entity "
+        "the question is really about."
     ),
 }
 
 
 def _system(tag: str, text: str) -> Message:
+    """Our fixed instructions only; every untrusted text goes into the user message's data block."""
     return {"role": "system", "content": f"[acr:{tag}] {text}"}
+
+
+def _user(task: str, fields: Mapping[str, Any]) -> Message:
+    return {"role": "user", "content": quoted_prompt(task, fields)}
 
 
 def internal_messages(template: InternalTemplate, question: str) -> list[Message]:
     return [
         _system(f"internal-{template.replace('_', '-')}", "You answer from your own knowledge. " + _ANSWER_RULE),
-        {"role": "user", "content": _INTERNAL[template].format(question=question)},
+        _user(_INTERNAL[template], {"question": question}),
     ]
 
 
@@ -71,13 +81,13 @@ def triples_messages(passage: str, question: str) -> list[Message]:
             "<s>subject | relation | object</s>. Write nothing else; write NONE if the text "
             "holds no relevant fact.",
         ),
-        {"role": "user", "content": f"Text: {passage}\n\nQuestion: {question}"},
+        _user("The text is in the data block under text, the question under question.",
+              {"text": passage, "question": question}),
     ]
 
 
 def verify_messages(question: str, triples: Sequence[Triple]) -> list[Message]:
     """ACR §4.1.2 alignment check, batched: one yes/no line per numbered triple."""
-    listing = "\n".join(f"{i}. {t.render()}" for i, t in enumerate(triples, start=1))
     return [
         _system(
             "verify-triples",
@@ -86,19 +96,22 @@ def verify_messages(question: str, triples: Sequence[Triple]) -> list[Message]:
             "entities and whether its relation means the same as the question's relation. "
             "Reply with one line per triple, '<number>: yes' or '<number>: no', nothing else.",
         ),
-        {"role": "user", "content": f"Question: {question}\n\nCandidate triples:\n{listing}"},
+        _user("The question is in the data block under question, the numbered candidate triples "
+              "under candidate_triples.",
+              {"question": question,
+               "candidate_triples": [{"number": i, "triple": t.render()} for i, t in enumerate(triples, start=1)]}),
     ]
 
 
 def external_answer_messages(question: str, triples: Sequence[Triple]) -> list[Message]:
-    facts = "\n".join(t.render() for t in triples)
     return [
         _system(
             "external-answer",
             "Answer the question in natural language using only the facts given as triples. "
             "Add no other information. Finish with one final line 'Answer: <short answer>'.",
         ),
-        {"role": "user", "content": f"Facts:\n{facts}\n\nQuestion: {question}"},
+        _user("The facts are in the data block under facts, the question under question.",
+              {"facts": [t.render() for t in triples], "question": question}),
     ]
 
 
@@ -114,7 +127,8 @@ def perturb_messages(question: str, answer: str) -> list[Message]:
             "the same kind>\n"
             "time_shift: <the premise moved to another time or circumstance>",
         ),
-        {"role": "user", "content": f"Question: {question}\nAnswer: {answer}"},
+        _user("The question is in the data block under question, the answer under answer.",
+              {"question": question, "answer": answer}),
     ]
 
 
@@ -125,7 +139,8 @@ def counterfactual_answer_messages(question: str, premise: str) -> list[Message]
             "Assume the stated premise holds, even if it contradicts what you know, and answer "
             "the question under it. Finish with one final line 'Answer: <short answer>'.",
         ),
-        {"role": "user", "content": f"Premise: {premise}\n\nQuestion: {question}"},
+        _user("The premise is in the data block under premise, the question under question.",
+              {"premise": premise, "question": question}),
     ]
 
 
@@ -145,14 +160,11 @@ def fusion_messages(
             "briefly that the sources disagree when the weights are close. Do not add facts "
             "that neither candidate contains.",
         ),
-        {
-            "role": "user",
-            "content": (
-                f"Question: {question}\n\n"
-                f"Candidate from model knowledge (weight {w_int}): {internal}\n"
-                f"Candidate from retrieved documents (weight {w_ext}): {external}"
-            ),
-        },
+        # The weights are ours, so they stay in the instructions; the candidates are quoted.
+        _user(f"The question is in the data block under question. The candidate from model knowledge "
+              f"(weight {w_int}) is under from_model_knowledge, the candidate from retrieved documents "
+              f"(weight {w_ext}) under from_retrieved_documents.",
+              {"question": question, "from_model_knowledge": internal, "from_retrieved_documents": external}),
     ]
 
 
