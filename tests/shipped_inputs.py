@@ -53,10 +53,13 @@ PAVILION_JUDGED = "The Harbour Pavilion in Rotterdam was designed by Antoni Gaud
 # kept this short on purpose: with "Neil Armstrong and Buzz Aldrin landed on the Moon" in it,
 # every name would be supported and the verdict would rest on the model alone. The fix is the
 # context's own sentence, word for word (probed: score 0.0, with and without the fact check).
-APOLLO_CONTEXT = "Michael Collins flew the Command Module Columbia alone in lunar orbit."
+APOLLO_CONTEXT = (
+    "Commander Neil Armstrong and Lunar Module Pilot Buzz Aldrin landed the Apollo Lunar Module Eagle on July 20, "
+    "1969. Michael Collins flew the Command Module Columbia alone in lunar orbit while they were on the Moon's surface."
+)
 APOLLO_QUESTION = "Who stayed in lunar orbit aboard Columbia during the Apollo 11 Moon landing?"
 APOLLO_WRONG = (
     "Buzz Aldrin stayed in lunar orbit aboard the Command Module Columbia while Armstrong and Collins landed."
 )
 APOLLO_WRONG_PERSON = "Buzz Aldrin"
-APOLLO_FIXED = "Michael Collins flew the Command Module Columbia alone in lunar orbit."
+APOLLO_FIXED = "Michael Collins stayed in lunar orbit aboard Columbia while Armstrong and Aldrin landed on the Moon."

@@ -15,6 +15,7 @@ give a checkpoint within int8 rounding of the original, which fine-tuning then m
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import shutil
 from pathlib import Path
@@ -25,31 +26,39 @@ import torch
 from onnx import numpy_helper
 from transformers import AutoConfig, AutoModelForTokenClassification
 
-_LINEAR_NODE = re.compile(r"^/model/(?P<path>.+)/MatMul_quant$")
+RECOVERED = "recovered.json"
+# "/model/bert/encoder/layer.2/attention/self/query/MatMul_quant", ".../query/Add",
+# ".../output/LayerNorm/LayerNormalization": the node name is the PyTorch module path.
+_NODE = re.compile(r"^/model/(?P<path>.+?)(?:/(?P<op>MatMul_quant|Add|LayerNormalization))$")
 
 
 def recovered_state(model_path: Path) -> dict[str, np.ndarray]:
-    """PyTorch parameter name → fp32 array, for every weight of the quantised BERT graph."""
+    """PyTorch parameter name → fp32 array, for every weight of the quantised BERT graph.
+
+    Parameters are found through the nodes that use them (the exporter shares one initialiser
+    between equal tensors, e.g. zero biases, so initialiser names alone can miss some)."""
     graph = onnx.load(str(model_path)).graph
     inits = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
     state: dict[str, np.ndarray] = {}
     for name, value in inits.items():
-        if name.startswith("model.") and value.dtype == np.float32 and not name.endswith("_scale"):
-            state[name.removeprefix("model.")] = value
-        elif name.startswith("model.") and name.endswith(".weight_quantized"):  # embeddings, per tensor
+        if name.startswith("model.") and name.endswith(".weight_quantized"):  # embeddings, per tensor
             base = name.removesuffix("_quantized")
             q = value.astype(np.float32) - inits[f"{base}_zero_point"].astype(np.float32)
             state[base.removeprefix("model.")] = q * inits[f"{base}_scale"]
     for node in graph.node:
-        match = _LINEAR_NODE.match(node.name)
-        if node.op_type != "MatMulInteger" or match is None:
+        match = _NODE.match(node.name)
+        if match is None:
             continue
-        weight = node.input[1]
-        base = weight.removesuffix("_quantized")
-        q = inits[weight].astype(np.float32) - inits[f"{base}_zero_point"].astype(np.float32)
-        dense = q * inits[f"{base}_scale"]  # [in, out], one scale per output channel
         layer = match["path"].replace("/", ".")
-        state[f"{layer}.weight"] = dense.T.copy()
+        floats = [x for x in node.input if x in inits and inits[x].dtype == np.float32]
+        if node.op_type == "MatMulInteger" and match["op"] == "MatMul_quant":
+            base = node.input[1].removesuffix("_quantized")
+            q = inits[node.input[1]].astype(np.float32) - inits[f"{base}_zero_point"].astype(np.float32)
+            state[f"{layer}.weight"] = (q * inits[f"{base}_scale"]).T.copy()  # [in, out] → nn.Linear's [out, in]
+        elif node.op_type == "Add" and match["op"] == "Add" and len(floats) == 1:
+            state[f"{layer}.bias"] = inits[floats[0]]
+        elif node.op_type == "LayerNormalization" and len(node.input) == 3 and all(x in inits for x in node.input[1:]):
+            state[f"{layer}.weight"], state[f"{layer}.bias"] = inits[node.input[1]], inits[node.input[2]]
     return state
 
 
@@ -69,6 +78,10 @@ def recover(model_dir: Path, out: Path, config_dir: Path) -> Path:
     model.load_state_dict(state, strict=False)
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
+    # The runs that trained the graph, so the next model's manifest names its whole lineage.
+    manifest = json.loads((model_dir / "manifest.json").read_text())
+    provenance = {"recovered_from": str(model_dir), "training": manifest.get("source", {}).get("training", [])}
+    (out / RECOVERED).write_text(json.dumps(provenance, indent=2) + "\n")
     shutil.copyfile(model_dir / "tokenizer.json", out / "tokenizer.json")
     for name in ("vocab.txt", "tokenizer_config.json", "special_tokens_map.json"):
         if (config_dir / name).exists():

@@ -18,6 +18,7 @@ from pathlib import Path
 from training.corpus.splits import read_jsonl
 from training.evaluate import OnnxTagger, score
 from training.handchecks import run as run_handchecks
+from training.recover import RECOVERED
 from truthlens.detector.export import export_model
 
 DEFAULT_MODEL = Path("src/truthlens/detector/default_model")
@@ -54,6 +55,11 @@ def training_stages(checkpoint: Path) -> list[dict[str, object]]:
         stages.insert(0, stage)
         parent = Path(str(recorded.get("base_dir", "")))
         directory = parent if recorded.get("base_dir") and parent != directory else None
+        if directory is not None and (directory / RECOVERED).is_file():
+            # Continued from a checkpoint rebuilt from a shipped graph: its runs come first.
+            earlier = json.loads((directory / RECOVERED).read_text()).get("training", [])
+            stages[:0] = [dict(stage) for stage in earlier]
+            break
     return stages
 
 

@@ -20,7 +20,7 @@ from truthlens.detector.cli import main as detect_main
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.factory import check_settings, create_detector
 from truthlens.detector.facts import Finding
-from truthlens.detector.fusion import REASON_WEIGHTS, fuse, label
+from truthlens.detector.fusion import REASON_WEIGHTS, RESTATED_KEEP, discount_restated, fuse, label
 from truthlens.detector.spans import SpanRules, score_answer
 from truthlens.detector.types import DetectionInput, DetectorSettings
 from truthlens.gateway.config import parse_config
@@ -125,3 +125,13 @@ def test_cli_writes_the_reason_and_can_switch_the_check_off(tmp_path: Path, tiny
     assert [{k: s[k] for k in ("start", "end", "text", "reason")} for s in with_check["spans"]] == [
         {"start": 17, "end": 21, "text": "1991", "reason": "unsupported_date"}]
     assert without == {"score": 0.0, "detected": False, "spans": []}
+
+
+def test_restated_values_lower_the_model_inside_them_only() -> None:
+    offsets = np.array([[0, 3], [4, 8], [9, 15]], dtype=np.int64)
+    probs = np.array([0.2, 0.8, 0.7], dtype=np.float32)
+    lowered = discount_restated(probs, offsets, [(4, 8)])
+    assert lowered[1] == pytest.approx(0.8 * RESTATED_KEEP)
+    assert lowered[0] == pytest.approx(0.2) and lowered[2] == pytest.approx(0.7)
+    assert probs[1] == pytest.approx(0.8)  # a copy: the model's own output is not changed
+    assert discount_restated(probs, offsets, []) is probs

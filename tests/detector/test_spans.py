@@ -100,3 +100,26 @@ def test_multibyte_offsets_from_the_real_tokenizer(tokenizer_file: Path) -> None
     assert [s.text for s in spans] == ["😀", "北京"]
     for span in spans:
         assert answer[span.start : span.end] == span.text
+
+
+def test_span_mean_scores_the_best_span_as_a_whole() -> None:
+    answer = "aa bb cc dd"
+    offsets = _offsets([(0, 2), (3, 5), (6, 8), (9, 11)])
+    probs = np.array([0.95, 0.55, 0.1, 0.7], dtype=np.float32)
+    score, spans = score_answer(probs, offsets, answer, SpanRules(0.5, "span_mean"))
+    assert [s.text for s in spans] == ["aa bb", "dd"]
+    # "aa bb" averages 0.75, "dd" 0.7: the best span's mean, not its peak, not a product.
+    assert score == pytest.approx(0.75)
+
+
+def test_max_span_and_span_mean_do_not_grow_with_the_number_of_spans() -> None:
+    one = np.array([0.7, 0.1, 0.1, 0.1], dtype=np.float32)
+    many = np.array([0.7, 0.1, 0.7, 0.7], dtype=np.float32)
+    offsets = _offsets([(0, 2), (3, 5), (6, 8), (9, 11)])
+    for aggregation in ("max_span", "span_mean"):
+        rules = SpanRules(0.5, aggregation)  # type: ignore[arg-type]
+        assert score_answer(one, offsets, "aa bb cc dd", rules)[0] == pytest.approx(
+            score_answer(many, offsets, "aa bb cc dd", rules)[0]
+        )
+    noisy = SpanRules(0.5, "noisy_or")
+    assert score_answer(many, offsets, "aa bb cc dd", noisy)[0] > score_answer(one, offsets, "aa bb cc dd", noisy)[0]

@@ -4,11 +4,11 @@ the example configs as shipped.
 Real: Envoy, gRPC ext_proc, the processor, ONNX Runtime running the shipped detector with its
 fact check. Scripted: the upstream LLM (primary answer, refine answer, verifiers, judge).
 
-Why the verdicts do not hang on model probabilities: the context never names Buzz Aldrin, so
-the fact check calls "Buzz Aldrin" an unsupported entity and lifts its tokens to >= 0.8 (route
-threshold 0.5) whatever the model says; the corrected answer is the context's own sentence
-word for word, and premium's verifiers give that same sentence, which does not name Buzz
-Aldrin either (see ``tests/shipped_inputs.py``).
+The context is the whole paragraph, so every name of the wrong answer is in it: only the roles
+are wrong (Aldrin in orbit, Collins landing). The detector must see that, by its model or by
+its role check, and flag "Buzz Aldrin"; the corrected answer restates the paragraph in other
+words (Collins in orbit, Armstrong and Aldrin landing) and must come back clean. Premium's
+verifiers give the corrected answer (see ``tests/shipped_inputs.py``).
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def test_the_wrong_astronaut_is_detected_with_a_span_on_him(stack: Stack) -> Non
     start = APOLLO_WRONG.index(APOLLO_WRONG_PERSON)
     on_him = [s for s in spans if s["start"] <= start and start + len(APOLLO_WRONG_PERSON) <= s["end"]]
     assert on_him, spans
-    assert on_him[0]["reason"] == "unsupported_entity" and on_him[0]["prob"] >= 0.8
+    assert on_him[0]["reason"] in ("model", "misattributed_entity") and on_him[0]["prob"] >= 0.5
     assert APOLLO_WRONG[on_him[0]["start"] : on_him[0]["end"]] == on_him[0]["text"]
 
 
@@ -80,7 +80,9 @@ def test_standard_example_refines_it_into_the_grounded_answer(stack: Stack) -> N
     data = read_data(str(calls[1]["messages"][-1]["content"]))
     assert data is not None
     named = [s for s in data["flagged_spans"] if APOLLO_WRONG_PERSON in s["text"]]
-    assert named and named[0]["why"] == "a name the context does not mention"
+    assert named
+    if named[0].get("why") is not None:  # the role check's finding says what is wrong with it
+        assert named[0]["why"] == "the context says this of another name"
 
 
 def test_premium_example_replaces_the_wrong_claim_with_the_verifiers(stack: Stack) -> None:

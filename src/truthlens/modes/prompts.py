@@ -77,6 +77,7 @@ _WHY = {
     "unsupported_unit": "the context gives this value in another unit",
     "unsupported_date": "a date the context does not state",
     "unsupported_entity": "a name the context does not mention",
+    "misattributed_entity": "the context says this of another name",
 }
 
 

@@ -7,13 +7,14 @@ gave Collins' role to Aldrin. :func:`misattributed_names` does the same, by rule
 
 1. the answer is cut into clauses (sentences, then at commas, semicolons and "while",
    "whereas", "but", "although", "and" before a name);
-2. each clause's *relation words* are its content words outside names, numbers and stop words;
-3. the context sentence sharing most of them is the clause's evidence — it must share at least
-   half of them (at least one), and strictly more than every context sentence that mentions the
-   clause's name;
-4. the name is misattributed when that evidence sentence does not mention it but mentions
-   another name that shares no word with the clause's names (names after a preposition, places
-   and objects such as "on the Moon", are not judged).
+2. for each name of a clause, the clause's other content words (other names included, numbers
+   and stop words not) are what it says of that name;
+3. the one context sentence sharing most of them (at least two, and half) is the evidence; it
+   must also mention the clause's other names, and share strictly more than every context
+   sentence that mentions this name;
+4. the name is misattributed when the evidence does not mention it but mentions another name
+   that shares no word with the clause's names (names after a preposition, places and objects
+   such as "on the Moon", are not judged).
 
 So "The capital of Australia is Sydney." against "Canberra is the capital of Australia. Sydney
 is its largest city." flags "Sydney", and "Michael Collins stayed in lunar orbit aboard Columbia
@@ -45,8 +46,9 @@ _STOP = frozenset(
 )
 
 
-MAX_RELATION_WORDS = 6
+MAX_RELATION_WORDS = 8
 MAX_CLAUSE_NAMES = 3
+MIN_SHARED_WORDS = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +108,7 @@ def misattributed_names(answer: str, context: Sequence[str]) -> tuple[Misattribu
         for start, end in _spans(passage, _SENTENCE_CUT):
             text = passage[start:end]
             names = find_names(text, frozenset(), skip_sentence_starts=False)
-            sentences.append(_Sentence(_relation_words(text, names, 0), tuple(frozenset(n.words) for n in names)))
+            sentences.append(_Sentence(_relation_words(text, [], 0), tuple(frozenset(n.words) for n in names)))
     if not sentences:
         return ()
     lower = lower_case_words(answer) | lower_case_words("\n".join(context))
@@ -114,32 +116,35 @@ def misattributed_names(answer: str, context: Sequence[str]) -> tuple[Misattribu
     found: list[Misattribution] = []
     for c_start, c_end in _spans(answer, _CLAUSE_CUT):
         clause_names = [n for n in answer_names if c_start <= n.start and n.end <= c_end]
-        if not clause_names:
-            continue
-        relation = _relation_words(answer[c_start:c_end], clause_names, c_start)
-        if not relation:
-            continue
-        overlaps = [len(relation & s.words) for s in sentences]
-        best = max(overlaps)
-        evidence = [s for s, o in zip(sentences, overlaps, strict=True) if o == best]
-        # One clear evidence sentence stating most of the clause's relation: anything looser
-        # (a long clause, a relation spread over sentences) is a paraphrase more often than a swap.
-        if best < max(1, -(-len(relation) // 2)) or len(evidence) > 1 or len(relation) > MAX_RELATION_WORDS:
+        if not clause_names or len(clause_names) > MAX_CLAUSE_NAMES:
             continue
         clause_words = {w for n in clause_names for w in n.words}
-        absent = [n for n in clause_names if not any(_mentions(s, n) for s in evidence)]
-        # A swap puts one wrong name into a sentence that is otherwise the evidence's; a clause
-        # with several names the evidence lacks is drawing on more than one sentence.
-        if len(absent) != 1 or len(clause_names) > MAX_CLAUSE_NAMES:
-            continue
-        for name in absent:
+        for name in clause_names:
             if _AFTER_PREPOSITION.search(answer[c_start : name.start]):
                 continue
-            # Some sentence that does mention the name matches the clause as well: no role swap.
-            if any(o >= best for s, o in zip(sentences, overlaps, strict=True) if _mentions(s, name)):
+            # The clause's words apart from this name (other names included: "capital of
+            # Australia" must meet "Canberra is the capital of Australia" on both words).
+            relation = _relation_words(answer[c_start:c_end], [name], c_start)
+            if not relation or len(relation) > MAX_RELATION_WORDS:
                 continue
-            if not any(_mentions(s, name) for s in sentences):
-                continue  # a name the context never gives: the name look-up's finding, not this one
-            if any(not known & clause_words for s in evidence for known in s.names):
+            overlaps = [len(relation & s.words) for s in sentences]
+            best = max(overlaps)
+            evidence = [s for s, o in zip(sentences, overlaps, strict=True) if o == best]
+            # One clear evidence sentence sharing at least two words and half of the clause:
+            # anything looser is a paraphrase more often than a swap.
+            if best < max(MIN_SHARED_WORDS, -(-len(relation) // 2)) or len(evidence) != 1:
+                continue
+            (sentence,) = evidence
+            if _mentions(sentence, name):
+                continue
+            # A swap puts one wrong name into what is otherwise the evidence's sentence; a clause
+            # whose other names the evidence lacks too draws on more than one sentence.
+            if any(not _mentions(sentence, other) for other in clause_names if other is not name):
+                continue
+            # Some sentence that does mention the name matches the clause as well: no role swap.
+            mentioning = [o for s, o in zip(sentences, overlaps, strict=True) if _mentions(s, name)]
+            if not mentioning or max(mentioning) >= best:
+                continue  # (never mentioned: the name look-up's finding, not this one)
+            if any(not known & clause_words for known in sentence.names):
                 found.append(Misattribution(name.start, name.end, answer[name.start : name.end]))
     return tuple(found)
