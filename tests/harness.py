@@ -14,10 +14,12 @@ Reuse it from any test through the session fixtures in ``tests/conftest.py``::
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
 import re
+import signal
 import time
 import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
@@ -57,6 +59,7 @@ class Stack:
             admin=launch.free_port(),
         )
         self.metrics_port = launch.free_port()
+        self.processor_grace_s: float | None = None  # --grace-s of the next start (None: its default)
         self.config_path = workdir / "config.yaml"
         self._children: dict[str, launch.Child] = {}
         self._client: Any = None
@@ -92,6 +95,7 @@ class Stack:
             workers=self.workers,
             config_poll_s=0.2,
             env={**os.environ, **self.env} if self.env else None,
+            grace_s=self.processor_grace_s,
         )
 
     def wait_processor(self) -> None:
@@ -101,6 +105,18 @@ class Stack:
         """SIGTERM the processor (it drains); Envoy and the upstream keep running."""
         child = self._children.pop("processor", None)
         return child.stop() if child is not None else None
+
+    def kill_processor(self) -> None:
+        """SIGKILL the processor (no drain at all); :meth:`start_processor` brings it back."""
+        child = self._children.pop("processor", None)
+        if child is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.proc.pid, signal.SIGKILL)
+            child.stop()
+
+    def signal_processor(self, signum: int) -> None:
+        """Send ``signum`` to the processor and return at once (the test watches what follows)."""
+        self._children["processor"].proc.send_signal(signum)
 
     def stop_upstream(self) -> None:
         """Kill the upstream (Envoy then answers 503 itself); :meth:`start_upstream` brings it back."""

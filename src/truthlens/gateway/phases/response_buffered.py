@@ -7,22 +7,29 @@ from truthlens._proto import truthlens_ext_proc_pb2 as pb
 from truthlens.gateway import mutations, openai_body
 from truthlens.gateway.phases.check import check, skip
 from truthlens.gateway.phases.state import CheckedRequest, Runtime, StreamState
-from truthlens.gateway.presentation import Presentation
+from truthlens.gateway.presentation import Presentation, final_headers
 
 
 async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> pb.ProcessingResponse:
     checked = state.checked
     if checked is None:
         return mutations.passthrough("response_body")
-    # BUFFERED: this one message holds the whole body.
-    body = msg.response_body.body
+    # BUFFERED_PARTIAL: this one message holds the whole body, or as much as Envoy buffers.
+    chunk = msg.response_body
+    body = chunk.body
     state.checked = None  # whatever happens next, this exchange is checked at most once
+    if not chunk.end_of_stream:
+        # Over Envoy's buffer: the rest flows through unprocessed, so this part goes on
+        # unchanged. Envoy stalls on a header mutation here: the provisional headers stay.
+        skip(state, rt, checked.route, checked.decision.name, "too_large", upstream=True)
+        return mutations.passthrough("response_body")
     if len(body) > checked.route.max_body_bytes:
         return _unchecked(state, rt, checked, "too_large")
     try:
         response = openai_body.parse_chat_response(body)
     except openai_body.BodyError as exc:
         return _unchecked(state, rt, checked, exc.reason, str(exc))
+    # (a ``truthlens`` field the upstream wrote is dropped by the rendering below)
     if not response.contents:
         return _unchecked(state, rt, checked, "no_choices")
     return _translate(await check(state, checked, rt, response.contents), response)
@@ -39,13 +46,15 @@ def _translate(shown: Presentation, response: openai_body.ChatResponse) -> pb.Pr
         new_body = openai_body.render_chat_response(
             response, contents=shown.contents, warning=shown.warning, details=details
         )
-    return mutations.body_reply("response_body", body=new_body, set_headers=shown.headers)
+    headers, remove = final_headers(shown.headers)
+    return mutations.body_reply("response_body", body=new_body, set_headers=headers, remove=remove)
 
 
 def _unchecked(
     state: StreamState, rt: Runtime, checked: CheckedRequest, reason: str, detail: str | None = None
 ) -> pb.ProcessingResponse:
-    shown = skip(state, rt, checked.route, checked.decision.name, reason, detail)
+    shown = skip(state, rt, checked.route, checked.decision.name, reason, detail, upstream=True)
     if shown.refusal is not None:
         return mutations.refusal_response(shown.refusal)
-    return mutations.body_reply("response_body", set_headers=shown.headers)
+    headers, remove = final_headers(shown.headers)
+    return mutations.body_reply("response_body", set_headers=headers, remove=remove)
