@@ -303,10 +303,11 @@ async def test_no_actions_changes_nothing(channel: grpc.aio.Channel) -> None:
     assert set(common.header_mutation.remove_headers) == set(set_headers(replies[2].response_headers.response))
 
 
-async def test_disabled_decision_skips_the_response_body(channel: grpc.aio.Channel) -> None:
+async def test_disabled_decision_reads_the_body_only_to_drop_an_upstream_verdict(channel: grpc.aio.Channel) -> None:
     replies = await chat(channel, completion(HALLUCINATED), route="off")
-    assert replies[2].mode_override.response_body_mode == pb.ProcessingMode.NONE
-    assert not replies[3].response_body.response.HasField("body_mutation")
+    assert replies[2].mode_override.response_body_mode == pb.ProcessingMode.BUFFERED_PARTIAL
+    assert not replies[2].response_headers.response.HasField("header_mutation")
+    assert not replies[3].response_body.response.HasField("body_mutation")  # nothing to drop: unchanged
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,12 @@ Rule (YAML or JSON; every key optional)::
     reply: {content: "...", contents: ["choice 0 / call 1", "..."], cycle: false,
             status: 200, delay_s: 0, chunk_delay_s: 0, chunk_tokens: 2, error_body: {...},
             raw_body: "...", content_type: "...", content_encoding: gzip, break_sse: false,
-            drop_after_chunks: 3, confidence: 0.9, logprobs: [-0.1, ...], finish_reason: stop}
+            drop_after_chunks: 3, confidence: 0.9, logprobs: [-0.1, ...], finish_reason: stop,
+            headers: {x-extra: "1"}, extra_fields: {...}, extra_events: ["data: {...}\n\n"]}
+
+``headers`` are added to the response, ``extra_fields`` merged into a JSON completion's top
+level, ``extra_events`` (raw SSE text) sent before a stream's ``data: [DONE]``: an upstream
+that tries to speak for the gateway, for instance.
 
 ``contents`` are drawn in order across choices and successive calls of the rule (the last one
 repeats unless ``cycle``). Control endpoints: ``POST /_script`` (replace the rules),
@@ -85,6 +90,9 @@ class Reply:
     confidence: float | None = None
     logprobs: tuple[float, ...] = ()
     finish_reason: str = "stop"
+    headers: tuple[tuple[str, str], ...] = ()
+    extra_fields: Mapping[str, Any] | None = None
+    extra_events: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +186,12 @@ def parse_rule(raw: Mapping[str, Any], index: int = 0) -> Rule:
     encoding = _typed(r, "content_encoding", str, rw)
     if encoding not in (None, "gzip", "identity"):
         raise ScriptError(f"{rw}.content_encoding: only gzip or identity")
+    extra_headers = _typed(r, "headers", Mapping, rw) or {}
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in extra_headers.items()):
+        raise ScriptError(f"{rw}.headers: names and values must be strings")
+    extra_events = _typed(r, "extra_events", (list, tuple), rw) or ()
+    if not all(isinstance(e, str) for e in extra_events):
+        raise ScriptError(f"{rw}.extra_events: every item must be a string")
     chunk_tokens = _typed(r, "chunk_tokens", int, rw)
     if chunk_tokens is not None and chunk_tokens < 1:
         raise ScriptError(f"{rw}.chunk_tokens: must be >= 1")
@@ -198,6 +212,9 @@ def parse_rule(raw: Mapping[str, Any], index: int = 0) -> Rule:
         confidence=float(confidence) if confidence is not None else None,
         logprobs=tuple(float(x) for x in logprobs),
         finish_reason=_typed(r, "finish_reason", str, rw) or "stop",
+        headers=tuple(extra_headers.items()),
+        extra_fields=_typed(r, "extra_fields", Mapping, rw),
+        extra_events=tuple(extra_events),
     )
     return Rule(name=_typed(raw, "name", str, where) or f"rule{index}", match=match, reply=reply)
 
@@ -434,12 +451,13 @@ class ScriptedUpstream:
             "choices": choices,
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                       "total_tokens": prompt_tokens + completion_tokens},
+            **(reply.extra_fields or {}),
         }
         return await self._send(request, reply, json.dumps(payload).encode(),
                                 reply.content_type or "application/json")
 
     async def _send(self, request: web.Request, reply: Reply, data: bytes, content_type: str) -> web.StreamResponse:
-        headers = {"Content-Type": content_type}
+        headers = {"Content-Type": content_type, **dict(reply.headers)}
         if reply.content_encoding == "gzip":
             data = gzip.compress(data)
             headers["Content-Encoding"] = "gzip"
@@ -456,7 +474,8 @@ class ScriptedUpstream:
     async def _stream(self, request: web.Request, reply: Reply, completion_id: str, model: str,
                       contents: list[str], want_logprobs: bool, top: int, include_usage: bool,
                       prompt_tokens: int) -> web.StreamResponse:
-        headers = {"Content-Type": reply.content_type or "text/event-stream", "Cache-Control": "no-cache"}
+        headers = {"Content-Type": reply.content_type or "text/event-stream", "Cache-Control": "no-cache",
+                   **dict(reply.headers)}
         compressor = None
         if reply.content_encoding == "gzip":
             compressor = zlib.compressobj(wbits=31)  # gzip container, flushed per event
@@ -468,6 +487,7 @@ class ScriptedUpstream:
         else:
             events = [_sse(e, reply.break_sse) for e in _chunk_events(
                 reply, completion_id, model, contents, want_logprobs, top, include_usage, prompt_tokens)]
+            events += [e.encode("utf-8") for e in reply.extra_events]
             events.append(b"data: [DONE]\n" if reply.break_sse else b"data: [DONE]\n\n")
         for i, event in enumerate(events):
             if reply.drop_after_chunks is not None and i >= reply.drop_after_chunks:

@@ -41,6 +41,7 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
         decision = routed.decision
         span.set_attribute("truthlens.decision", decision.name if decision is not None else "")
     route = decision.route if decision is not None else None
+    state.matched = decision is not None
     if decision is None or route is None:
         return _forward_unchecked(body, routed.decoded, config)
     if routed.error is not None:

@@ -21,10 +21,10 @@ def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> pb.Pro
     spoofed = [name for name in headers if name.startswith(VERDICT_HEADER_PREFIX)]
     checked = state.checked
     if checked is None:
-        # Nothing to check: stop Envoy from sending (and buffering) the body at all; say so
-        # when the request phase could not prepare a check the route asked for.
+        # Nothing to check (say so when the request phase could not prepare a check the route
+        # asked for); the body is still read, only to drop a verdict the upstream wrote.
         shown = state.unchecked
-        return _reply(shown.headers if shown is not None else None, spoofed, "none")
+        return _reply(shown.headers if shown is not None else None, spoofed, _scrub_mode(state, headers))
 
     route = checked.route
     reason = _unchecked_reason(headers, msg.response_headers.end_of_stream, route.max_body_bytes)
@@ -55,6 +55,21 @@ def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> pb.Pro
     # (BUFFERED_PARTIAL cannot replace a body of announced length: Envoy answers 500.)
     mode: mutations.BodyMode = "buffered" if "content-length" in headers else "buffered_partial"
     return _reply(provisional_headers(route), spoofed, mode)
+
+
+def _scrub_mode(state: StreamState, headers: dict[str, str]) -> mutations.BodyMode:
+    """How the body of an answer a route matched but does not check (detection off, or the
+    check could not be prepared) reaches the processor to have an upstream-written
+    ``truthlens`` field or chunk removed: JSON buffered (within the global size limit), SSE
+    streamed; anything else (no route, errors, other types, compressed, too large) not at all."""
+    if not state.matched or _unchecked_reason(headers, False, state.config.hallucination.max_body_bytes):
+        return "none"  # no route (e.g. /v1/models) or nothing readable
+    if _media_type(headers) == "text/event-stream":
+        state.streamed = StreamedResponse(
+            strategy="passthrough", decoder=sse.SSEDecoder(), accumulator=openai_body.StreamAccumulator()
+        )
+        return "streamed"
+    return "buffered" if "content-length" in headers else "buffered_partial"
 
 
 def _reply(

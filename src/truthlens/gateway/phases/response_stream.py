@@ -26,8 +26,10 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
     checked = state.checked
     assert st is not None
     chunk = msg.response_body
-    if st.finished or checked is None:
+    if st.finished:
         return mutations.passthrough("response_body")
+    if checked is None:
+        return _scrub_only(st, chunk.body, chunk.end_of_stream)
     if st.buffered and not chunk.end_of_stream:
         # Over Envoy's buffer: the rest flows through unprocessed, so this part goes on
         # unchanged (Envoy stalls on a header mutation here: the provisional headers stay).
@@ -41,9 +43,7 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
     st.pending += chunk.body
     out = bytearray()
     try:
-        events = st.decoder.feed(chunk.body)
-        if chunk.end_of_stream:
-            events += st.decoder.flush()
+        events = _feed(st, chunk.body, chunk.end_of_stream)
     except sse.SSEError as exc:
         return _reply(st, chunk.body, give_up(state, st, checked, rt, exc.reason, str(exc)))
     try:
@@ -189,6 +189,44 @@ def _refusal_event(shown: Presentation) -> bytes:
     refusal = shown.refusal
     assert refusal is not None
     return openai_body.error_event(refusal.status, refusal.message, refusal.error_type, refusal.code)
+
+
+def _feed(st: StreamedResponse, body: bytes, end_of_stream: bool) -> list[sse.SSEEvent]:
+    """The whole events ``body`` completes, less any verdict chunk the upstream wrote (its
+    bytes leave ``pending`` too: the verdict is the gateway's alone)."""
+    events = st.decoder.feed(body)
+    if end_of_stream:
+        events += st.decoder.flush()
+    if not any(_spoofed(e) for e in events):
+        return events
+    # ``pending`` is exactly these events' bytes followed by the decoder's unfinished rest.
+    rest = bytes(st.pending[len(st.pending) - st.decoder.pending_bytes :]) if st.decoder.pending_bytes else b""
+    kept = [e for e in events if not _spoofed(e)]
+    st.pending[:] = b"".join(e.raw for e in kept) + rest
+    return kept
+
+
+def _spoofed(event: sse.SSEEvent) -> bool:
+    if not event.has_data or f'"{openai_body.DETAILS_FIELD}"' not in event.data:
+        return False
+    try:
+        value = json.loads(event.data)
+    except ValueError:
+        return False
+    return isinstance(value, dict) and openai_body.DETAILS_FIELD in value
+
+
+def _scrub_only(st: StreamedResponse, body: bytes, end_of_stream: bool) -> pb.ProcessingResponse:
+    """An unchecked stream: every whole event goes on unchanged but a verdict chunk the
+    upstream wrote; broken framing releases everything and stops looking."""
+    st.pending += body
+    try:
+        events = _feed(st, body, end_of_stream)
+    except sse.SSEError:
+        return _reply(st, body, release_pending(st))
+    out = b"".join(e.raw for e in events)
+    del st.pending[: len(out)]
+    return _reply(st, body, out)
 
 
 def _forwarded(st: StreamedResponse, raw: bytes) -> None:

@@ -81,6 +81,7 @@ class StreamState:
     started: float = field(default_factory=time.monotonic)
     info: RequestInfo | None = None
     request_body: bytearray = field(default_factory=bytearray)
+    matched: bool = False  # a decision matched: its answers are scrubbed of upstream verdicts
     checked: CheckedRequest | None = None
     unchecked: Presentation | None = None  # a check the route asked for that will not run
     streamed: StreamedResponse | None = None
