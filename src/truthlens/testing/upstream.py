@@ -19,7 +19,8 @@ Rule (YAML or JSON; every key optional)::
             status: 200, delay_s: 0, chunk_delay_s: 0, chunk_tokens: 2, error_body: {...},
             raw_body: "...", content_type: "...", content_encoding: gzip, break_sse: false,
             drop_after_chunks: 3, confidence: 0.9, logprobs: [-0.1, ...], finish_reason: stop,
-            headers: {x-extra: "1"}, extra_fields: {...}, extra_events: ["data: {...}\n\n"]}
+            headers: {x-extra: "1"}, extra_fields: {...}, extra_events: ["data: {...}\n\n"],
+            chunked: false, repeat: 1}
 
 ``headers`` are added to the response, ``extra_fields`` merged into a JSON completion's top
 level, ``extra_events`` (raw SSE text) sent before a stream's ``data: [DONE]``: an upstream
@@ -93,6 +94,8 @@ class Reply:
     headers: tuple[tuple[str, str], ...] = ()
     extra_fields: Mapping[str, Any] | None = None
     extra_events: tuple[str, ...] = ()
+    chunked: bool = False  # a JSON body without content-length (chunked transfer encoding)
+    repeat: int = 1  # the content is sent this many times over (very large answers, small scripts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,6 +218,8 @@ def parse_rule(raw: Mapping[str, Any], index: int = 0) -> Rule:
         headers=tuple(extra_headers.items()),
         extra_fields=_typed(r, "extra_fields", Mapping, rw),
         extra_events=tuple(extra_events),
+        chunked=bool(_typed(r, "chunked", bool, rw)),
+        repeat=_typed(r, "repeat", int, rw) or 1,
     )
     return Rule(name=_typed(raw, "name", str, where) or f"rule{index}", match=match, reply=reply)
 
@@ -371,7 +376,7 @@ class ScriptedUpstream:
 
     def _draw(self, key: int, reply: Reply, n: int) -> list[str]:
         if not reply.contents:
-            return [reply.content if reply.content is not None else DEFAULT_CONTENT] * n
+            return [(reply.content if reply.content is not None else DEFAULT_CONTENT) * reply.repeat] * n
         out = []
         for _ in range(n):
             k = self._drawn.get(key, 0)
@@ -461,6 +466,14 @@ class ScriptedUpstream:
         if reply.content_encoding == "gzip":
             data = gzip.compress(data)
             headers["Content-Encoding"] = "gzip"
+        if reply.chunked and reply.drop_after_chunks is None:
+            resp = web.StreamResponse(headers=headers)
+            resp.enable_chunked_encoding()
+            await resp.prepare(request)
+            for start in range(0, len(data), 1 << 20):
+                await resp.write(data[start : start + (1 << 20)])
+            await resp.write_eof()
+            return resp
         if reply.drop_after_chunks is None:
             return web.Response(body=data, headers=headers)
         # Announce the whole length, send half, then close: a truncated body on the wire.
