@@ -314,23 +314,30 @@ def render_chat_response(
     return _dumps(doc)
 
 
-def without_details(body: bytes) -> bytes | None:
-    """``body`` (a JSON object) without a top-level ``truthlens`` field the upstream wrote, or
-    None when it has none (or is not a JSON object: nothing of ours to protect there)."""
-    if _DETAILS_BYTES not in body:
-        return None  # cheap: most bodies never mention it
+def without_field(body: bytes, name: str) -> bytes | None:
+    """``body`` (a JSON object) without its top-level field ``name``, or None when it has no
+    such field or is not a JSON object. Used to strip the context extension field from a
+    request that cannot be checked (over the route's limit, a malformed field): it never
+    reaches the upstream, whatever its shape."""
+    if f'"{name}"'.encode() not in body:
+        return None
     try:
         doc = json.loads(body)
     except ValueError:
         return None
-    if not isinstance(doc, dict) or DETAILS_FIELD not in doc:
+    if not isinstance(doc, dict) or name not in doc:
         return None
-    del doc[DETAILS_FIELD]
+    del doc[name]
     return _dumps(doc)
 
 
+def without_details(body: bytes) -> bytes | None:
+    """``body`` (a JSON object) without a top-level ``truthlens`` field the upstream wrote, or
+    None when it has none (or is not a JSON object: nothing of ours to protect there)."""
+    return without_field(body, DETAILS_FIELD)  # cheap when the body never mentions it
+
+
 DETAILS_FIELD = "truthlens"  # the gateway's verdict field in a body or a stream's chunk
-_DETAILS_BYTES = b'"truthlens"'
 
 
 # ---------------------------------------------------------------------------- streams

@@ -29,6 +29,8 @@ async def check(state: StreamState, checked: CheckedRequest, rt: Runtime, answer
         ))
     except Draining:
         return skip(state, rt, checked.route, checked.decision.name, "draining")
+    if verdict.status == "unavailable":
+        _log_not_run(state, checked.decision.name, checking.verdict_reason(verdict) or "mode_error")
     with rt.telemetry.span("truthlens.mitigation", decision=checked.decision.name, mode=verdict.mode) as span:
         shown = present(
             checked.route,
@@ -60,8 +62,13 @@ def skip(
     the answer with it). ``upstream``: the upstream's answer is at fault, not the request."""
     shown = unchecked(route, decision, reason, detail, upstream=upstream)
     rt.telemetry.record_error(shown.details["reason"])
-    request_id = state.info.headers.get("x-request-id", "-") if state.info is not None else "-"
-    log.warning("check not run: decision=%s reason=%s request_id=%s", decision, shown.details["reason"], request_id)
+    _log_not_run(state, decision, shown.details["reason"])
     state.checked = None
     state.unchecked = shown
     return shown
+
+
+def _log_not_run(state: StreamState, decision: str, reason: str) -> None:
+    """One line per check that could not run: decision, reason, request id; never a body."""
+    request_id = state.info.headers.get("x-request-id", "-") if state.info is not None else "-"
+    log.warning("check not run: decision=%s reason=%s request_id=%s", decision, reason, request_id)
