@@ -59,6 +59,7 @@ class Stack:
             admin=launch.free_port(),
         )
         self.metrics_port = launch.free_port()
+        self.processor_grace_s: float | None = None  # --grace-s of the next start (None: its default)
         self.config_path = workdir / "config.yaml"
         self._children: dict[str, launch.Child] = {}
         self._client: Any = None
@@ -94,6 +95,7 @@ class Stack:
             workers=self.workers,
             config_poll_s=0.2,
             env={**os.environ, **self.env} if self.env else None,
+            grace_s=self.processor_grace_s,
         )
 
     def wait_processor(self) -> None:
@@ -111,6 +113,10 @@ class Stack:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(child.proc.pid, signal.SIGKILL)
             child.stop()
+
+    def signal_processor(self, signum: int) -> None:
+        """Send ``signum`` to the processor and return at once (the test watches what follows)."""
+        self._children["processor"].proc.send_signal(signum)
 
     def stop_upstream(self) -> None:
         """Kill the upstream (Envoy then answers 503 itself); :meth:`start_upstream` brings it back."""

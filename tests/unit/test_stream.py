@@ -239,7 +239,10 @@ async def test_a_request_no_route_checks_is_not_decoded_unless_it_carries_the_co
 async def test_grounded_answer_gets_headers_and_keeps_its_bytes(channel: grpc.aio.Channel) -> None:
     replies = await chat(channel, completion(GROUNDED))
     assert replies[2].WhichOneof("response") == "response_headers"
-    assert not replies[2].HasField("mode_override")  # JSON stays BUFFERED
+    # No content-length: Envoy buffers what it can (BUFFERED_PARTIAL), never past its limit.
+    assert replies[2].mode_override.response_body_mode == pb.ProcessingMode.BUFFERED_PARTIAL
+    # Until the verdict replaces them, the answer is marked as not (yet) checked.
+    assert set_headers(replies[2].response_headers.response)["x-truthlens-reason"] == "unfinished"
     common = replies[3].response_body.response
     assert not common.HasField("body_mutation")
     headers = set_headers(common)
@@ -295,13 +298,16 @@ async def test_block_action_answers_422_with_an_openai_error(channel: grpc.aio.C
 async def test_no_actions_changes_nothing(channel: grpc.aio.Channel) -> None:
     replies = await chat(channel, completion(HALLUCINATED), route="silent")
     common = replies[3].response_body.response
-    assert not common.HasField("body_mutation") and not common.HasField("header_mutation")
+    assert not common.HasField("body_mutation") and not common.header_mutation.set_headers
+    # Only the provisional "not checked yet" headers of the response headers phase go again.
+    assert set(common.header_mutation.remove_headers) == set(set_headers(replies[2].response_headers.response))
 
 
-async def test_disabled_decision_skips_the_response_body(channel: grpc.aio.Channel) -> None:
+async def test_disabled_decision_reads_the_body_only_to_drop_an_upstream_verdict(channel: grpc.aio.Channel) -> None:
     replies = await chat(channel, completion(HALLUCINATED), route="off")
-    assert replies[2].mode_override.response_body_mode == pb.ProcessingMode.NONE
-    assert not replies[3].response_body.response.HasField("body_mutation")
+    assert replies[2].mode_override.response_body_mode == pb.ProcessingMode.BUFFERED_PARTIAL
+    assert not replies[2].response_headers.response.HasField("header_mutation")
+    assert not replies[3].response_body.response.HasField("body_mutation")  # nothing to drop: unchanged
 
 
 @pytest.mark.parametrize(
@@ -327,7 +333,8 @@ async def test_unreadable_responses_are_marked_unavailable_and_untouched(
 
 async def test_fail_closed_route_refuses_what_it_cannot_check(channel: grpc.aio.Channel) -> None:
     gz = await chat(channel, gzip.compress(completion(GROUNDED)), route="closed", **{"content-encoding": "gzip"})
-    assert gz[2].immediate_response.status.code == 415
+    assert gz[2].immediate_response.status.code == 502  # the upstream's body, not the client's request
+    assert json.loads(gz[2].immediate_response.body)["error"]["type"] == "upstream_error"
     upstream_error = await chat(channel, b'{"error": {}}', route="closed", status=503)
     # The upstream's own error is never replaced: there was nothing to check.
     assert upstream_error[2].WhichOneof("response") == "response_headers"
@@ -393,37 +400,53 @@ async def test_passthrough_forwards_every_event_and_adds_the_verdict_before_done
     assert verdict["choices"] == [] and verdict["truthlens"]["status"] == "detected"
 
 
+async def _held(channel: grpc.aio.Channel, upstream: bytes, route: str = "hold") -> list[pb.ProcessingResponse]:
+    """A held stream as Envoy sends it under BUFFERED_PARTIAL: the whole body in one message."""
+    messages = [
+        request_headers(route=route),
+        request_body(chat_body("When was the Eiffel Tower completed?", context=CONTEXT, stream=True)),
+        response_headers(content_type="text/event-stream"),
+        response_body(upstream, end_of_stream=True),
+    ]
+    replies = await converse(channel, messages)
+    # Envoy, not the processor, keeps the held bytes: they survive the processor going away.
+    assert replies[2].mode_override.response_body_mode == pb.ProcessingMode.BUFFERED_PARTIAL
+    return replies
+
+
 async def test_hold_rechunks_the_warned_answer(channel: grpc.aio.Channel) -> None:
     upstream = sse_stream(HALLUCINATED)
-    chunks = split(upstream, 50)
-    replies = await _stream(channel, chunks, route="hold")
-    out = released(replies[3:], chunks + [b""])
+    replies = await _held(channel, upstream)
+    out = released(replies[3:], [upstream])
     events = parse_sse(out)
     text = "".join(c["delta"].get("content") or "" for e in events[:-1] for c in e["choices"])
     assert text.startswith("⚠️ Warning") and text.endswith(HALLUCINATED)
     assert events[-2]["truthlens"]["status"] == "detected" and events[-1] == "[DONE]"
-    # Nothing of the upstream's went out before the verdict.
-    first_reply = replies[3].response_body.response.body_mutation
-    assert first_reply.WhichOneof("mutation") == "clear_body"
+    # The one reply carries the verdict's headers too.
+    assert set_headers(replies[3].response_body.response)["x-truthlens-detected"] == "true"
 
 
 async def test_broken_sse_framing_releases_everything_and_says_unavailable(channel: grpc.aio.Channel) -> None:
-    upstream = sse_stream(GROUNDED)[:60] + b"data: {not json}\n\n" + b"data: [DONE]\n\n"
+    done = b"data: [DONE]\n\n"
+    upstream = sse_stream(GROUNDED)[:60] + b"data: {not json}\n\n" + done
     for route in (None, "hold"):
-        chunks = split(upstream, 33)
-        replies = await _stream(channel, chunks, route=route)
-        out = released(replies[3:], chunks + [b""])
-        assert out.startswith(upstream)  # every byte the upstream sent, unchanged
-        verdict = parse_sse(out[len(upstream) :])[-1]
+        if route is None:
+            chunks = split(upstream, 33)
+            replies = await _stream(channel, chunks, route=route)
+            out = released(replies[3:], chunks + [b""])
+        else:
+            out = released((await _held(channel, upstream))[3:], [upstream])
+        before = upstream[: -len(done)]
+        assert out.startswith(before) and out.endswith(done)  # every byte the upstream sent, unchanged
+        # The verdict comes before [DONE], never after it.
+        verdict = parse_sse(out[len(before) : -len(done)])[-1]
         assert verdict["truthlens"]["status"] == "unavailable"
         assert verdict["truthlens"]["reason"] == "sse_framing"
 
 
 async def test_truncated_stream_is_released_with_an_unavailable_verdict(channel: grpc.aio.Channel) -> None:
     upstream = sse_stream(GROUNDED, done=False)[:-30]  # cut inside the last event
-    chunks = split(upstream, 40)
-    replies = await _stream(channel, chunks, route="hold")
-    out = released(replies[3:], chunks + [b""])
+    out = released((await _held(channel, upstream))[3:], [upstream])
     assert out.startswith(upstream)
     tail = out[len(upstream) :]
     assert b'"status":"unavailable"' in tail and b'"reason":"sse_framing"' in tail

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
+DEFAULT_MAX_STREAMS = 2048  # per worker; an idle held stream costs about 20 KB
 ACTIONS = ("header", "body", "block")
 Action = Literal["header", "body", "block"]
 StreamingMode = Literal["passthrough", "hold"]
@@ -95,6 +96,9 @@ class Config:
     decisions: tuple[Decision, ...]  # by priority, highest first (ties: file order)
     digest: str = ""  # sha256 prefix of the file's bytes: names the version in logs
     source: str | None = None
+    # gateway.max_streams: ext_proc streams one worker keeps open at once; beyond it an exchange
+    # is not checked at all (reason worker_overloaded) instead of holding more memory.
+    max_streams: int = DEFAULT_MAX_STREAMS
 
 
 # ---------------------------------------------------------------------------- loading
@@ -150,7 +154,7 @@ def parse_config(
 ) -> Config:
     """Validate a loaded YAML document. ``base_dir`` anchors relative paths (the model dir)."""
     root = Section(mapping, "")
-    root.allow("version", "detector", "models", "hallucination", "decisions")
+    root.allow("version", "gateway", "detector", "models", "hallucination", "decisions")
     version = root.get("version")
     if version != SCHEMA_VERSION:
         raise ConfigError("version", f"unsupported schema version {version!r} (expected {SCHEMA_VERSION})")
@@ -161,7 +165,10 @@ def parse_config(
     mode_defaults = _parse_mode_sections(global_section, model_names)
     hallucination = _resolve_route(None, global_section, mode_defaults, model_names)
     decisions = _parse_decisions(root.get("decisions", []), global_section, mode_defaults, model_names)
+    gateway = root.section("gateway")
+    gateway.allow("max_streams")
     return Config(
+        max_streams=gateway.integer("max_streams", DEFAULT_MAX_STREAMS, lo=1),
         version=SCHEMA_VERSION,
         detector=detector,
         models=MappingProxyType(models),

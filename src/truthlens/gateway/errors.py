@@ -41,7 +41,16 @@ REASONS: dict[str, tuple[int, str]] = {
     "budget_exhausted": (503, "the route's total budget ran out before a verdict"),
     "evidence_error": (503, "evidence gating failed (the check ran on all passages)"),
     "internal": (500, "a bug in the gateway; the exchange continued unchanged"),
+    # The worker.
+    "draining": (503, "the gateway was shutting down; the answer was released unchecked"),
+    "worker_overloaded": (503, "the worker had as many open streams as it allows; the exchange was not checked"),
+    # Sent with the response headers of an answer Envoy holds, and replaced by the verdict once
+    # the check ran: an answer released without one (the processor stopped, or the answer was
+    # larger than Envoy buffers) keeps it.
+    "unfinished": (503, "the check did not finish; the answer was released unchanged"),
 }
+
+UPSTREAM_STATUS = 502  # a fail-closed refusal caused by the upstream's answer
 
 # Reasons that describe something the client sent: a fail-closed gateway answers 4xx.
 CLIENT_REASONS = frozenset(r for r, (status, _) in REASONS.items() if 400 <= status < 500)
@@ -111,15 +120,21 @@ class Outcome:
     message: str
 
 
-def failure_outcome(reason: str, fail_policy: FailPolicy, detail: str | None = None) -> Outcome:
+def failure_outcome(
+    reason: str, fail_policy: FailPolicy, detail: str | None = None, *, upstream: bool = False
+) -> Outcome:
     """Fail-open continues unchanged; fail-closed rejects with the reason's status.
 
     An upstream error status is never replaced: the client should see the upstream's own
     answer whatever the policy (there was nothing to check, and nothing unchecked is released
-    as if it were checked).
+    as if it were checked). ``upstream``: the reason describes the upstream's answer, not the
+    client's request, so a 4xx status (content type, encoding, size) becomes 502: the client
+    is never blamed for what the upstream sent.
     """
     reason = normalize_reason(reason)
     status, meaning = REASONS[reason]
+    if upstream and 400 <= status < 500:
+        status = UPSTREAM_STATUS
     message = f"TruthLens: {detail or meaning}"
     if fail_policy == "open" or reason == "upstream_status":
         return Outcome(action="continue", reason=reason, status=200, message=message)

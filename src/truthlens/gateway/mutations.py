@@ -20,12 +20,15 @@ HeaderPhase = Literal["request_headers", "response_headers"]
 BodyPhase = Literal["request_body", "response_body"]
 TrailerPhase = Literal["request_trailers", "response_trailers"]
 Phase = Literal[HeaderPhase, BodyPhase, TrailerPhase]
-BodyMode = Literal["none", "streamed", "buffered"]
+BodyMode = Literal["none", "streamed", "buffered", "buffered_partial"]
 
 _BODY_MODES: dict[BodyMode, int] = {
     "none": pb.ProcessingMode.NONE,
     "streamed": pb.ProcessingMode.STREAMED,
     "buffered": pb.ProcessingMode.BUFFERED,
+    # The whole body in one message, or, over Envoy's buffer limit, what it holds (the message
+    # then has end_of_stream false and the rest flows through unprocessed) instead of a 500.
+    "buffered_partial": pb.ProcessingMode.BUFFERED_PARTIAL,
 }
 _OVERWRITE = pb.HeaderValueOption.OVERWRITE_IF_EXISTS_OR_ADD
 

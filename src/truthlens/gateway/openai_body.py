@@ -280,16 +280,18 @@ def render_chat_response(
     warn_indices: frozenset[int] | None = None,
 ) -> bytes:
     """The response with new contents (None per choice: keep), the warning on each choice in
-    ``warn_indices`` (None: every choice) and ``details`` as the field ``truthlens``.
+    ``warn_indices`` (None: every choice) and ``details`` as the field ``truthlens``; a
+    ``truthlens`` field the upstream wrote never survives (the verdict is the gateway's alone).
     Returns the original bytes when nothing changes."""
     if contents is not None and len(contents) != len(resp.contents):
         raise ValueError(f"{len(contents)} contents for {len(resp.contents)} choices")
     changed = contents is not None and any(c is not None for c in contents)
     if warning is not None and warn_indices is not None and not warn_indices & set(range(len(resp.contents))):
         warning = None  # it applies to no choice
-    if not changed and warning is None and details is None:
+    if not changed and warning is None and details is None and DETAILS_FIELD not in resp.raw:
         return resp.body
     doc = dict(resp.raw)
+    doc.pop(DETAILS_FIELD, None)
     if changed or warning is not None:
         choices = list(doc["choices"])
         for index, pos in enumerate(resp.positions):
@@ -308,8 +310,34 @@ def render_chat_response(
             choices[pos] = choice
         doc["choices"] = choices
     if details is not None:
-        doc["truthlens"] = details
+        doc[DETAILS_FIELD] = details
     return _dumps(doc)
+
+
+def without_field(body: bytes, name: str) -> bytes | None:
+    """``body`` (a JSON object) without its top-level field ``name``, or None when it has no
+    such field or is not a JSON object. Used to strip the context extension field from a
+    request that cannot be checked (over the route's limit, a malformed field): it never
+    reaches the upstream, whatever its shape."""
+    if f'"{name}"'.encode() not in body:
+        return None
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(doc, dict) or name not in doc:
+        return None
+    del doc[name]
+    return _dumps(doc)
+
+
+def without_details(body: bytes) -> bytes | None:
+    """``body`` (a JSON object) without a top-level ``truthlens`` field the upstream wrote, or
+    None when it has none (or is not a JSON object: nothing of ours to protect there)."""
+    return without_field(body, DETAILS_FIELD)  # cheap when the body never mentions it
+
+
+DETAILS_FIELD = "truthlens"  # the gateway's verdict field in a body or a stream's chunk
 
 
 # ---------------------------------------------------------------------------- streams

@@ -25,6 +25,10 @@ BLOCK_STATUS = 422  # the upstream answered, but the route's settings refuse the
 BLOCK_MESSAGE = "TruthLens: the answer was blocked because parts of it are not supported by the provided context."
 _BLOCK_CODE = "hallucination_detected"
 
+VERDICT_HEADER_PREFIX = "x-truthlens-"  # every header of this prefix is the gateway's
+PROVISIONAL_REASON = "unfinished"
+_PROVISIONAL_NAMES = ("x-truthlens-enabled", "x-truthlens-mode", "x-truthlens-detected", "x-truthlens-reason")
+
 Outcome = Literal["block", "refuse", "rewrite", "annotate", "unchecked"]
 
 
@@ -101,10 +105,13 @@ def present(
     )
 
 
-def unchecked(route: RouteSettings, decision: str, reason: str, detail: str | None = None) -> Presentation:
+def unchecked(
+    route: RouteSettings, decision: str, reason: str, detail: str | None = None, *, upstream: bool = False
+) -> Presentation:
     """A check the route asked for did not run: the answer is marked ``unavailable`` (never
-    "clean"), or refused on a fail-closed route."""
-    failure = errors.failure_outcome(reason, route.fail_policy, detail)
+    "clean"), or refused on a fail-closed route (``upstream``: the upstream's answer is at
+    fault, so the refusal is a 502-style upstream error, never the client's)."""
+    failure = errors.failure_outcome(reason, route.fail_policy, detail, upstream=upstream)
     details: dict[str, Any] = {"decision": decision, "mode": route.mode, "status": "unavailable",
                                "reason": failure.reason}
     if detail:
@@ -131,8 +138,22 @@ def unavailable_headers(route: RouteSettings, reason: str) -> dict[str, str]:
     }
 
 
+def provisional_headers(route: RouteSettings) -> dict[str, str]:
+    """Sent with the response headers of an answer Envoy holds for the check; the verdict's
+    headers replace them (:func:`final_headers`). An answer Envoy releases without a verdict
+    (the processor stopped) keeps them, so it never looks checked."""
+    return unavailable_headers(route, PROVISIONAL_REASON)
+
+
+def final_headers(headers: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+    """``headers`` to set and the provisional headers to remove (those ``headers`` does not
+    overwrite: a route without the header action shows no verdict headers at all)."""
+    return dict(headers), [name for name in _PROVISIONAL_NAMES if name not in headers]
+
+
 def _failure_refusal(failure: errors.Outcome) -> Refusal:
-    error_type = "invalid_request_error" if failure.reason in errors.CLIENT_REASONS else "server_error"
+    client = failure.reason in errors.CLIENT_REASONS and failure.status < 500
+    error_type = "invalid_request_error" if client else "upstream_error" if failure.status == 502 else "server_error"
     return Refusal(
         failure.status,
         failure.message,

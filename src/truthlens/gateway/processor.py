@@ -11,6 +11,7 @@ import grpc
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
 from truthlens.gateway import errors
+from truthlens.gateway.phases import overloaded
 from truthlens.gateway.phases.state import Runtime
 from truthlens.gateway.stream import Stream
 
@@ -37,19 +38,33 @@ class ExternalProcessor:
         if rt is None:
             await context.abort(grpc.StatusCode.UNAVAILABLE, "the processor is starting")
             return
-        stream = Stream(rt)
-        with rt.telemetry.track_stream(), contextlib.closing(stream):
-            async for msg in requests:
-                try:
-                    reply = await stream.handle(msg)
-                except Exception as exc:  # containment: one exchange's bug stays in it
-                    reason = errors.reason_for_exception(exc)
-                    log.exception("ext_proc %s failed (%s); answering with the fallback reply",
-                                  msg.WhichOneof("request"), reason)
-                    rt.telemetry.record_error(reason)
-                    reply = stream.fallback(msg, exc)
-                if reply is not None:
+        counted = rt.lifecycle.try_open(rt.config.current.max_streams)
+        stream = Stream(rt, overloaded=not counted)
+        if not counted:
+            rt.telemetry.record_error(overloaded.REASON)
+            log.warning("check not run: decision=- reason=%s (%d streams open)", overloaded.REASON, rt.lifecycle.active)
+        try:
+            with rt.telemetry.track_stream(), contextlib.closing(stream):
+                async for reply in self._replies(stream, requests, rt):
                     yield reply
+        finally:
+            if counted:
+                rt.lifecycle.close()
+
+    async def _replies(
+        self, stream: Stream, requests: AsyncIterator[pb.ProcessingRequest], rt: Runtime
+    ) -> AsyncIterator[pb.ProcessingResponse]:
+        async for msg in requests:
+            try:
+                reply = await stream.handle(msg)
+            except Exception as exc:  # containment: one exchange's bug stays in it
+                reason = errors.reason_for_exception(exc)
+                log.exception("ext_proc %s failed (%s); answering with the fallback reply",
+                              msg.WhichOneof("request"), reason)
+                rt.telemetry.record_error(reason)
+                reply = stream.fallback(msg, exc)
+            if reply is not None:
+                yield reply
 
     def handler(self) -> grpc.GenericRpcHandler:
         """Registered under Envoy's exact service name, whatever our proto package is called."""

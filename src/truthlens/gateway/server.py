@@ -20,6 +20,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from truthlens.detector.types import DetectorError
 from truthlens.evidence.embedder import EmbedderError
 from truthlens.gateway.config import ConfigStore
+from truthlens.gateway.lifecycle import Lifecycle
 from truthlens.gateway.phases.state import Runtime
 from truthlens.gateway.processor import SERVICE_NAME, ExternalProcessor
 from truthlens.gateway.services import ServiceProvider
@@ -71,6 +72,7 @@ class ProcessorServer:
         self._watch: asyncio.Task[None] | None = None
         self._sampler: asyncio.Task[None] | None = None
         self.port: int | None = None
+        self.lifecycle = Lifecycle()
 
     async def start(self) -> None:
         s = self.settings
@@ -100,7 +102,7 @@ class ProcessorServer:
         self._server = server
         # Health answers NOT_SERVING while the detector loads; Process calls get UNAVAILABLE.
         self._services = await ServiceProvider.start(store.current, telemetry)
-        processor.ready(Runtime(config=store, services=self._services, telemetry=telemetry))
+        processor.ready(Runtime(config=store, services=self._services, telemetry=telemetry, lifecycle=self.lifecycle))
         self._watch = asyncio.create_task(store.watch(s.config_poll_s))
         self._sampler = asyncio.create_task(_sample_queue_depth(self._services, telemetry))
         for name in ("", SERVICE_NAME):
@@ -108,7 +110,13 @@ class ProcessorServer:
         log.info("worker %d serving on %s (config %s)", self.worker_index, s.listen, store.current.digest)
 
     async def stop(self) -> None:
-        """Stop accepting, let in-flight streams finish within the grace period, release."""
+        """Stop accepting, let in-flight streams finish within the grace period, release.
+
+        Drain means release: checks still running near the end of the grace period give way,
+        and their answers go out unchanged, marked unavailable (reason ``draining``); an answer
+        Envoy is still buffering when the grace runs out is released by Envoy itself, unchanged.
+        """
+        self.lifecycle.begin_drain(self.settings.grace_s)
         await self.health.enter_graceful_shutdown()
         for task in (self._watch, self._sampler):
             if task is not None:

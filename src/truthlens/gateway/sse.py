@@ -19,6 +19,14 @@ _EVENT_END = re.compile(rb"(?>\r\n|\r|\n)(?>\r\n|\r|\n)")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
+_ENDS_EVENT = re.compile(rb"(?:\r\n|\r|\n)(?:\r\n|\r|\n)\Z")
+
+
+def ends_event(data: bytes) -> bool:
+    """Whether ``data`` ends with a blank line (the end of an event)."""
+    return _ENDS_EVENT.search(data[-4:]) is not None
+
+
 class SSEError(Exception):
     """The stream cannot be framed (undecodable bytes, or an event over the size cap)."""
 

@@ -19,6 +19,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
 from truthlens.gateway import errors, mutations
 from truthlens.gateway.phases import (
+    overloaded,
     request_body,
     request_headers,
     response_buffered,
@@ -64,8 +65,10 @@ class ProtocolError(Exception):
 class Stream:
     """State machine of one ``Process`` call. Not shared between calls."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime, *, overloaded: bool = False) -> None:
         self._rt = runtime
+        # Over the worker's stream cap: nothing of this exchange is checked (phases.overloaded).
+        self.overloaded = overloaded
         self._rank = -1
         self._last: str | None = None
         self._state: StreamState | None = None
@@ -96,6 +99,8 @@ class Stream:
         return None if msg.observability_mode else reply
 
     async def _dispatch(self, state: StreamState, msg: pb.ProcessingRequest, kind: str) -> pb.ProcessingResponse:
+        if self.overloaded:
+            return overloaded.handle(state, msg, kind)
         if kind == "request_body":
             reply = await request_body.handle(state, msg, self._rt)
         elif kind == "response_headers":

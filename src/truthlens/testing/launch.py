@@ -154,6 +154,7 @@ def start_processor(
     workers: int = 1,
     config_poll_s: float = 2.0,
     env: dict[str, str] | None = None,
+    grace_s: float | None = None,
 ) -> Child:
     argv = [
         sys.executable, "-m", "truthlens", "serve",
@@ -163,6 +164,8 @@ def start_processor(
         "--config-poll-s", str(config_poll_s),
         "--metrics-listen", metrics_listen or "off",
     ]
+    if grace_s is not None:
+        argv += ["--grace-s", str(grace_s)]
     return Child("processor", argv, log_path, env=env)
 
 

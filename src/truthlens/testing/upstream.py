@@ -19,7 +19,13 @@ Rule (YAML or JSON; every key optional)::
             status: 200, delay_s: 0, chunk_delay_s: 0, chunk_tokens: 2, error_body: {...},
             raw_body: "...", content_type: "...", content_encoding: gzip, break_sse: false,
             drop_after_chunks: 3, confidence: 0.9, logprobs: [-0.1, ...], finish_reason: stop,
-            verdicts: {"substring": "refuted", "*": "supported"}}
+            verdicts: {"substring": "refuted", "*": "supported"},
+            headers: {x-extra: "1"}, extra_fields: {...}, extra_events: ["data: {...}\n\n"],
+            chunked: false, repeat: 1}
+
+``headers`` are added to the response, ``extra_fields`` merged into a JSON completion's top
+level, ``extra_events`` (raw SSE text) sent before a stream's ``data: [DONE]``: an upstream
+that tries to speak for the gateway, for instance.
 
 ``verdicts`` scripts a verifier's claim verdicts (premium's verdict prompt): the reply is the
 JSON ``{"verdicts": [{"claim": n, "verdict": ...}]}`` for the claims quoted in the request's
@@ -104,6 +110,11 @@ class Reply:
     logprobs: tuple[float, ...] = ()
     finish_reason: str = "stop"
     verdicts: tuple[tuple[str, str], ...] = ()  # (substring or "*", verdict), in order
+    headers: tuple[tuple[str, str], ...] = ()
+    extra_fields: Mapping[str, Any] | None = None
+    extra_events: tuple[str, ...] = ()
+    chunked: bool = False  # a JSON body without content-length (chunked transfer encoding)
+    repeat: int = 1  # the content is sent this many times over (very large answers, small scripts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +208,12 @@ def parse_rule(raw: Mapping[str, Any], index: int = 0) -> Rule:
     encoding = _typed(r, "content_encoding", str, rw)
     if encoding not in (None, "gzip", "identity"):
         raise ScriptError(f"{rw}.content_encoding: only gzip or identity")
+    extra_headers = _typed(r, "headers", Mapping, rw) or {}
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in extra_headers.items()):
+        raise ScriptError(f"{rw}.headers: names and values must be strings")
+    extra_events = _typed(r, "extra_events", (list, tuple), rw) or ()
+    if not all(isinstance(e, str) for e in extra_events):
+        raise ScriptError(f"{rw}.extra_events: every item must be a string")
     chunk_tokens = _typed(r, "chunk_tokens", int, rw)
     verdicts = _typed(r, "verdicts", Mapping, rw) or {}
     for key, value in verdicts.items():
@@ -222,6 +239,11 @@ def parse_rule(raw: Mapping[str, Any], index: int = 0) -> Rule:
         logprobs=tuple(float(x) for x in logprobs),
         finish_reason=_typed(r, "finish_reason", str, rw) or "stop",
         verdicts=tuple(verdicts.items()),
+        headers=tuple(extra_headers.items()),
+        extra_fields=_typed(r, "extra_fields", Mapping, rw),
+        extra_events=tuple(extra_events),
+        chunked=bool(_typed(r, "chunked", bool, rw)),
+        repeat=_typed(r, "repeat", int, rw) or 1,
     )
     return Rule(name=_typed(raw, "name", str, where) or f"rule{index}", match=match, reply=reply)
 
@@ -406,7 +428,7 @@ class ScriptedUpstream:
         if reply.verdicts:
             return [verdict_reply(reply.verdicts, messages)] * n
         if not reply.contents:
-            return [reply.content if reply.content is not None else DEFAULT_CONTENT] * n
+            return [(reply.content if reply.content is not None else DEFAULT_CONTENT) * reply.repeat] * n
         out = []
         for _ in range(n):
             k = self._drawn.get(key, 0)
@@ -525,15 +547,24 @@ class ScriptedUpstream:
             "choices": choices,
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                       "total_tokens": prompt_tokens + completion_tokens},
+            **(reply.extra_fields or {}),
         }
         return await self._send(request, reply, json.dumps(payload).encode(),
                                 reply.content_type or "application/json")
 
     async def _send(self, request: web.Request, reply: Reply, data: bytes, content_type: str) -> web.StreamResponse:
-        headers = {"Content-Type": content_type}
+        headers = {"Content-Type": content_type, **dict(reply.headers)}
         if reply.content_encoding == "gzip":
             data = gzip.compress(data)
             headers["Content-Encoding"] = "gzip"
+        if reply.chunked and reply.drop_after_chunks is None:
+            resp = web.StreamResponse(headers=headers)
+            resp.enable_chunked_encoding()
+            await resp.prepare(request)
+            for start in range(0, len(data), 1 << 20):
+                await resp.write(data[start : start + (1 << 20)])
+            await resp.write_eof()
+            return resp
         if reply.drop_after_chunks is None:
             return web.Response(body=data, headers=headers)
         # Announce the whole length, send half, then close: a truncated body on the wire.
@@ -547,7 +578,8 @@ class ScriptedUpstream:
     async def _stream(self, request: web.Request, reply: Reply, completion_id: str, model: str,
                       contents: list[str], want_logprobs: bool, top: int, include_usage: bool,
                       prompt_tokens: int) -> web.StreamResponse:
-        headers = {"Content-Type": reply.content_type or "text/event-stream", "Cache-Control": "no-cache"}
+        headers = {"Content-Type": reply.content_type or "text/event-stream", "Cache-Control": "no-cache",
+                   **dict(reply.headers)}
         compressor = None
         if reply.content_encoding == "gzip":
             compressor = zlib.compressobj(wbits=31)  # gzip container, flushed per event
@@ -559,6 +591,7 @@ class ScriptedUpstream:
         else:
             events = [_sse(e, reply.break_sse) for e in _chunk_events(
                 reply, completion_id, model, contents, want_logprobs, top, include_usage, prompt_tokens)]
+            events += [e.encode("utf-8") for e in reply.extra_events]
             events.append(b"data: [DONE]\n" if reply.break_sse else b"data: [DONE]\n\n")
         for i, event in enumerate(events):
             if reply.drop_after_chunks is not None and i >= reply.drop_after_chunks:

@@ -4,22 +4,33 @@ recorded by :func:`truthlens.gateway.checking.run_check`; the outcome goes on th
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import TYPE_CHECKING
 
 from truthlens.gateway import checking
+from truthlens.gateway.lifecycle import Draining
 from truthlens.gateway.phases.state import CheckedRequest, Runtime, StreamState
 from truthlens.gateway.presentation import Presentation, present, unchecked
 
 if TYPE_CHECKING:
     from truthlens.gateway.config import RouteSettings
 
+log = logging.getLogger(__name__)
+
 
 async def check(state: StreamState, checked: CheckedRequest, rt: Runtime, answers: tuple[str, ...]) -> Presentation:
     started = time.monotonic()
-    verdict = await checking.run_check(
-        checked.route, checked.decision, checked.request, answers, checked.services, rt.telemetry
-    )
+    try:
+        # A drain bounds the check: near the end of the grace period the answer goes out
+        # unchanged, marked unavailable (reason "draining"), instead of being cut by the stop.
+        verdict = await rt.lifecycle.bounded(checking.run_check(
+            checked.route, checked.decision, checked.request, answers, checked.services, rt.telemetry
+        ))
+    except Draining:
+        return skip(state, rt, checked.route, checked.decision.name, "draining")
+    if verdict.status == "unavailable":
+        _log_not_run(state, checked.decision.name, checking.verdict_reason(verdict) or "mode_error")
     with rt.telemetry.span("truthlens.mitigation", decision=checked.decision.name, mode=verdict.mode) as span:
         shown = present(
             checked.route,
@@ -37,12 +48,27 @@ async def check(state: StreamState, checked: CheckedRequest, rt: Runtime, answer
 
 
 def skip(
-    state: StreamState, rt: Runtime, route: RouteSettings, decision: str, reason: str, detail: str | None = None
+    state: StreamState,
+    rt: Runtime,
+    route: RouteSettings,
+    decision: str,
+    reason: str,
+    detail: str | None = None,
+    *,
+    upstream: bool = False,
 ) -> Presentation:
-    """The check ``route`` asked for will not run: count the reason and remember the
-    presentation (the response headers phase marks the answer with it)."""
-    shown = unchecked(route, decision, reason, detail)
+    """The check ``route`` asked for will not run: count the reason, log it (decision, reason,
+    request id; never a body) and remember the presentation (the response headers phase marks
+    the answer with it). ``upstream``: the upstream's answer is at fault, not the request."""
+    shown = unchecked(route, decision, reason, detail, upstream=upstream)
     rt.telemetry.record_error(shown.details["reason"])
+    _log_not_run(state, decision, shown.details["reason"])
     state.checked = None
     state.unchecked = shown
     return shown
+
+
+def _log_not_run(state: StreamState, decision: str, reason: str) -> None:
+    """One line per check that could not run: decision, reason, request id; never a body."""
+    request_id = state.info.headers.get("x-request-id", "-") if state.info is not None else "-"
+    log.warning("check not run: decision=%s reason=%s request_id=%s", decision, reason, request_id)

@@ -41,25 +41,24 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
         decision = routed.decision
         span.set_attribute("truthlens.decision", decision.name if decision is not None else "")
     route = decision.route if decision is not None else None
+    state.matched = decision is not None
     if decision is None or route is None:
         return _forward_unchecked(body, routed.decoded, config)
     if routed.error is not None:
-        return _cannot_check(state, rt, decision, routed.error)
+        return _cannot_check(state, rt, decision, routed.error, body)
     assert routed.decoded is not None
     try:
         request = openai_body.read_chat_request(routed.decoded, route.context)
     except openai_body.BodyError as exc:
-        return _cannot_check(state, rt, decision, exc)
+        return _cannot_check(state, rt, decision, exc, body)
     if len(body) > route.max_body_bytes:
-        shown = skip(state, rt, route, decision.name, "too_large")
-        if shown.refusal is not None:
-            return mutations.refusal_response(shown.refusal)
+        return _cannot_check(state, rt, decision, openai_body.BodyError("too_large", "over max_body_bytes"), body)
     else:
         state.checked = CheckedRequest(
             decision=decision,
             route=route,
             request=request,
-            include_spans=route.spans_request_header.lower() in info.headers,
+            include_spans=_asks(info.headers.get(route.spans_request_header.lower())),
             services=state.lease.services,
         )
     return _forward(request)
@@ -86,18 +85,38 @@ def _route(config: Config, facts: RequestFacts, body: bytes) -> _Routed:
 
 
 def _cannot_check(
-    state: StreamState, rt: Runtime, decision: Decision, error: openai_body.BodyError
+    state: StreamState, rt: Runtime, decision: Decision, error: openai_body.BodyError, body: bytes
 ) -> pb.ProcessingResponse:
     """The route's check cannot run on this body: refused on a fail-closed route, else the
-    request goes on unchanged and its answer is marked unavailable."""
-    assert decision.route is not None
-    shown = skip(state, rt, decision.route, decision.name, error.reason, str(error))
-    return mutations.refusal_response(shown.refusal) if shown.refusal else mutations.passthrough("request_body")
+    request goes on unchanged (less the context extension field, whatever its shape or the
+    body's size: Envoy's buffer bounds it) and its answer is marked unavailable."""
+    route = decision.route
+    assert route is not None
+    shown = skip(state, rt, route, decision.name, error.reason, str(error))
+    if shown.refusal is not None:
+        return mutations.refusal_response(shown.refusal)
+    field = route.context.extension_field
+    stripped = openai_body.without_field(body, field) if field is not None else None
+    return mutations.body_reply("request_body", body=stripped) if stripped is not None else mutations.passthrough(
+        "request_body")
+
+
+_NO = frozenset({"", "0", "false", "no", "off"})
+
+
+def _asks(value: str | None) -> bool:
+    """A yes/no request header: present with any value but an explicit no (``false``, ``0``, ...)."""
+    return value is not None and value.strip().lower() not in _NO
 
 
 def _largest_limit(config: Config) -> int:
     limits = [d.route.max_body_bytes for d in config.decisions if d.route is not None]
     return max(limits, default=config.hallucination.max_body_bytes)
+
+
+def strip_only(body: bytes, config: Config) -> pb.ProcessingResponse:
+    """The request unchecked, less the context extension field (when it mentions it)."""
+    return _forward_unchecked(body, None, config)
 
 
 def _forward_unchecked(
@@ -113,7 +132,10 @@ def _forward_unchecked(
     try:
         return _forward(openai_body.read_chat_request(decoded or openai_body.decode_chat_request(body), context))
     except openai_body.BodyError:
-        return mutations.passthrough("request_body")  # nothing we can strip from it
+        # Unreadable as a chat request (a malformed context field, say): the field still goes.
+        stripped = openai_body.without_field(body, field) if (field := context.extension_field) else None
+        return mutations.body_reply("request_body", body=stripped) if stripped else mutations.passthrough(
+            "request_body")
 
 
 def _forward(request: openai_body.ChatRequest) -> pb.ProcessingResponse:

@@ -7,24 +7,34 @@ from truthlens._proto import truthlens_ext_proc_pb2 as pb
 from truthlens.gateway import mutations, openai_body
 from truthlens.gateway.phases.check import check, skip
 from truthlens.gateway.phases.state import CheckedRequest, Runtime, StreamState
-from truthlens.gateway.presentation import Presentation
+from truthlens.gateway.presentation import Presentation, final_headers
 
 
 async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> pb.ProcessingResponse:
     checked = state.checked
     if checked is None:
-        return mutations.passthrough("response_body")
-    # BUFFERED: this one message holds the whole body.
-    body = msg.response_body.body
+        # Unchecked: only a verdict the upstream wrote goes (the whole body, or nothing).
+        scrubbed = openai_body.without_details(msg.response_body.body) if msg.response_body.end_of_stream else None
+        return mutations.passthrough("response_body") if scrubbed is None else mutations.body_reply(
+            "response_body", body=scrubbed)
+    # BUFFERED_PARTIAL: this one message holds the whole body, or as much as Envoy buffers.
+    chunk = msg.response_body
+    body = chunk.body
     state.checked = None  # whatever happens next, this exchange is checked at most once
+    if not chunk.end_of_stream:
+        # Over Envoy's buffer: the rest flows through unprocessed, so this part goes on
+        # unchanged. Envoy stalls on a header mutation here: the provisional headers stay.
+        skip(state, rt, checked.route, checked.decision.name, "too_large", upstream=True)
+        return mutations.passthrough("response_body")
     if len(body) > checked.route.max_body_bytes:
-        return _unchecked(state, rt, checked, "too_large")
+        return _unchecked(state, rt, checked, "too_large", body=None)
     try:
         response = openai_body.parse_chat_response(body)
     except openai_body.BodyError as exc:
-        return _unchecked(state, rt, checked, exc.reason, str(exc))
+        return _unchecked(state, rt, checked, exc.reason, str(exc), body=body)
+    # (a ``truthlens`` field the upstream wrote is dropped by the rendering below)
     if not response.contents:
-        return _unchecked(state, rt, checked, "no_choices")
+        return _unchecked(state, rt, checked, "no_choices", body=body)
     return _translate(await check(state, checked, rt, response.contents), response)
 
 
@@ -34,18 +44,25 @@ def _translate(shown: Presentation, response: openai_body.ChatResponse) -> pb.Pr
         # in BUFFERED mode nothing of the upstream's response has reached the client yet.
         return mutations.refusal_response(shown.refusal)
     details = shown.details if shown.attach_details else None
-    new_body = None
-    if shown.contents is not None or shown.warning is not None or details is not None:
-        new_body = openai_body.render_chat_response(
-            response, contents=shown.contents, warning=shown.warning, details=details
-        )
-    return mutations.body_reply("response_body", body=new_body, set_headers=shown.headers)
+    # The original bytes come back when nothing changes (a ``truthlens`` field the upstream
+    # wrote is a change: it is dropped).
+    rendered = openai_body.render_chat_response(
+        response, contents=shown.contents, warning=shown.warning, details=details
+    )
+    new_body = None if rendered is response.body else rendered
+    headers, remove = final_headers(shown.headers)
+    return mutations.body_reply("response_body", body=new_body, set_headers=headers, remove=remove)
 
 
 def _unchecked(
-    state: StreamState, rt: Runtime, checked: CheckedRequest, reason: str, detail: str | None = None
+    state: StreamState, rt: Runtime, checked: CheckedRequest, reason: str, detail: str | None = None,
+    *, body: bytes | None,
 ) -> pb.ProcessingResponse:
-    shown = skip(state, rt, checked.route, checked.decision.name, reason, detail)
+    """The answer goes on unchanged but for a verdict the upstream wrote in ``body`` (None:
+    not read, e.g. too large), marked unavailable; refused on a fail-closed route."""
+    shown = skip(state, rt, checked.route, checked.decision.name, reason, detail, upstream=True)
     if shown.refusal is not None:
         return mutations.refusal_response(shown.refusal)
-    return mutations.body_reply("response_body", set_headers=shown.headers)
+    headers, remove = final_headers(shown.headers)
+    scrubbed = openai_body.without_details(body) if body is not None else None
+    return mutations.body_reply("response_body", body=scrubbed, set_headers=headers, remove=remove)

@@ -6,6 +6,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from truthlens.gateway.lifecycle import Lifecycle
+
 if TYPE_CHECKING:
     from truthlens.gateway.config import Config, ConfigStore, Decision, RouteSettings
     from truthlens.gateway.openai_body import ChatRequest, StreamAccumulator
@@ -23,6 +25,7 @@ class Runtime:
     config: ConfigStore
     services: ServiceProvider
     telemetry: Telemetry
+    lifecycle: Lifecycle = field(default_factory=Lifecycle)  # drain state and the stream count
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,8 +63,13 @@ class StreamedResponse:
     strategy: Literal["passthrough", "hold"]
     decoder: SSEDecoder
     accumulator: StreamAccumulator
+    # Envoy holds the whole body (BUFFERED_PARTIAL) and sends it in one message: if the
+    # processor goes away, Envoy still has every byte. Replies may then set headers.
+    buffered: bool = False
+    shown: Presentation | None = None  # what the stream ended with (a buffered reply's headers)
     pending: bytearray = field(default_factory=bytearray)
     done_seen: bool = False
+    tail_open: bool = False  # the last bytes released end inside an event (no blank line yet)
     finished: bool = False
     broken: str | None = None  # reason the events could not be understood
 
@@ -73,6 +81,7 @@ class StreamState:
     started: float = field(default_factory=time.monotonic)
     info: RequestInfo | None = None
     request_body: bytearray = field(default_factory=bytearray)
+    matched: bool = False  # a decision matched: its answers are scrubbed of upstream verdicts
     checked: CheckedRequest | None = None
     unchecked: Presentation | None = None  # a check the route asked for that will not run
     streamed: StreamedResponse | None = None

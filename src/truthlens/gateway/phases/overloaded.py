@@ -1,0 +1,36 @@
+"""An exchange over the worker's stream cap (``gateway.max_streams``): not checked at all, at once.
+
+The request goes on unchanged but for the context extension field (it never reaches the
+upstream); the answer is not read and is marked ``unavailable`` (reason ``worker_overloaded``),
+with any X-TruthLens-* header the upstream wrote removed.
+"""
+
+from __future__ import annotations
+
+from truthlens._proto import truthlens_ext_proc_pb2 as pb
+from truthlens.gateway import mutations
+from truthlens.gateway.phases.request_body import strip_only
+from truthlens.gateway.phases.request_headers import header_dict
+from truthlens.gateway.phases.state import StreamState
+from truthlens.gateway.presentation import VERDICT_HEADER_PREFIX, unavailable_headers
+
+REASON = "worker_overloaded"
+
+
+def handle(state: StreamState, msg: pb.ProcessingRequest, kind: str) -> pb.ProcessingResponse:
+    if kind == "request_body":
+        chunk = msg.request_body
+        state.request_body += chunk.body
+        if not chunk.end_of_stream:
+            return mutations.passthrough("request_body")
+        body = bytes(state.request_body)
+        state.request_body.clear()
+        return strip_only(body, state.config)
+    if kind == "response_headers":
+        headers = unavailable_headers(state.config.hallucination, REASON)
+        spoofed = [k for k in header_dict(msg.response_headers.headers) if k.startswith(VERDICT_HEADER_PREFIX)]
+        remove = [k for k in spoofed if k not in headers]
+        return mutations.headers_reply(
+            "response_headers", set_headers=headers, remove=remove, response_body_mode="none"
+        )
+    return mutations.passthrough(kind)  # type: ignore[arg-type]
