@@ -117,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--heldout", type=int, default=400, help="synthetic held-out examples")
     parser.add_argument("--route-threshold", type=float, default=0.5, help="response-score threshold of the routes")
     parser.add_argument("--no-evidence-checks", action="store_true")
+    parser.add_argument("--no-role-checks", action="store_true", help="the fact check without its role check")
     parser.add_argument("--write", action="store_true", help="record the chosen decision in the model's manifest.json")
     args = parser.parse_args(argv)
 
@@ -124,7 +125,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"RAGTruth files not in {args.ragtruth}: run python -m training.corpus.ragtruth --faithjudge DIR")
     sets = tuning_sets(halueval.fetch(args.halueval), args.ragtruth, args.items, args.summarization_items, args.heldout)
     engine = create_detector(
-        DetectorSettings(model_dir=args.model, provider="cpu", evidence_checks=not args.no_evidence_checks)
+        DetectorSettings(
+            model_dir=args.model,
+            provider="cpu",
+            evidence_checks=not args.no_evidence_checks,
+            role_checks=not args.no_role_checks,
+        )
     )
     assert isinstance(engine, DetectorEngine), "calibration scores tokens in process (backend: onnx)"
 

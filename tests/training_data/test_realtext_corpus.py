@@ -13,8 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from training.calibrate import Scored, sweep
+from training.calibrate import candidates, sweep
 from training.corpus import halueval, lexical, perturb
+from training.scoring import Case, Scored
+from truthlens.detector.types import DetectionInput
 
 QA_ROWS = [
     {
@@ -97,21 +99,23 @@ def test_a_changed_number_or_a_swapped_name_is_labelled_and_contradicts_the_pass
     assert perturb.swap_entity(answer, [answer], random.Random(3)) is None  # no other name to swap in
 
 
-def test_sweep_picks_the_threshold_with_the_best_mean_accuracy() -> None:
+def test_sweep_picks_the_decision_with_the_best_mean_balanced_accuracy() -> None:
     offsets = np.array([[0, 4]])
 
     def scored(p: float, hallucinated: bool) -> Scored:
-        return Scored("word", np.array([p], dtype=np.float32), offsets, hallucinated)
+        return Scored(Case(DetectionInput(("ctx",), "q", "word"), hallucinated), np.array([p], dtype=np.float32), offsets)
 
     # Hallucinated answers score 0.72, faithful ones 0.62 / 0.58: only thresholds in (0.62, 0.72) get both sets right.
     sets = {
         "a": [scored(0.72, True), scored(0.62, False)],
         "b": [scored(0.72, True), scored(0.58, False)],
-        "twins": [scored(0.58, False)],
+        "qa faithful twins (dev)": [scored(0.58, False)],
     }
-    best, table = sweep(sets, route_threshold=0.5)
-    assert best == 0.65
-    assert table[0.65]["a"] == {"accuracy": 1.0, "precision": 1.0, "recall": 1.0, "false_alarms": 0.0}
-    assert table[0.3]["a"]["false_alarms"] == 1.0 and table[0.75]["b"]["recall"] == 0.0
+    best, table = sweep(sets, candidates(route_threshold=0.5, below=1.0))
+    assert best.rules.token_threshold == 0.65 and best.rules.aggregation == "noisy_or"
+    chosen = table[best]["a"]
+    assert (chosen.balanced_accuracy, chosen.precision, chosen.recall, chosen.false_alarms) == (1.0, 1.0, 1.0, 0.0)
+    low = next(d for d in table if d.rules.token_threshold == 0.3 and d.rules.aggregation == "noisy_or")
+    assert table[low]["a"].false_alarms == 1.0
     # Only thresholds under 0.6 allowed: 0.30 … 0.55 tie (set b right, set a half right): the lowest wins.
-    assert sweep(sets, route_threshold=0.5, below=0.6)[0] == 0.3
+    assert sweep(sets, candidates(route_threshold=0.5, below=0.6))[0].rules.token_threshold == 0.3
