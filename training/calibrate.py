@@ -11,8 +11,11 @@ item). The evaluation folds (RAGTruth even ``source_id``, HaluEval i % 10 == 0) 
 here; :mod:`bench.detector_quality` reports them. The synthetic held-out split and HaluEval's
 full-sentence faithful QA twins are shown, not optimised.
 
-Every answer is scored once the way serving scores it (:mod:`training.scoring`), then every
-candidate decision is applied to those probabilities, so the sweep costs one pass. The chosen
+Every answer is scored once the way serving scores it (:mod:`training.scoring`) without the
+role check, whose findings are then fused in by rule for the "with role check" variant (the check
+is pure text, and fusion is the same noisy-OR serving applies); every candidate decision is
+applied to both, so the sweep costs one model pass and also decides whether the role check
+earns its false alarms (``calibration.role_checks``). The chosen
 decision maximises the mean balanced accuracy over the six development sets, among token
 thresholds below the smallest evidence-check weight (so one unsupported number or name still
 flags an answer on its own, :mod:`truthlens.detector.fusion`); decisions within :data:`TIE` of
@@ -28,7 +31,7 @@ import argparse
 import asyncio
 import itertools
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
@@ -38,7 +41,9 @@ from training.corpus.splits import generate
 from training.scoring import Case, Decision, Metrics, Scored, metrics, score_cases
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.factory import create_detector
-from truthlens.detector.fusion import REASON_WEIGHTS
+from truthlens.detector.facts import Finding
+from truthlens.detector.facts.roles import misattributed_names
+from truthlens.detector.fusion import REASON_WEIGHTS, fuse
 from truthlens.detector.manifest import resolve_model_dir
 from truthlens.detector.spans import SpanRules
 from truthlens.detector.types import AGGREGATIONS, Aggregation, DetectionInput, DetectorSettings
@@ -107,6 +112,20 @@ def sweep(scored: dict[str, list[Scored]], decisions: list[Decision]) -> tuple[D
     return min(tied, key=lambda d: (d.rules.token_threshold, -objective(d))), table
 
 
+def with_role_check(scored: list[Scored]) -> list[Scored]:
+    """The same answers as if the fact check had also looked for names in another role."""
+    out = []
+    for s in scored:
+        taken = [(f.start, f.end) for f in s.findings]
+        extra = [
+            Finding(m.start, m.end, m.text, "misattributed_entity")
+            for m in misattributed_names(s.case.item.answer, s.case.item.context)
+            if not any(a <= m.start and m.end <= b for a, b in taken)
+        ]
+        out.append(replace(s, probs=fuse(s.probs, s.offsets, extra), findings=(*s.findings, *extra)))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training.calibrate", description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=None, help="model directory (default: the shipped model)")
@@ -117,7 +136,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--heldout", type=int, default=400, help="synthetic held-out examples")
     parser.add_argument("--route-threshold", type=float, default=0.5, help="response-score threshold of the routes")
     parser.add_argument("--no-evidence-checks", action="store_true")
-    parser.add_argument("--no-role-checks", action="store_true", help="the fact check without its role check")
     parser.add_argument("--write", action="store_true", help="record the chosen decision in the model's manifest.json")
     args = parser.parse_args(argv)
 
@@ -129,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
             model_dir=args.model,
             provider="cpu",
             evidence_checks=not args.no_evidence_checks,
-            role_checks=not args.no_role_checks,
+            role_checks=False,  # added by rule below, for the variant that has it
         )
     )
     assert isinstance(engine, DetectorEngine), "calibration scores tokens in process (backend: onnx)"
@@ -140,9 +158,23 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             await engine.close()
 
-    scored = asyncio.run(run())
+    plain = asyncio.run(run())
     below = min(REASON_WEIGHTS.values()) if not args.no_evidence_checks else 1.0
-    best, table = sweep(scored, candidates(args.route_threshold, below))
+    variants = {False: plain} if args.no_evidence_checks else {False: plain, True: {
+        name: with_role_check(answers) for name, answers in plain.items()
+    }}
+    swept = {roles: sweep(answers, candidates(args.route_threshold, below)) for roles, answers in variants.items()}
+    tuned_sets = [n for n in plain if n not in SHOWN_ONLY]
+
+    def mean_ba(roles: bool) -> float:
+        decision, table = swept[roles]
+        return float(np.mean([table[decision][n].balanced_accuracy for n in tuned_sets]))
+
+    for roles in swept:
+        print(f"role check {'on ' if roles else 'off'}: best mean balanced accuracy {mean_ba(roles):.3f}")
+    role_checks = max(swept, key=lambda r: (mean_ba(r) - (TIE if r else 0.0), not r))
+    best, table = swept[role_checks]
+    scored = variants[role_checks]
     names = list(scored)
     print("answers: " + ", ".join(f"{n} {len(scored[n])}" for n in names) + f"; route threshold {args.route_threshold}")
     print("AUROC (highest fused token probability): " + ", ".join(
@@ -164,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{aggregation:>11} {threshold:>5.2f} {d.rules.min_span_length:>4}  "
               + "  ".join(f"{c:>22}" for c in cells) + f"  {mean:.3f}{mark}")
     print(f"chosen: aggregation {best.rules.aggregation}, token threshold {best.rules.token_threshold}, "
-          f"min span length {best.rules.min_span_length}")
+          f"min span length {best.rules.min_span_length}, role check {'on' if role_checks else 'off'}")
     if args.write:
         path = resolve_model_dir(args.model) / "manifest.json"
         manifest = json.loads(path.read_text())
@@ -172,6 +204,7 @@ def main(argv: list[str] | None = None) -> int:
             "token_threshold": best.rules.token_threshold,
             "aggregation": best.rules.aggregation,
             "min_span_length": best.rules.min_span_length,
+            "role_checks": role_checks,
             "route_threshold": args.route_threshold,
             "objective": (
                 f"mean balanced accuracy over the RAGTruth and HaluEval dev sets, token thresholds below {below}, "

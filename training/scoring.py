@@ -23,6 +23,7 @@ import numpy as np
 
 from training.evaluate import prf
 from truthlens.detector.engine import DetectorEngine
+from truthlens.detector.facts import Finding
 from truthlens.detector.spans import SpanRules, score_answer
 from truthlens.detector.types import DetectionInput, Span
 
@@ -41,6 +42,7 @@ class Scored:
     case: Case
     probs: np.ndarray
     offsets: np.ndarray
+    findings: tuple[Finding, ...] = ()  # what the fact check found (already fused into probs)
 
     @property
     def peak(self) -> float:
@@ -49,8 +51,8 @@ class Scored:
 
 async def score_cases(engine: DetectorEngine, cases: Sequence[Case]) -> list[Scored]:
     async def one(case: Case) -> Scored:
-        scores, _ = await engine.fused_token_scores(case.item)
-        return Scored(case, scores.probs, scores.offsets)
+        scores, findings = await engine.fused_token_scores(case.item)
+        return Scored(case, scores.probs, scores.offsets, findings)
 
     out: list[Scored] = []
     for i in range(0, len(cases), BLOCK):

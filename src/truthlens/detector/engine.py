@@ -104,6 +104,12 @@ class DetectorEngine:
         return self._rules.token_threshold
 
     @property
+    def role_checks(self) -> bool:
+        """Whether the fact check looks for names in another role: configured, else the model's choice."""
+        configured = self.settings.role_checks
+        return configured if configured is not None else self.manifest.role_checks
+
+    @property
     def rules(self) -> SpanRules:
         """How token probabilities become spans and a score: configured, else the model's own."""
         return self._rules
@@ -176,7 +182,7 @@ class DetectorEngine:
             return FactCheck((), ())
         try:
             return await asyncio.to_thread(
-                check_facts, item.answer, item.context, item.question, roles=self.settings.role_checks
+                check_facts, item.answer, item.context, item.question, roles=self.role_checks
             )
         except Exception:  # the check only adds evidence: without it the model's verdict stands
             log.exception("fact check failed; using the model's verdict alone")

@@ -47,6 +47,8 @@ class ModelManifest:
     # threshold; what ``aggregation`` / ``min_span_length`` mean when a deployment sets neither.
     aggregation: Aggregation = "noisy_or"
     min_span_length: int = 1
+    # Whether the fact check's role check helped on the development data.
+    role_checks: bool = True
 
     @property
     def model_path(self) -> Path:
@@ -125,6 +127,9 @@ def _parse(directory: Path, path: Path, raw: dict[str, Any]) -> ModelManifest:
     min_span = calibration.get("min_span_length", 1)
     if isinstance(min_span, bool) or not isinstance(min_span, int) or min_span < 1:
         raise ModelDirError(f"{path}: 'calibration.min_span_length' must be an integer >= 1")
+    role_checks = calibration.get("role_checks", True)
+    if not isinstance(role_checks, bool):
+        raise ModelDirError(f"{path}: 'calibration.role_checks' must be true or false")
     return ModelManifest(
         directory=directory,
         labels=tuple(labels),
@@ -138,4 +143,5 @@ def _parse(directory: Path, path: Path, raw: dict[str, Any]) -> ModelManifest:
         token_threshold=float(threshold),
         aggregation=aggregation,
         min_span_length=min_span,
+        role_checks=role_checks,
     )

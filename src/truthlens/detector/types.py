@@ -141,8 +141,8 @@ class DetectorSettings:
     # model's probability where one is missing (src/truthlens/detector/facts/, fusion.py).
     evidence_checks: bool = True
     # With evidence checks: also flag a name the context gives in another role
-    # (src/truthlens/detector/facts/roles.py).
-    role_checks: bool = True
+    # (src/truthlens/detector/facts/roles.py). None: the model's calibrated choice.
+    role_checks: bool | None = None
     # Batches run at once (``batching.max_in_flight``): 1 for an in-process session; more for
     # a remote server, so round trips overlap and its own dynamic batcher sees the load.
     max_in_flight: int = 1
