@@ -135,7 +135,7 @@ def _parse_bytes(data: bytes, p: Path) -> Config:
         raise ConfigError(str(p), f"invalid YAML: {exc}") from None
     return parse_config(
         raw,
-        base_dir=p.parent,
+        base_dir=Path(os.path.abspath(p)).parent,  # relative paths: from the file's folder, whatever the cwd
         source=str(p),
         digest=hashlib.sha256(data).hexdigest()[:12],
     )
