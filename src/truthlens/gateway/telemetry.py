@@ -36,7 +36,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
 from prometheus_client import multiprocess as prom_multiprocess
 
 from truthlens.gateway.errors import normalize_reason
@@ -138,7 +138,10 @@ class Telemetry:
         registry: CollectorRegistry | None = None,
         tracer_provider: TracerProvider | None = None,
     ) -> None:
+        own = registry is None
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
+        if own:  # the default process_* metrics (CPU, memory, open fds, start time) of this process
+            ProcessCollector(registry=self.registry)
         self.metrics = _Metrics(self.registry)
         self.tracer_provider = tracer_provider or build_tracer_provider(service_name)
         self.tracer: trace.Tracer = self.tracer_provider.get_tracer("truthlens.extproc")
@@ -262,10 +265,17 @@ class Telemetry:
     def render_metrics(self) -> bytes:
         return generate_latest(self.exposition_registry())
 
-    def start_metrics_server(self, listen: str) -> MetricsServer:
-        """Serve ``/metrics`` on ``listen`` (``host:port``, ``:port`` or ``port``; port 0 picks one)."""
+    def start_metrics_server(self, listen: str, *, ready: Callable[[], bool] | None = None) -> MetricsServer:
+        """Serve ``/metrics``, ``/healthz`` and ``/readyz`` (``ready``: None is always ready) on
+        ``listen`` (``host:port``, ``:port`` or ``port``; port 0 picks one); see
+        :mod:`truthlens.gateway.probes`."""
+        from truthlens.gateway.probes import start_probe_server
+
         host, port = parse_listen(listen)
-        server, _thread = start_http_server(port, addr=host, registry=self.exposition_registry())
+        registry = self.exposition_registry()
+        if multiprocess_dir():  # this process's own process_* metrics beside the workers' samples
+            ProcessCollector(registry=registry)
+        server = start_probe_server(host, port, registry, ready)
         return MetricsServer(host=host, port=server.server_address[1], _server=server)
 
     def shutdown(self) -> None:
