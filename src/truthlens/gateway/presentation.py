@@ -25,7 +25,7 @@ BLOCK_STATUS = 422  # the upstream answered, but the route's settings refuse the
 BLOCK_MESSAGE = "TruthLens: the answer was blocked because parts of it are not supported by the provided context."
 _BLOCK_CODE = "hallucination_detected"
 
-Outcome = Literal["block", "refuse", "rewrite", "annotate", "unchecked"]
+Outcome = Literal["block", "refuse", "rewrite", "annotate", "unchecked", "skipped"]
 
 
 @dataclass(frozen=True, slots=True)

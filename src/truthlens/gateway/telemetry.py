@@ -95,6 +95,10 @@ class _Metrics:
             "truthlens_errors_total", "Checks that could not run, by reason (see truthlens.gateway.errors)",
             ["reason"], registry=registry,
         )
+        self.skipped = Counter(
+            "truthlens_skipped_total", "Exchanges a route did not check by design, by reason (no_context)",
+            ["decision", "reason"], registry=registry,
+        )
         self.config_reloads = Counter(
             "truthlens_config_reloads_total", "Configuration reloads by result", ["result"], registry=registry,
         )
@@ -230,6 +234,11 @@ class Telemetry:
 
     def record_error(self, reason: str) -> None:
         self.metrics.errors.labels(normalize_reason(reason)).inc()
+
+    def record_skip(self, decision: str, reason: str) -> None:
+        """An exchange the route chose not to check (not a failure: ``truthlens_errors_total``
+        counts those)."""
+        self.metrics.skipped.labels(decision, normalize_reason(reason)).inc()
 
     def record_config_reload(self, result: str) -> None:
         self.metrics.config_reloads.labels(result).inc()

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
-from truthlens.gateway import decisions, mutations, openai_body
+from truthlens.gateway import decisions, mutations, openai_body, ungrounded
 from truthlens.gateway.config import Config, Decision
 from truthlens.gateway.decisions import RequestFacts
 from truthlens.gateway.phases.check import skip
@@ -50,6 +50,9 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
         request = openai_body.read_chat_request(routed.decoded, route.context)
     except openai_body.BodyError as exc:
         return _cannot_check(state, rt, decision, exc)
+    if ungrounded.needs_skipping(route, request):  # no context, no check (the route's no_context)
+        shown = ungrounded.skip(state, rt, route, decision.name)
+        return mutations.refusal_response(shown.refusal) if shown.refusal else _forward(request)
     if len(body) > route.max_body_bytes:
         shown = skip(state, rt, route, decision.name, "too_large")
         if shown.refusal is not None:
