@@ -70,6 +70,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--tls-key", help="PEM private key")
     serve.add_argument("--config-poll-s", type=float, default=2.0, help="how often the config file is checked")
     serve.add_argument("--log-level", default="INFO")
+    serve.add_argument("--log-format", choices=("text", "json"), default=None,
+                       help="text (default) or json: one JSON object per line, the per-exchange audit line's "
+                       "fields as keys (default: TRUTHLENS_LOG_FORMAT, else text)")
     demo = sub.add_parser(
         "demo", help="run Envoy + processor + scripted upstream: answers checked, flagged, and one refined"
     )
@@ -95,7 +98,11 @@ def _serve(ns: argparse.Namespace) -> int:
     if bool(ns.tls_cert) != bool(ns.tls_key):
         print("truthlens serve: --tls-cert and --tls-key go together", file=sys.stderr)
         return 2
-    logging.basicConfig(level=ns.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from truthlens import logs
+
+    log_format = ns.log_format or os.environ.get(logs.FORMAT_ENV) or "text"
+    os.environ[logs.FORMAT_ENV] = log_format  # worker processes configure theirs from it
+    logs.configure(ns.log_level, log_format)
     own_metrics_dir = None
     if ns.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         # Must be set before prometheus_client is imported (by truthlens.gateway.server below) so every

@@ -46,6 +46,7 @@ def assert_skipped(resp: RawResponse) -> None:
     assert headers["x-truthlens-detected"] == "skipped"
     assert headers["x-truthlens-reason"] == "no_context"
     assert "x-truthlens-score" not in headers
+    assert headers["x-truthlens-action"] == "none"
 
 
 def test_a_chat_without_context_is_not_checked_and_says_so(gateway: Stack) -> None:
@@ -81,6 +82,7 @@ def test_no_context_block_refuses_before_the_upstream(gateway: Stack) -> None:
     assert resp.status == 400
     assert resp.json()["error"]["code"] == "no_context"
     assert resp.headers["x-truthlens-reason"] == "no_context"
+    assert resp.headers["x-truthlens-action"] == "blocked"
     assert gateway.upstream_calls() == []
     # With context the same route checks as usual.
     grounded = ask(gateway, route="strict", context=["Two plus two equals four: 2 + 2 = 4."])

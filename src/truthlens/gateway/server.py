@@ -19,6 +19,7 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from truthlens import logs
 from truthlens.detector.types import DetectorError
 from truthlens.evidence.embedder import EmbedderError
 from truthlens.gateway.config import ConfigStore
@@ -164,7 +165,7 @@ async def serve(
 
 
 def _worker_main(settings: ServerSettings, index: int, ready: Any = None) -> None:
-    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s w{index} %(levelname)s %(name)s: %(message)s")
+    logs.configure("INFO", prefix=f"w{index} ")  # the format the CLI chose (TRUTHLENS_LOG_FORMAT)
     try:
         asyncio.run(serve(settings, worker_index=index, serve_metrics=False,
                           on_ready=ready.set if ready is not None else None))

@@ -95,6 +95,11 @@ class _Metrics:
             "truthlens_errors_total", "Checks that could not run, by reason (see truthlens.gateway.errors)",
             ["reason"], registry=registry,
         )
+        self.actions = Counter(
+            "truthlens_actions_total",
+            "What was done to answers routes wanted checked (none, warned, blocked, rewritten)",
+            ["decision", "action"], registry=registry,
+        )
         self.skipped = Counter(
             "truthlens_skipped_total", "Exchanges a route did not check by design, by reason (no_context)",
             ["decision", "reason"], registry=registry,
@@ -234,6 +239,10 @@ class Telemetry:
 
     def record_error(self, reason: str) -> None:
         self.metrics.errors.labels(normalize_reason(reason)).inc()
+
+    def record_action(self, decision: str, action: str) -> None:
+        """What was done to an answer the route wanted checked: none | warned | blocked | rewritten."""
+        self.metrics.actions.labels(decision, action).inc()
 
     def record_skip(self, decision: str, reason: str) -> None:
         """An exchange the route chose not to check (not a failure: ``truthlens_errors_total``

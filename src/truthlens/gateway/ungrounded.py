@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from truthlens.gateway.presentation import Presentation, Refusal
+from truthlens.gateway import audit
+from truthlens.gateway.presentation import Presentation, Refusal, with_action
 
 if TYPE_CHECKING:
     from truthlens.gateway.config import RouteSettings
@@ -45,8 +46,9 @@ def presentation(route: RouteSettings, decision: str) -> Presentation:
     if route.no_context == "block":
         refusal = Refusal(STATUS, MESSAGE, "invalid_request_error", REASON, headers,
                           envoy_details=f"truthlens_{REASON}")
-    return Presentation(headers=headers, contents=None, warning=None, details=details, attach_details=False,
-                        refusal=refusal, outcome="block" if refusal is not None else "skipped")
+    return with_action(Presentation(headers=headers, contents=None, warning=None, details=details,
+                                    attach_details=False, refusal=refusal,
+                                    outcome="block" if refusal is not None else "skipped"))
 
 
 def skip(state: StreamState, rt: Runtime, route: RouteSettings, decision: str) -> Presentation:
@@ -54,6 +56,7 @@ def skip(state: StreamState, rt: Runtime, route: RouteSettings, decision: str) -
     headers phase (which marks the answer and lets its body through unread)."""
     shown = presentation(route, decision)
     rt.telemetry.record_skip(decision, REASON)
+    audit.record(state, rt, shown, decision=decision, mode=route.mode, verdict="skipped", reason=REASON)
     if state.span is not None:
         state.span.set_attributes({"truthlens.decision": decision, "truthlens.mode": route.mode,
                                    "truthlens.detected": "skipped", "truthlens.reason": REASON,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from truthlens.gateway import checking
+from truthlens.gateway import audit, checking
 from truthlens.gateway.phases.state import CheckedRequest, Runtime, StreamState
 from truthlens.gateway.presentation import Presentation, present, unchecked
 
@@ -30,6 +30,8 @@ async def check(state: StreamState, checked: CheckedRequest, rt: Runtime, answer
             latency_s=time.monotonic() - started,
         )
         span.set_attribute("truthlens.verdict", shown.outcome)
+    audit.record(state, rt, shown, decision=checked.decision.name, mode=verdict.mode, verdict=verdict.status,
+                 score=verdict.score, latency_s=time.monotonic() - started)
     if state.span is not None:
         rt.telemetry.annotate_exchange(state.span, decision=checked.decision.name,
                                        model=checked.request.model, verdict=verdict, outcome=shown.outcome)
@@ -43,6 +45,8 @@ def skip(
     presentation (the response headers phase marks the answer with it)."""
     shown = unchecked(route, decision, reason, detail)
     rt.telemetry.record_error(shown.details["reason"])
+    audit.record(state, rt, shown, decision=decision, mode=route.mode, verdict="unavailable",
+                 reason=shown.details["reason"])
     state.checked = None
     state.unchecked = shown
     return shown

@@ -37,7 +37,7 @@ def _translate(shown: Presentation, response: openai_body.ChatResponse) -> pb.Pr
     new_body = None
     if shown.contents is not None or shown.warning is not None or details is not None:
         new_body = openai_body.render_chat_response(
-            response, contents=shown.contents, warning=shown.warning, details=details
+            response, contents=shown.contents, warning=shown.warning, details=details, warn_indices=shown.warned
         )
     return mutations.body_reply("response_body", body=new_body, set_headers=shown.headers)
 
