@@ -26,6 +26,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from truthlens.detector.export import main as export_main
 
         return int(export_main(args[1:]) or 0)
+    if args[:1] == ["upstream"]:
+        from truthlens.testing.upstream import main as upstream_main
+
+        upstream_main(args[1:])
+        return 0
     parser = _parser()
     ns = parser.parse_args(args)
     if ns.command == "serve":
@@ -34,11 +39,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _init(ns)
     if ns.command == "check-config":
         return _check_config(ns)
-    if ns.command == "upstream":
-        from truthlens.testing.upstream import main as upstream_main
-
-        upstream_main(ns.upstream_args)
-        return 0
     if ns.command == "demo":
         from truthlens.demo import run_demo
         from truthlens.starter import CONFIG
@@ -82,10 +82,8 @@ def _parser() -> argparse.ArgumentParser:
         help="show what one mode does: its question on the lightweight route, then on a route in this mode",
     )
     demo.add_argument("--free-ports", action="store_true", help="free loopback ports instead of 10000/8000/50051")
-    upstream = sub.add_parser(
-        "upstream", help="run the scripted OpenAI-compatible upstream (a test double, not a model)", add_help=False
-    )
-    upstream.add_argument("upstream_args", nargs=argparse.REMAINDER)
+    sub.add_parser("upstream", help="run the scripted OpenAI-compatible upstream (a test double, not a model; "
+                   "see truthlens upstream --help)")
     sub.add_parser("detect", help="check one answer with the detector (see truthlens detect --help)")
     sub.add_parser("export", help="export a checkpoint to an ONNX detector (see truthlens export --help)")
     return parser

@@ -13,9 +13,11 @@ demo's packaged script, ``truthlens upstream``). The venv sees the system's pack
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -150,3 +152,24 @@ def test_demo_mode_runs_in_one_command_and_says_what_changed(installed: Installe
     assert f"what {mode} changed: the answer" in out, out
     for expected in MODE_SHOWS[mode]:
         assert expected in out, out
+
+
+def test_truthlens_upstream_serves_the_packaged_demo_script(installed: Installed, tmp_path: Path) -> None:
+    port = launch.free_port()
+    script = subprocess.run([str(installed.venv / "bin" / "python"), "-c",
+                             "from truthlens import starter; print(starter.DEMO_SCRIPT)"],
+                            env=installed.env, capture_output=True, text=True, check=True).stdout.strip()
+    proc = subprocess.Popen([str(installed.venv / "bin" / "truthlens"), "upstream", "--port", str(port),
+                             "--script", script], cwd=tmp_path, env=installed.env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        launch.wait_upstream(port, None)
+        body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "Who designed the Eiffel Tower?"}]})
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions", data=body.encode(),
+                                     headers={"content-type": "application/json"})
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            answer = json.loads(resp.read())["choices"][0]["message"]["content"]
+        assert "Leonardo da Vinci" in answer
+    finally:
+        proc.terminate()
+        proc.wait(10)
