@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import urllib.request
@@ -27,6 +28,8 @@ import yaml
 from truthlens.testing import launch
 
 REPO = Path(__file__).resolve().parents[2]
+# What the images copy into their build stage (deploy/docker/Dockerfile.cpu, .gpu).
+BUILD_INPUTS = ("pyproject.toml", "README.md", "src", "configs/config.yaml", "envoy.yaml", "deploy/demo_script.yaml")
 pytestmark = pytest.mark.envoy
 
 
@@ -46,8 +49,19 @@ class Installed:
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     root = tmp_path_factory.mktemp("wheel")
+    # Built from what the images copy (deploy/docker/Dockerfile.*), not the checkout in place: no
+    # stale build/ output gets in, and the files the starter links to must be among those copied.
+    source = root / "source"
+    for name in BUILD_INPUTS:
+        target = source / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if (REPO / name).is_dir():
+            shutil.copytree(REPO / name, target, symlinks=True,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        else:
+            shutil.copy2(REPO / name, target)
     wheels = root / "dist"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(REPO)],
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(source)],
                    check=True, timeout=300, capture_output=True)
     (wheel,) = wheels.glob("truthlens_extproc-*.whl")
     venv = root / "venv"
@@ -173,3 +187,14 @@ def test_truthlens_upstream_serves_the_packaged_demo_script(installed: Installed
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+@pytest.mark.parametrize("name", ["Dockerfile.cpu", "Dockerfile.gpu"])
+def test_the_images_copy_every_build_input(name: str) -> None:
+    """The wheel the images build has the starter's files too (src/truthlens/starter links to them)."""
+    sources: set[str] = set()
+    for line in (REPO / "deploy" / "docker" / name).read_text(encoding="utf-8").splitlines():
+        words = line.split()
+        if words[:1] == ["COPY"] and not words[1].startswith("--from"):
+            sources |= set(words[1:-1])
+    assert set(BUILD_INPUTS) <= sources, sorted(set(BUILD_INPUTS) - sources)
