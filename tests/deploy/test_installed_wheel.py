@@ -198,3 +198,22 @@ def test_the_images_copy_every_build_input(name: str) -> None:
         if words[:1] == ["COPY"] and not words[1].startswith("--from"):
             sources |= set(words[1:-1])
     assert set(BUILD_INPUTS) <= sources, sorted(set(BUILD_INPUTS) - sources)
+
+
+def test_serve_without_a_config_runs_the_packaged_one_from_an_empty_directory(
+    installed: Installed, tmp_path: Path
+) -> None:
+    metrics = launch.free_port()
+    log = tmp_path.parent / f"{tmp_path.name}-serve.log"  # outside the directory it runs in
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([str(installed.venv / "bin" / "truthlens"), "serve", "--listen",
+                                 f"127.0.0.1:{launch.free_port()}", "--metrics-listen", f"127.0.0.1:{metrics}"],
+                                cwd=tmp_path, env=installed.env, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            launch.wait_until(lambda: launch.http_ok(f"http://127.0.0.1:{metrics}/readyz"), "readyz", None, 90)
+        finally:
+            proc.terminate()
+            proc.wait(30)
+    text = log.read_text()
+    assert f"config: {installed.venv}" in text and "truthlens/starter/config.yaml" in text, text
+    assert list(tmp_path.iterdir()) == []
