@@ -1,4 +1,4 @@
-"""``truthlens serve | demo | detect | export``."""
+"""``truthlens init | check-config | serve | demo | upstream | detect | export``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-DEFAULT_CONFIG = "configs/config.yaml"
+# ``serve`` without ``--config``: the first of these that exists, else the packaged starter config.
+CONFIG_SEARCH = ("config.yaml", "configs/config.yaml")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -25,14 +26,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         from truthlens.detector.export import main as export_main
 
         return int(export_main(args[1:]) or 0)
+    if args[:1] == ["upstream"]:
+        from truthlens.testing.upstream import main as upstream_main
+
+        upstream_main(args[1:])
+        return 0
     parser = _parser()
     ns = parser.parse_args(args)
     if ns.command == "serve":
         return _serve(ns)
+    if ns.command == "init":
+        return _init(ns)
+    if ns.command == "check-config":
+        return _check_config(ns)
     if ns.command == "demo":
         from truthlens.demo import run_demo
+        from truthlens.starter import CONFIG
 
-        return run_demo(config=Path(ns.config))
+        return run_demo(Path(ns.config) if ns.config else CONFIG, ns.mode, free_ports=ns.free_ports)
     parser.print_help()
     return 2
 
@@ -40,8 +51,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="truthlens", description="TruthLens Envoy external processor")
     sub = parser.add_subparsers(dest="command")
+    init = sub.add_parser("init", help="write a starter config.yaml, envoy.yaml and docker-compose.yaml")
+    init.add_argument("dir", nargs="?", default=".", help="where to write them (default: here)")
+    init.add_argument("--force", action="store_true", help="overwrite existing files")
+    check = sub.add_parser("check-config", help="validate a config file offline (exit 1 naming the bad key)")
+    check.add_argument("file")
     serve = sub.add_parser("serve", help="run the ext_proc gRPC server")
-    serve.add_argument("--config", default=DEFAULT_CONFIG)
+    serve.add_argument(
+        "--config",
+        help="default: ./config.yaml, else ./configs/config.yaml, else the packaged starter config",
+    )
     serve.add_argument("--listen", default="127.0.0.1:50051")
     serve.add_argument("--metrics-listen", default="127.0.0.1:9190", help='host:port, or "off"')
     serve.add_argument("--workers", type=int, default=1)
@@ -51,10 +70,20 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--tls-key", help="PEM private key")
     serve.add_argument("--config-poll-s", type=float, default=2.0, help="how often the config file is checked")
     serve.add_argument("--log-level", default="INFO")
+    serve.add_argument("--log-format", choices=("text", "json"), default=None,
+                       help="text (default) or json: one JSON object per line, the per-exchange audit line's "
+                       "fields as keys (default: TRUTHLENS_LOG_FORMAT, else text)")
     demo = sub.add_parser(
         "demo", help="run Envoy + processor + scripted upstream: answers checked, flagged, and one refined"
     )
-    demo.add_argument("--config", default=DEFAULT_CONFIG)
+    demo.add_argument("--config", help="default: the packaged starter config")
+    demo.add_argument(
+        "--mode", choices=("lightweight", "standard", "premium", "acr", "auto"),
+        help="show what one mode does: its question on the lightweight route, then on a route in this mode",
+    )
+    demo.add_argument("--free-ports", action="store_true", help="free loopback ports instead of 10000/8000/50051")
+    sub.add_parser("upstream", help="run the scripted OpenAI-compatible upstream (a test double, not a model; "
+                   "see truthlens upstream --help)")
     sub.add_parser("detect", help="check one answer with the detector (see truthlens detect --help)")
     sub.add_parser("export", help="export a checkpoint to an ONNX detector (see truthlens export --help)")
     return parser
@@ -67,7 +96,11 @@ def _serve(ns: argparse.Namespace) -> int:
     if bool(ns.tls_cert) != bool(ns.tls_key):
         print("truthlens serve: --tls-cert and --tls-key go together", file=sys.stderr)
         return 2
-    logging.basicConfig(level=ns.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from truthlens import logs
+
+    log_format = ns.log_format or os.environ.get(logs.FORMAT_ENV) or "text"
+    os.environ[logs.FORMAT_ENV] = log_format  # worker processes configure theirs from it
+    logs.configure(ns.log_level, log_format)
     own_metrics_dir = None
     if ns.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         # Must be set before prometheus_client is imported (by truthlens.gateway.server below) so every
@@ -76,8 +109,10 @@ def _serve(ns: argparse.Namespace) -> int:
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = own_metrics_dir
     from truthlens.gateway.server import ServerSettings, run
 
+    config = ns.config or default_config()
+    logging.getLogger("truthlens").info("config: %s", config)
     settings = ServerSettings(
-        config_path=ns.config,
+        config_path=config,
         listen=ns.listen,
         metrics_listen=None if ns.metrics_listen == "off" else ns.metrics_listen,
         workers=ns.workers,
@@ -92,3 +127,51 @@ def _serve(ns: argparse.Namespace) -> int:
     finally:
         if own_metrics_dir is not None:
             shutil.rmtree(own_metrics_dir, ignore_errors=True)
+
+
+def default_config() -> str:
+    """``serve``'s config when none is named: ``./config.yaml`` (what ``truthlens init`` writes),
+    ``./configs/config.yaml`` (a checkout), else the starter config inside the package."""
+    for candidate in CONFIG_SEARCH:
+        if Path(candidate).is_file():
+            return candidate
+    from truthlens.starter import CONFIG
+
+    return str(CONFIG)
+
+
+def _init(ns: argparse.Namespace) -> int:
+    from truthlens.starter import InitError, write_starter
+
+    target = Path(ns.dir)
+    try:
+        written = write_starter(target, force=ns.force)
+    except (InitError, OSError) as exc:
+        print(f"truthlens init: {exc}", file=sys.stderr)
+        return 1
+    for path in written:
+        print(f"wrote {path}")
+    where = "" if target == Path(".") else f"cd {target} && "
+    print(
+        "\nnext:\n"
+        f"  {where}truthlens check-config config.yaml\n"
+        "  truthlens upstream --port 8000 &          # a scripted model (test double); or your own on :8000\n"
+        "  truthlens serve --config config.yaml &    # the processor on 127.0.0.1:50051\n"
+        "  envoy -c envoy.yaml                       # clients call http://127.0.0.1:10000/v1\n"
+        "  (or: docker compose up -d)"
+    )
+    return 0
+
+
+def _check_config(ns: argparse.Namespace) -> int:
+    from truthlens.gateway.preflight import validate
+    from truthlens.options import ConfigError
+
+    try:
+        config = validate(ns.file)
+    except ConfigError as exc:
+        print(f"{ns.file}: {exc}", file=sys.stderr)
+        return 1
+    routes = sum(1 for d in config.decisions if d.route is not None)
+    print(f"{ns.file}: ok (digest {config.digest}, {len(config.decisions)} decisions, {routes} checked)")
+    return 0

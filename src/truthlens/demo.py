@@ -1,26 +1,36 @@
 """``truthlens demo``: the shipped stack on its shipped ports (Envoy 10000, processor 50051,
-scripted upstream 8000), one grounded and two hallucinated answers (a made-up designer; the
-wrong Apollo 11 astronaut in lunar orbit), plain and streaming, asked with the official
-``openai`` client; then the Apollo question once more on a ``standard`` route, which refines the
-answer through the (scripted) model into the context's own. Prints what the client sees, then
-stops everything."""
+scripted upstream 8000; ``--free-ports`` picks free loopback ports instead), asked with the
+official ``openai`` client, then everything stopped. Only the packaged files are used (the
+starter config, ``envoy.yaml`` and the scripted upstream's demo script), so it runs from any
+directory without a checkout.
+
+Without ``--mode``: one grounded and two hallucinated answers (a made-up designer; the wrong
+Apollo 11 astronaut in lunar orbit), plain and streaming, then the Apollo question once more on
+a ``standard`` route, which refines the answer through the (scripted) model into the context's
+own. With ``--mode MODE``: that mode's question asked twice, first on the starter config's
+``lightweight`` route (detection only) and then on a route in ``MODE``, with the (scripted)
+upstream answering what that mode re-asks, and a line saying what the mode changed."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from truthlens import starter
 from truthlens.testing import launch
 
 if TYPE_CHECKING:
-    from openai.types.chat import ChatCompletionMessageParam  # openai: the dev extra (the demo's client)
+    from openai import OpenAI  # openai: the dev extra (the demo's client)
+    from openai.types.chat import ChatCompletionMessageParam
 
-DEMO_SCRIPT = launch.REPO_ROOT / "deploy" / "demo_script.yaml"
+DEMO_SCRIPT = starter.DEMO_SCRIPT
 PASSAGE = (
     "The Eiffel Tower is a wrought-iron lattice tower in Paris, France. It was designed by the "
     "engineering company of Gustave Eiffel and completed in 1889 as the entrance arch to the "
@@ -33,35 +43,81 @@ QUESTIONS = (  # label, question, the passage sent with it
     ("hallucinated: wrong person", "Who stayed in lunar orbit aboard Columbia during the Apollo 11 Moon landing?",
      APOLLO_PASSAGE),
 )
+DEMO_HEADER = "x-truthlens-demo"
 # The demo adds one route to the given config: requests with this header run ``standard``
 # (self-refine) mode, so the last question shows a hallucination fixed, not only flagged.
-REFINE_HEADER = ("x-truthlens-demo", "refine")
+REFINE_HEADER = (DEMO_HEADER, "refine")
 REFINED = ("refined (standard mode)", QUESTIONS[2][1], APOLLO_PASSAGE)
+MODES = ("lightweight", "standard", "premium", "acr", "auto")
 
 
-def demo_config(config: Path, work: Path) -> Path:
-    """``config`` plus the demo's ``standard`` route, written to ``work`` (a relative model
-    directory stays relative to the original file)."""
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """What ``--mode`` asks: the question and its passage, and the mode route's options."""
+
+    mode: str
+    does: str
+    question: str
+    passage: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+SCENARIOS: dict[str, Scenario] = {
+    s.mode: s
+    for s in (
+        Scenario("standard", "re-asks the model with the flagged spans until the answer is clean (self-refine)",
+                 QUESTIONS[2][1], APOLLO_PASSAGE, {"max_iterations": 2}),
+        Scenario("premium", "asks other models (verifier-a, verifier-b) to check each claim; a refuted claim is "
+                 "replaced by theirs", "Who designed the Harbour Pavilion and where is it?",
+                 "The Harbour Pavilion is a glass exhibition hall on the waterfront of Rotterdam. It was designed "
+                 "by Antoni Gaudi and opened in 1998. The hall is 40 metres long.",
+                 {"verification_models": ["verifier-a", "verifier-b"]}),
+        Scenario("acr", "weighs the context against the model's own memory (ACR agents) and fuses the answer",
+                 "In which year was the Eiffel Tower finished?",
+                 "The Eiffel Tower in Paris was completed in 1925 for the World's Fair."),
+        Scenario("auto", "detects first and escalates only a flagged answer (a contradicted span: to acr)",
+                 "What year did the Eiffel Tower open?", PASSAGE),
+    )
+}
+VERIFIERS = ("verifier-a", "verifier-b")  # premium's models: served by the same (scripted) upstream
+
+
+def demo_config(config: Path, work: Path, *, mode: str = "standard", upstream_base_url: str | None = None) -> Path:
+    """``config`` plus the demo's route in ``mode`` (requests with the demo header), written to
+    ``work``; a relative model directory stays relative to the original file. ``upstream_base_url``
+    moves every model endpoint there; premium's verifiers are added beside ``default``."""
     doc = yaml.safe_load(config.read_text(encoding="utf-8"))
     model = (doc.get("detector") or {}).get("model", "builtin")
     if model != "builtin" and not Path(model).expanduser().is_absolute():
         doc["detector"]["model"] = str((config.parent / model).resolve())
+    models = doc.setdefault("models", {})
+    if upstream_base_url is not None:
+        for endpoint in models.values():
+            endpoint["base_url"] = upstream_base_url
+    scenario = SCENARIOS.get(mode)
+    if mode == "premium" and "default" in models:
+        for name in VERIFIERS:
+            models.setdefault(name, dict(models["default"]))
+    name, value = ("demo_refine", REFINE_HEADER[1]) if mode == "standard" else (f"demo_{mode}", mode)
     doc.setdefault("decisions", []).append(
         {
-            "name": "demo_refine",
-            "description": "truthlens demo: self-refine when the demo's header asks for it",
+            "name": name,
+            "description": f"truthlens demo: {mode} mode when the demo's header asks for it",
             "priority": 1000,
             "rules": {
                 "operator": "AND",
                 "conditions": [
                     {"type": "path", "prefix": "/v1/chat/completions"},
-                    {"type": "header", "name": REFINE_HEADER[0], "value": REFINE_HEADER[1]},
+                    {"type": "header", "name": DEMO_HEADER, "value": value},
                 ],
             },
             "plugins": [
                 {
                     "type": "hallucination",
-                    "configuration": {"enabled": True, "mode": "standard", "actions": ["header", "body"]},
+                    "configuration": {
+                        "enabled": True, "mode": mode, "actions": ["header", "body"],
+                        **(dict(scenario.options) if scenario is not None else {}),
+                    },
                 }
             ],
         }
@@ -71,28 +127,48 @@ def demo_config(config: Path, work: Path) -> Path:
     return out
 
 
-def run_demo(config: Path) -> int:
-    ports = launch.EnvoyPorts()
+def run_demo(config: Path, mode: str | None = None, *, free_ports: bool = False) -> int:
+    """Start the stack, ask, stop; 0 when every answer came back, 1 when the stack failed."""
+    if mode is not None and mode not in MODES:
+        print(f"demo: unknown mode {mode!r} (one of {', '.join(MODES)})")
+        return 2
+    ports = (
+        launch.EnvoyPorts(launch.free_port(), launch.free_port(), launch.free_port(), launch.free_port())
+        if free_ports else launch.EnvoyPorts()
+    )
     children: list[launch.Child] = []
     with tempfile.TemporaryDirectory(prefix="truthlens-demo-") as tmp:
         work = Path(tmp)
         try:
-            print("starting the scripted upstream (a test double, not a model) on 127.0.0.1:8000 ...")
+            print(f"starting the scripted upstream (a test double, not a model) on 127.0.0.1:{ports.upstream} ...")
             upstream = launch.start_upstream(ports.upstream, work / "upstream.log", DEMO_SCRIPT)
             children.append(upstream)
-            print("starting the processor on 127.0.0.1:50051 (loading the detector) ...")
+            print(f"starting the processor on 127.0.0.1:{ports.processor} (loading the detector) ...")
+            route_mode = "standard" if mode in (None, "lightweight") else mode
+            base_url = f"http://127.0.0.1:{ports.upstream}/v1" if free_ports else None
             processor = launch.start_processor(
-                demo_config(config, work), f"127.0.0.1:{ports.processor}", work / "processor.log"
+                demo_config(config, work, mode=route_mode, upstream_base_url=base_url),
+                f"127.0.0.1:{ports.processor}", work / "processor.log",
             )
             children.append(processor)
-            print("starting Envoy on 127.0.0.1:10000 ...")
-            envoy = launch.start_envoy(launch.SHIPPED_ENVOY_CONFIG.read_text(encoding="utf-8"), work)
+            print(f"starting Envoy on 127.0.0.1:{ports.listener} ...")
+            envoy_yaml = (
+                launch.render_envoy_config(ports) if free_ports
+                else launch.SHIPPED_ENVOY_CONFIG.read_text(encoding="utf-8")
+            )
+            envoy = launch.start_envoy(envoy_yaml, work)
             children.append(envoy)
             launch.wait_upstream(ports.upstream, upstream)
             launch.wait_processor(f"127.0.0.1:{ports.processor}", processor, timeout_s=120)
             launch.wait_envoy(ports.admin, envoy)
             print("ready.\n")
-            _ask_all(ports.listener)
+            client = _client(ports.listener)
+            if mode is None:
+                _ask_all(client, (*QUESTIONS, REFINED))
+            elif mode == "lightweight":
+                _ask_all(client, QUESTIONS)
+            else:
+                _compare(client, SCENARIOS[mode])
         except launch.LaunchError as exc:
             print(f"demo failed: {exc}")
             return 1
@@ -102,40 +178,76 @@ def run_demo(config: Path) -> int:
     return 0
 
 
-def _ask_all(port: int) -> None:
+def _client(port: int) -> OpenAI:
     from openai import OpenAI
 
-    client = OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="demo-key-not-used", max_retries=0)
-    for label, question, passage in (*QUESTIONS, REFINED):
-        # the verdict comes back with its spans and each span's reason
-        headers = {"x-truthlens-include-spans": "true"} | (dict([REFINE_HEADER]) if label == REFINED[0] else {})
-        messages: list[ChatCompletionMessageParam] = [{"role": "user", "content": question}]
-        extra_body = {"truthlens_context": [passage]}
+    return OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="demo-key-not-used", max_retries=0)
+
+
+def _ask_all(client: OpenAI, questions: tuple[tuple[str, str, str], ...]) -> None:
+    for label, question, passage in questions:
+        header = dict([REFINE_HEADER]) if label == REFINED[0] else {}
         print(f"=== {label}: {question}")
-        raw = client.chat.completions.with_raw_response.create(
-            model="demo-model", messages=messages, extra_body=extra_body, extra_headers=headers
-        )
-        completion = raw.parse()
-        print("  plain     headers:", _truthlens_headers(raw.headers))
-        print("  plain     content:", json.dumps(completion.choices[0].message.content, ensure_ascii=False))
-        print("  plain     spans:  ", json.dumps(_spans(completion), ensure_ascii=False))
-        with client.chat.completions.with_streaming_response.create(
-            model="demo-model", messages=messages, extra_body=extra_body, extra_headers=headers, stream=True
-        ) as resp:
-            print("  streaming headers:", _truthlens_headers(resp.headers))
-            text, verdict = [], None
-            for chunk in resp.parse():
-                for choice in chunk.choices:
-                    if choice.delta.content:
-                        text.append(choice.delta.content)
-                extra = getattr(chunk, "model_extra", None) or {}
-                if "truthlens" in extra:
-                    verdict = extra["truthlens"]
-            print("  streaming content:", json.dumps("".join(text), ensure_ascii=False))
-            print("  streaming verdict:", json.dumps(verdict))
+        _ask(client, question, passage, header, "plain    ")
+        _ask_streaming(client, question, passage, header)
         print()
 
 
+def _compare(client: OpenAI, scenario: Scenario) -> None:
+    """The scenario's question on the lightweight route, then on the mode's route."""
+    print(f"=== {scenario.mode}: {scenario.does}")
+    print(f"question: {scenario.question}")
+    print(f"context:  {scenario.passage}\n")
+    print("--- lightweight (detection only)")
+    before = _ask(client, scenario.question, scenario.passage, {}, "plain    ")
+    print(f"--- {scenario.mode}")
+    header = {DEMO_HEADER: REFINE_HEADER[1] if scenario.mode == "standard" else scenario.mode}
+    after = _ask(client, scenario.question, scenario.passage, header, "plain    ")
+    _ask_streaming(client, scenario.question, scenario.passage, header)
+    print()
+    if after != before:
+        print(f"what {scenario.mode} changed: the answer {json.dumps(before, ensure_ascii=False)}")
+        print(f"{' ' * (len(scenario.mode) + 14)}became {json.dumps(after, ensure_ascii=False)}")
+    else:
+        print(f"what {scenario.mode} changed: nothing (the answer stands as lightweight left it)")
+
+
+def _messages(question: str) -> list[ChatCompletionMessageParam]:
+    return [{"role": "user", "content": question}]
+
+
+def _ask(client: OpenAI, question: str, passage: str, header: dict[str, str], label: str) -> str:
+    """One plain request; prints what the client sees and returns the answer's text."""
+    headers = {"x-truthlens-include-spans": "true"} | header  # the verdict with its spans and reasons
+    raw = client.chat.completions.with_raw_response.create(
+        model="demo-model", messages=_messages(question), extra_body={"truthlens_context": [passage]},
+        extra_headers=headers,
+    )
+    completion = raw.parse()
+    content = completion.choices[0].message.content or ""
+    print(f"  {label} headers:", _truthlens_headers(raw.headers))
+    print(f"  {label} content:", json.dumps(content, ensure_ascii=False))
+    print(f"  {label} spans:  ", json.dumps(_spans(completion), ensure_ascii=False))
+    return content
+
+
+def _ask_streaming(client: OpenAI, question: str, passage: str, header: dict[str, str]) -> None:
+    headers = {"x-truthlens-include-spans": "true"} | header
+    with client.chat.completions.with_streaming_response.create(
+        model="demo-model", messages=_messages(question), extra_body={"truthlens_context": [passage]},
+        extra_headers=headers, stream=True,
+    ) as resp:
+        print("  streaming headers:", _truthlens_headers(resp.headers))
+        text, verdict = [], None
+        for chunk in resp.parse():
+            for choice in chunk.choices:
+                if choice.delta.content:
+                    text.append(choice.delta.content)
+            extra = getattr(chunk, "model_extra", None) or {}
+            if "truthlens" in extra:
+                verdict = extra["truthlens"]  # the last chunk before [DONE]: the verdict
+        print("  streaming content:", json.dumps("".join(text), ensure_ascii=False))
+        print("  streaming verdict:", json.dumps(verdict))
 def _spans(completion: object) -> list[dict[str, object]]:
     """The flagged spans of the first choice: text, probability and what flagged it."""
     details = (getattr(completion, "model_extra", None) or {}).get("truthlens") or {}

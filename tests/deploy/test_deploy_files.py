@@ -206,7 +206,8 @@ def test_compose_services_health_checks_and_mounts() -> None:
     processor = services["processor"]
     ns = serve_args(processor["command"])
     assert ns.workers >= 1
-    assert f"127.0.0.1:{port_of(ns.listen)}" in " ".join(processor["healthcheck"]["test"])
+    # The probe asks the metrics port's /readyz (ready once the detector is loaded).
+    assert f"127.0.0.1:{port_of(ns.metrics_listen)}/readyz" in " ".join(processor["healthcheck"]["test"])
     assert processor["build"]["dockerfile"] == "deploy/docker/Dockerfile.cpu"
     assert (DEPLOY / "compose" / processor["build"]["context"] / processor["build"]["dockerfile"]).is_file()
     for name in ("envoy", "processor", "vllm"):
@@ -250,8 +251,9 @@ def test_processor_deployment_ports_probes_and_sizing() -> None:
     ns = serve_args(container["args"])
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     assert ports == {"grpc": port_of(ns.listen), "metrics": port_of(ns.metrics_listen)}
-    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
-        assert container[probe]["grpc"]["port"] == ports["grpc"], probe
+    # Readiness on /readyz (503 until the detector is loaded), liveness on /healthz: the metrics port.
+    for probe, path in (("startupProbe", "/readyz"), ("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")):
+        assert container[probe]["httpGet"] == {"path": path, "port": "metrics"}, probe
     # One worker per requested core; the drain fits in the termination grace period.
     assert ns.workers == int(container["resources"]["requests"]["cpu"])
     assert pod["spec"]["terminationGracePeriodSeconds"] > ns.grace_s + 5
@@ -319,6 +321,8 @@ def exported_samples() -> tuple[set[str], set[str]]:
     """(metric family names, sample names) of everything the server registers."""
     families, samples = set(), set()
     for metric in Telemetry().registry.collect():
+        if not metric.name.startswith("truthlens_"):
+            continue  # process_*: the client library's standard process metrics, not the product's
         families.add(metric.name)
         suffixes = {"counter": ("_total", "_created"), "histogram": ("_bucket", "_sum", "_count", "_created"),
                     "gauge": ("",)}[metric.type]

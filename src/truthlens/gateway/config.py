@@ -56,6 +56,14 @@ class Budgets:
     total_s: float  # the whole check of one exchange (refinement loops included)
 
 
+# What a route does with a request that carries no grounding context (no extension field
+# passages, no tool messages, no system context where the route reads it): "skip" answers it
+# unchecked and says so (x-truthlens-detected: skipped, reason no_context), "check" checks it
+# anyway (every claim is then unsupported), "block" refuses it before it reaches the upstream.
+NoContextPolicy = Literal["skip", "check", "block"]
+NO_CONTEXT_POLICIES: tuple[NoContextPolicy, ...] = ("skip", "check", "block")
+
+
 @dataclass(frozen=True, slots=True)
 class RouteSettings:
     mode: str
@@ -72,6 +80,8 @@ class RouteSettings:
     options: Any  # the mode's parsed options
     evidence: EvidenceSettings | None = None  # gating settings (truthlens.evidence), None: off
     enabled: bool = True  # only the global defaults can be disabled (a decision is then None)
+    # A request with no grounding context: skip (not checked, said so), check, or block (refused).
+    no_context: NoContextPolicy = "skip"
 
     @property
     def warning(self) -> WarningSpec:
@@ -139,7 +149,7 @@ def _parse_bytes(data: bytes, p: Path) -> Config:
         raise ConfigError(str(p), f"invalid YAML: {exc}") from None
     return parse_config(
         raw,
-        base_dir=p.parent,
+        base_dir=Path(os.path.abspath(p)).parent,  # relative paths: from the file's folder, whatever the cwd
         source=str(p),
         digest=hashlib.sha256(data).hexdigest()[:12],
     )
@@ -292,7 +302,7 @@ def _parse_models(s: Section) -> dict[str, ModelEndpoint]:
 _GENERIC_KEYS = (
     "enabled", "mode", "threshold", "actions", "warning_template", "warning_position",
     "fail_policy", "streaming", "spans_request_header", "context", "budgets",
-    "max_body_bytes", "evidence",
+    "max_body_bytes", "evidence", "no_context",
 )
 _NESTED_KEYS = ("context", "budgets", "evidence")
 
@@ -422,6 +432,7 @@ def _resolve_route(
         options=options,
         evidence=evidence,
         enabled=one("enabled").boolean("enabled", True),
+        no_context=one("no_context").choice("no_context", "skip", NO_CONTEXT_POLICIES),
     )
 
 

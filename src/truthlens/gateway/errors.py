@@ -25,6 +25,8 @@ REASONS: dict[str, tuple[int, str]] = {
     "content_type": (415, "the body is not JSON (or the response not JSON / SSE)"),
     "content_encoding": (415, "the body is compressed; it cannot be checked"),
     "too_large": (413, "the body is over the route's max_body_bytes"),
+    # Not a failure: the route's no_context policy (skip: answered unchecked; block: refused).
+    "no_context": (400, "the request carries no grounding context to check the answer against"),
     # The upstream's answer.
     "upstream_status": (502, "the upstream answered with a non-2xx status; nothing to check"),
     "bad_response": (502, "the upstream's body is not a chat completion"),

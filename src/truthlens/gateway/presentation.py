@@ -10,7 +10,7 @@ into a body mutation or an immediate response, a stream into events.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from truthlens.gateway import errors
@@ -29,7 +29,10 @@ VERDICT_HEADER_PREFIX = "x-truthlens-"  # every header of this prefix is the gat
 PROVISIONAL_REASON = "unfinished"
 _PROVISIONAL_NAMES = ("x-truthlens-enabled", "x-truthlens-mode", "x-truthlens-detected", "x-truthlens-reason")
 
-Outcome = Literal["block", "refuse", "rewrite", "annotate", "unchecked"]
+Outcome = Literal["block", "refuse", "rewrite", "annotate", "unchecked", "skipped"]
+# What was done to the answer (x-truthlens-action, the details' "action", the actions metric).
+Action = Literal["none", "warned", "blocked", "rewritten"]
+ACTION_HEADER = "x-truthlens-action"
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +60,19 @@ class Presentation:
     attach_details: bool
     refusal: Refusal | None
     outcome: Outcome
+    warned: frozenset[int] | None = None  # the choices the warning goes on (None: every choice)
+
+    @property
+    def action(self) -> Action:
+        """What was done to the answer: refused, rewritten by the mode, warned, or nothing."""
+        if self.refusal is not None:
+            return "blocked"
+        if self.contents is not None:
+            return "rewritten"
+        return "warned" if self.warning is not None else "none"
+
+    def warns(self, index: int) -> bool:
+        return self.warning is not None and (self.warned is None or index in self.warned)
 
     def final_contents(self, answers: tuple[str, ...]) -> tuple[str, ...]:
         """What each choice finally says: rewritten where the mode rewrote, warned where warned."""
@@ -64,7 +80,7 @@ class Presentation:
         if self.contents is not None:
             contents = [new if new is not None else old for new, old in zip(self.contents, answers, strict=False)]
         if self.warning is not None:
-            contents = [self.warning.apply(c) for c in contents]
+            contents = [self.warning.apply(c) if self.warns(i) else c for i, c in enumerate(contents)]
         return tuple(contents)
 
 
@@ -89,12 +105,14 @@ def present(
         refusal = _failure_refusal(errors.failure_outcome(verdict_reason(verdict) or "mode_error", "closed"))
     contents = _new_contents(verdict, n_choices)
     warning = route.warning if status == "detected" and "body" in route.actions else None
+    # With n > 1 only the choices that were flagged carry the warning.
+    warned = frozenset(c.index for c in verdict.choices if c.detection.status == "detected")
     outcome: Outcome
     if refusal is not None:
         outcome = "block" if status == "detected" else "refuse"
     else:
         outcome = "rewrite" if contents is not None or warning is not None else "annotate"
-    return Presentation(
+    shown = Presentation(
         headers=headers,
         contents=contents,
         warning=warning,
@@ -102,7 +120,20 @@ def present(
         attach_details=include_spans,
         refusal=refusal,
         outcome=outcome,
+        warned=warned if verdict.choices else None,
     )
+    return with_action(shown)
+
+
+def with_action(shown: Presentation) -> Presentation:
+    """``shown`` with its action said in the headers (when it has any), the refusal's headers
+    and the details (a stream's verdict chunk)."""
+    action = shown.action
+    headers = {**shown.headers, ACTION_HEADER: action} if shown.headers else shown.headers
+    refusal = shown.refusal
+    if refusal is not None:
+        refusal = replace(refusal, headers={**refusal.headers, ACTION_HEADER: action})
+    return replace(shown, headers=headers, refusal=refusal, details={**shown.details, "action": action})
 
 
 def unchecked(
@@ -116,7 +147,7 @@ def unchecked(
                                "reason": failure.reason}
     if detail:
         details["message"] = detail
-    return Presentation(
+    return with_action(Presentation(
         headers=unavailable_headers(route, failure.reason),
         contents=None,
         warning=None,
@@ -124,7 +155,7 @@ def unchecked(
         attach_details=False,
         refusal=_failure_refusal(failure) if failure.action == "reject" else None,
         outcome="unchecked",
-    )
+    ))
 
 
 def unavailable_headers(route: RouteSettings, reason: str) -> dict[str, str]:
@@ -198,6 +229,8 @@ def _details(decision: str, verdict: Verdict, *, include_spans: bool) -> dict[st
             "score": None if c.detection.score is None else round(c.detection.score, 4),
             "reason": c.detection.reason,
         }
+        if c.original is not None:  # rewritten: what the upstream's own answer scored
+            choice["original_score"] = None if c.original.score is None else round(c.original.score, 4)
         if include_spans:
             choice["spans"] = [
                 {"start": s.start, "end": s.end, "text": s.text, "prob": round(s.prob, 4), "reason": s.reason}
@@ -212,6 +245,9 @@ def _details(decision: str, verdict: Verdict, *, include_spans: bool) -> dict[st
         "iterations": verdict.iterations,
         "choices": choices,
     }
+    originals = [c.original.score for c in verdict.choices if c.original is not None and c.original.score is not None]
+    if originals:  # rewritten: the upstream's own answer scored this before the mode changed it
+        out["original_score"] = round(max(originals), 4)
     if verdict.attributes:
         out["attributes"] = dict(verdict.attributes)
     return out

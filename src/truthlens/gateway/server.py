@@ -11,12 +11,15 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from truthlens import logs
 from truthlens.detector.types import DetectorError
 from truthlens.evidence.embedder import EmbedderError
 from truthlens.gateway.config import ConfigStore
@@ -73,12 +76,13 @@ class ProcessorServer:
         self._sampler: asyncio.Task[None] | None = None
         self.port: int | None = None
         self.lifecycle = Lifecycle()
+        self.ready = False  # /readyz: the detector is loaded with a valid config and gRPC serves
 
     async def start(self) -> None:
         s = self.settings
         telemetry = self.telemetry
         if s.metrics_listen and self.serve_metrics:
-            telemetry.start_metrics_server(s.metrics_listen)
+            telemetry.start_metrics_server(s.metrics_listen, ready=lambda: self.ready)
         store = ConfigStore(s.config_path, telemetry=telemetry)
         options = [
             ("grpc.max_receive_message_length", s.max_message_bytes),
@@ -107,6 +111,7 @@ class ProcessorServer:
         self._sampler = asyncio.create_task(_sample_queue_depth(self._services, telemetry))
         for name in ("", SERVICE_NAME):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        self.ready = True
         log.info("worker %d serving on %s (config %s)", self.worker_index, s.listen, store.current.digest)
 
     async def stop(self) -> None:
@@ -116,6 +121,7 @@ class ProcessorServer:
         and their answers go out unchanged, marked unavailable (reason ``draining``); an answer
         Envoy is still buffering when the grace runs out is released by Envoy itself, unchanged.
         """
+        self.ready = False
         self.lifecycle.begin_drain(self.settings.grace_s)
         await self.health.enter_graceful_shutdown()
         for task in (self._watch, self._sampler):
@@ -143,8 +149,14 @@ async def _sample_queue_depth(services: ServiceProvider, telemetry: Telemetry, i
         await asyncio.sleep(interval_s)
 
 
-async def serve(settings: ServerSettings, *, worker_index: int = 0, serve_metrics: bool = True) -> None:
-    """Serve until SIGTERM / SIGINT, then drain."""
+async def serve(
+    settings: ServerSettings,
+    *,
+    worker_index: int = 0,
+    serve_metrics: bool = True,
+    on_ready: Callable[[], None] | None = None,
+) -> None:
+    """Serve until SIGTERM / SIGINT, then drain; ``on_ready`` is called once serving."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -152,16 +164,19 @@ async def serve(settings: ServerSettings, *, worker_index: int = 0, serve_metric
     server = ProcessorServer(settings, worker_index=worker_index, serve_metrics=serve_metrics)
     try:
         await server.start()
+        if on_ready is not None:
+            on_ready()
         await stop.wait()
         log.info("worker %d draining (grace %.1fs)", worker_index, settings.grace_s)
     finally:
         await server.stop()
 
 
-def _worker_main(settings: ServerSettings, index: int) -> None:
-    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s w{index} %(levelname)s %(name)s: %(message)s")
+def _worker_main(settings: ServerSettings, index: int, ready: Any = None) -> None:
+    logs.configure("INFO", prefix=f"w{index} ")  # the format the CLI chose (TRUTHLENS_LOG_FORMAT)
     try:
-        asyncio.run(serve(settings, worker_index=index, serve_metrics=False))
+        asyncio.run(serve(settings, worker_index=index, serve_metrics=False,
+                          on_ready=ready.set if ready is not None else None))
     except STARTUP_ERRORS as exc:
         log.error("worker %d cannot start: %s", index, exc)
         sys.exit(STARTUP_FAILED)
@@ -188,8 +203,13 @@ def _supervise(settings: ServerSettings) -> int:
     ctx = multiprocessing.get_context("spawn")
     stopping = False
     metrics = None
+    # /readyz of the supervisor: every worker has reported serving (a restarted one: again).
+    ready_flags: list[Any] = []
     if settings.metrics_listen:
-        metrics = Telemetry().start_metrics_server(settings.metrics_listen)
+        metrics = Telemetry().start_metrics_server(
+            settings.metrics_listen,
+            ready=lambda: not stopping and all(f.is_set() for f in ready_flags) and len(ready_flags) > 0,
+        )
 
     def on_signal(signum: int, _frame: object) -> None:
         nonlocal stopping
@@ -200,7 +220,12 @@ def _supervise(settings: ServerSettings) -> int:
                     os.kill(p.pid, signal.SIGTERM)
 
     def start(i: int) -> multiprocessing.process.BaseProcess:
-        p = ctx.Process(target=_worker_main, args=(replace(settings), i), name=f"truthlens-worker-{i}")
+        flag = ctx.Event()
+        if i < len(ready_flags):
+            ready_flags[i] = flag
+        else:
+            ready_flags.append(flag)
+        p = ctx.Process(target=_worker_main, args=(replace(settings), i, flag), name=f"truthlens-worker-{i}")
         p.start()
         return p
 

@@ -95,9 +95,14 @@ class ServiceProvider:
     @classmethod
     async def start(cls, config: Config, telemetry: Telemetry) -> ServiceProvider:
         from truthlens.detector.factory import create_detector
+        from truthlens.detector.manifest import ModelDirError
+        from truthlens.gateway.preflight import model_dir_error
 
         # Loading the model takes a while; the loop keeps answering health checks meanwhile.
-        detector = await asyncio.to_thread(create_detector, config.detector)
+        try:
+            detector = await asyncio.to_thread(create_detector, config.detector)
+        except ModelDirError as exc:  # named by its key, like every other config error
+            raise model_dir_error(exc) from exc
         provider = cls(detector, telemetry)
         provider.acquire(config).release()  # build the first generation now, not on the first request
         return provider

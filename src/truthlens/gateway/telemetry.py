@@ -36,7 +36,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
 from prometheus_client import multiprocess as prom_multiprocess
 
 from truthlens.gateway.errors import normalize_reason
@@ -95,6 +95,15 @@ class _Metrics:
             "truthlens_errors_total", "Checks that could not run, by reason (see truthlens.gateway.errors)",
             ["reason"], registry=registry,
         )
+        self.actions = Counter(
+            "truthlens_actions_total",
+            "What was done to answers routes wanted checked (none, warned, blocked, rewritten)",
+            ["decision", "action"], registry=registry,
+        )
+        self.skipped = Counter(
+            "truthlens_skipped_total", "Exchanges a route did not check by design, by reason (no_context)",
+            ["decision", "reason"], registry=registry,
+        )
         self.config_reloads = Counter(
             "truthlens_config_reloads_total", "Configuration reloads by result", ["result"], registry=registry,
         )
@@ -138,7 +147,10 @@ class Telemetry:
         registry: CollectorRegistry | None = None,
         tracer_provider: TracerProvider | None = None,
     ) -> None:
+        own = registry is None
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
+        if own:  # the default process_* metrics (CPU, memory, open fds, start time) of this process
+            ProcessCollector(registry=self.registry)
         self.metrics = _Metrics(self.registry)
         self.tracer_provider = tracer_provider or build_tracer_provider(service_name)
         self.tracer: trace.Tracer = self.tracer_provider.get_tracer("truthlens.extproc")
@@ -228,6 +240,15 @@ class Telemetry:
     def record_error(self, reason: str) -> None:
         self.metrics.errors.labels(normalize_reason(reason)).inc()
 
+    def record_action(self, decision: str, action: str) -> None:
+        """What was done to an answer the route wanted checked: none | warned | blocked | rewritten."""
+        self.metrics.actions.labels(decision, action).inc()
+
+    def record_skip(self, decision: str, reason: str) -> None:
+        """An exchange the route chose not to check (not a failure: ``truthlens_errors_total``
+        counts those)."""
+        self.metrics.skipped.labels(decision, normalize_reason(reason)).inc()
+
     def record_config_reload(self, result: str) -> None:
         self.metrics.config_reloads.labels(result).inc()
 
@@ -262,10 +283,17 @@ class Telemetry:
     def render_metrics(self) -> bytes:
         return generate_latest(self.exposition_registry())
 
-    def start_metrics_server(self, listen: str) -> MetricsServer:
-        """Serve ``/metrics`` on ``listen`` (``host:port``, ``:port`` or ``port``; port 0 picks one)."""
+    def start_metrics_server(self, listen: str, *, ready: Callable[[], bool] | None = None) -> MetricsServer:
+        """Serve ``/metrics``, ``/healthz`` and ``/readyz`` (``ready``: None is always ready) on
+        ``listen`` (``host:port``, ``:port`` or ``port``; port 0 picks one); see
+        :mod:`truthlens.gateway.probes`."""
+        from truthlens.gateway.probes import start_probe_server
+
         host, port = parse_listen(listen)
-        server, _thread = start_http_server(port, addr=host, registry=self.exposition_registry())
+        registry = self.exposition_registry()
+        if multiprocess_dir():  # this process's own process_* metrics beside the workers' samples
+            ProcessCollector(registry=registry)
+        server = start_probe_server(host, port, registry, ready)
         return MetricsServer(host=host, port=server.server_address[1], _server=server)
 
     def shutdown(self) -> None:

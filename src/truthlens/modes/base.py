@@ -73,6 +73,8 @@ class ChoiceVerdict:
     index: int
     detection: Detection
     text: str | None = None  # None: the upstream's content stands
+    # When rewritten: the detection of the upstream's own answer (its score stays visible).
+    original: Detection | None = None
 
 
 @dataclass(frozen=True, slots=True)

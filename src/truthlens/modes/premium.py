@@ -167,11 +167,11 @@ class PremiumMode:
             for i, (state, round_failed) in zip(todo, results, strict=True):
                 states[i] = state
                 debate_failures += [f"{m}:{e.reason}@round{rounds}" for m, e in sorted(round_failed.items())]
-        return self._verdict(exchange, opts, states, rounds, verifiers, texts, failed, debate_failures)
+        return self._verdict(exchange, opts, states, rounds, verifiers, texts, failed, debate_failures, primaries)
 
     def _verdict(self, exchange: Exchange, opts: PremiumOptions, states: Sequence[_Choice], rounds: int,
                  verifiers: Sequence[_Verifier], texts: Mapping[str, str], failed: Mapping[str, LLMError],
-                 debate_failures: Sequence[str]) -> Verdict:
+                 debate_failures: Sequence[str], primaries: Sequence[Detection]) -> Verdict:
         checks = [st.check for st in states if st.check is not None]
         consensus = all(c.consensus for c in checks)
         choices = []
@@ -183,7 +183,9 @@ class PremiumMode:
                 # The claims have no majority: the answer must carry the warning even if the
                 # detector finds the text grounded.
                 detection = replace(detection, status="detected", reason="no_consensus")
-            choices.append(ChoiceVerdict(index=i, detection=detection, text=st.text if st.text != original else None))
+            text = st.text if st.text != original else None
+            choices.append(ChoiceVerdict(index=i, detection=detection, text=text,
+                                         original=primaries[i] if text is not None else None))
         abstain = opts.abstain_message if opts.require_consensus and not consensus \
             and opts.on_no_consensus == "abstain" else None
         return Verdict(

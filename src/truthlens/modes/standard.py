@@ -153,7 +153,8 @@ class StandardMode:
                 stop = "converged"
                 break
         rewritten = best_text if best_text != original else None
-        return _ChoiceOutcome(ChoiceVerdict(index=index, detection=best, text=rewritten), iterations, stop,
+        return _ChoiceOutcome(ChoiceVerdict(index=index, detection=best, text=rewritten,
+                                            original=first if rewritten is not None else None), iterations, stop,
                               tuple(scores))
 
     async def _one_round(self, exchange: Exchange, services: Services, opts: StandardOptions, model: str,

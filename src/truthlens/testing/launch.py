@@ -26,9 +26,12 @@ import grpc
 import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
-SHIPPED_ENVOY_CONFIG = REPO_ROOT / "envoy.yaml"
-SHIPPED_CONFIG = REPO_ROOT / "configs" / "config.yaml"
+from truthlens import starter
+
+REPO_ROOT = Path(__file__).resolve().parents[3]  # a checkout's root (tests and benchmarks only)
+# The packaged starter files: in a checkout the repository's own envoy.yaml and configs/config.yaml.
+SHIPPED_ENVOY_CONFIG = starter.ENVOY
+SHIPPED_CONFIG = starter.CONFIG
 
 
 class LaunchError(RuntimeError):
@@ -107,7 +110,8 @@ class Child:
             list(argv),
             stdout=self._log,
             stderr=subprocess.STDOUT,
-            cwd=REPO_ROOT,
+            # Not the checkout: an installed package has none, and every path handed over is absolute.
+            cwd=None,
             env=env,
             start_new_session=True,
         )

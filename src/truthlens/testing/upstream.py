@@ -42,7 +42,8 @@ repeats unless ``cycle``). Control endpoints: ``POST /_script`` (replace the rul
                           # included), repeated slashes merged, dot segments resolved
     extra_headers: {}     # response headers added to every answer (chat, models, health)
 
-Run: ``python -m truthlens.testing.upstream --host 127.0.0.1 --port 8000 [--script FILE]``;
+Run: ``truthlens upstream --host 127.0.0.1 --port 8000 [--script FILE]`` (the same as
+``python -m truthlens.testing.upstream ...``);
 embed: ``async with ScriptedUpstream(rules, port=0) as up: up.base_url``.
 """
 

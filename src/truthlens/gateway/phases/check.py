@@ -8,7 +8,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from truthlens.gateway import checking
+from truthlens.gateway import audit, checking
 from truthlens.gateway.lifecycle import Draining
 from truthlens.gateway.phases.state import CheckedRequest, Runtime, StreamState
 from truthlens.gateway.presentation import Presentation, present, unchecked
@@ -41,6 +41,8 @@ async def check(state: StreamState, checked: CheckedRequest, rt: Runtime, answer
             latency_s=time.monotonic() - started,
         )
         span.set_attribute("truthlens.verdict", shown.outcome)
+    audit.record(state, rt, shown, decision=checked.decision.name, mode=verdict.mode, verdict=verdict.status,
+                 score=verdict.score, latency_s=time.monotonic() - started)
     if state.span is not None:
         rt.telemetry.annotate_exchange(state.span, decision=checked.decision.name,
                                        model=checked.request.model, verdict=verdict, outcome=shown.outcome)
@@ -63,6 +65,8 @@ def skip(
     shown = unchecked(route, decision, reason, detail, upstream=upstream)
     rt.telemetry.record_error(shown.details["reason"])
     _log_not_run(state, decision, shown.details["reason"])
+    audit.record(state, rt, shown, decision=decision, mode=route.mode, verdict="unavailable",
+                 reason=shown.details["reason"])
     state.checked = None
     state.unchecked = shown
     return shown

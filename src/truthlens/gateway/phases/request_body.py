@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
-from truthlens.gateway import decisions, mutations, openai_body
+from truthlens.gateway import decisions, mutations, openai_body, ungrounded
 from truthlens.gateway.config import Config, Decision
 from truthlens.gateway.decisions import RequestFacts
 from truthlens.gateway.phases.check import skip
@@ -53,14 +53,16 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
         return _cannot_check(state, rt, decision, exc, body)
     if len(body) > route.max_body_bytes:
         return _cannot_check(state, rt, decision, openai_body.BodyError("too_large", "over max_body_bytes"), body)
-    else:
-        state.checked = CheckedRequest(
-            decision=decision,
-            route=route,
-            request=request,
-            include_spans=_asks(info.headers.get(route.spans_request_header.lower())),
-            services=state.lease.services,
-        )
+    if ungrounded.needs_skipping(route, request):  # no context, no check (the route's no_context)
+        shown = ungrounded.skip(state, rt, route, decision.name)
+        return mutations.refusal_response(shown.refusal) if shown.refusal else _forward(request)
+    state.checked = CheckedRequest(
+        decision=decision,
+        route=route,
+        request=request,
+        include_spans=_asks(info.headers.get(route.spans_request_header.lower())),
+        services=state.lease.services,
+    )
     return _forward(request)
 
 

@@ -47,7 +47,7 @@ def _translate(shown: Presentation, response: openai_body.ChatResponse) -> pb.Pr
     # The original bytes come back when nothing changes (a ``truthlens`` field the upstream
     # wrote is a change: it is dropped).
     rendered = openai_body.render_chat_response(
-        response, contents=shown.contents, warning=shown.warning, details=details
+        response, contents=shown.contents, warning=shown.warning, details=details, warn_indices=shown.warned
     )
     new_body = None if rendered is response.body else rendered
     headers, remove = final_headers(shown.headers)

@@ -178,7 +178,9 @@ def _verdict_events(st: StreamedResponse, shown: Presentation, n_answers: int) -
     out = bytearray()
     if shown.warning is not None:
         note = "\n\n" + shown.warning.text.strip()
-        out += openai_body.chunk_event(meta, deltas={i: note for i in range(n_answers)})
+        deltas = {i: note for i in range(n_answers) if shown.warns(i)}
+        if deltas:
+            out += openai_body.chunk_event(meta, deltas=deltas)
     out += openai_body.chunk_event(meta, details=dict(shown.details))
     if shown.refusal is not None:
         out += _refusal_event(shown)

@@ -201,7 +201,8 @@ class AcrMode:
         detections = list(upstream)
         for i, detection in zip(rewritten, fresh, strict=True):
             detections[i] = detection
-        choices = tuple(ChoiceVerdict(i, d, outcome.verdict_texts[i])
+        choices = tuple(ChoiceVerdict(i, d, outcome.verdict_texts[i],
+                                      original=upstream[i] if outcome.verdict_texts[i] is not None else None)
                         for i, d in enumerate(detections))
         headers = {WEIGHT_HEADER: f"{outcome.weight:.3f}", SOURCE_HEADER: outcome.source}
         rounds = outcome.resolution.rounds if outcome.resolution else ()

