@@ -36,7 +36,10 @@ PASSAGE = (
     "engineering company of Gustave Eiffel and completed in 1889 as the entrance arch to the "
     "World's Fair. It is 330 metres tall."
 )
-APOLLO_PASSAGE = "Michael Collins flew the Command Module Columbia alone in lunar orbit."
+APOLLO_PASSAGE = (
+    "Commander Neil Armstrong and Lunar Module Pilot Buzz Aldrin landed the Apollo Lunar Module Eagle on July 20, "
+    "1969. Michael Collins flew the Command Module Columbia alone in lunar orbit while they were on the Moon's surface."
+)
 QUESTIONS = (  # label, question, the passage sent with it
     ("grounded", "When was the Eiffel Tower completed?", PASSAGE),
     ("hallucinated", "Who designed the Eiffel Tower?", PASSAGE),

@@ -142,13 +142,13 @@ def test_demo_runs_from_an_empty_directory(installed: Installed, tmp_path: Path)
     assert "Traceback" not in done.stdout + done.stderr
     assert "=== hallucinated: Who designed the Eiffel Tower?" in done.stdout
     assert "'x-truthlens-detected': 'true'" in done.stdout
-    assert "Michael Collins flew the Command Module Columbia alone in lunar orbit." in done.stdout
+    assert "Michael Collins stayed in lunar orbit aboard Columbia while Armstrong and Aldrin landed on the Moon." in done.stdout
     assert list(tmp_path.iterdir()) == []  # wrote nothing where it ran
 
 
 # What each mode changes in its scenario (the packaged script's re-ask answers).
 MODE_SHOWS = {
-    "standard": ("'x-truthlens-mode': 'standard'", 'became "Michael Collins flew the Command Module Columbia'),
+    "standard": ("'x-truthlens-mode': 'standard'", 'became "Michael Collins stayed in lunar orbit aboard Columbia'),
     "premium": ("'x-truthlens-verifiers': '2/2'", "It was designed by Antoni Gaudi. It is 40 metres long.\""),
     "acr": ("'x-truthlens-acr-source': 'internal'", "The Eiffel Tower was completed in 1889.\""),
     "auto": ('"escalated_to": "acr"', 'became "The Eiffel Tower was completed in 1889."'),
