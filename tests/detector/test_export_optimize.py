@@ -100,8 +100,9 @@ def test_an_existing_fp32_model_is_reoptimised_and_verified_against_itself(
     assert np.abs(_run(tmp_path / "fused", feed)[mask] - _run(fp32, feed)[mask]).max() < 1e-3
 
     # the CLI: int8 by default, JSON report, manifest carried over with the new graph's facts
-    argv = ["--optimize-onnx", str(fp32 / "model.onnx"), "--out", str(tmp_path / "cli"), "--num-heads", "4",
-            "--hidden-size", "64"]
+    # heads and hidden size come from the manifest the export wrote
+    assert json.loads((fp32 / "manifest.json").read_text())["source"]["num_attention_heads"] == 4
+    argv = ["--optimize-onnx", str(fp32 / "model.onnx"), "--out", str(tmp_path / "cli")]
     assert main(argv) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["quantization"] == "int8-dynamic-per-channel" and report["fused_operators"]["Attention"] == 2

@@ -362,6 +362,9 @@ def export_model(
         "opset": opset,
         "exporter": "torch.onnx (dynamo)" if dynamo else "torch.onnx (torchscript)",
         "graph_optimization": graph_note,
+        # what optimize_onnx needs to fuse this graph's attention later
+        "num_attention_heads": int(getattr(model.config, "num_attention_heads", 0) or 0),
+        "hidden_size": int(getattr(model.config, "hidden_size", 0) or 0),
     } | dict(provenance or {})
     if verification is not None:
         source["verification"] = asdict(verification)
@@ -406,6 +409,11 @@ def optimize_onnx(
     names = tuple(str(n) for n in manifest.get("inputs", ("input_ids", "attention_mask")))
     max_length = int(manifest.get("max_length", 512))
     hallucinated = int(manifest.get("hallucinated_index", 1))
+    recorded = manifest.get("source", {})
+    shape = GraphShape(  # unset: what the export recorded, else the optimizer detects it
+        shape.num_heads or int(recorded.get("num_attention_heads", 0) or 0),
+        shape.hidden_size or int(recorded.get("hidden_size", 0) or 0),
+    )
     tokenizer = _load_tokenizer(source_dir)
     feeds = _sample_batches(tokenizer, names, max_length)
     out.mkdir(parents=True, exist_ok=True)
@@ -530,8 +538,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     graph.add_argument("--optimize-onnx", type=Path, default=None, metavar="MODEL",
                        help="re-optimise an existing fp32 model.onnx (or its model directory) into --out")
     graph.add_argument("--keep-fp32", action="store_true", help="with --optimize-onnx: do not quantise to int8")
-    graph.add_argument("--num-heads", type=int, default=0, help="with --optimize-onnx: attention heads (0: detect)")
-    graph.add_argument("--hidden-size", type=int, default=0, help="with --optimize-onnx: hidden size (0: detect)")
+    graph.add_argument("--num-heads", type=int, default=0,
+                       help="with --optimize-onnx: attention heads (0: the manifest's, else detect)")
+    graph.add_argument("--hidden-size", type=int, default=0,
+                       help="with --optimize-onnx: hidden size (0: the manifest's, else detect)")
     triton = parser.add_argument_group("Triton model repository (src/truthlens/detector/triton_repo.py)")
     triton.add_argument("--triton-repo", type=Path, help="also write a Triton model repository here")
     triton.add_argument("--model", default=None,
