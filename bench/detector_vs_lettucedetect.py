@@ -1,10 +1,16 @@
 """Our ONNX detector vs LettuceDetect's own ``TransformerDetector`` on one checkpoint.
 
 Same trained Hugging Face checkpoint, same inputs, measured side by side in one process:
-- latency at 1 caller (p50 / p95), in blocks of inputs with the runtimes taking turns, so
-  all see the same machine load;
-- throughput at N concurrent callers (ours: micro-batched asyncio callers; LettuceDetect:
-  N threads calling ``predict``, torch releases the GIL);
+- latency at 1 caller (p50 / p95) of the whole check (ours: ``DetectorEngine.detect``, what
+  ``truthlens detect`` runs: tokenising, grounded rows, fact checks, spans), in blocks of
+  inputs with the runtimes taking turns, so all see the same machine load;
+- checks/s at 1 and N concurrent callers (ours: asyncio callers; LettuceDetect: N threads
+  calling ``predict``, torch releases the GIL);
+- ours in variants side by side: fp32, int8 without and with fused attention
+  (``truthlens export --no-optimize`` / the default), and the int8 graph with one run at a
+  time using every thread (the old in-process setting) vs two runs in flight with the threads
+  split between them (the default);
+- the first check of a new 2k- and 8k-token context (``--long``): the 8k/2k ratio;
 - token-level agreement of predictions (P(hallucinated) > 0.5) of our fp32 and int8 ONNX
   models with LettuceDetect, and with LettuceDetect fed segment ids as well (its
   ``TransformerDetector`` passes only ``input_ids`` and ``attention_mask`` to the model,
@@ -14,8 +20,10 @@ Same trained Hugging Face checkpoint, same inputs, measured side by side in one 
         [--onnx-model DIR] [--onnx-int8-model DIR] [--inputs FILE.jsonl] [--n 200] [--concurrency 8]
 
 Without ``--onnx-model`` / ``--onnx-int8-model`` the checkpoint is exported (fp32 / int8)
-to a temporary directory with the project's exporter. Needs the ``export`` extra and
-``lettucedetect`` (with torch, CPU).
+to a temporary directory with the project's exporter. ``--inputs`` takes JSONL rows with
+``context``, ``question``, ``answer``, or RAGTruth rows (``source.passages``, ``responses``).
+Needs the ``export`` extra and ``lettucedetect`` (``pip install --no-deps lettucedetect``: it
+runs on torch and transformers, which the extra has).
 """
 
 from __future__ import annotations
@@ -24,6 +32,8 @@ import argparse
 import asyncio
 import json
 import os
+import random
+import re
 import statistics
 import tempfile
 import time
@@ -35,9 +45,11 @@ from typing import Any
 
 import numpy as np
 
+from truthlens.detector.encoding import TextEncoder
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.factory import create_detector
 from truthlens.detector.manifest import load_manifest
+from truthlens.detector.prompt import build_prompt
 from truthlens.detector.types import DetectionInput, DetectorSettings
 
 DEFAULT_INPUTS = Path("training/output/corpus/heldout.jsonl")
@@ -54,32 +66,42 @@ class Agreement:
 
 
 def load_inputs(path: Path, n: int) -> list[DetectionInput]:
-    items = []
+    items: list[DetectionInput] = []
     with path.open(encoding="utf-8") as f:
         for line in f:
-            row = json.loads(line)
-            items.append(DetectionInput(tuple(row["context"]), row["question"], row["answer"]))
-            if len(items) == n:
+            items.extend(_rows(json.loads(line)))
+            if len(items) >= n:
+                items = items[:n]
                 break
     if len(items) < n:
         print(f"note: {path} has only {len(items)} inputs")
     return items
 
 
+def _rows(row: dict[str, Any]) -> list[DetectionInput]:
+    if "source" in row and "responses" in row:  # RAGTruth QA: "passage 1:... passage 2:..."
+        passages = tuple(p.strip() for p in re.split(r"passage \d+:", row["source"]["passages"]) if p.strip())
+        return [DetectionInput(passages, row["source"]["question"], r["response"]) for r in row["responses"][:2]]
+    return [DetectionInput(tuple(row["context"]), row["question"], row["answer"])]
+
+
 def percentile(values: Sequence[float], q: float) -> float:
     return float(np.percentile(np.asarray(values), q))
 
 
-def export_dirs(hf: Path, fp32: Path | None, int8: Path | None, tmp: Path) -> tuple[Path, Path]:
+def export_dirs(hf: Path, fp32: Path | None, int8: Path | None, tmp: Path) -> tuple[Path, Path, Path]:
+    """fp32, int8 without fused attention, int8 (the default export: fused, then quantised)."""
     from truthlens.detector.export import export_model
 
     if fp32 is None:
         fp32 = tmp / "fp32"
         export_model(hf, fp32, quantize="none")
+    plain = tmp / "int8-unfused"
+    export_model(hf, plain, quantize="int8", optimize=False)
     if int8 is None:
         int8 = tmp / "int8"
         export_model(hf, int8, quantize="int8")
-    return fp32, int8
+    return fp32, plain, int8
 
 
 def lettuce(hf: Path, max_length: int, segment_ids: bool) -> Any:
@@ -166,26 +188,39 @@ async def run(args: argparse.Namespace) -> None:
     torch.set_num_threads(threads)
     items = load_inputs(args.inputs, args.n)
     with tempfile.TemporaryDirectory(prefix="truthlens-bench-") as tmp:
-        fp32_dir, int8_dir = export_dirs(args.hf_model, args.onnx_model, args.onnx_int8_model, Path(tmp))
+        fp32_dir, plain_dir, int8_dir = export_dirs(args.hf_model, args.onnx_model, args.onnx_int8_model, Path(tmp))
         manifest = load_manifest(fp32_dir)
-        settings = DetectorSettings(provider="cpu", intra_op_threads=threads, max_batch_size=args.concurrency)
-        ours = create_detector(DetectorSettings(**{**_fields(settings), "model_dir": str(fp32_dir)}))
-        ours8 = create_detector(DetectorSettings(**{**_fields(settings), "model_dir": str(int8_dir)}))
-        assert isinstance(ours, DetectorEngine) and isinstance(ours8, DetectorEngine)
+        # The in-process default: two runs in flight, the threads split between them.
+        split = DetectorSettings(provider="cpu", intra_op_threads=max(1, threads // 2), max_in_flight=2)
+        # The previous default: one run at a time with every thread, rows micro-batched.
+        one_run = DetectorSettings(provider="cpu", intra_op_threads=threads, max_batch_size=args.concurrency)
+        ours: dict[str, DetectorEngine] = {}
+        for name, settings, directory in (
+            ("onnx fp32", split, fp32_dir),
+            ("onnx int8 unfused", split, plain_dir),
+            ("onnx int8 1 run", one_run, int8_dir),
+            ("onnx int8", split, int8_dir),
+        ):
+            engine = create_detector(DetectorSettings(**{**_fields(settings), "model_dir": str(directory)}))
+            assert isinstance(engine, DetectorEngine)
+            ours[name] = engine
         ld = lettuce(args.hf_model, manifest.max_length, segment_ids=False)
         ld_seg = lettuce(args.hf_model, manifest.max_length, segment_ids=True)
 
+        encoder = TextEncoder(manifest.tokenizer_path)
+        tokens = [encoder.count(build_prompt(i.context, i.question)) + encoder.count(i.answer) for i in items]
         print(f"checkpoint {args.hf_model} ({manifest.source.get('architecture')}), window {manifest.max_length}, "
-              f"{len(items)} inputs from {args.inputs}, {threads} threads each, CPU")
-        # warm-up both sides
+              f"{len(items)} inputs from {args.inputs} (prompt + answer tokens: p50 {statistics.median(tokens):.0f}), "
+              f"{threads} threads each, CPU; ours: whole detect (rows, fact checks, spans)")
+        # warm-up every runtime
         for item in items[:3]:
             lettuce_probs(ld, item)
-            await ours.detect(item, threshold=0.5)
-            await ours8.detect(item, threshold=0.5)
+            for engine in ours.values():
+                await engine.detect(item, threshold=0.5)
 
         # Blocks of inputs per runtime, in rotating order: interleaving single calls would let
         # one runtime's spinning worker threads (OpenMP, onnxruntime) slow the other down.
-        lat: dict[str, list[float]] = {"lettucedetect": [], "onnx fp32": [], "onnx int8": []}
+        lat: dict[str, list[float]] = {"lettucedetect": [], **{name: [] for name in ours}}
         ld_probs: list[np.ndarray] = []  # kept for the agreement table below
         for start in range(0, len(items), BLOCK):
             block = items[start : start + BLOCK]
@@ -196,41 +231,65 @@ async def run(args: argparse.Namespace) -> None:
                         ld_probs.append(lettuce_probs(ld, item))
                         lat[name].append((time.perf_counter() - started) * 1000)
                     else:
-                        lat[name].append(await timed_ours(ours if name == "onnx fp32" else ours8, item))
+                        lat[name].append(await timed_ours(ours[name], item))
 
-        tput = {
-            "lettucedetect": throughput_lettuce(ld, items, args.concurrency),
-            "onnx fp32": await throughput_ours(ours, items, args.concurrency),
-            "onnx int8": await throughput_ours(ours8, items, args.concurrency),
-        }
+        tput: dict[str, dict[int, float]] = {name: {} for name in lat}
+        for callers in (1, args.concurrency):
+            tput["lettucedetect"][callers] = throughput_lettuce(ld, items, callers)
+            for name, engine in ours.items():
+                tput[name][callers] = await throughput_ours(engine, items, callers)
 
+        n = args.concurrency
         base_p50 = statistics.median(lat["lettucedetect"])
         base_p95 = percentile(lat["lettucedetect"], 95)
         print()
-        print(f"{'detector':<14} {'p50 ms':>8} {'p95 ms':>8} {'p50 x':>7} {'p95 x':>7} "
-              f"{'checks/s @' + str(args.concurrency):>14} {'tput x':>7}")
+        print(f"{'detector':<18} {'p50 ms':>8} {'p95 ms':>8} {'p50 x':>7} {'p95 x':>7} {'checks/s @1':>12} "
+              f"{'x':>6} {f'checks/s @{n}':>12} {'x':>6} {f'@{n} / @1':>8}")
         for name, values in lat.items():
             p50, p95 = statistics.median(values), percentile(values, 95)
-            print(f"{name:<14} {p50:>8.1f} {p95:>8.1f} {base_p50 / p50:>7.2f} {base_p95 / p95:>7.2f} "
-                  f"{tput[name]:>14.2f} {tput[name] / tput['lettucedetect']:>7.2f}")
-        print("(x = speed-up over LettuceDetect: its latency / ours, our throughput / its)")
+            one, many = tput[name][1], tput[name][n]
+            print(f"{name:<18} {p50:>8.1f} {p95:>8.1f} {base_p50 / p50:>7.2f} {base_p95 / p95:>7.2f} {one:>12.2f} "
+                  f"{one / tput['lettucedetect'][1]:>6.2f} {many:>12.2f} {many / tput['lettucedetect'][n]:>6.2f} "
+                  f"{many / one:>8.2f}")
+        print("(x = speed-up over LettuceDetect: its latency / ours, our checks/s / its)")
 
         ld_seg_probs = [lettuce_probs(ld_seg, i) for i in items]
-        fp32_probs = await our_probs(ours, items)
-        int8_probs = await our_probs(ours8, items)
+        probs = {name: await our_probs(ours[name], items) for name in ("onnx fp32", "onnx int8 unfused", "onnx int8")}
         print()
-        print(f"{'pair':<42} {'tokens':>7} {'token agree':>12} {'mean |dp|':>10} {'verdict agree':>14} {'skipped':>8}")
+        print(f"{'pair':<44} {'tokens':>7} {'token agree':>12} {'mean |dp|':>10} {'verdict agree':>14} {'skipped':>8}")
         for name, a, b in (
-            ("onnx fp32 vs lettucedetect (as shipped)", fp32_probs, ld_probs),
-            ("onnx fp32 vs lettucedetect + segment ids", fp32_probs, ld_seg_probs),
-            ("onnx int8 vs lettucedetect + segment ids", int8_probs, ld_seg_probs),
-            ("onnx int8 vs onnx fp32", int8_probs, fp32_probs),
+            ("onnx fp32 vs lettucedetect (as shipped)", probs["onnx fp32"], ld_probs),
+            ("onnx fp32 vs lettucedetect + segment ids", probs["onnx fp32"], ld_seg_probs),
+            ("onnx int8 vs lettucedetect + segment ids", probs["onnx int8"], ld_seg_probs),
+            ("onnx int8 vs onnx fp32", probs["onnx int8"], probs["onnx fp32"]),
+            ("onnx int8 vs onnx int8 unfused", probs["onnx int8"], probs["onnx int8 unfused"]),
         ):
             g = agreement(a, b)
-            print(f"{name:<42} {g.tokens:>7} {g.token_agree:>12.2%} {g.mean_abs_diff:>10.4f} "
+            print(f"{name:<44} {g.tokens:>7} {g.token_agree:>12.2%} {g.mean_abs_diff:>10.4f} "
                   f"{g.example_agree:>14.2%} {g.skipped:>8}")
-        await ours.close()
-        await ours8.close()
+        if args.long:
+            await long_contexts(ours["onnx int8"], encoder)
+        for engine in ours.values():
+            await engine.close()
+
+
+async def long_contexts(engine: DetectorEngine, encoder: TextEncoder) -> None:
+    """The first check of a new context (nothing cached) at about 2k and 8k tokens."""
+    from bench.detector_length_scaling import ANSWER, QUESTION, make_context
+
+    rng = random.Random(7)
+    first: dict[int, float] = {}
+    for length in (2048, 8192):
+        times = []
+        for _ in range(3):  # a new context each time: the embedder caches what it has seen
+            item = DetectionInput(tuple(make_context(encoder, length, rng)), QUESTION, ANSWER)
+            started = time.perf_counter()
+            await engine.detect(item, threshold=0.5)
+            times.append((time.perf_counter() - started) * 1000)
+        first[length] = statistics.median(times)
+    print()
+    print(f"first check of a new context: 2k tokens {first[2048]:.0f} ms, 8k tokens {first[8192]:.0f} ms, "
+          f"8k / 2k {first[8192] / first[2048]:.2f}")
 
 
 def _rotate(names: list[str], k: int) -> list[str]:
@@ -253,6 +312,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--threads", type=int, default=0, help="threads for torch and onnxruntime (0: all cores)")
+    parser.add_argument("--long", action="store_true", help="also time a new 2k- and 8k-token context")
     asyncio.run(run(parser.parse_args()))
 
 

@@ -83,7 +83,7 @@ def test_numeric_model_version_is_read_as_text_and_in_flight_defaults_by_backend
     d = parse_config(doc).detector
     assert d.remote is not None and d.remote.model_version == "3" and d.max_in_flight == 4
     shipped = load_config(REPO / "configs" / "config.yaml").detector
-    assert shipped.max_in_flight == 1 and shipped.remote is None
+    assert shipped.max_in_flight == 2 and shipped.remote is None  # in-process: two runs at once
 
 
 def test_factory_names_each_bad_remote_field() -> None:

@@ -6,6 +6,12 @@ int8 (per channel), and verifies the result against torch on sample inputs: fp32
 maximum absolute difference, int8 by agreement of the hallucination probabilities. A model
 that fails verification raises :class:`ExportError`; nothing half-checked is reported as done.
 
+Before int8 quantisation the fp32 graph goes through ONNX Runtime's transformer optimizer
+(``optimize_graph``: attention, embedding and layer-norm fusion for BERT-family models; the
+checkpoint is then traced with eager attention, whose pattern the optimizer recognises) and is
+verified again against torch; ``optimize_onnx`` applies the same step to an existing fp32 model
+directory, verified against its unoptimised graph.
+
 Needs the ``export`` extra (torch, transformers, onnx); serving never imports this module.
 """
 
@@ -20,7 +26,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,6 +37,10 @@ from truthlens.detector.prompt import TEMPLATE_NAME, build_prompt
 Quantize = Literal["none", "int8"]
 MANIFEST_FORMAT = "truthlens-detector/1"
 FP32_LOGIT_TOLERANCE = 1e-3
+# Fused kernels reorder float sums: the optimised fp32 graph gets a little more room.
+OPTIMIZED_LOGIT_TOLERANCE = 5e-3
+# Architectures whose attention ONNX Runtime's "bert" optimizer fuses (config.model_type).
+BERT_FAMILY = frozenset({"bert", "roberta", "xlm-roberta", "distilbert", "electra", "camembert"})
 INT8_MAX_PROB_TOLERANCE = 0.35
 INT8_MEAN_PROB_TOLERANCE = 0.05
 
@@ -54,6 +64,8 @@ class Verification:
     int8_max_prob_diff: float | None = None
     int8_mean_prob_diff: float | None = None
     int8_label_agreement: float | None = None
+    optimized_max_abs_logit_diff: float | None = None  # optimised fp32 graph vs the reference
+    int8_verdict_agreement: float | None = None  # samples whose any-token > 0.5 verdict matches
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +79,7 @@ class ExportReport:
     model_bytes: int
     seconds: float
     verification: Verification | None = None
+    fused_operators: dict[str, int] | None = None  # None: the graph was not optimised
     files: tuple[str, ...] = field(default=("model.onnx", "tokenizer.json", "manifest.json"))
 
     def to_json(self) -> str:
@@ -91,9 +104,13 @@ def _logits_only(model: Any) -> Any:
     return LogitsOnly().eval()
 
 
-def _load_checkpoint(checkpoint_dir: Path) -> Any:
+def _load_checkpoint(checkpoint_dir: Path, *, eager: bool = False) -> Any:
     from transformers import AutoModelForTokenClassification
 
+    if eager:  # the attention pattern ONNX Runtime's optimizer fuses (sdpa's it does not)
+        return AutoModelForTokenClassification.from_pretrained(
+            str(checkpoint_dir), attn_implementation="eager"
+        ).eval()
     try:
         # never flash-attention: it unpads the batch and cannot be traced
         model = AutoModelForTokenClassification.from_pretrained(str(checkpoint_dir), attn_implementation="sdpa")
@@ -218,6 +235,45 @@ def _quantize_int8(src: Path, dst: Path) -> None:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class GraphShape:
+    """What the optimizer cannot always read off a traced graph."""
+
+    num_heads: int = 0  # 0: let the optimizer detect it
+    hidden_size: int = 0
+
+
+def optimize_graph(src: Path, dst: Path, shape: GraphShape = GraphShape()) -> dict[str, int]:
+    """ONNX Runtime's transformer optimizer (``model_type="bert"``) over the fp32 graph ``src``,
+    written to ``dst``; returns the fused operators it made (name → count, zeros left out).
+    Refuses an already quantised graph: its matmuls no longer form the patterns it fuses."""
+    import logging
+
+    import onnx
+    from onnxruntime.transformers.fusion_options import FusionOptions
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    ops = {node.op_type for node in onnx.load(str(src), load_external_data=False).graph.node}
+    if ops & {"MatMulInteger", "DynamicQuantizeMatMul", "QAttention", "DynamicQuantizeLinear"}:
+        raise ExportError(f"{src}: the graph is already quantised; optimise its fp32 graph instead")
+    # the optimizer logs every pattern it did not find at WARNING; the counts below say what it did
+    quiet = logging.getLogger("onnxruntime.transformers")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    try:
+        optimized = optimize_model(
+            str(src), model_type="bert", num_heads=shape.num_heads, hidden_size=shape.hidden_size,
+            optimization_options=FusionOptions("bert"), use_gpu=False,
+        )
+    except Exception as exc:  # the optimizer raises assorted errors on graphs it cannot walk
+        raise ExportError(f"{src}: ONNX Runtime's transformer optimizer failed ({exc})") from exc
+    finally:
+        quiet.setLevel(level)
+    optimized.save_model_to_file(str(dst))
+    stats = optimized.get_fused_operator_statistics()
+    return {name: int(count) for name, count in stats.items() if count}
+
+
 def _hallucinated_index(config: Any) -> tuple[list[str], int]:
     labels = [str(config.id2label.get(i, f"LABEL_{i}")) for i in range(config.num_labels)]
     if config.num_labels != 2:
@@ -237,12 +293,15 @@ def export_model(
     max_length: int = 512,
     verify: bool = True,
     dynamo: bool = False,
+    optimize: bool | None = None,
     provenance: Mapping[str, object] | None = None,
     metrics: Mapping[str, object] | None = None,
 ) -> ExportReport:
     """Export ``checkpoint_dir`` into ``out_dir`` (created; existing model files replaced).
 
     ``max_length`` is capped by the model's position limit and recorded in the manifest.
+    ``optimize`` (None: on for int8) runs :func:`optimize_graph` before quantisation on
+    BERT-family checkpoints (others are exported unfused, as the manifest says).
     ``provenance`` is merged into the manifest's ``source``; ``metrics`` becomes ``metrics``.
     """
     started = time.monotonic()
@@ -251,7 +310,12 @@ def export_model(
         raise ExportError(f"{checkpoint}: not a Hugging Face checkpoint (no config.json)")
     if quantize not in ("none", "int8"):
         raise ExportError(f"quantize must be 'none' or 'int8', got {quantize!r}")
-    model = _load_checkpoint(checkpoint)
+    model_type = str(json.loads((checkpoint / "config.json").read_text()).get("model_type", ""))
+    wanted = quantize == "int8" if optimize is None else optimize
+    fuse = wanted and model_type in BERT_FAMILY
+    # BERT-family graphs are always traced with eager attention, so an fp32 export can be
+    # optimised later (optimize_onnx) as well as now.
+    model = _load_checkpoint(checkpoint, eager=model_type in BERT_FAMILY)
     tokenizer = _load_tokenizer(checkpoint)
     labels, hallucinated = _hallucinated_index(model.config)
     positions = getattr(model.config, "max_position_embeddings", max_length)
@@ -261,26 +325,33 @@ def export_model(
     feeds = _sample_batches(tokenizer, names, max_length)
 
     out.mkdir(parents=True, exist_ok=True)
+    graph_note: dict[str, object] = {"optimizer": "none"}
+    if wanted and not fuse:
+        graph_note["skipped"] = f"model_type {model_type!r} is not one the bert optimizer fuses"
     with tempfile.TemporaryDirectory(prefix="truthlens-export-") as tmp:
         fp32 = Path(tmp) / "model.fp32.onnx"
         _export_graph(wrapper, feeds[-1], names, fp32, opset, dynamo)
         verification = None
+        expected: list[np.ndarray] = []
         if verify:
             expected = [_torch_logits(model, feed) for feed in feeds]
-            got = _onnx_logits(fp32, feeds)
-            diff = max(
-                _masked_max_diff(e, g, f["attention_mask"]) for e, g, f in zip(expected, got, feeds, strict=True)
-            )
+            diff = _max_diff(expected, _onnx_logits(fp32, feeds), feeds)
             if not diff <= FP32_LOGIT_TOLERANCE:
                 raise ExportError(f"ONNX logits differ from torch by {diff:.3g} (> {FP32_LOGIT_TOLERANCE})")
             verification = Verification(tuple(int(f["input_ids"].shape[1]) for f in feeds), diff)
-        final = fp32
+        graph = fp32
+        if fuse:
+            graph = Path(tmp) / "model.optimized.onnx"
+            shape = GraphShape(int(model.config.num_attention_heads), int(model.config.hidden_size))
+            graph_note = _graph_note(optimize_graph(fp32, graph, shape))
+            if verification is not None:
+                verification = _verify_optimized(expected, graph, feeds, verification)
+        final = graph
         if quantize == "int8":
             final = Path(tmp) / "model.int8.onnx"
-            _quantize_int8(fp32, final)
-            if verify:
-                assert verification is not None
-                verification = _verify_int8(model, final, feeds, hallucinated, verification)
+            _quantize_int8(graph, final)
+            if verification is not None:
+                verification = _verify_int8(expected, final, feeds, hallucinated, verification)
         shutil.copyfile(final, out / "model.onnx")
     tokenizer.save(str(out / "tokenizer.json"))
 
@@ -290,6 +361,10 @@ def export_model(
         "base": checkpoint.resolve().name,  # never a machine-specific path
         "opset": opset,
         "exporter": "torch.onnx (dynamo)" if dynamo else "torch.onnx (torchscript)",
+        "graph_optimization": graph_note,
+        # what optimize_onnx needs to fuse this graph's attention later
+        "num_attention_heads": int(getattr(model.config, "num_attention_heads", 0) or 0),
+        "hidden_size": int(getattr(model.config, "hidden_size", 0) or 0),
     } | dict(provenance or {})
     if verification is not None:
         source["verification"] = asdict(verification)
@@ -309,7 +384,100 @@ def export_model(
         out_dir=str(out), architecture=type(model).__name__, inputs=names, opset=opset,
         quantization=quantization, max_length=max_length, model_bytes=(out / "model.onnx").stat().st_size,
         seconds=round(time.monotonic() - started, 2), verification=verification,
+        fused_operators=_fused(graph_note),
     )
+
+
+def optimize_onnx(
+    model_path: str | Path, out_dir: str | Path, *, quantize: Quantize = "int8", shape: GraphShape = GraphShape(),
+    verify: bool = True,
+) -> ExportReport:
+    """Re-optimise an existing fp32 model: ``model_path`` is a ``model.onnx`` (or its model
+    directory, beside ``tokenizer.json`` and ``manifest.json``); writes a model directory to
+    ``out_dir`` with the optimised (and, by default, int8) graph, verified against the input graph
+    (no torch needed): fp32 logits by maximum difference, int8 by probability drift and verdicts."""
+    started = time.monotonic()
+    src = Path(model_path)
+    src = src / "model.onnx" if src.is_dir() else src
+    source_dir, out = src.parent, Path(out_dir)
+    if quantize not in ("none", "int8"):
+        raise ExportError(f"quantize must be 'none' or 'int8', got {quantize!r}")
+    for needed in (src, source_dir / "tokenizer.json", source_dir / "manifest.json"):
+        if not needed.is_file():
+            raise ExportError(f"{needed}: not found (a model directory has model.onnx, tokenizer.json, manifest.json)")
+    manifest = json.loads((source_dir / "manifest.json").read_text())
+    names = tuple(str(n) for n in manifest.get("inputs", ("input_ids", "attention_mask")))
+    max_length = int(manifest.get("max_length", 512))
+    hallucinated = int(manifest.get("hallucinated_index", 1))
+    recorded = manifest.get("source", {})
+    shape = GraphShape(  # unset: what the export recorded, else the optimizer detects it
+        shape.num_heads or int(recorded.get("num_attention_heads", 0) or 0),
+        shape.hidden_size or int(recorded.get("hidden_size", 0) or 0),
+    )
+    tokenizer = _load_tokenizer(source_dir)
+    feeds = _sample_batches(tokenizer, names, max_length)
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="truthlens-optimize-") as tmp:
+        graph = Path(tmp) / "model.optimized.onnx"
+        note = _graph_note(optimize_graph(src, graph, shape))
+        verification = None
+        if verify:
+            expected = _onnx_logits(src, feeds)
+            verification = Verification(tuple(int(f["input_ids"].shape[1]) for f in feeds), 0.0)
+            verification = _verify_optimized(expected, graph, feeds, verification)
+        final = graph
+        if quantize == "int8":
+            final = Path(tmp) / "model.int8.onnx"
+            _quantize_int8(graph, final)
+            if verify:
+                assert verification is not None
+                verification = _verify_int8(expected, final, feeds, hallucinated, verification)
+        shutil.copyfile(final, out / "model.onnx")
+    if source_dir.resolve() != out.resolve():
+        shutil.copyfile(source_dir / "tokenizer.json", out / "tokenizer.json")
+    quantization = "int8-dynamic-per-channel" if quantize == "int8" else "none"
+    source = dict(manifest.get("source", {})) | {"graph_optimization": note}
+    if verification is not None:
+        # checked against the input fp32 graph, not torch: max_abs_logit_diff is its own (0)
+        source["verification"] = asdict(verification) | {"reference": "input fp32 ONNX graph"}
+    manifest |= {"quantization": quantization, "source": source}
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    return ExportReport(
+        out_dir=str(out), architecture=str(source.get("architecture", "unknown")), inputs=names,
+        opset=int(source.get("opset", 0) or 0), quantization=quantization, max_length=max_length,
+        model_bytes=(out / "model.onnx").stat().st_size, seconds=round(time.monotonic() - started, 2),
+        verification=verification, fused_operators=_fused(note),
+    )
+
+
+def _graph_note(fused: Mapping[str, int]) -> dict[str, object]:
+    note: dict[str, object] = {"optimizer": "onnxruntime.transformers (bert)", "fused": dict(fused)}
+    if not fused.get("Attention") and not fused.get("MultiHeadAttention"):
+        # e.g. a graph traced with sdpa attention: still valid, only slower
+        note["warning"] = "attention was not fused"
+    return note
+
+
+def _fused(note: Mapping[str, object]) -> dict[str, int] | None:
+    fused = note.get("fused")
+    return dict(fused) if isinstance(fused, dict) else None
+
+
+def _max_diff(
+    expected: Sequence[np.ndarray], got: Sequence[np.ndarray], feeds: Sequence[Mapping[str, np.ndarray]]
+) -> float:
+    return max(_masked_max_diff(e, g, f["attention_mask"]) for e, g, f in zip(expected, got, feeds, strict=True))
+
+
+def _verify_optimized(
+    expected: Sequence[np.ndarray], path: Path, feeds: Sequence[Mapping[str, np.ndarray]], base: Verification
+) -> Verification:
+    diff = _max_diff(expected, _onnx_logits(path, feeds), feeds)
+    if not diff <= OPTIMIZED_LOGIT_TOLERANCE:
+        raise ExportError(
+            f"the optimised graph's logits differ from the reference by {diff:.3g} (> {OPTIMIZED_LOGIT_TOLERANCE})"
+        )
+    return replace(base, optimized_max_abs_logit_diff=diff)
 
 
 def _masked_max_diff(expected: np.ndarray, got: np.ndarray, mask: np.ndarray) -> float:
@@ -320,29 +488,38 @@ def _masked_max_diff(expected: np.ndarray, got: np.ndarray, mask: np.ndarray) ->
 
 
 def _verify_int8(
-    model: Any, path: Path, feeds: Sequence[Mapping[str, np.ndarray]], index: int, fp32: Verification
+    expected: Sequence[np.ndarray], path: Path, feeds: Sequence[Mapping[str, np.ndarray]], index: int,
+    base: Verification,
 ) -> Verification:
-    diffs, agree, total = [], 0, 0
-    for feed, got in zip(feeds, _onnx_logits(path, feeds), strict=True):
+    """int8 probabilities against the reference logits ``expected`` (torch, or the input graph)."""
+    diffs, agree, total, verdicts, rows = [], 0, 0, 0, 0
+    for feed, want, got in zip(feeds, expected, _onnx_logits(path, feeds), strict=True):
         keep = feed["attention_mask"].astype(bool)
-        p_ref = _softmax_hallucinated(_torch_logits(model, feed), index)[keep]
-        p_int8 = _softmax_hallucinated(got, index)[keep]
+        p_ref_rows, p_int8_rows = _softmax_hallucinated(want, index), _softmax_hallucinated(got, index)
+        p_ref, p_int8 = p_ref_rows[keep], p_int8_rows[keep]
         diffs.append(np.abs(p_ref - p_int8))
         agree += int(((p_ref > 0.5) == (p_int8 > 0.5)).sum())
         total += int(keep.sum())
+        for r in range(keep.shape[0]):  # a row's verdict: any token over 0.5
+            verdicts += int(bool((p_ref_rows[r][keep[r]] > 0.5).any()) == bool((p_int8_rows[r][keep[r]] > 0.5).any()))
+            rows += 1
     all_diffs = np.concatenate(diffs)
     max_diff, mean_diff = float(all_diffs.max()), float(all_diffs.mean())
     if max_diff > INT8_MAX_PROB_TOLERANCE or mean_diff > INT8_MEAN_PROB_TOLERANCE:
         raise ExportError(
-            f"int8 probabilities drift from torch: max {max_diff:.3f} (limit {INT8_MAX_PROB_TOLERANCE}), "
+            f"int8 probabilities drift from the reference: max {max_diff:.3f} (limit {INT8_MAX_PROB_TOLERANCE}), "
             f"mean {mean_diff:.3f} (limit {INT8_MEAN_PROB_TOLERANCE})"
         )
-    return Verification(fp32.lengths, fp32.max_abs_logit_diff, max_diff, mean_diff, agree / total)
+    return replace(
+        base, int8_max_prob_diff=max_diff, int8_mean_prob_diff=mean_diff, int8_label_agreement=agree / total,
+        int8_verdict_agreement=verdicts / rows,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``truthlens export --checkpoint DIR --out DIR [--int8] [--opset N] [--triton-repo DIR]``,
-    or ``truthlens export --triton-repo DIR [--model DIR]`` for an existing model directory."""
+    """``truthlens export --checkpoint DIR --out DIR [--int8] [--no-optimize] [--opset N] [--triton-repo DIR]``,
+    ``truthlens export --optimize-onnx MODEL --out DIR [--keep-fp32]`` to re-optimise an existing fp32
+    model, or ``truthlens export --triton-repo DIR [--model DIR]`` for an existing model directory."""
     parser = argparse.ArgumentParser(
         prog="truthlens export", description="Export a token-classification checkpoint to a detector model directory."
     )
@@ -355,6 +532,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--max-length", type=int, default=512, help="window recorded in the manifest (capped by the model)"
     )
     parser.add_argument("--no-verify", action="store_true", help="skip the ONNX-vs-torch check")
+    graph = parser.add_argument_group("graph optimisation (ONNX Runtime's transformer optimizer, before int8)")
+    graph.add_argument("--no-optimize", action="store_true", help="int8 export without fused attention")
+    graph.add_argument("--optimize", action="store_true", help="fuse the fp32 export as well")
+    graph.add_argument("--optimize-onnx", type=Path, default=None, metavar="MODEL",
+                       help="re-optimise an existing fp32 model.onnx (or its model directory) into --out")
+    graph.add_argument("--keep-fp32", action="store_true", help="with --optimize-onnx: do not quantise to int8")
+    graph.add_argument("--num-heads", type=int, default=0,
+                       help="with --optimize-onnx: attention heads (0: the manifest's, else detect)")
+    graph.add_argument("--hidden-size", type=int, default=0,
+                       help="with --optimize-onnx: hidden size (0: the manifest's, else detect)")
     triton = parser.add_argument_group("Triton model repository (src/truthlens/detector/triton_repo.py)")
     triton.add_argument("--triton-repo", type=Path, help="also write a Triton model repository here")
     triton.add_argument("--model", default=None,
@@ -366,6 +553,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     triton.add_argument("--triton-fp16", action="store_true", help="TensorRT execution accelerator in fp16 (GPU)")
     triton.add_argument("--no-embedder", action="store_true", help="leave the relevance embedder out")
     args = parser.parse_args(argv)
+    if args.optimize_onnx is not None:
+        if args.out is None or args.checkpoint is not None:
+            parser.error("--optimize-onnx needs --out (and no --checkpoint)")
+        try:
+            report = optimize_onnx(
+                args.optimize_onnx, args.out, quantize="none" if args.keep_fp32 else "int8",
+                shape=GraphShape(args.num_heads, args.hidden_size), verify=not args.no_verify,
+            )
+        except (ExportError, OSError, ValueError) as exc:
+            print(f"optimisation failed: {exc}", file=sys.stderr)
+            return 1
+        print(report.to_json())
+        return 0
     if args.checkpoint is None and args.triton_repo is None:
         parser.error("--checkpoint and --out are required (or --triton-repo alone, for an existing model)")
     if args.checkpoint is not None and args.out is None:
@@ -376,6 +576,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             report = export_model(
                 args.checkpoint, args.out, quantize="int8" if args.int8 else "none", opset=args.opset,
                 max_length=args.max_length, verify=not args.no_verify, dynamo=args.dynamo,
+                optimize=False if args.no_optimize else (True if args.optimize else None),
             )
         except (ExportError, OSError) as exc:
             print(f"export failed: {exc}", file=sys.stderr)

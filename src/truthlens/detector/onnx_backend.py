@@ -1,12 +1,23 @@
-"""The ONNX Runtime backend: one inference session, provider choice, padded batch runs.
+"""The ONNX Runtime backend: one inference session, provider choice, batch runs.
 
 ``load(settings)`` builds the complete detector (model directory → tokenizer, session,
 micro-batcher, engine). Imports only onnxruntime, tokenizers and numpy.
+
+On CPU each row runs alone at its own length and checks overlap instead of batching
+(measured on 2 cores, ``bench/detector_vs_lettucedetect.py``): a padded batch spends its
+padding on compute no core had idle, and dynamic int8 quantises activations with one scale
+per tensor, so a row's probabilities would depend on its batch-mates. With
+``batching.max_in_flight`` > 1 (default 2 in-process) the micro-batcher forms batches of one
+row, that many runs go at once, and unless ``intra_op_threads`` is set the cores are split
+between them. A GPU gets padded
+batches of ``batching.max_batch_size`` rows, as before.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import os
 from collections.abc import Sequence
 from typing import Literal
 
@@ -47,9 +58,10 @@ class OnnxRunner:
     def __init__(self, manifest: ModelManifest, settings: DetectorSettings, pad_id: int) -> None:
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        if settings.intra_op_threads > 0:
-            options.intra_op_num_threads = settings.intra_op_threads
         providers = choose_providers(settings.provider, ort.get_available_providers())
+        threads = intra_op_threads(settings, providers[0])
+        if threads > 0:
+            options.intra_op_num_threads = threads
         try:
             self._session = ort.InferenceSession(str(manifest.model_path), options, providers=providers)
         except Exception as exc:  # onnxruntime raises its own untyped errors for bad graphs
@@ -66,11 +78,33 @@ class OnnxRunner:
         self._output = self._session.get_outputs()[0].name
         self._index = manifest.hallucinated_index
         self._pad_id = pad_id
+        # CPU: each row at its own length (module docstring); a GPU fills its batch.
+        self.rows_alone = self.provider == CPU
 
     def run(self, rows: Sequence[ModelRow]) -> list[np.ndarray]:
+        if self.rows_alone and len(rows) > 1:
+            return [self._run_padded([row])[0] for row in rows]
+        return self._run_padded(rows)
+
+    def _run_padded(self, rows: Sequence[ModelRow]) -> list[np.ndarray]:
         feed = pad_rows(rows, self._pad_id)
         (logits,) = self._session.run([self._output], {name: feed[name] for name in self._inputs})
         return answer_probs(logits, rows, self._index)
+
+
+def intra_op_threads(settings: DetectorSettings, provider: str) -> int:
+    """Threads per model run: the configured number, else on CPU the cores shared between the
+    ``max_in_flight`` runs that go at once (0: onnxruntime's default, all cores)."""
+    if settings.intra_op_threads > 0 or provider != CPU or settings.max_in_flight <= 1:
+        return settings.intra_op_threads
+    return max(1, _cores() // settings.max_in_flight)
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 def pad_rows(rows: Sequence[ModelRow], pad_id: int) -> dict[str, np.ndarray]:
@@ -117,14 +151,20 @@ def load(settings: DetectorSettings) -> DetectorEngine:
     except Exception as exc:  # tokenizers raises plain Exception for unreadable files
         raise ModelDirError(f"{manifest.tokenizer_path}: cannot load tokenizer ({exc})") from exc
     runner = OnnxRunner(manifest, settings, encoder.pad_id)
+    if runner.rows_alone and settings.max_in_flight > 1:
+        # Rows run one at a time anyway: batches of one let max_in_flight runs overlap.
+        settings = dataclasses.replace(settings, max_batch_size=1)
     engine = DetectorEngine(
         settings, manifest, encoder, runner.run, provider=runner.provider, relevance=grounded_relevance(settings)
     )
     log.info(
-        "detector: %s on %s (requested %s), max_length %d, quantization %s, token threshold %.2f",
+        "detector: %s on %s (requested %s), %d runs at once, batches of %d, max_length %d, quantization %s, "
+        "token threshold %.2f",
         manifest.directory,
         runner.provider,
         settings.provider,
+        settings.max_in_flight,
+        settings.max_batch_size,
         manifest.max_length,
         manifest.quantization,
         engine.token_threshold,

@@ -12,6 +12,12 @@ Two scorers behind one small interface (a ``[claims, pieces]`` matrix, higher = 
   has ranks nothing).
 - :class:`LexicalRelevance`: the overlap alone, used when the embedder cannot load or fails —
   worse at paraphrases, never silently "clean": every claim still gets a row of context.
+
+A long context is embedder-bound on its first check (each piece is a model run; repeated
+pieces come from the embedder's cache). Past ``SHORTLIST_FROM`` pieces only each claim's
+``SHORTLIST_PER_CLAIM`` best pieces by word overlap are embedded; the rest keep their overlap
+score with no cosine, so they rank below every embedded piece. Up to ``SHORTLIST_FROM`` pieces
+(about 3k tokens of context) every piece is embedded, as before.
 """
 
 from __future__ import annotations
@@ -30,6 +36,10 @@ log = logging.getLogger(__name__)
 # Weight of the lexical overlap (in [0, 1]) beside the cosine (about [0, 0.9] for this encoder):
 # a claim's exact words move a piece up about as much as a clearly closer paraphrase would.
 LEXICAL_WEIGHT = 0.5
+# Above this many pieces, embed only a shortlist: each claim's best pieces by word overlap.
+# A row holds about four 96-token pieces, so eight candidates per claim leave it room to choose.
+SHORTLIST_FROM = 32
+SHORTLIST_PER_CLAIM = 8
 
 _WORD = re.compile(r"\d[\d,.]*\d|\d|[^\W\d_]+")
 _STOPWORDS = frozenset(
@@ -111,14 +121,29 @@ class EmbeddingRelevance:
 
     def scores(self, claims: Sequence[str], pieces: Sequence[str]) -> np.ndarray:
         lexical = lexical_overlap(claims, pieces)
+        chosen = shortlist(lexical)
         try:
             # One call: the embedder caches each text, so a context sent again costs nothing.
-            vectors = np.asarray(self._encoder.embed_sync([*claims, *pieces]), dtype=np.float32)
+            vectors = np.asarray(
+                self._encoder.embed_sync([*claims, *(pieces[i] for i in chosen)]), dtype=np.float32
+            )
         except Exception:  # a broken embedder must not turn the check into "unavailable"
             log.warning("detector: the embedder failed; ranking context by word overlap only", exc_info=True)
             return lexical
-        cosine = vectors[: len(claims)] @ vectors[len(claims) :].T
+        # A piece left out of the shortlist scores below every embedded one (cosine -1).
+        cosine = np.full(lexical.shape, -1.0, dtype=np.float32)
+        cosine[:, chosen] = vectors[: len(claims)] @ vectors[len(claims) :].T
         return np.asarray(cosine + LEXICAL_WEIGHT * lexical, dtype=np.float32)
+
+
+def shortlist(lexical: np.ndarray) -> list[int]:
+    """The pieces to embed, in order: all of them up to ``SHORTLIST_FROM``, else the union of
+    each claim's ``SHORTLIST_PER_CLAIM`` best by word overlap (``lexical``: ``[claims, pieces]``)."""
+    n = lexical.shape[1]
+    if n <= SHORTLIST_FROM:
+        return list(range(n))
+    best = np.argsort(-lexical, axis=1, kind="stable")[:, :SHORTLIST_PER_CLAIM]
+    return sorted({int(i) for i in best.ravel()})
 
 
 def load_relevance(intra_op_threads: int = 0) -> Relevance:

@@ -230,8 +230,9 @@ def _parse_detector(s: Section, base_dir: Path | None) -> DetectorSettings:
         chunk_aggregation=s.choice("chunk_aggregation", d.chunk_aggregation, CHUNK_AGGREGATIONS),
         evidence_checks=s.boolean("evidence_checks", d.evidence_checks),
         role_checks=s.boolean("role_checks", True) if "role_checks" in s else None,
-        # Remote round trips overlap; one in-process session gains nothing from more.
-        max_in_flight=batching.integer("max_in_flight", 4 if backend == "remote" else 1, lo=1, hi=256),
+        # Remote round trips overlap; in-process on CPU two runs with half the cores each beat
+        # one with all of them (src/truthlens/detector/onnx_backend.py).
+        max_in_flight=batching.integer("max_in_flight", 4 if backend == "remote" else 2, lo=1, hi=256),
         remote=_parse_remote(s, backend),
     )
 
