@@ -252,6 +252,28 @@ async def test_grounded_answer_gets_headers_and_keeps_its_bytes(channel: grpc.ai
     assert "content-length" not in headers  # body unchanged: Envoy's length stands
 
 
+async def test_a_body_over_envoys_buffer_ends_the_call_instead_of_a_reply(channel: grpc.aio.Channel) -> None:
+    # BUFFERED_PARTIAL over Envoy's buffer: the first part, not the end. A reply would lose an
+    # empty last chunk Envoy queued meanwhile (the client then waits forever); ending the call
+    # makes Envoy release everything it holds, end of stream included, and pass the rest.
+    for route, content_type, part in ((None, "application/json", completion(GROUNDED)[:40]),
+                                      ("hold", "text/event-stream", sse_stream(GROUNDED)[:40])):
+        call = channel.stream_stream(
+            METHOD_PATH,
+            request_serializer=pb.ProcessingRequest.SerializeToString,
+            response_deserializer=pb.ProcessingResponse.FromString,
+        )()
+        for msg in (request_headers(route=route),
+                    request_body(chat_body("When was the Eiffel Tower completed?", context=CONTEXT,
+                                           stream=content_type == "text/event-stream")),
+                    response_headers(content_type=content_type)):
+            await call.write(msg)
+            assert (await call.read()) is not grpc.aio.EOF
+        await call.write(response_body(part, end_of_stream=False))
+        assert (await call.read()) is grpc.aio.EOF
+        assert await call.code() == grpc.StatusCode.OK
+
+
 async def test_hallucinated_answer_gets_warning_and_matching_content_length(channel: grpc.aio.Channel) -> None:
     replies = await chat(channel, completion(HALLUCINATED, GROUNDED))
     common = replies[3].response_body.response

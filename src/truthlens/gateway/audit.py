@@ -1,7 +1,7 @@
 """One log line per checked exchange, for audit: request id, decision, mode, verdict, score,
-action and latency; never a body, a question or an answer. Logged at INFO on
-``truthlens.audit`` (text: ``key=value`` pairs; with ``--log-format json`` the fields are keys of
-the JSON object, see :mod:`truthlens.logs`)."""
+action and latency; never a body, a question or an answer. Logged on ``truthlens.audit`` at INFO,
+at WARNING for a check that could not run (text: ``key=value`` pairs; with ``--log-format json``
+the fields are keys of the JSON object, see :mod:`truthlens.logs`)."""
 
 from __future__ import annotations
 
@@ -47,8 +47,11 @@ def exchange(
     latency_s: float | None,
     reason: str | None = None,
 ) -> None:
-    """Log one exchange's outcome (``verdict``: detected | clean | unavailable | skipped)."""
-    if not log.isEnabledFor(logging.INFO):
+    """Log one exchange's outcome (``verdict``: detected | clean | unavailable | skipped). An
+    unavailable verdict (a check that could not run, with its ``reason``) is a WARNING: that
+    line is the one log line of such an exchange."""
+    level = logging.WARNING if verdict == "unavailable" else logging.INFO
+    if not log.isEnabledFor(level):
         return
     fields: dict[str, Any] = {
         "event": "exchange",
@@ -63,4 +66,4 @@ def exchange(
     if reason is not None:
         fields["reason"] = reason
     text = " ".join(f"{k}={v}" for k, v in fields.items() if k != "event" and v is not None)
-    log.info("exchange %s", text, extra={FIELDS: fields})
+    log.log(level, "exchange %s", text, extra={FIELDS: fields})

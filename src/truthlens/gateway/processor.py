@@ -63,6 +63,8 @@ class ExternalProcessor:
                               msg.WhichOneof("request"), reason)
                 rt.telemetry.record_error(reason)
                 reply = stream.fallback(msg, exc)
+            if stream.ends_call:
+                return
             if reply is not None:
                 yield reply
 

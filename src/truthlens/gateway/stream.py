@@ -77,6 +77,12 @@ class Stream:
     def state(self) -> StreamState | None:
         return self._state
 
+    @property
+    def ends_call(self) -> bool:
+        """The last message needs no reply: the call ends instead, and Envoy lets the rest of
+        the exchange through unprocessed (``phases.response_buffered.over_buffer``)."""
+        return self._state is not None and self._state.end_call
+
     async def handle(self, msg: pb.ProcessingRequest) -> pb.ProcessingResponse | None:
         """The reply to ``msg``; ``None`` in observability mode (Envoy ignores replies)."""
         kind = msg.WhichOneof("request")

@@ -4,7 +4,6 @@ recorded by :func:`truthlens.gateway.checking.run_check`; the outcome goes on th
 
 from __future__ import annotations
 
-import logging
 import time
 from typing import TYPE_CHECKING
 
@@ -15,8 +14,6 @@ from truthlens.gateway.presentation import Presentation, present, unchecked
 
 if TYPE_CHECKING:
     from truthlens.gateway.config import RouteSettings
-
-log = logging.getLogger(__name__)
 
 
 async def check(state: StreamState, checked: CheckedRequest, rt: Runtime, answers: tuple[str, ...]) -> Presentation:
@@ -29,8 +26,6 @@ async def check(state: StreamState, checked: CheckedRequest, rt: Runtime, answer
         ))
     except Draining:
         return skip(state, rt, checked.route, checked.decision.name, "draining")
-    if verdict.status == "unavailable":
-        _log_not_run(state, checked.decision.name, checking.verdict_reason(verdict) or "mode_error")
     with rt.telemetry.span("truthlens.mitigation", decision=checked.decision.name, mode=verdict.mode) as span:
         shown = present(
             checked.route,
@@ -41,8 +36,10 @@ async def check(state: StreamState, checked: CheckedRequest, rt: Runtime, answer
             latency_s=time.monotonic() - started,
         )
         span.set_attribute("truthlens.verdict", shown.outcome)
+    # A check that ran but could not decide is logged once, by its audit line (with the reason).
+    reason = (checking.verdict_reason(verdict) or "mode_error") if verdict.status == "unavailable" else None
     audit.record(state, rt, shown, decision=checked.decision.name, mode=verdict.mode, verdict=verdict.status,
-                 score=verdict.score, latency_s=time.monotonic() - started)
+                 score=verdict.score, latency_s=time.monotonic() - started, reason=reason)
     if state.span is not None:
         rt.telemetry.annotate_exchange(state.span, decision=checked.decision.name,
                                        model=checked.request.model, verdict=verdict, outcome=shown.outcome)
@@ -59,20 +56,15 @@ def skip(
     *,
     upstream: bool = False,
 ) -> Presentation:
-    """The check ``route`` asked for will not run: count the reason, log it (decision, reason,
-    request id; never a body) and remember the presentation (the response headers phase marks
-    the answer with it). ``upstream``: the upstream's answer is at fault, not the request."""
+    """The check ``route`` asked for will not run: count the reason, log it once (the exchange's
+    audit line, at WARNING: decision, reason, request id; never a body) and remember the
+    presentation (the response headers phase marks the answer with it). ``upstream``: the
+    upstream's answer is at fault, not the request."""
     shown = unchecked(route, decision, reason, detail, upstream=upstream)
     rt.telemetry.record_error(shown.details["reason"])
-    _log_not_run(state, decision, shown.details["reason"])
     audit.record(state, rt, shown, decision=decision, mode=route.mode, verdict="unavailable",
                  reason=shown.details["reason"])
     state.checked = None
     state.unchecked = shown
     return shown
 
-
-def _log_not_run(state: StreamState, decision: str, reason: str) -> None:
-    """One line per check that could not run: decision, reason, request id; never a body."""
-    request_id = state.info.headers.get("x-request-id", "-") if state.info is not None else "-"
-    log.warning("check not run: decision=%s reason=%s request_id=%s", decision, reason, request_id)

@@ -14,7 +14,9 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
     checked = state.checked
     if checked is None:
         # Unchecked: only a verdict the upstream wrote goes (the whole body, or nothing).
-        scrubbed = openai_body.without_details(msg.response_body.body) if msg.response_body.end_of_stream else None
+        if not msg.response_body.end_of_stream:
+            return over_buffer(state)
+        scrubbed = openai_body.without_details(msg.response_body.body)
         return mutations.passthrough("response_body") if scrubbed is None else mutations.body_reply(
             "response_body", body=scrubbed)
     # BUFFERED_PARTIAL: this one message holds the whole body, or as much as Envoy buffers.
@@ -23,9 +25,9 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
     state.checked = None  # whatever happens next, this exchange is checked at most once
     if not chunk.end_of_stream:
         # Over Envoy's buffer: the rest flows through unprocessed, so this part goes on
-        # unchanged. Envoy stalls on a header mutation here: the provisional headers stay.
+        # unchanged with the provisional headers (no reply: the call ends, see over_buffer).
         skip(state, rt, checked.route, checked.decision.name, "too_large", upstream=True)
-        return mutations.passthrough("response_body")
+        return over_buffer(state)
     if len(body) > checked.route.max_body_bytes:
         return _unchecked(state, rt, checked, "too_large", body=None)
     try:
@@ -36,6 +38,18 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
     if not response.contents:
         return _unchecked(state, rt, checked, "no_choices", body=body)
     return _translate(await check(state, checked, rt, response.contents), response)
+
+
+def over_buffer(state: StreamState) -> pb.ProcessingResponse:
+    """The reply to a body message Envoy sent because its buffer filled (BUFFERED_PARTIAL, no
+    end of stream): none. The call ends instead, and Envoy releases what it holds (with the end
+    of stream, when the upstream's last, empty chunk already arrived) and lets the rest through
+    unprocessed. A reply would lose that end of stream: Envoy injects the part it sent with
+    ``end_stream=false`` and never forwards an empty last chunk queued meanwhile, so the client
+    would wait for the end forever. The provisional headers stay (they already went out with
+    the header reply)."""
+    state.end_call = True
+    return mutations.passthrough("response_body")  # not sent: the caller ends the call
 
 
 def _translate(shown: Presentation, response: openai_body.ChatResponse) -> pb.ProcessingResponse:

@@ -17,6 +17,7 @@ from typing import Any
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
 from truthlens.gateway import mutations, openai_body, sse
 from truthlens.gateway.phases.check import check, skip
+from truthlens.gateway.phases.response_buffered import over_buffer
 from truthlens.gateway.phases.state import CheckedRequest, Runtime, StreamedResponse, StreamState
 from truthlens.gateway.presentation import Presentation, final_headers
 
@@ -32,10 +33,10 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
         return _scrub_only(st, chunk.body, chunk.end_of_stream)
     if st.buffered and not chunk.end_of_stream:
         # Over Envoy's buffer: the rest flows through unprocessed, so this part goes on
-        # unchanged (Envoy stalls on a header mutation here: the provisional headers stay).
+        # unchanged with the provisional headers (no reply: the call ends, see over_buffer).
         st.finished = True
         skip(state, rt, checked.route, checked.decision.name, "too_large", upstream=True)
-        return mutations.passthrough("response_body")
+        return over_buffer(state)
     if st.buffered and len(chunk.body) > checked.route.max_body_bytes:
         st.pending += chunk.body
         released = give_up(state, st, checked, rt, "too_large", "the stream is over the route's max_body_bytes")

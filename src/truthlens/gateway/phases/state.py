@@ -86,3 +86,6 @@ class StreamState:
     unchecked: Presentation | None = None  # a check the route asked for that will not run
     streamed: StreamedResponse | None = None
     span: Any = None  # the exchange's OpenTelemetry span, open from request headers to the end
+    # The processor is done with this exchange and ends the call instead of replying: Envoy then
+    # releases everything it holds (see ``phases.response_buffered.over_buffer``).
+    end_call: bool = False
