@@ -73,7 +73,6 @@ def configurations() -> list[Config]:
             "previous shipped (halueval-v2, its defaults)",
             settings_for(model_dir=str(PREVIOUS_DIR), role_checks=False),
         ),
-        Config("shipped model only (no evidence checks)", settings_for(evidence_checks=False)),
         Config("shipped (defaults)", settings_for()),
     ]
 
