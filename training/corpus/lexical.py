@@ -67,7 +67,12 @@ def novel_spans(answer: str, evidence: Iterable[str], *, max_gap_words: int = 2)
     separated by at most ``max_gap_words`` other words form one span."""
     vocab = vocabulary(evidence)
     ws = words(answer)
-    flagged = [i for i, w in enumerate(ws) if is_content(w) and w.stem not in vocab]
+    return runs(ws, [i for i, w in enumerate(ws) if is_content(w) and w.stem not in vocab], max_gap_words)
+
+
+def runs(ws: list[Word], flagged: list[int], max_gap_words: int) -> list[tuple[int, int]]:
+    """Character spans of the flagged words (indices into ``ws``, ascending); words separated
+    by at most ``max_gap_words`` unflagged ones form one span."""
     spans: list[tuple[int, int]] = []
     last = -10
     for i in flagged:

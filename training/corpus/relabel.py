@@ -34,20 +34,8 @@ def differing_spans(answer: str, right: str, question: str) -> list[tuple[int, i
     for vocab in (both, right_vocab):
         flagged = [i for i, w in enumerate(ws) if lexical.is_content(w) and w.stem not in vocab]
         if flagged:
-            return _runs(ws, flagged)
+            return lexical.runs(ws, flagged, _MAX_GAP_WORDS)
     return [(0, len(answer.rstrip()))]
-
-
-def _runs(ws: list[lexical.Word], flagged: list[int]) -> list[tuple[int, int]]:
-    spans: list[tuple[int, int]] = []
-    last = -10
-    for i in flagged:
-        if spans and i - last - 1 <= _MAX_GAP_WORDS:
-            spans[-1] = (spans[-1][0], ws[i].end)
-        else:
-            spans.append((ws[i].start, ws[i].end))
-        last = i
-    return spans
 
 
 def examples(
