@@ -42,8 +42,7 @@ from training.corpus.splits import generate
 from training.scoring import Case, Decision, Metrics, Scored, metrics, score_cases
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.factory import create_detector
-from truthlens.detector.facts import Finding
-from truthlens.detector.facts.roles import misattributed_names
+from truthlens.detector.facts import role_findings
 from truthlens.detector.fusion import REASON_WEIGHTS, fuse
 from truthlens.detector.manifest import resolve_model_dir
 from truthlens.detector.spans import SpanRules
@@ -117,12 +116,7 @@ def with_role_check(scored: list[Scored]) -> list[Scored]:
     """The same answers as if the fact check had also looked for names in another role."""
     out = []
     for s in scored:
-        taken = [(f.start, f.end) for f in s.findings]
-        extra = [
-            Finding(m.start, m.end, m.text, "misattributed_entity")
-            for m in misattributed_names(s.case.item.answer, s.case.item.context)
-            if not any(a <= m.start and m.end <= b for a, b in taken)
-        ]
+        extra = role_findings(s.case.item.answer, s.case.item.context, s.findings)
         out.append(replace(s, probs=fuse(s.probs, s.offsets, extra), findings=(*s.findings, *extra)))
     return out
 

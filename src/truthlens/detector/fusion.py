@@ -41,11 +41,15 @@ def discount_restated(probs: np.ndarray, offsets: np.ndarray, restated: Sequence
     if not restated:
         return probs
     lowered = probs.astype(np.float32, copy=True)
-    starts, ends = offsets[:, 0], offsets[:, 1]
     for start, end in restated:
-        inside = (starts < end) & (ends > start) & (ends > starts)
-        lowered[inside] *= np.float32(RESTATED_KEEP)
+        lowered[_tokens_in(offsets, start, end)] *= np.float32(RESTATED_KEEP)
     return lowered
+
+
+def _tokens_in(offsets: np.ndarray, start: int, end: int) -> np.ndarray:
+    """Mask of the tokens (with characters) that overlap ``[start, end)``."""
+    starts, ends = offsets[:, 0], offsets[:, 1]
+    return (starts < end) & (ends > start) & (ends > starts)
 
 
 def fuse(probs: np.ndarray, offsets: np.ndarray, findings: Sequence[Finding]) -> np.ndarray:
@@ -53,9 +57,8 @@ def fuse(probs: np.ndarray, offsets: np.ndarray, findings: Sequence[Finding]) ->
     if not findings:
         return probs
     fused = probs.astype(np.float32, copy=True)
-    starts, ends = offsets[:, 0], offsets[:, 1]
     for f in findings:
-        inside = (starts < f.end) & (ends > f.start) & (ends > starts)
+        inside = _tokens_in(offsets, f.start, f.end)
         keep = np.float32(1.0 - REASON_WEIGHTS[f.reason])
         fused[inside] = 1.0 - (1.0 - fused[inside]) * keep
     return fused

@@ -39,10 +39,10 @@ from dataclasses import dataclass
 
 from truthlens.detector.facts.names import KnownNames, find_names, lower_case_words
 from truthlens.detector.facts.numbers import KnownNumbers, find_dates, find_quantities
-from truthlens.detector.facts.roles import misattributed_names
+from truthlens.detector.facts.roles import ContextSentences, context_sentences, misattributed_names
 from truthlens.detector.types import FactReason
 
-__all__ = ["Finding", "FactCheck", "check_facts", "unsupported_facts"]
+__all__ = ["Finding", "FactCheck", "check_facts", "role_findings", "unsupported_facts"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,13 +81,12 @@ def check_facts(
     findings: list[Finding] = []
     restated: list[tuple[int, int]] = []
     taken: list[tuple[int, int]] = []  # answer chars already read as a date or a number
-    lowered = source.lower()
 
     for date in find_dates(answer):
         taken.append((date.start, date.end))
         if not numbers.has_date(date):
             findings.append(Finding(date.start, date.end, answer[date.start : date.end], "unsupported_date"))
-        elif answer[date.start : date.end].lower() not in lowered:
+        elif not names.states(answer[date.start : date.end]):
             restated.append((date.start, date.end))
     for q in find_quantities(answer):
         if not q.checked or _inside(q.start, q.end, taken):
@@ -96,7 +95,7 @@ def check_facts(
         reason = numbers.problem(q)
         if reason is not None:
             findings.append(Finding(q.start, q.end, answer[q.start : q.end], reason))
-        elif answer[q.start : q.end].lower() not in lowered:
+        elif not names.states(answer[q.start : q.end]):
             restated.append((q.start, q.end))
     for name in find_names(answer, names.lower_words | lower_case_words(answer), skip_sentence_starts=True):
         if _inside(name.start, name.end, taken):
@@ -104,11 +103,21 @@ def check_facts(
         if not names.supports(name):
             findings.append(Finding(name.start, name.end, answer[name.start : name.end], "unsupported_entity"))
     if roles:
-        flagged = [(f.start, f.end) for f in findings]
-        for m in misattributed_names(answer, context):
-            if not _inside(m.start, m.end, flagged):
-                findings.append(Finding(m.start, m.end, m.text, "misattributed_entity"))
+        findings.extend(role_findings(answer, context, findings))
     return FactCheck(tuple(sorted(findings, key=lambda f: (f.start, f.end))), tuple(restated))
+
+
+def role_findings(answer: str, context: Sequence[str], found: Sequence[Finding]) -> list[Finding]:
+    """Names of ``answer`` the context gives in another role, but for those inside a finding
+    already in ``found`` (an unsupported name is that finding, not a role swap)."""
+    passages = tuple(context)
+    index = _sentences(passages) if sum(map(len, passages)) <= _CACHED_CHARS else context_sentences(passages)
+    flagged = [(f.start, f.end) for f in found]
+    return [
+        Finding(m.start, m.end, m.text, "misattributed_entity")
+        for m in misattributed_names(answer, index)
+        if not _inside(m.start, m.end, flagged)
+    ]
 
 
 def _read(source: str) -> tuple[KnownNumbers, KnownNames]:
@@ -121,6 +130,7 @@ def _read(source: str) -> tuple[KnownNumbers, KnownNames]:
 # kept (memory), and cost little next to the model's own run over them.
 _CACHED_CHARS = 100_000
 _index = functools.lru_cache(maxsize=32)(_read)
+_sentences: functools._lru_cache_wrapper[ContextSentences] = functools.lru_cache(maxsize=32)(context_sentences)
 
 
 def _inside(start: int, end: int, spans: list[tuple[int, int]]) -> bool:

@@ -237,6 +237,10 @@ class KnownNames:
             initials=frozenset("".join(w[0] for w in n.words) for n in runs if len(n.words) > 1),
         )
 
+    def states(self, surface: str) -> bool:
+        """Whether the context writes ``surface`` as it stands (case and spacing aside)."""
+        return " ".join(surface.lower().split()) in self.text
+
     def supports(self, name: Name) -> bool:
         for phrase in {name.phrase, " ".join(name.words)}:
             if re.search(r"(?<!\w)" + re.escape(phrase) + r"(?!\w)", self.text):

@@ -101,18 +101,32 @@ def _mentions(sentence: _Sentence, name: Name) -> bool:
     return any(set(name.words) & known for known in sentence.names)
 
 
-def misattributed_names(answer: str, context: Sequence[str]) -> tuple[Misattribution, ...]:
-    """Names of ``answer`` whose clause's best evidence sentence names someone else instead."""
+@dataclass(frozen=True, slots=True)
+class ContextSentences:
+    """What the role check reads of a context, built once per context (it is the same context
+    for every re-check of a refine loop or every claim of premium, so callers may cache it)."""
+
+    sentences: tuple[_Sentence, ...]
+    lower_words: frozenset[str]  # words the context writes in lower case
+
+
+def context_sentences(context: Sequence[str]) -> ContextSentences:
     sentences: list[_Sentence] = []
     for passage in context:
         for start, end in _spans(passage, _SENTENCE_CUT):
             text = passage[start:end]
             names = find_names(text, frozenset(), skip_sentence_starts=False)
             sentences.append(_Sentence(_relation_words(text, [], 0), tuple(frozenset(n.words) for n in names)))
+    return ContextSentences(tuple(sentences), lower_case_words("\n".join(context)))
+
+
+def misattributed_names(answer: str, context: Sequence[str] | ContextSentences) -> tuple[Misattribution, ...]:
+    """Names of ``answer`` whose clause's best evidence sentence names someone else instead."""
+    index = context if isinstance(context, ContextSentences) else context_sentences(context)
+    sentences = index.sentences
     if not sentences:
         return ()
-    lower = lower_case_words(answer) | lower_case_words("\n".join(context))
-    answer_names = find_names(answer, lower, skip_sentence_starts=True)
+    answer_names = find_names(answer, lower_case_words(answer) | index.lower_words, skip_sentence_starts=True)
     found: list[Misattribution] = []
     for c_start, c_end in _spans(answer, _CLAUSE_CUT):
         clause_names = [n for n in answer_names if c_start <= n.start and n.end <= c_end]
