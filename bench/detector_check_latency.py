@@ -17,13 +17,13 @@ import statistics
 import time
 from pathlib import Path
 
+from bench.detector_quality import PREVIOUS_DIR
 from training.corpus import halueval, lexical, ragtruth
 from truthlens.detector.encoding import TextEncoder
 from truthlens.detector.factory import create_detector
 from truthlens.detector.manifest import load_manifest, resolve_model_dir
 from truthlens.detector.types import DetectionInput, Detector, DetectorSettings
 
-PREVIOUS_DIR = Path(__file__).with_name("baselines") / "halueval-v2"
 TARGET_TOKENS = (300, 500)
 
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from training.corpus import halueval, long_context, ragtruth
-from training.scoring import Case, Decision, Metrics, Scored, metrics, score_cases
+from training.scoring import Case, Decision, Metrics, Scored, halueval_cases, metrics, ragtruth_cases, score_cases
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.factory import create_detector
 from truthlens.detector.types import DetectionInput, DetectorSettings
@@ -75,21 +75,6 @@ def configurations() -> list[Config]:
         ),
         Config("shipped (defaults)", settings_for()),
     ]
-
-
-def ragtruth_cases(root: Path) -> dict[str, list[Case]]:
-    return {
-        task: [
-            Case(DetectionInput(r.context, r.question, r.answer), r.hallucinated, r.spans)
-            for r in ragtruth.responses(task, ("eval",), root)
-        ]
-        for task in ragtruth.TASKS
-    }
-
-
-def halueval_cases(task: halueval.Task, items: int, root: Path) -> list[Case]:
-    pairs = list(halueval.eval_pairs(task, ("eval",), root))[: items * 2]
-    return [Case(DetectionInput(ctx, q, a), h) for ctx, q, a, h in pairs]
 
 
 async def evaluate(
@@ -147,10 +132,10 @@ def main(argv: list[str] | None = None) -> int:
     if not ragtruth.available(args.ragtruth):
         parser.error(f"RAGTruth files not in {args.ragtruth}: python -m training.corpus.ragtruth --faithjudge DIR")
     root = halueval.fetch(args.halueval)
-    data = {f"ragtruth {task}": cases for task, cases in ragtruth_cases(args.ragtruth).items()}
-    data["halueval qa"] = halueval_cases("qa", args.items, root)
-    data["halueval summarization"] = halueval_cases("summarization", args.summarization_items, root)
-    data["halueval dialogue"] = halueval_cases("dialogue", args.items, root)
+    data = {f"ragtruth {task}": ragtruth_cases(task, ("eval",), args.ragtruth) for task in ragtruth.TASKS}
+    data["halueval qa"] = halueval_cases("qa", ("eval",), root, args.items)
+    data["halueval summarization"] = halueval_cases("summarization", ("eval",), root, args.summarization_items)
+    data["halueval dialogue"] = halueval_cases("dialogue", ("eval",), root, args.items)
     pair = long_context.build(root)
     counts = ", ".join(
         f"{name} {len(cases)} ({sum(c.hallucinated for c in cases)} hallucinated)" for name, cases in data.items()

@@ -39,7 +39,7 @@ import numpy as np
 
 from training.corpus import halueval, ragtruth
 from training.corpus.splits import generate
-from training.scoring import Case, Decision, Metrics, Scored, metrics, score_cases
+from training.scoring import Case, Decision, Metrics, Scored, halueval_cases, metrics, ragtruth_cases, score_cases
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.factory import create_detector
 from truthlens.detector.facts import role_findings
@@ -59,13 +59,9 @@ def tuning_sets(
 ) -> dict[str, list[Case]]:
     sets: dict[str, list[Case]] = {}
     for task in ragtruth.TASKS:
-        sets[f"ragtruth {task} (dev)"] = [
-            Case(DetectionInput(r.context, r.question, r.answer), r.hallucinated, r.spans)
-            for r in ragtruth.responses(task, ("dev",), rag_root)
-        ]
+        sets[f"ragtruth {task} (dev)"] = ragtruth_cases(task, ("dev",), rag_root)
     for task, n in (("qa", items), ("summarization", summarization_items), ("dialogue", items)):
-        pairs = list(halueval.eval_pairs(task, ("dev",), hal_root))[: n * 2]  # type: ignore[arg-type]
-        sets[f"halueval {task} (dev)"] = [Case(DetectionInput(ctx, q, a), h) for ctx, q, a, h in pairs]
+        sets[f"halueval {task} (dev)"] = halueval_cases(task, ("dev",), hal_root, n)  # type: ignore[arg-type]
     sets["synthetic held-out"] = [
         Case(
             DetectionInput(ex.context, ex.question, ex.answer),

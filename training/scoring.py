@@ -18,9 +18,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
+from training.corpus import halueval, ragtruth
 from training.evaluate import prf
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.facts import Finding
@@ -35,6 +37,20 @@ class Case:
     item: DetectionInput
     hallucinated: bool
     labels: tuple[tuple[int, int], ...] = ()  # character spans, where the data set has them
+
+
+def ragtruth_cases(task: ragtruth.Task, folds: tuple[ragtruth.Fold, ...], root: Path) -> list[Case]:
+    """RAGTruth responses of ``folds`` as cases, with their human-labelled spans."""
+    return [
+        Case(DetectionInput(r.context, r.question, r.answer), r.hallucinated, r.spans)
+        for r in ragtruth.responses(task, folds, root)
+    ]
+
+
+def halueval_cases(task: halueval.Task, folds: tuple[halueval.Fold, ...], root: Path, items: int) -> list[Case]:
+    """The first ``items`` HaluEval items of ``folds``, each as its right and its hallucinated answer."""
+    pairs = list(halueval.eval_pairs(task, folds, root))[: items * 2]
+    return [Case(DetectionInput(ctx, q, a), h) for ctx, q, a, h in pairs]
 
 
 @dataclass(frozen=True, slots=True)
