@@ -11,8 +11,9 @@ from truthlens._proto import truthlens_ext_proc_pb2 as pb
 from truthlens.gateway import mutations
 from truthlens.gateway.phases.request_body import strip_only
 from truthlens.gateway.phases.request_headers import header_dict
+from truthlens.gateway.phases.response_headers import reply, spoofed_headers
 from truthlens.gateway.phases.state import StreamState
-from truthlens.gateway.presentation import VERDICT_HEADER_PREFIX, unavailable_headers
+from truthlens.gateway.presentation import unavailable_headers
 
 REASON = "worker_overloaded"
 
@@ -27,10 +28,6 @@ def handle(state: StreamState, msg: pb.ProcessingRequest, kind: str) -> pb.Proce
         state.request_body.clear()
         return strip_only(body, state.config)
     if kind == "response_headers":
-        headers = unavailable_headers(state.config.hallucination, REASON)
-        spoofed = [k for k in header_dict(msg.response_headers.headers) if k.startswith(VERDICT_HEADER_PREFIX)]
-        remove = [k for k in spoofed if k not in headers]
-        return mutations.headers_reply(
-            "response_headers", set_headers=headers, remove=remove, response_body_mode="none"
-        )
+        spoofed = spoofed_headers(header_dict(msg.response_headers.headers))
+        return reply(unavailable_headers(state.config.hallucination, REASON), spoofed, "none")
     return mutations.passthrough(kind)  # type: ignore[arg-type]

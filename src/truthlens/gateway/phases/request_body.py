@@ -97,10 +97,7 @@ def _cannot_check(
     shown = skip(state, rt, route, decision.name, error.reason, str(error))
     if shown.refusal is not None:
         return mutations.refusal_response(shown.refusal)
-    field = route.context.extension_field
-    stripped = openai_body.without_field(body, field) if field is not None else None
-    return mutations.body_reply("request_body", body=stripped) if stripped is not None else mutations.passthrough(
-        "request_body")
+    return _without_context_field(body, route.context.extension_field)
 
 
 _NO = frozenset({"", "0", "false", "no", "off"})
@@ -135,9 +132,14 @@ def _forward_unchecked(
         return _forward(openai_body.read_chat_request(decoded or openai_body.decode_chat_request(body), context))
     except openai_body.BodyError:
         # Unreadable as a chat request (a malformed context field, say): the field still goes.
-        stripped = openai_body.without_field(body, field) if (field := context.extension_field) else None
-        return mutations.body_reply("request_body", body=stripped) if stripped else mutations.passthrough(
-            "request_body")
+        return _without_context_field(body, context.extension_field)
+
+
+def _without_context_field(body: bytes, field: str | None) -> pb.ProcessingResponse:
+    """The request as it came, less the context extension field (whatever its shape)."""
+    stripped = openai_body.without_field(body, field) if field else None
+    return mutations.body_reply("request_body", body=stripped) if stripped is not None else mutations.passthrough(
+        "request_body")
 
 
 def _forward(request: openai_body.ChatRequest) -> pb.ProcessingResponse:

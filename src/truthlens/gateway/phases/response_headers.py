@@ -16,15 +16,13 @@ from truthlens.gateway.presentation import VERDICT_HEADER_PREFIX, provisional_he
 
 def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> pb.ProcessingResponse:
     headers = header_dict(msg.response_headers.headers)
-    # The verdict is the gateway's alone: whatever X-TruthLens-* header the upstream wrote is
-    # removed on every exchange the processor sees, checked or not.
-    spoofed = [name for name in headers if name.startswith(VERDICT_HEADER_PREFIX)]
+    spoofed = spoofed_headers(headers)
     checked = state.checked
     if checked is None:
         # Nothing to check (say so when the request phase could not prepare a check the route
         # asked for); the body is still read, only to drop a verdict the upstream wrote.
         shown = state.unchecked
-        return _reply(shown.headers if shown is not None else None, spoofed, _scrub_mode(state, headers))
+        return reply(shown.headers if shown is not None else None, spoofed, _scrub_mode(state, headers))
 
     route = checked.route
     reason = _unchecked_reason(headers, msg.response_headers.end_of_stream, route.max_body_bytes)
@@ -32,7 +30,7 @@ def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> pb.Pro
         shown = skip(state, rt, route, checked.decision.name, reason, _detail(reason, headers), upstream=True)
         if shown.refusal is not None:
             return mutations.refusal_response(shown.refusal)
-        return _reply(shown.headers, spoofed, "none")
+        return reply(shown.headers, spoofed, "none")
 
     if _media_type(headers) == "text/event-stream" and route.streaming == "passthrough":
         state.streamed = StreamedResponse(
@@ -40,7 +38,7 @@ def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> pb.Pro
         )
         # These go out now; the verdict itself travels in the stream's last chunk.
         early = {"x-truthlens-enabled": "true", "x-truthlens-mode": route.mode}
-        return _reply(early if "header" in route.actions else None, spoofed, "streamed")
+        return reply(early if "header" in route.actions else None, spoofed, "streamed")
     if _media_type(headers) == "text/event-stream":
         # A held stream: Envoy keeps the bytes (it has them all if the processor goes away)
         # and sends them in one message at the end, or, over its buffer, what it holds with
@@ -54,7 +52,7 @@ def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> pb.Pro
     # an answer larger than Envoy buffers goes through intact instead of becoming a 500.
     # (BUFFERED_PARTIAL cannot replace a body of announced length: Envoy answers 500.)
     mode: mutations.BodyMode = "buffered" if "content-length" in headers else "buffered_partial"
-    return _reply(provisional_headers(route), spoofed, mode)
+    return reply(provisional_headers(route), spoofed, mode)
 
 
 def _scrub_mode(state: StreamState, headers: dict[str, str]) -> mutations.BodyMode:
@@ -72,9 +70,14 @@ def _scrub_mode(state: StreamState, headers: dict[str, str]) -> mutations.BodyMo
     return "buffered" if "content-length" in headers else "buffered_partial"
 
 
-def _reply(
-    set_headers: Mapping[str, str] | None, spoofed: list[str], mode: mutations.BodyMode
-) -> pb.ProcessingResponse:
+def spoofed_headers(headers: Mapping[str, str]) -> list[str]:
+    """The X-TruthLens-* headers the upstream wrote. The verdict is the gateway's alone: they are
+    removed on every exchange the processor sees, checked or not."""
+    return [name for name in headers if name.startswith(VERDICT_HEADER_PREFIX)]
+
+
+def reply(set_headers: Mapping[str, str] | None, spoofed: list[str], mode: mutations.BodyMode) -> pb.ProcessingResponse:
+    """The response-headers reply: ``set_headers`` over the upstream's, every spoofed one removed."""
     remove = [name for name in spoofed if not set_headers or name not in set_headers]
     return mutations.headers_reply("response_headers", set_headers=set_headers, remove=remove, response_body_mode=mode)
 
