@@ -53,9 +53,13 @@ def test_an_answer_over_the_limit_arrives_intact_marked_too_large(big: Stack, qu
 
 def test_a_chunked_answer_over_envoys_buffer_arrives_intact_and_unchecked(big: Stack) -> None:
     # No content-length: the size is unknown at the response headers, so Envoy buffers what it
-    # can (BUFFERED_PARTIAL) and lets the rest through; the answer keeps the provisional mark.
+    # can (BUFFERED_PARTIAL) and lets the rest through; the answer keeps the provisional mark
+    # ("unfinished"). When the upstream's last bytes reach Envoy in the read that fills its
+    # buffer, Envoy hands the processor the whole body with the end of the stream instead, and
+    # the processor, seeing it over the route's limit, says so ("too_large"); which one happens
+    # depends on socket timing (about one run in ten here). Either way: intact and unchecked.
     resp = big.raw("POST", PATH, chat_body("chunked", context=CONTEXT), timeout_s=120)
     assert resp.status == 200
     assert json.loads(resp.body)["choices"][0]["message"]["content"] == _content(9 * MIB)
     assert resp.headers["x-truthlens-detected"] == "unavailable"
-    assert resp.headers["x-truthlens-reason"] == "unfinished"
+    assert resp.headers["x-truthlens-reason"] in ("unfinished", "too_large")
