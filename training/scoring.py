@@ -114,13 +114,12 @@ def metrics(scored: Sequence[Scored], decision: Decision) -> Metrics:
     negatives = len(truth) - positives
     precision, recall, f1 = prf(tp, fp, positives - tp)
     tnr = (negatives - fp) / negatives if negatives else 0.0
-    labelled = [s for s in scored if s.case.labels or not s.case.hallucinated]
     span = None
     if any(s.case.labels for s in scored):
         stp = sfp = sfn = 0
         for s, (_, spans) in zip(scored, verdicts, strict=True):
-            if s not in labelled:
-                continue
+            if s.case.hallucinated and not s.case.labels:
+                continue  # hallucinated without span labels (HaluEval): no character truth
             gold = {i for a, b in s.case.labels for i in range(a, b)}
             pred = {i for sp in spans for i in range(sp.start, sp.end)}
             stp, sfp, sfn = stp + len(gold & pred), sfp + len(pred - gold), sfn + len(gold - pred)
