@@ -65,6 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ragtruth", type=Path, default=ragtruth.DEFAULT_DIR)
     parser.add_argument("--halueval", type=Path, default=halueval.DEFAULT_DIR)
     parser.add_argument("--out", type=Path, default=Path("training/output/llm"))
+    parser.add_argument(
+        "--ragtruth-repeat", type=int, default=1,
+        help="times each RAGTruth train-fold answer appears (the only human-labelled LLM answers)",
+    )
     parser.add_argument("--qa", type=int, default=1500, help="HaluEval QA train items (relabelled)")
     parser.add_argument("--dialogue", type=int, default=500, help="HaluEval dialogue train items (relabelled)")
     parser.add_argument("--summarization", type=int, default=300, help="HaluEval summarization train items")
@@ -81,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(args.seed)
     train: list[Example] = []
     for task in ragtruth.TASKS:
-        train.extend(ragtruth.training_examples(task, ("train",), args.ragtruth))
+        train.extend(list(ragtruth.training_examples(task, ("train",), args.ragtruth)) * args.ragtruth_repeat)
     train.extend(relabel.examples("qa", ("train",), hal_root, limit=args.qa))
     train.extend(relabel.examples("dialogue", ("train",), hal_root, limit=args.dialogue))
     train.extend(halueval.examples("summarization", ("train",), hal_root, limit=args.summarization))
