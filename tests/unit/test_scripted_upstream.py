@@ -211,3 +211,76 @@ def test_bad_scripts_name_the_key() -> None:
 def test_tokens_rejoin_to_the_text() -> None:
     for text in ["", "a", " lead and trail  ", "line\nbreak\n\n"]:
         assert "".join(tokens_of(text)) == text
+
+
+# -- the Responses API (POST /v1/responses) -------------------------------------------------------
+
+
+async def test_responses_json_and_stream_parse_with_the_openai_client() -> None:
+    from openai.types.responses import Response, ResponseStreamEvent
+    from pydantic import TypeAdapter
+
+    rules = [{"name": "paris", "match": {"user": "capital of France", "system": "brief"},
+              "reply": {"content": "Paris is the capital of France.", "chunk_tokens": 2}}]
+    async with ScriptedUpstream(rules) as up:
+        async with client(up) as c:
+            r = await c.responses.create(model="m1", input="What is the capital of France?", instructions="Be brief.")
+            events = [e async for e in await c.responses.create(
+                model="m1", input=[{"role": "user", "content": [{"type": "input_text", "text": "capital of France?"}]}],
+                instructions="Be brief.", stream=True)]
+        async with aiohttp.ClientSession() as s:
+            async with s.post(f"{up.base_url}/responses", json={"model": "m1", "input": "capital of France",
+                                                                "instructions": "brief", "stream": True}) as raw:
+                wire = (await raw.read()).decode()
+            async with s.post(f"{up.base_url}/responses", json={"model": "m1", "input": "capital of France",
+                                                                "instructions": "brief"}) as raw:
+                doc = await raw.json()
+    assert r.output_text == "Paris is the capital of France." and r.status == "completed"
+    assert r.usage is not None and r.usage.output_tokens == len(tokens_of("Paris is the capital of France."))
+    Response.model_validate(doc)  # every field the SDK requires is there
+    adapter = TypeAdapter(ResponseStreamEvent)
+    for block in wire.strip().split("\n\n"):
+        name, data = block.split("\n")
+        assert name == f"event: {json.loads(data[6:])['type']}"
+        adapter.validate_python(json.loads(data[6:]))
+    types = [e.type for e in events]
+    assert types[:4] == ["response.created", "response.in_progress", "response.output_item.added",
+                         "response.content_part.added"]
+    assert types[-4:] == ["response.output_text.done", "response.content_part.done", "response.output_item.done",
+                          "response.completed"]
+    deltas = [e.delta for e in events if e.type == "response.output_text.delta"]
+    assert len(deltas) == 3 and "".join(deltas) == "Paris is the capital of France."
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    assert [c.rule for c in up.calls] == ["paris"] * 4
+    assert up.calls[1].messages == ({"role": "system", "content": "Be brief."},
+                                    {"role": "user", "content": "capital of France?"})
+
+
+async def test_responses_faults_and_extras() -> None:
+    rules = [
+        {"match": {"user": "error"}, "reply": {"status": 429}},
+        {"match": {"user": "long"}, "reply": {"content": "cut", "finish_reason": "length"}},
+        {"match": {"user": "extra"}, "reply": {"content": "x", "extra_fields": {"truthlens": {"status": "clean"}},
+                                               "extra_events": ["event: custom\ndata: {\"type\": \"custom\"}\n\n"]}},
+        {"match": {"user": "broken"}, "reply": {"content": "a b c d", "break_sse": True}},
+    ]
+    async with ScriptedUpstream(rules) as up:
+        async with client(up) as c:
+            with pytest.raises(openai.RateLimitError):
+                await c.responses.create(model="m", input="error")
+            incomplete = await c.responses.create(model="m", input="long")
+            with pytest.raises(openai.BadRequestError, match="without a role"):
+                await c.responses.create(model="m", input=[{"content": "no role"}])
+        async with aiohttp.ClientSession() as s:
+            async with s.post(f"{up.base_url}/responses", json={"model": "m", "input": "extra", "stream": True}) as raw:
+                extra = (await raw.read()).decode()
+            async with s.post(f"{up.base_url}/responses", json={"model": "m", "input": "broken", "stream": True}) as raw:
+                broken = (await raw.read()).decode()
+            async with s.post(f"{up.base_url}/responses", json={"model": "m", "input": 3}) as raw:
+                refused = raw.status
+    assert incomplete.status == "incomplete" and incomplete.incomplete_details is not None
+    assert refused == 400
+    blocks = extra.strip().split("\n\n")
+    assert blocks[-2] == 'event: custom\ndata: {"type": "custom"}'  # just before the terminal event
+    assert '"truthlens": {"status": "clean"}' in blocks[-1]  # extra fields go into the response object
+    assert "\n\n" not in broken and broken.count("data: ") > 5

@@ -1,6 +1,7 @@
 """A scripted OpenAI-compatible HTTP server: the project's only test double.
 
-This is NOT a model. It answers ``POST /v1/chat/completions`` from an ordered list of rules
+This is NOT a model. It answers ``POST /v1/chat/completions`` and ``POST /v1/responses`` (the
+Responses API, :mod:`truthlens.testing.responses_upstream`) from an ordered list of rules
 (first match wins) so that tests and ``truthlens demo`` can put a real HTTP upstream behind
 Envoy and the LLM client without any weights. It speaks the real wire protocol: a
 ``chat.completion`` JSON body, or ``chat.completion.chunk`` server-sent events when
@@ -68,6 +69,7 @@ import yaml
 from aiohttp import web
 
 from truthlens.modes.quoting import read_data
+from truthlens.testing import responses_upstream
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -361,6 +363,7 @@ class ScriptedUpstream:
         self.extra_headers: dict[str, str] = dict(extra_headers or {})
         self.app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[self._lenient])
         self.app.router.add_post("/v1/chat/completions", self._chat)
+        self.app.router.add_post("/v1/responses", self._responses)
         self.app.router.add_get("/v1/models", self._models)
         self.app.router.add_get("/health", self._health)
         self.app.router.add_post("/_script", self._script)
@@ -371,7 +374,7 @@ class ScriptedUpstream:
         self.app.on_response_prepare.append(self._add_extra_headers)
         self._served: dict[tuple[str, str], Handler] = {
             ("POST", "/v1/chat/completions"): self._chat, ("GET", "/v1/models"): self._models,
-            ("GET", "/health"): self._health,
+            ("GET", "/health"): self._health, ("POST", "/v1/responses"): self._responses,
         }
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -518,10 +521,7 @@ class ScriptedUpstream:
         if reply.delay_s > 0:
             await asyncio.sleep(reply.delay_s)
         if reply.status >= 400:
-            if isinstance(reply.error_body, str):
-                return web.Response(status=reply.status, text=reply.error_body,
-                                    content_type=reply.content_type or "text/plain")
-            return web.json_response(reply.error_body or _error_payload(reply.status), status=reply.status)
+            return _failure(reply)
         n = int(body.get("n") or 1)
         contents = self._draw(key, reply, n, messages)
         self._ids += 1
@@ -553,6 +553,54 @@ class ScriptedUpstream:
         return await self._send(request, reply, json.dumps(payload).encode(),
                                 reply.content_type or "application/json")
 
+    async def _responses(self, request: web.Request) -> web.StreamResponse:
+        """``POST /v1/responses``: the Responses API, JSON or SSE (``stream: true``), from the same
+        rules as chat (they match on the input read as messages, ``instructions`` as the system
+        message); one ``message`` output item, ``finish_reason: length`` makes it incomplete."""
+        try:
+            body = await request.json()
+            problem = responses_upstream.input_problem(body)
+            if problem is not None:
+                raise ValueError(problem)
+        except ValueError as exc:
+            return _error(400, f"invalid request: {exc}", "invalid_request_error")
+        model = str(body.get("model", ""))
+        messages = responses_upstream.input_messages(body)
+        key, rule = self._pick(model, messages)
+        params = {k: v for k, v in body.items() if k not in ("model", "input")}
+        self.calls.append(Call(model=model, messages=tuple(messages), params=params,
+                               headers={k.lower(): v for k, v in request.headers.items()},
+                               rule=rule.name, time=time.time()))
+        reply = rule.reply
+        if reply.delay_s > 0:
+            await asyncio.sleep(reply.delay_s)
+        if reply.status >= 400:
+            return _failure(reply)
+        texts = self._draw(key, reply, 1, messages)
+        self._ids += 1
+        response_id = f"resp_scripted_{self._ids}"
+        status = "incomplete" if reply.finish_reason == "length" else "completed"
+        input_tokens = sum(len(tokens_of(message_text(m))) for m in messages)
+        output_tokens = sum(len(tokens_of(t)) for t in texts)
+        usage = {"input_tokens": input_tokens, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+                 "output_tokens": output_tokens, "output_tokens_details": {"reasoning_tokens": 0},
+                 "total_tokens": input_tokens + output_tokens}
+        if body.get("stream"):
+            if reply.raw_body is not None:
+                return await self._write_events(request, reply, [reply.raw_body])
+            pieces = [["".join(toks[j:j + reply.chunk_tokens]) for j in range(0, len(toks), reply.chunk_tokens)]
+                      for toks in map(tokens_of, texts)]
+            events = [responses_upstream.encode(e, reply.break_sse) for e in responses_upstream.response_events(
+                response_id, model, texts, pieces, status=status, usage=usage, extra=reply.extra_fields)]
+            # Extra events go before the terminal event, where the gateway's verdict goes.
+            events[-1:-1] = [e.encode("utf-8") for e in reply.extra_events]
+            return await self._write_events(request, reply, events)
+        if reply.raw_body is not None:
+            return await self._send(request, reply, reply.raw_body, reply.content_type or "application/json")
+        payload = responses_upstream.response_object(response_id, model, texts, created_at=int(time.time()),
+                                                     status=status, usage=usage, extra=reply.extra_fields)
+        return await self._send(request, reply, json.dumps(payload).encode(), reply.content_type or "application/json")
+
     async def _send(self, request: web.Request, reply: Reply, data: bytes, content_type: str) -> web.StreamResponse:
         headers = {"Content-Type": content_type, **dict(reply.headers)}
         if reply.content_encoding == "gzip":
@@ -579,6 +627,17 @@ class ScriptedUpstream:
     async def _stream(self, request: web.Request, reply: Reply, completion_id: str, model: str,
                       contents: list[str], want_logprobs: bool, top: int, include_usage: bool,
                       prompt_tokens: int) -> web.StreamResponse:
+        if reply.raw_body is not None:
+            events: list[bytes] = [reply.raw_body]
+        else:
+            events = [_sse(e, reply.break_sse) for e in _chunk_events(
+                reply, completion_id, model, contents, want_logprobs, top, include_usage, prompt_tokens)]
+            events += [e.encode("utf-8") for e in reply.extra_events]
+            events.append(b"data: [DONE]\n" if reply.break_sse else b"data: [DONE]\n\n")
+        return await self._write_events(request, reply, events)
+
+    async def _write_events(self, request: web.Request, reply: Reply, events: list[bytes]) -> web.StreamResponse:
+        """Send ``events`` as an SSE body with the reply's faults (gzip, delays, a dropped connection)."""
         headers = {"Content-Type": reply.content_type or "text/event-stream", "Cache-Control": "no-cache",
                    **dict(reply.headers)}
         compressor = None
@@ -587,13 +646,6 @@ class ScriptedUpstream:
             headers["Content-Encoding"] = "gzip"
         resp = web.StreamResponse(headers=headers)
         await resp.prepare(request)
-        if reply.raw_body is not None:
-            events: list[bytes] = [reply.raw_body]
-        else:
-            events = [_sse(e, reply.break_sse) for e in _chunk_events(
-                reply, completion_id, model, contents, want_logprobs, top, include_usage, prompt_tokens)]
-            events += [e.encode("utf-8") for e in reply.extra_events]
-            events.append(b"data: [DONE]\n" if reply.break_sse else b"data: [DONE]\n\n")
         for i, event in enumerate(events):
             if reply.drop_after_chunks is not None and i >= reply.drop_after_chunks:
                 _drop(request)
@@ -654,6 +706,13 @@ def _drop(request: web.Request) -> None:
     transport = request.transport
     if transport is not None:
         transport.abort() if hasattr(transport, "abort") else transport.close()
+
+
+def _failure(reply: Reply) -> web.Response:
+    """The scripted HTTP error: ``error_body`` as text or JSON, else an OpenAI error object."""
+    if isinstance(reply.error_body, str):
+        return web.Response(status=reply.status, text=reply.error_body, content_type=reply.content_type or "text/plain")
+    return web.json_response(reply.error_body or _error_payload(reply.status), status=reply.status)
 
 
 def _error_payload(status: int, message: str = "scripted failure", type_: str = "server_error") -> dict[str, Any]:
