@@ -26,7 +26,7 @@ from truthlens.modes.base import ChoiceVerdict, Exchange, GroundedQuery, Mode, S
 if TYPE_CHECKING:
     from truthlens.evidence.gating import EvidenceSettings
     from truthlens.gateway.config import Decision, RouteSettings
-    from truthlens.gateway.openai_body import ChatRequest
+    from truthlens.gateway.endpoints import ParsedRequest
     from truthlens.gateway.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
@@ -37,7 +37,7 @@ _GATING_MODULE = "truthlens.evidence.gating"
 async def run_check(
     route: RouteSettings,
     decision: Decision,
-    request: ChatRequest,
+    request: ParsedRequest,
     answers: Sequence[str],
     services: Services,
     telemetry: Telemetry,
@@ -94,7 +94,7 @@ def verdict_reason(verdict: Verdict) -> str | None:
 async def _contained(
     route: RouteSettings,
     decision: str,
-    request: ChatRequest,
+    request: ParsedRequest,
     answers: tuple[str, ...],
     services: Services,
     telemetry: Telemetry,

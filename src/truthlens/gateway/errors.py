@@ -16,11 +16,11 @@ FailPolicy = Literal["open", "closed"]
 
 # reason → (HTTP status a fail-closed gateway answers with, one-line meaning)
 REASONS: dict[str, tuple[int, str]] = {
-    # The client's request cannot be read as an OpenAI chat completion request.
+    # The client's request cannot be read as an OpenAI chat completion (or Responses API) request.
     "malformed_json": (400, "the body is not valid JSON"),
     "not_an_object": (400, "the JSON body is not an object"),
-    "bad_messages": (400, "'messages' is missing or not a list of message objects"),
-    "bad_field": (400, "a request field has the wrong type (model, stream, n, ...)"),
+    "bad_messages": (400, "'messages' (chat) or 'input' (Responses) is missing or not a list of messages / items"),
+    "bad_field": (400, "a request field has the wrong type (model, stream, n, instructions, ...)"),
     "bad_context": (400, "the context extension field is not a list of strings or text objects"),
     "content_type": (415, "the body is not JSON (or the response not JSON / SSE)"),
     "content_encoding": (415, "the body is compressed; it cannot be checked"),
@@ -29,9 +29,9 @@ REASONS: dict[str, tuple[int, str]] = {
     "no_context": (400, "the request carries no grounding context to check the answer against"),
     # The upstream's answer.
     "upstream_status": (502, "the upstream answered with a non-2xx status; nothing to check"),
-    "bad_response": (502, "the upstream's body is not a chat completion"),
+    "bad_response": (502, "the upstream's body is not a chat completion / Responses API response, or it failed"),
     "sse_framing": (502, "the upstream's event stream is malformed or an event is too large"),
-    "no_choices": (502, "the upstream's completion has no choices to check"),
+    "no_choices": (502, "the upstream's answer has no choices (Responses: no message items) to check"),
     # The checking itself.
     "detector_timeout": (503, "the detector did not answer within the detection budget"),
     "detector_overloaded": (503, "the detector queue is full"),

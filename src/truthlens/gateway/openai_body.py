@@ -73,14 +73,16 @@ class ChatRequest:
         )
 
 
-def _loads(body: bytes | str, what: str) -> Any:
+def decode_json(body: bytes | str, what: str) -> Any:
+    """``body`` as JSON; anything else is a :class:`BodyError` (``malformed_json``) naming ``what``."""
     try:
         return json.loads(body)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError
         raise BodyError("malformed_json", f"{what} is not valid JSON: {exc}") from None
 
 
-def _dumps(value: Any) -> bytes:
+def encode_json(value: Any) -> bytes:
+    """Compact UTF-8 JSON, as every rewritten body is sent."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
@@ -96,12 +98,16 @@ class DecodedRequest:
     n: int
     include_usage: bool
 
+    def read(self, ctx: ContextSettings) -> ChatRequest:
+        """:func:`read_chat_request` (the request as a route with context settings ``ctx`` sees it)."""
+        return read_chat_request(self, ctx)
+
 
 def decode_chat_request(body: bytes, *, max_bytes: int | None = None) -> DecodedRequest:
     """Decode ``body``; over ``max_bytes`` it is refused before any JSON is parsed."""
     if max_bytes is not None and len(body) > max_bytes:
         raise BodyError("too_large", f"request body is {len(body)} bytes, over the limit of {max_bytes}")
-    doc = _loads(body, "request body")
+    doc = decode_json(body, "request body")
     if not isinstance(doc, dict):
         raise BodyError("not_an_object", f"request body is a JSON {type(doc).__name__}, not an object")
     messages = doc.get("messages")
@@ -139,8 +145,8 @@ def read_chat_request(decoded: DecodedRequest, ctx: ContextSettings) -> ChatRequ
     passages: list[str] = []
     forward_body: bytes | None = None
     if ctx.extension_field is not None and ctx.extension_field in doc:
-        passages.extend(_extension_passages(doc[ctx.extension_field], ctx.extension_field))
-        forward_body = _dumps({k: v for k, v in doc.items() if k != ctx.extension_field})
+        passages.extend(extension_passages(doc[ctx.extension_field], ctx.extension_field))
+        forward_body = encode_json({k: v for k, v in doc.items() if k != ctx.extension_field})
     if ctx.tool_messages:
         for i, msg in enumerate(messages):
             if msg["role"] == "tool":
@@ -150,9 +156,7 @@ def read_chat_request(decoded: DecodedRequest, ctx: ContextSettings) -> ChatRequ
     if ctx.system_messages:
         for i, msg in enumerate(messages):
             if msg["role"] in ("system", "developer"):
-                passages.extend(
-                    p.strip() for p in _PARAGRAPH_BREAK.split(_message_text(msg, i)) if p.strip()
-                )
+                passages.extend(paragraphs(_message_text(msg, i)))
 
     return ChatRequest(
         model=decoded.model,
@@ -170,6 +174,11 @@ def read_chat_request(decoded: DecodedRequest, ctx: ContextSettings) -> ChatRequ
 def parse_chat_request(body: bytes, ctx: ContextSettings, *, max_bytes: int | None = None) -> ChatRequest:
     """:func:`decode_chat_request` then :func:`read_chat_request`."""
     return read_chat_request(decode_chat_request(body, max_bytes=max_bytes), ctx)
+
+
+def paragraphs(text: str) -> list[str]:
+    """A system prompt read as context: its paragraphs, each a passage."""
+    return [p.strip() for p in _PARAGRAPH_BREAK.split(text) if p.strip()]
 
 
 def _message_text(msg: Mapping[str, Any], i: int) -> str:
@@ -196,7 +205,8 @@ def _content_text(content: Any, where: str, reason: str) -> str:
     raise BodyError(reason, f"{where} must be a string, a list of parts or null")
 
 
-def _extension_passages(value: Any, name: str) -> list[str]:
+def extension_passages(value: Any, name: str) -> list[str]:
+    """The passages of the context extension field ``name`` (a list of strings or text objects)."""
     if value is None:  # "no context" stated explicitly; the field is still stripped
         return []
     if not isinstance(value, list):
@@ -240,9 +250,21 @@ class ChatResponse:
     body: bytes  # the bytes parsed, handed back when nothing changes
     positions: tuple[int, ...] = ()  # choice index → position in raw["choices"]
 
+    def render(
+        self,
+        *,
+        contents: Sequence[str | None] | None = None,
+        warning: WarningSpec | None = None,
+        details: Mapping[str, Any] | None = None,
+        warn_indices: frozenset[int] | None = None,
+    ) -> bytes:
+        """:func:`render_chat_response` of this response."""
+        return render_chat_response(self, contents=contents, warning=warning, details=details,
+                                    warn_indices=warn_indices)
+
 
 def parse_chat_response(body: bytes) -> ChatResponse:
-    doc = _loads(body, "response body")
+    doc = decode_json(body, "response body")
     if not isinstance(doc, dict):
         raise BodyError("bad_response", f"response body is a JSON {type(doc).__name__}, not an object")
     choices = doc.get("choices")
@@ -311,7 +333,7 @@ def render_chat_response(
         doc["choices"] = choices
     if details is not None:
         doc[DETAILS_FIELD] = details
-    return _dumps(doc)
+    return encode_json(doc)
 
 
 def without_field(body: bytes, name: str) -> bytes | None:
@@ -328,7 +350,7 @@ def without_field(body: bytes, name: str) -> bytes | None:
     if not isinstance(doc, dict) or name not in doc:
         return None
     del doc[name]
-    return _dumps(doc)
+    return encode_json(doc)
 
 
 def without_details(body: bytes) -> bytes | None:
@@ -363,10 +385,19 @@ class _ChoiceState:
 
 def parse_chunk(data: str | bytes) -> dict[str, Any]:
     """The JSON of one ``data:`` event of a chat completion stream."""
-    doc = _loads(data, "stream chunk")
+    doc = decode_json(data, "stream chunk")
     if not isinstance(doc, dict):
         raise BodyError("bad_response", f"stream chunk is a JSON {type(doc).__name__}, not an object")
     return doc
+
+
+def event_object(data: str) -> dict[str, Any]:
+    """The JSON object of one SSE event's data. Not JSON: ``ValueError`` (the stream is broken,
+    reason ``sse_framing``); JSON but not an object: :class:`BodyError` ``bad_response``."""
+    value = json.loads(data)
+    if not isinstance(value, dict):
+        raise BodyError("bad_response", "an SSE event's data is not a JSON object")
+    return value
 
 
 class StreamAccumulator:
@@ -476,7 +507,7 @@ def _chunk(meta: StreamMeta, choices: list[dict[str, Any]], extra: Mapping[str, 
     doc["choices"] = choices
     if extra:
         doc.update(extra)
-    return b"data: " + _dumps(doc) + b"\n\n"
+    return b"data: " + encode_json(doc) + b"\n\n"
 
 
 def chunk_event(
@@ -567,7 +598,7 @@ def _error_doc(status: int, message: str, type: str | None, code: str | None) ->
 
 def error_json(status: int, message: str, type: str | None = None, code: str | None = None) -> bytes:
     """An OpenAI error body: ``{"error": {"message", "type", "param", "code"}}``."""
-    return _dumps(_error_doc(status, message, type, code))
+    return encode_json(_error_doc(status, message, type, code))
 
 
 def error_event(status: int, message: str, type: str | None = None, code: str | None = None) -> bytes:

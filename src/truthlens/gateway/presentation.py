@@ -74,6 +74,11 @@ class Presentation:
     def warns(self, index: int) -> bool:
         return self.warning is not None and (self.warned is None or index in self.warned)
 
+    def late_warning(self) -> str | None:
+        """The warning as it follows content that already went out (a passthrough stream): after
+        a blank line, whatever the route's position."""
+        return None if self.warning is None else "\n\n" + self.warning.text.strip()
+
     def final_contents(self, answers: tuple[str, ...]) -> tuple[str, ...]:
         """What each choice finally says: rewritten where the mode rewrote, warned where warned."""
         contents = list(answers)

@@ -1,5 +1,5 @@
-"""No context, no check: a chat request that carries no grounding context (no passages in the
-extension field, no tool messages, no system context where the route reads it) has nothing to
+"""No context, no check: a request that carries no grounding context (no passages in the
+extension field, no tool messages or tool outputs, no system context where the route reads it) has nothing to
 check an answer against, so a detector would flag every fact in it. The route's ``no_context``
 policy decides: ``skip`` (the default) forwards it and marks the answer
 ``x-truthlens-detected: skipped`` with ``x-truthlens-reason: no_context`` (never warned, never
@@ -17,18 +17,18 @@ from truthlens.gateway.presentation import Presentation, Refusal, with_action
 
 if TYPE_CHECKING:
     from truthlens.gateway.config import RouteSettings
-    from truthlens.gateway.openai_body import ChatRequest
+    from truthlens.gateway.endpoints import ParsedRequest
     from truthlens.gateway.phases.state import Runtime, StreamState
 
 REASON = "no_context"
 STATUS = 400
 MESSAGE = (
     "TruthLens: this route answers only requests that carry grounding context "
-    "(the truthlens_context field or tool messages) to check the answer against."
+    "(the truthlens_context field, tool messages or tool outputs) to check the answer against."
 )
 
 
-def needs_skipping(route: RouteSettings, request: ChatRequest) -> bool:
+def needs_skipping(route: RouteSettings, request: ParsedRequest) -> bool:
     """The request has no grounding context and the route does not check such requests."""
     return route.no_context != "check" and not any(p.strip() for p in request.passages)
 

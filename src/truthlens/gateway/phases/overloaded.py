@@ -26,7 +26,7 @@ def handle(state: StreamState, msg: pb.ProcessingRequest, kind: str) -> pb.Proce
             return mutations.passthrough("request_body")
         body = bytes(state.request_body)
         state.request_body.clear()
-        return strip_only(body, state.config)
+        return strip_only(body, state.config, state.api)
     if kind == "response_headers":
         spoofed = spoofed_headers(header_dict(msg.response_headers.headers))
         return reply(unavailable_headers(state.config.hallucination, REASON), spoofed, "none")

@@ -1,6 +1,7 @@
-"""Request body (BUFFERED): match the route first on what the headers tell, decode the chat
-request once (within the route's size limit) only when a check or the context field needs it,
-remember what to check, and forward the request with the context extension field stripped."""
+"""Request body (BUFFERED): match the route first on what the headers tell, decode the request
+(chat or Responses, as the exchange's endpoint reads it) once, within the route's size limit,
+only when a check or the context field needs it, remember what to check, and forward the
+request with the context extension field stripped."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from truthlens._proto import truthlens_ext_proc_pb2 as pb
 from truthlens.gateway import decisions, mutations, openai_body, ungrounded
 from truthlens.gateway.config import Config, Decision
 from truthlens.gateway.decisions import RequestFacts
+from truthlens.gateway.endpoints import DecodedRequest, Endpoint, ParsedRequest
 from truthlens.gateway.phases.check import skip
 from truthlens.gateway.phases.state import CheckedRequest, Runtime, StreamState
 
@@ -17,7 +19,7 @@ from truthlens.gateway.phases.state import CheckedRequest, Runtime, StreamState
 @dataclass(frozen=True, slots=True)
 class _Routed:
     decision: Decision | None
-    decoded: openai_body.DecodedRequest | None  # None: no route needed it, or it failed
+    decoded: DecodedRequest | None  # None: no route needed it, or it failed
     error: openai_body.BodyError | None = None
 
 
@@ -37,18 +39,18 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
     config = state.config
 
     with rt.telemetry.span("truthlens.decision", path=info.path) as span:
-        routed = _route(config, RequestFacts(info.path, info.method, info.headers), body)
+        routed = _route(config, state.api, RequestFacts(info.path, info.method, info.headers), body)
         decision = routed.decision
         span.set_attribute("truthlens.decision", decision.name if decision is not None else "")
     route = decision.route if decision is not None else None
     state.matched = decision is not None
     if decision is None or route is None:
-        return _forward_unchecked(body, routed.decoded, config)
+        return _forward_unchecked(body, routed.decoded, config, state.api)
     if routed.error is not None:
         return _cannot_check(state, rt, decision, routed.error, body)
     assert routed.decoded is not None
     try:
-        request = openai_body.read_chat_request(routed.decoded, route.context)
+        request = routed.decoded.read(route.context)
     except openai_body.BodyError as exc:
         return _cannot_check(state, rt, decision, exc, body)
     if len(body) > route.max_body_bytes:
@@ -66,7 +68,7 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
     return _forward(request)
 
 
-def _route(config: Config, facts: RequestFacts, body: bytes) -> _Routed:
+def _route(config: Config, api: Endpoint, facts: RequestFacts, body: bytes) -> _Routed:
     """The decision for this request, decoding the body only if a route may check it."""
     early = decisions.match_before_body(config, facts)
     if early is None or (isinstance(early, Decision) and early.route is None):
@@ -75,7 +77,7 @@ def _route(config: Config, facts: RequestFacts, body: bytes) -> _Routed:
     # any route allows (the matched route's own limit is applied once it is known).
     limit = early.route.max_body_bytes if isinstance(early, Decision) and early.route else _largest_limit(config)
     try:
-        decoded = openai_body.decode_chat_request(body, max_bytes=limit)
+        decoded = api.decode_request(body, max_bytes=limit)
     except openai_body.BodyError as exc:
         # Rules on the model or the user's text then see empty values: a route that needs
         # them to match stays untouched.
@@ -113,13 +115,13 @@ def _largest_limit(config: Config) -> int:
     return max(limits, default=config.hallucination.max_body_bytes)
 
 
-def strip_only(body: bytes, config: Config) -> pb.ProcessingResponse:
+def strip_only(body: bytes, config: Config, api: Endpoint) -> pb.ProcessingResponse:
     """The request unchecked, less the context extension field (when it mentions it)."""
-    return _forward_unchecked(body, None, config)
+    return _forward_unchecked(body, None, config, api)
 
 
 def _forward_unchecked(
-    body: bytes, decoded: openai_body.DecodedRequest | None, config: Config
+    body: bytes, decoded: DecodedRequest | None, config: Config, api: Endpoint
 ) -> pb.ProcessingResponse:
     """The gateway's context field never reaches the upstream, checked or not; an unchecked
     request that does not mention it is not decoded at all."""
@@ -129,9 +131,9 @@ def _forward_unchecked(
         if field is None or f'"{field}"'.encode() not in body:
             return mutations.passthrough("request_body")
     try:
-        return _forward(openai_body.read_chat_request(decoded or openai_body.decode_chat_request(body), context))
+        return _forward((decoded or api.decode_request(body)).read(context))
     except openai_body.BodyError:
-        # Unreadable as a chat request (a malformed context field, say): the field still goes.
+        # Unreadable as a request of its API (a malformed context field, say): the field still goes.
         return _without_context_field(body, context.extension_field)
 
 
@@ -142,7 +144,7 @@ def _without_context_field(body: bytes, field: str | None) -> pb.ProcessingRespo
         "request_body")
 
 
-def _forward(request: openai_body.ChatRequest) -> pb.ProcessingResponse:
+def _forward(request: ParsedRequest) -> pb.ProcessingResponse:
     if request.forward_body is not None:
         return mutations.body_reply("request_body", body=request.forward_body)
     return mutations.passthrough("request_body")

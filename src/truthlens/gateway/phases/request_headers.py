@@ -1,9 +1,10 @@
-"""Request headers: remember path, method and headers; never changes the request."""
+"""Request headers: remember path, method and headers, and the API the path speaks; never
+changes the request."""
 
 from __future__ import annotations
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
-from truthlens.gateway import mutations
+from truthlens.gateway import endpoints, mutations
 from truthlens.gateway.phases.state import RequestInfo, StreamState
 
 # request_attributes arrive under the filter's name on the first message.
@@ -33,4 +34,5 @@ def handle(state: StreamState, msg: pb.ProcessingRequest) -> pb.ProcessingRespon
         if "request.method" in fields:
             method = fields["request.method"].string_value or method
     state.info = RequestInfo(path=path, method=method, headers=headers)
+    state.api = endpoints.for_path(path)
     return mutations.passthrough("request_headers")

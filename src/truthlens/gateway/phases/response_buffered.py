@@ -1,10 +1,12 @@
-"""Response body, BUFFERED JSON: check the completion once and translate its presentation into
-a body mutation (headers, warning / rewritten contents, details) or an immediate response."""
+"""Response body, BUFFERED JSON: check the answer (a chat completion or a Responses API response,
+read by the exchange's endpoint) once and translate its presentation into a body mutation
+(headers, warning / rewritten contents, details) or an immediate response."""
 
 from __future__ import annotations
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
 from truthlens.gateway import mutations, openai_body
+from truthlens.gateway.endpoints import ParsedResponse
 from truthlens.gateway.phases.check import check, skip
 from truthlens.gateway.phases.state import CheckedRequest, Runtime, StreamState
 from truthlens.gateway.presentation import Presentation, final_headers
@@ -31,7 +33,7 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
     if len(body) > checked.route.max_body_bytes:
         return _unchecked(state, rt, checked, "too_large", body=None)
     try:
-        response = openai_body.parse_chat_response(body)
+        response = state.api.parse_response(body)
     except openai_body.BodyError as exc:
         return _unchecked(state, rt, checked, exc.reason, str(exc), body=body)
     # (a ``truthlens`` field the upstream wrote is dropped by the rendering below)
@@ -52,7 +54,7 @@ def over_buffer(state: StreamState) -> pb.ProcessingResponse:
     return mutations.passthrough("response_body")  # not sent: the caller ends the call
 
 
-def _translate(shown: Presentation, response: openai_body.ChatResponse) -> pb.ProcessingResponse:
+def _translate(shown: Presentation, response: ParsedResponse) -> pb.ProcessingResponse:
     if shown.refusal is not None:
         # An immediate response, not a body rewrite: only it can change the status code, and
         # in BUFFERED mode nothing of the upstream's response has reached the client yet.
@@ -60,9 +62,8 @@ def _translate(shown: Presentation, response: openai_body.ChatResponse) -> pb.Pr
     details = shown.details if shown.attach_details else None
     # The original bytes come back when nothing changes (a ``truthlens`` field the upstream
     # wrote is a change: it is dropped).
-    rendered = openai_body.render_chat_response(
-        response, contents=shown.contents, warning=shown.warning, details=details, warn_indices=shown.warned
-    )
+    rendered = response.render(contents=shown.contents, warning=shown.warning, details=details,
+                               warn_indices=shown.warned)
     new_body = None if rendered is response.body else rendered
     headers, remove = final_headers(shown.headers)
     return mutations.body_reply("response_body", body=new_body, set_headers=headers, remove=remove)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
-from truthlens.gateway import mutations, openai_body, sse
+from truthlens.gateway import mutations, sse
 from truthlens.gateway.phases.check import skip
 from truthlens.gateway.phases.request_headers import header_dict
 from truthlens.gateway.phases.state import Runtime, StreamedResponse, StreamState
@@ -34,7 +34,8 @@ def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> pb.Pro
 
     if _media_type(headers) == "text/event-stream" and route.streaming == "passthrough":
         state.streamed = StreamedResponse(
-            strategy="passthrough", decoder=sse.SSEDecoder(), accumulator=openai_body.StreamAccumulator()
+            strategy="passthrough", decoder=sse.SSEDecoder(),
+            codec=state.api.stream("passthrough", warns="body" in route.actions),
         )
         # These go out now; the verdict itself travels in the stream's last chunk.
         early = {"x-truthlens-enabled": "true", "x-truthlens-mode": route.mode}
@@ -44,7 +45,8 @@ def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> pb.Pro
         # and sends them in one message at the end, or, over its buffer, what it holds with
         # the rest flowing through unchecked.
         state.streamed = StreamedResponse(
-            strategy="hold", decoder=sse.SSEDecoder(), accumulator=openai_body.StreamAccumulator(), buffered=True
+            strategy="hold", decoder=sse.SSEDecoder(), codec=state.api.stream("hold", warns="body" in route.actions),
+            buffered=True,
         )
     # JSON (and held SSE): the body reply sets the verdict's headers (and the new
     # content-length) over the provisional ones. With a content-length (within the route's
@@ -64,7 +66,7 @@ def _scrub_mode(state: StreamState, headers: dict[str, str]) -> mutations.BodyMo
         return "none"  # no route (e.g. /v1/models) or nothing readable
     if _media_type(headers) == "text/event-stream":
         state.streamed = StreamedResponse(
-            strategy="passthrough", decoder=sse.SSEDecoder(), accumulator=openai_body.StreamAccumulator()
+            strategy="passthrough", decoder=sse.SSEDecoder(), codec=state.api.stream("passthrough", warns=False)
         )
         return "streamed"
     return "buffered" if "content-length" in headers else "buffered_partial"

@@ -1,5 +1,8 @@
 """Response body (SSE): answer every chunk in order, release only whole events, and put the
-verdict before ``data: [DONE]``.
+verdict before the event that ends the answer (chat: ``data: [DONE]``; Responses:
+``response.completed``). What the events mean and the bytes that replace them are the
+endpoint's (``state.streamed.codec``, :mod:`truthlens.gateway.endpoints`); this module keeps the
+bytes: every byte received and not released is in ``pending``, released in order.
 
 ``passthrough`` forwards each whole event at once and checks the accumulated answer at the end;
 ``hold`` has Envoy buffer the stream (so Envoy, not the processor, keeps the bytes: a processor
@@ -11,15 +14,14 @@ nothing hangs.
 
 from __future__ import annotations
 
-import json
-from typing import Any
+from collections.abc import Callable
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
 from truthlens.gateway import mutations, openai_body, sse
 from truthlens.gateway.phases.check import check, skip
 from truthlens.gateway.phases.response_buffered import over_buffer
 from truthlens.gateway.phases.state import CheckedRequest, Runtime, StreamedResponse, StreamState
-from truthlens.gateway.presentation import Presentation, final_headers
+from truthlens.gateway.presentation import final_headers
 
 
 async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> pb.ProcessingResponse:
@@ -55,7 +57,8 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
         st.pending[:0] = out
         raise
     if chunk.end_of_stream and not st.finished:
-        out += give_up(state, st, checked, rt, "sse_framing", "the stream ended without data: [DONE]")
+        out += give_up(state, st, checked, rt, "sse_framing", "the stream ended before the answer did "
+                        "(no data: [DONE], no response.completed)")
     return _reply(st, chunk.body, out)
 
 
@@ -67,83 +70,71 @@ async def _consume(
     events: list[sse.SSEEvent],
     out: bytearray,
 ) -> None:
-    """Feed whole events to the accumulator; append the bytes to release now to ``out``."""
+    """Feed whole events to the endpoint's codec; append the bytes to release now to ``out``."""
+    codec = st.codec
     for i, event in enumerate(events):
-        if event.is_done:
+        try:
+            ends = codec.add(event)
+        except (openai_body.BodyError, ValueError) as exc:
+            # Unreadable event: release it and everything withheld, then say why.
+            out += give_up(state, st, checked, rt, getattr(exc, "reason", "sse_framing"), str(exc))
+            return
+        if ends:
             st.done_seen = True
-            if st.strategy == "hold":
-                # The withheld answer up to and including [DONE] is replaced by the re-chunked
-                # one; ``pending`` is trimmed only once the replacement exists.
-                tail = sum(len(e.raw) for e in events[i + 1 :]) + st.decoder.pending_bytes
-                withheld = len(st.pending) - tail
-                before_done = bytes(st.pending[: withheld - len(event.raw)])
-                replacement = await _finish(state, st, checked, rt, before_done, event.raw)
-                del st.pending[:withheld]
-                out += replacement
-            else:
-                out += await _finish(state, st, checked, rt, b"", b"")
-                out += event.raw
-                _forwarded(st, event.raw)
+            # The withheld events (hold: the whole answer; passthrough: none, or a Responses
+            # message's done events on) and the one that ended the answer are replaced by what
+            # the codec renders; ``pending`` is trimmed only once the replacement exists.
+            tail = sum(len(e.raw) for e in events[i + 1 :]) + st.decoder.pending_bytes
+            withheld = len(st.pending) - tail
+            before_end = bytes(st.pending[: withheld - len(event.raw)])
+            replacement = await _finish(state, st, checked, rt, before_end, event)
+            del st.pending[:withheld]
+            out += replacement
             break
-        if event.has_data:
-            try:
-                st.accumulator.add(_json_object(event.data))
-            except (openai_body.BodyError, ValueError) as exc:
-                # Unreadable event: release it and everything withheld, then say why.
-                out += give_up(state, st, checked, rt, getattr(exc, "reason", "sse_framing"), str(exc))
-                return
-        if st.strategy == "passthrough":
+        if st.strategy == "passthrough" and not codec.holding:
             out += event.raw
             _forwarded(st, event.raw)
     if st.finished:
-        # Whatever follows [DONE] is not part of the answer: it flows unchanged from here on.
+        # Whatever follows the end of the answer is not part of it: it flows unchanged from here on.
         out += st.pending
         st.pending.clear()
 
 
 async def _finish(
-    state: StreamState, st: StreamedResponse, checked: CheckedRequest, rt: Runtime, withheld: bytes, done: bytes
+    state: StreamState, st: StreamedResponse, checked: CheckedRequest, rt: Runtime, withheld: bytes,
+    end: sse.SSEEvent,
 ) -> bytes:
-    """Check the accumulated answer. Passthrough: return the bytes that go before ``[DONE]``;
-    hold: return what replaces the held events (``withheld``) and their ``[DONE]`` (``done``)."""
+    """Check the accumulated answer; return what replaces the ``withheld`` events and ``end``."""
     st.finished = True
-    answers = tuple(st.accumulator.contents())
+    answers = st.codec.answers()
     if not answers:
         shown = skip(state, rt, checked.route, checked.decision.name, "no_choices", upstream=True)
     else:
         shown = await check(state, checked, rt, answers)
     st.shown = shown
-    if st.strategy == "passthrough":
-        return _verdict_events(st, shown, len(answers))
-    if shown.refusal is not None:
-        return _refusal_event(shown)
-    if shown.outcome == "unchecked":
-        # Not checked (no choices, a drain): the held events go out as they came.
-        return withheld + _verdict_events(st, shown, 0) + done
-    acc = st.accumulator
-    return openai_body.rechunk(
-        acc.meta, shown.final_contents(answers), dict(shown.details),
-        finish_reasons=acc.finish_reasons(), usage=acc.usage, source=acc,
-    )
+    return st.codec.finish(shown, withheld, end)
 
 
 def give_up(
     state: StreamState, st: StreamedResponse, checked: CheckedRequest, rt: Runtime, reason: str, detail: str
 ) -> bytes:
-    """Release every withheld byte unchanged with the "unavailable" verdict: before a
-    ``[DONE]`` among them, never glued onto an event the upstream left unterminated."""
+    """Release every withheld byte unchanged with the "unavailable" verdict: before the event
+    that ends the answer among them, never glued onto an event the upstream left unterminated."""
     shown = skip(state, rt, checked.route, checked.decision.name, reason, detail, upstream=True)
     st.shown = shown
     if st.buffered and shown.refusal is not None:
         # Nothing has reached the client yet: the refusal replaces the held answer.
         release_pending(st)
-        return _refusal_event(shown)
-    return place_verdict(release_pending(st), _verdict_events(st, shown, 0), tail_open=st.tail_open)
+        return st.codec.refusal_events(shown.refusal)
+    return place_verdict(release_pending(st), st.codec.unchecked_events(shown), st.codec.ends_answer,
+                         tail_open=st.tail_open)
 
 
-def place_verdict(released: bytes, verdict: bytes, *, tail_open: bool = False) -> bytes:
-    """``released`` with ``verdict`` before its first ``[DONE]`` event, else after it, and
-    then after a blank line when ``released`` ends inside an event (``tail_open``: the bytes
+def place_verdict(
+    released: bytes, verdict: bytes, ends_answer: Callable[[sse.SSEEvent], bool], *, tail_open: bool = False
+) -> bytes:
+    """``released`` with ``verdict`` before its first event that ends an answer, else after it,
+    and then after a blank line when ``released`` ends inside an event (``tail_open``: the bytes
     already sent did, when ``released`` is empty)."""
     try:
         decoder = sse.SSEDecoder(max_event_bytes=len(released) + 1)
@@ -152,7 +143,7 @@ def place_verdict(released: bytes, verdict: bytes, *, tail_open: bool = False) -
         events = [sse.SSEEvent("", None, None, released, has_data=False)]
     out = bytearray()
     for event in events:
-        if verdict and event.is_done:
+        if verdict and ends_answer(event):
             out += verdict
             verdict = b""
         out += event.raw
@@ -171,57 +162,27 @@ def release_pending(st: StreamedResponse) -> bytes:
     return out
 
 
-def _verdict_events(st: StreamedResponse, shown: Presentation, n_answers: int) -> bytes:
-    """What follows answer content that already went out: the warning (it can only follow
-    the content now), the verdict chunk, and the refusal (too late to withhold, but the client
-    learns of it)."""
-    meta = st.accumulator.meta
-    out = bytearray()
-    if shown.warning is not None:
-        note = "\n\n" + shown.warning.text.strip()
-        deltas = {i: note for i in range(n_answers) if shown.warns(i)}
-        if deltas:
-            out += openai_body.chunk_event(meta, deltas=deltas)
-    out += openai_body.chunk_event(meta, details=dict(shown.details))
-    if shown.refusal is not None:
-        out += _refusal_event(shown)
-    return bytes(out)
-
-
-def _refusal_event(shown: Presentation) -> bytes:
-    refusal = shown.refusal
-    assert refusal is not None
-    return openai_body.error_event(refusal.status, refusal.message, refusal.error_type, refusal.code)
-
-
 def _feed(st: StreamedResponse, body: bytes, end_of_stream: bool) -> list[sse.SSEEvent]:
-    """The whole events ``body`` completes, less any verdict chunk the upstream wrote (its
-    bytes leave ``pending`` too: the verdict is the gateway's alone)."""
+    """The whole events ``body`` completes, less any verdict the upstream wrote (its bytes leave
+    ``pending`` too: the verdict is the gateway's alone)."""
     events = st.decoder.feed(body)
     if end_of_stream:
         events += st.decoder.flush()
-    if not any(_spoofed(e) for e in events):
+    scrubbed = [st.codec.scrub(e) for e in events]
+    if all(s is e for s, e in zip(scrubbed, events, strict=True)):
         return events
-    # ``pending`` is exactly these events' bytes followed by the decoder's unfinished rest.
-    rest = bytes(st.pending[len(st.pending) - st.decoder.pending_bytes :]) if st.decoder.pending_bytes else b""
-    kept = [e for e in events if not _spoofed(e)]
-    st.pending[:] = b"".join(e.raw for e in kept) + rest
+    # ``pending`` is what was withheld before, these events' bytes, then the decoder's unfinished rest.
+    n_rest = st.decoder.pending_bytes
+    rest = bytes(st.pending[len(st.pending) - n_rest :]) if n_rest else b""
+    before = len(st.pending) - n_rest - sum(len(e.raw) for e in events)
+    kept = [e for e in scrubbed if e is not None]
+    st.pending[before:] = b"".join(e.raw for e in kept) + rest
     return kept
 
 
-def _spoofed(event: sse.SSEEvent) -> bool:
-    if not event.has_data or f'"{openai_body.DETAILS_FIELD}"' not in event.data:
-        return False
-    try:
-        value = json.loads(event.data)
-    except ValueError:
-        return False
-    return isinstance(value, dict) and openai_body.DETAILS_FIELD in value
-
-
 def _scrub_only(st: StreamedResponse, body: bytes, end_of_stream: bool) -> pb.ProcessingResponse:
-    """An unchecked stream: every whole event goes on unchanged but a verdict chunk the
-    upstream wrote; broken framing releases everything and stops looking."""
+    """An unchecked stream: every whole event goes on unchanged but a verdict the upstream
+    wrote; broken framing releases everything and stops looking."""
     st.pending += body
     try:
         events = _feed(st, body, end_of_stream)
@@ -237,13 +198,6 @@ def _forwarded(st: StreamedResponse, raw: bytes) -> None:
     # released prefix of ``pending`` is exactly this event.
     del st.pending[: len(raw)]
     st.tail_open = not sse.ends_event(raw)
-
-
-def _json_object(data: str) -> dict[str, Any]:
-    value = json.loads(data)
-    if not isinstance(value, dict):
-        raise openai_body.BodyError("bad_response", "an SSE event's data is not a JSON object")
-    return value
 
 
 def _reply(st: StreamedResponse, received: bytes, out: bytes | bytearray) -> pb.ProcessingResponse:

@@ -6,11 +6,12 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from truthlens.gateway.endpoints import CHAT, Endpoint
 from truthlens.gateway.lifecycle import Lifecycle
 
 if TYPE_CHECKING:
     from truthlens.gateway.config import Config, ConfigStore, Decision, RouteSettings
-    from truthlens.gateway.openai_body import ChatRequest, StreamAccumulator
+    from truthlens.gateway.endpoints import ParsedRequest, StreamCodec
     from truthlens.gateway.presentation import Presentation
     from truthlens.gateway.services import ServiceLease, ServiceProvider
     from truthlens.gateway.sse import SSEDecoder
@@ -47,7 +48,7 @@ class CheckedRequest:
 
     decision: Decision
     route: RouteSettings
-    request: ChatRequest
+    request: ParsedRequest
     include_spans: bool
     services: Services  # those of the exchange's pinned config
 
@@ -62,7 +63,7 @@ class StreamedResponse:
 
     strategy: Literal["passthrough", "hold"]
     decoder: SSEDecoder
-    accumulator: StreamAccumulator
+    codec: StreamCodec  # the endpoint's reading and rendering of the events
     # Envoy holds the whole body (BUFFERED_PARTIAL) and sends it in one message: if the
     # processor goes away, Envoy still has every byte. Replies may then set headers.
     buffered: bool = False
@@ -80,6 +81,8 @@ class StreamState:
     lease: ServiceLease  # the services of ``config``, held until the exchange ends
     started: float = field(default_factory=time.monotonic)
     info: RequestInfo | None = None
+    # The API the exchange speaks, picked from the request path by the request headers phase.
+    api: Endpoint = CHAT
     request_body: bytearray = field(default_factory=bytearray)
     matched: bool = False  # a decision matched: its answers are scrubbed of upstream verdicts
     checked: CheckedRequest | None = None

@@ -1,0 +1,86 @@
+"""The chat completions stream as the streamed-response phase needs it: ``chat.completion.chunk``
+events accumulated into choices, ``data: [DONE]`` as the end of the answer, and what goes around
+a checked answer (the warning delta and the verdict chunk after content already sent, the held
+answer re-chunked, the error event of a refusal). The byte bookkeeping stays in the phase."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from truthlens.gateway import openai_body
+from truthlens.gateway.sse import SSEEvent
+
+if TYPE_CHECKING:
+    from truthlens.gateway.endpoints import Strategy
+    from truthlens.gateway.presentation import Presentation, Refusal
+
+
+class ChatStream:
+    """One chat completion stream (see :class:`truthlens.gateway.endpoints.StreamCodec`)."""
+
+    holding = False  # a passthrough chat stream forwards every event before [DONE] at once
+
+    def __init__(self, strategy: Strategy) -> None:
+        self.strategy = strategy
+        self.accumulator = openai_body.StreamAccumulator()
+
+    def add(self, event: SSEEvent) -> bool:
+        if event.is_done:
+            return True
+        if event.has_data:
+            self.accumulator.add(openai_body.event_object(event.data))
+        return False
+
+    def ends_answer(self, event: SSEEvent) -> bool:
+        return event.is_done
+
+    def answers(self) -> tuple[str, ...]:
+        return self.accumulator.contents()
+
+    def scrub(self, event: SSEEvent) -> SSEEvent | None:
+        """None for a verdict chunk the upstream wrote (the verdict is the gateway's alone)."""
+        if not event.has_data or f'"{openai_body.DETAILS_FIELD}"' not in event.data:
+            return event
+        try:
+            value = json.loads(event.data)
+        except ValueError:
+            return event
+        return None if isinstance(value, dict) and openai_body.DETAILS_FIELD in value else event
+
+    def finish(self, shown: Presentation, withheld: bytes, end: SSEEvent) -> bytes:
+        answers = self.answers()
+        if self.strategy == "passthrough":
+            return self._after_content(shown, len(answers)) + end.raw
+        if shown.refusal is not None:
+            return self.refusal_events(shown.refusal)
+        if shown.outcome == "unchecked":
+            # Not checked (a drain): the held events go out as they came.
+            return withheld + self._after_content(shown, 0) + end.raw
+        acc = self.accumulator
+        return openai_body.rechunk(
+            acc.meta, shown.final_contents(answers), dict(shown.details),
+            finish_reasons=acc.finish_reasons(), usage=acc.usage, source=acc,
+        )
+
+    def unchecked_events(self, shown: Presentation) -> bytes:
+        return self._after_content(shown, 0)
+
+    def refusal_events(self, refusal: Refusal) -> bytes:
+        return openai_body.error_event(refusal.status, refusal.message, refusal.error_type, refusal.code)
+
+    def _after_content(self, shown: Presentation, n_answers: int) -> bytes:
+        """What follows answer content that already went out: the warning (it can only follow
+        the content now), the verdict chunk, and the refusal (too late to withhold, but the
+        client learns of it)."""
+        meta = self.accumulator.meta
+        out = bytearray()
+        note = shown.late_warning()
+        if note is not None:
+            deltas = {i: note for i in range(n_answers) if shown.warns(i)}
+            if deltas:
+                out += openai_body.chunk_event(meta, deltas=deltas)
+        out += openai_body.chunk_event(meta, details=dict(shown.details))
+        if shown.refusal is not None:
+            out += self.refusal_events(shown.refusal)
+        return bytes(out)

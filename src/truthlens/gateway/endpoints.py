@@ -1,0 +1,174 @@
+"""The API an exchange speaks: one typed interface from request and response bytes to what a
+check needs (question, passages, answers) and from a presentation back to bytes, with one
+implementation per endpoint — chat completions (:mod:`~truthlens.gateway.openai_body`,
+:mod:`~truthlens.gateway.chat_stream`) and the Responses API
+(:mod:`~truthlens.gateway.responses_body`, :mod:`~truthlens.gateway.responses_stream`).
+
+The request headers phase picks the endpoint once per exchange from the path
+(:func:`for_path`); the other phases talk only to this interface, and the stream state machine
+(bytes withheld, released, in order) stays in :mod:`truthlens.gateway.phases.response_stream`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from truthlens.gateway import openai_body, responses_body
+from truthlens.gateway.chat_stream import ChatStream
+from truthlens.gateway.responses_stream import ResponsesStream
+
+if TYPE_CHECKING:
+    from truthlens.gateway.openai_body import ContextSettings, WarningSpec
+    from truthlens.gateway.presentation import Presentation, Refusal
+    from truthlens.gateway.sse import SSEEvent
+    from truthlens.modes.base import GroundedQuery
+
+EndpointName = Literal["chat", "responses"]
+Strategy = Literal["passthrough", "hold"]
+
+
+class ParsedRequest(Protocol):
+    """A request as one route reads it."""
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def question(self) -> str: ...
+
+    @property
+    def passages(self) -> tuple[str, ...]: ...
+
+    @property
+    def stream(self) -> bool: ...
+
+    @property
+    def forward_body(self) -> bytes | None:
+        """The body to send upstream when the context extension field was stripped; None: the original."""
+
+    def grounded_query(self) -> GroundedQuery: ...
+
+
+class DecodedRequest(Protocol):
+    """A request decoded once: what routing reads, and each route's reading of it."""
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def question(self) -> str: ...
+
+    def read(self, ctx: ContextSettings) -> ParsedRequest: ...
+
+
+class ParsedResponse(Protocol):
+    """A JSON answer: its answers in order (chat: choices; Responses: ``message`` output items)."""
+
+    @property
+    def contents(self) -> tuple[str, ...]: ...
+
+    @property
+    def body(self) -> bytes: ...
+
+    def render(
+        self,
+        *,
+        contents: Sequence[str | None] | None = None,
+        warning: WarningSpec | None = None,
+        details: Mapping[str, Any] | None = None,
+        warn_indices: frozenset[int] | None = None,
+    ) -> bytes:
+        """New contents per answer (None: keep), the warning on the answers in ``warn_indices``
+        (None: all), ``details`` as the field ``truthlens``; an upstream-written ``truthlens``
+        field never survives. The original bytes when nothing changes."""
+
+
+class StreamCodec(Protocol):
+    """The translation side of one SSE answer. The phase feeds it whole events in order and
+    keeps every byte it has not released; the codec says what the events mean and renders
+    the bytes that replace or follow them."""
+
+    @property
+    def holding(self) -> bool:
+        """Passthrough: events from here on are withheld until the answer ends (a Responses
+        message whose text closed while a warning may still have to go before its done events)."""
+
+    def add(self, event: SSEEvent) -> bool:
+        """Accumulate one event; True when it ends the answer (the verdict goes before it).
+        ``ValueError``: not JSON; ``BodyError``: not part of an answer (an upstream error)."""
+
+    def ends_answer(self, event: SSEEvent) -> bool:
+        """Whether ``event`` ends an answer, without accumulating it."""
+
+    def answers(self) -> tuple[str, ...]: ...
+
+    def scrub(self, event: SSEEvent) -> SSEEvent | None:
+        """``event`` less any verdict the upstream wrote: itself, a rewritten event, or None (dropped)."""
+
+    def finish(self, shown: Presentation, withheld: bytes, end: SSEEvent) -> bytes:
+        """What replaces the withheld events (``withheld``, received before ``end``) and the event
+        that ended the answer, once the check decided ``shown``."""
+
+    def unchecked_events(self, shown: Presentation) -> bytes:
+        """The verdict (and a refusal) of an answer released unchecked, to go before its end."""
+
+    def refusal_events(self, refusal: Refusal) -> bytes:
+        """The whole stream the client gets instead of a held answer that is refused."""
+
+
+class Endpoint(Protocol):
+    """One API: how its requests, JSON answers and streams are read and rewritten."""
+
+    @property
+    def name(self) -> EndpointName: ...
+
+    def decode_request(self, body: bytes, *, max_bytes: int | None = None) -> DecodedRequest:
+        """Over ``max_bytes`` the body is refused before any JSON is parsed; raises ``BodyError``."""
+
+    def parse_response(self, body: bytes) -> ParsedResponse:
+        """Raises ``BodyError`` (``bad_response``, ``malformed_json``)."""
+
+    def stream(self, strategy: Strategy, *, warns: bool) -> StreamCodec:
+        """A codec for one SSE answer; ``warns``: a warning may be added to it (the body action)."""
+
+
+class ChatEndpoint:
+    """``POST /v1/chat/completions``."""
+
+    name: EndpointName = "chat"
+
+    def decode_request(self, body: bytes, *, max_bytes: int | None = None) -> DecodedRequest:
+        return openai_body.decode_chat_request(body, max_bytes=max_bytes)
+
+    def parse_response(self, body: bytes) -> ParsedResponse:
+        return openai_body.parse_chat_response(body)
+
+    def stream(self, strategy: Strategy, *, warns: bool) -> StreamCodec:
+        return ChatStream(strategy)
+
+
+class ResponsesEndpoint:
+    """``POST /v1/responses``."""
+
+    name: EndpointName = "responses"
+
+    def decode_request(self, body: bytes, *, max_bytes: int | None = None) -> DecodedRequest:
+        return responses_body.decode_responses_request(body, max_bytes=max_bytes)
+
+    def parse_response(self, body: bytes) -> ParsedResponse:
+        return responses_body.parse_responses_response(body)
+
+    def stream(self, strategy: Strategy, *, warns: bool) -> StreamCodec:
+        return ResponsesStream(strategy, warns=warns)
+
+
+CHAT = ChatEndpoint()
+RESPONSES = ResponsesEndpoint()
+
+
+def for_path(path: str) -> Endpoint:
+    """The API a request path speaks: the Responses API for ``.../responses`` (``/v1/responses``,
+    also behind a path prefix), chat completions for everything else, as before it existed."""
+    path = path.split("?", 1)[0].rstrip("/")
+    return RESPONSES if path.endswith("/responses") else CHAT
