@@ -39,8 +39,11 @@ def error_of(doc: Any) -> ConfigError:
 def test_shipped_config_loads() -> None:
     cfg = load_config(SHIPPED)
     assert cfg.version == 1 and len(cfg.digest) == 12 and cfg.source == str(SHIPPED)
-    (decision,) = cfg.decisions
-    policy = decision.route
+    # One decision per API the gateway reads: chat completions and the Responses API, the same policy.
+    assert [d.name for d in cfg.decisions] == ["chat_completions", "responses"]
+    chat, responses = (d.route for d in cfg.decisions)
+    assert responses == chat
+    policy = chat
     assert policy is not None
     assert policy.mode == "lightweight" and policy.actions == {"header", "body"}
     assert policy.streaming == "passthrough"  # auto: lightweight without block
@@ -90,7 +93,7 @@ def test_every_shipped_config_file_loads(name: str) -> None:
          "models.default.api_key_env", "name of an environment variable"),
         (lambda d: d["models"]["default"].update(base_url="localhost:8000"), "models.default.base_url", "http"),
         (lambda d: d["models"]["default"].update(timeout_s=0), "models.default.timeout_s", "> 0"),
-        (lambda d: d["decisions"].append(copy.deepcopy(d["decisions"][0])),
+        (lambda d: d["decisions"].insert(1, copy.deepcopy(d["decisions"][0])),
          "decisions[1].name", "duplicate decision name"),
         (lambda d: d["decisions"][0]["rules"]["conditions"][0].update(type="domian"),
          "decisions[0].rules.conditions[0].type",
