@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from openai.types.responses import Response
 
-from truthlens.gateway.openai_body import BodyError, ContextSettings, WarningSpec
+from truthlens.gateway.openai_body import BodyError, ContextSettings, Rewrite, WarningSpec
 from truthlens.gateway.responses_body import (
     parse_responses_request,
     parse_responses_response,
@@ -169,13 +169,13 @@ def test_what_is_not_a_response_is_a_bad_response(doc: object) -> None:
 def test_nothing_to_change_hands_back_the_original_bytes() -> None:
     raw = body(response_doc(message("a", "Fine.")))
     resp = parse_responses_response(raw)
-    assert resp.render() is raw
-    assert resp.render(contents=[None]) is raw
+    assert resp.render(Rewrite()) is raw
+    assert resp.render(Rewrite(contents=[None])) is raw
 
 
 def test_a_prepended_warning_goes_into_the_first_part_and_moves_its_annotations() -> None:
     doc = response_doc(message("a", "See example.", " More.", annotations=[CITATION]), output_text="See example. More.")
-    out = json.loads(parse_responses_response(body(doc)).render(warning=WARN))
+    out = json.loads(parse_responses_response(body(doc)).render(Rewrite(warning=WARN)))
     parts = out["output"][0]["content"]
     shift = len("Careful: unverified.\n\n")
     assert parts[0]["text"] == "Careful: unverified.\n\nSee example."
@@ -188,13 +188,13 @@ def test_a_prepended_warning_goes_into_the_first_part_and_moves_its_annotations(
 
 def test_an_appended_warning_goes_into_the_last_part() -> None:
     resp = parse_responses_response(body(response_doc(message("a", "One.", " Two."))))
-    out = json.loads(resp.render(warning=WarningSpec("Check.", "append")))
+    out = json.loads(resp.render(Rewrite(warning=WarningSpec("Check.", "append"))))
     assert [p["text"] for p in out["output"][0]["content"]] == ["One.", " Two.\n\nCheck."]
 
 
 def test_a_rewrite_replaces_the_text_and_drops_annotations_that_point_into_it() -> None:
     doc = response_doc(message("a", "Wrong part one.", " Wrong two.", annotations=[CITATION]), message("b", "Other."))
-    out = json.loads(parse_responses_response(body(doc)).render(contents=["Fixed answer.", None]))
+    out = json.loads(parse_responses_response(body(doc)).render(Rewrite(contents=["Fixed answer.", None])))
     parts = out["output"][0]["content"]
     assert [p["text"] for p in parts] == ["Fixed answer.", ""]
     assert parts[0]["annotations"] == [] and parts[1]["annotations"] == []
@@ -204,12 +204,12 @@ def test_a_rewrite_replaces_the_text_and_drops_annotations_that_point_into_it() 
 
 def test_only_flagged_answers_are_warned_and_the_upstream_verdict_is_dropped() -> None:
     doc = response_doc(message("a", "Clean."), message("b", "Flagged."), truthlens={"status": "clean"})
-    out = json.loads(parse_responses_response(body(doc)).render(warning=WARN, warn_indices=frozenset({1}),
-                                                                details={"status": "detected"}))
+    out = json.loads(parse_responses_response(body(doc)).render(
+        Rewrite(warning=WARN, warn_indices=frozenset({1}), details={"status": "detected"})))
     assert out["output"][0]["content"][0]["text"] == "Clean."
     assert out["output"][1]["content"][0]["text"] == "Careful: unverified.\n\nFlagged."
     assert out["truthlens"] == {"status": "detected"}
-    unchanged = json.loads(parse_responses_response(body(doc)).render())
+    unchanged = json.loads(parse_responses_response(body(doc)).render(Rewrite()))
     assert "truthlens" not in unchanged
 
 
@@ -218,7 +218,7 @@ def test_a_message_without_text_gets_a_text_part_for_its_warning() -> None:
                "content": [{"type": "refusal", "refusal": "I cannot."}]}
     resp = parse_responses_response(body(response_doc(refusal)))
     assert resp.contents == ("",)
-    out = json.loads(resp.render(warning=WARN))
+    out = json.loads(resp.render(Rewrite(warning=WARN)))
     assert out["output"][0]["content"][1] == {"type": "output_text", "text": "Careful: unverified.", "annotations": []}
     Response.model_validate(out)
 

@@ -11,15 +11,14 @@ The request headers phase picks the endpoint once per exchange from the path
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from truthlens.gateway import openai_body, responses_body
 from truthlens.gateway.chat_stream import ChatStream
 from truthlens.gateway.responses_stream import ResponsesStream
 
 if TYPE_CHECKING:
-    from truthlens.gateway.openai_body import ContextSettings, WarningSpec
+    from truthlens.gateway.openai_body import ContextSettings, Rewrite
     from truthlens.gateway.presentation import Presentation, Refusal
     from truthlens.gateway.sse import SSEEvent
     from truthlens.modes.base import GroundedQuery
@@ -71,17 +70,9 @@ class ParsedResponse(Protocol):
     @property
     def body(self) -> bytes: ...
 
-    def render(
-        self,
-        *,
-        contents: Sequence[str | None] | None = None,
-        warning: WarningSpec | None = None,
-        details: Mapping[str, Any] | None = None,
-        warn_indices: frozenset[int] | None = None,
-    ) -> bytes:
-        """New contents per answer (None: keep), the warning on the answers in ``warn_indices``
-        (None: all), ``details`` as the field ``truthlens``; an upstream-written ``truthlens``
-        field never survives. The original bytes when nothing changes."""
+    def render(self, change: Rewrite) -> bytes:
+        """The answer with ``change`` written into it; an upstream-written ``truthlens`` field
+        never survives. The original bytes when nothing changes."""
 
 
 class StreamCodec(Protocol):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -142,11 +142,7 @@ def read_chat_request(decoded: DecodedRequest, ctx: ContextSettings) -> ChatRequ
     """The request as a route with context settings ``ctx`` sees it; ``decoded`` is not changed."""
     doc = decoded.doc
     messages: list[dict[str, Any]] = doc["messages"]
-    passages: list[str] = []
-    forward_body: bytes | None = None
-    if ctx.extension_field is not None and ctx.extension_field in doc:
-        passages.extend(extension_passages(doc[ctx.extension_field], ctx.extension_field))
-        forward_body = encode_json({k: v for k, v in doc.items() if k != ctx.extension_field})
+    passages, forward_body = read_extension(doc, ctx)
     if ctx.tool_messages:
         for i, msg in enumerate(messages):
             if msg["role"] == "tool":
@@ -182,11 +178,15 @@ def paragraphs(text: str) -> list[str]:
 
 
 def _message_text(msg: Mapping[str, Any], i: int) -> str:
-    return _content_text(msg.get("content"), f"messages[{i}].content", "bad_messages")
+    return content_text(msg.get("content"), f"messages[{i}].content", "bad_messages")
 
 
-def _content_text(content: Any, where: str, reason: str) -> str:
-    """A message content as text: a string, the text parts of a part list joined, or ""."""
+_CHAT_TEXT_PARTS = frozenset({"text"})
+
+
+def content_text(content: Any, where: str, reason: str, text_parts: frozenset[str] = _CHAT_TEXT_PARTS) -> str:
+    """A message content as text: a string, the parts of a part list whose type is one of
+    ``text_parts`` joined, or "" (null); anything else is a :class:`BodyError` ``reason``."""
     if content is None:
         return ""
     if isinstance(content, str):
@@ -196,13 +196,22 @@ def _content_text(content: Any, where: str, reason: str) -> str:
         for j, part in enumerate(content):
             if not isinstance(part, dict):
                 raise BodyError(reason, f"{where}[{j}] must be an object")
-            if part.get("type") == "text":
+            if part.get("type") in text_parts:
                 text = part.get("text")
                 if not isinstance(text, str):
                     raise BodyError(reason, f"{where}[{j}].text must be a string")
                 texts.append(text)
         return "\n".join(texts)
     raise BodyError(reason, f"{where} must be a string, a list of parts or null")
+
+
+def read_extension(doc: Mapping[str, Any], ctx: ContextSettings) -> tuple[list[str], bytes | None]:
+    """The passages of the request's context extension field and the request without it (None:
+    it has none, the original body goes upstream)."""
+    field = ctx.extension_field
+    if field is None or field not in doc:
+        return [], None
+    return extension_passages(doc[field], field), encode_json({k: v for k, v in doc.items() if k != field})
 
 
 def extension_passages(value: Any, name: str) -> list[str]:
@@ -244,23 +253,28 @@ class WarningSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class Rewrite:
+    """What a presentation changes in a JSON answer: new contents per answer (None: keep), the
+    warning on the answers in ``warn_indices`` (None: every one), ``details`` as the field
+    ``truthlens``."""
+
+    contents: Sequence[str | None] | None = None
+    warning: WarningSpec | None = None
+    details: Mapping[str, Any] | None = None
+    warn_indices: frozenset[int] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ChatResponse:
     raw: dict[str, Any]
     contents: tuple[str, ...]  # by choice index; null content reads as ""
     body: bytes  # the bytes parsed, handed back when nothing changes
     positions: tuple[int, ...] = ()  # choice index → position in raw["choices"]
 
-    def render(
-        self,
-        *,
-        contents: Sequence[str | None] | None = None,
-        warning: WarningSpec | None = None,
-        details: Mapping[str, Any] | None = None,
-        warn_indices: frozenset[int] | None = None,
-    ) -> bytes:
+    def render(self, change: Rewrite) -> bytes:
         """:func:`render_chat_response` of this response."""
-        return render_chat_response(self, contents=contents, warning=warning, details=details,
-                                    warn_indices=warn_indices)
+        return render_chat_response(self, contents=change.contents, warning=change.warning,
+                                    details=change.details, warn_indices=change.warn_indices)
 
 
 def parse_chat_response(body: bytes) -> ChatResponse:
@@ -282,7 +296,7 @@ def parse_chat_response(body: bytes) -> ChatResponse:
         if not isinstance(message, dict):
             raise BodyError("bad_response", f"choices[{pos}].message is not an object")
         by_index[index] = pos
-        contents[index] = _content_text(message.get("content"), f"choices[{pos}].message.content", "bad_response")
+        contents[index] = content_text(message.get("content"), f"choices[{pos}].message.content", "bad_response")
     if sorted(by_index) != list(range(len(by_index))):
         raise BodyError("bad_response", f"choice indices {sorted(by_index)} are not 0..{len(by_index) - 1}")
     return ChatResponse(
@@ -305,35 +319,53 @@ def render_chat_response(
     ``warn_indices`` (None: every choice) and ``details`` as the field ``truthlens``; a
     ``truthlens`` field the upstream wrote never survives (the verdict is the gateway's alone).
     Returns the original bytes when nothing changes."""
-    if contents is not None and len(contents) != len(resp.contents):
-        raise ValueError(f"{len(contents)} contents for {len(resp.contents)} choices")
-    changed = contents is not None and any(c is not None for c in contents)
-    if warning is not None and warn_indices is not None and not warn_indices & set(range(len(resp.contents))):
-        warning = None  # it applies to no choice
-    if not changed and warning is None and details is None and DETAILS_FIELD not in resp.raw:
-        return resp.body
-    doc = dict(resp.raw)
-    doc.pop(DETAILS_FIELD, None)
-    if changed or warning is not None:
+    def write(doc: dict[str, Any], finals: Mapping[int, str]) -> None:
         choices = list(doc["choices"])
-        for index, pos in enumerate(resp.positions):
-            new = contents[index] if contents is not None else None
-            warn = warning is not None and (warn_indices is None or index in warn_indices)
-            if new is None and not warn:
-                continue
-            text = resp.contents[index] if new is None else new
-            if warn:
-                assert warning is not None
-                text = warning.apply(text)
-            choice = dict(choices[pos])
-            message = dict(choice["message"])
-            message["content"] = text
-            choice["message"] = message
-            choices[pos] = choice
+        for index, text in finals.items():
+            pos = resp.positions[index]
+            choices[pos] = {**choices[pos], "message": {**choices[pos]["message"], "content": text}}
         doc["choices"] = choices
-    if details is not None:
-        doc[DETAILS_FIELD] = details
+
+    return render_answers(resp.raw, resp.body, resp.contents, Rewrite(contents, warning, details, warn_indices), write)
+
+
+def render_answers(
+    raw: Mapping[str, Any],
+    body: bytes,
+    originals: Sequence[str],
+    change: Rewrite,
+    write: Callable[[dict[str, Any], Mapping[int, str]], None],
+) -> bytes:
+    """What every JSON answer's rendering shares: ``body`` (its document ``raw``, its answers
+    ``originals``) when ``change`` changes nothing and the upstream wrote no verdict; else the
+    document without the upstream's ``truthlens`` field, ``write`` called with each changed
+    answer's final text (by index), and the change's details as the field ``truthlens``."""
+    finals = changed_texts(originals, change)
+    if not finals and change.details is None and DETAILS_FIELD not in raw:
+        return body
+    doc = dict(raw)
+    doc.pop(DETAILS_FIELD, None)
+    if finals:
+        write(doc, finals)
+    if change.details is not None:
+        doc[DETAILS_FIELD] = change.details
     return encode_json(doc)
+
+
+def changed_texts(originals: Sequence[str], change: Rewrite) -> dict[int, str]:
+    """The answers ``change`` rewrites or warns, by index, each with its final text."""
+    contents, warning = change.contents, change.warning
+    if contents is not None and len(contents) != len(originals):
+        raise ValueError(f"{len(contents)} contents for {len(originals)} answers")
+    finals: dict[int, str] = {}
+    for index, original in enumerate(originals):
+        new = contents[index] if contents is not None else None
+        warn = warning is not None and (change.warn_indices is None or index in change.warn_indices)
+        if new is None and not warn:
+            continue
+        text = original if new is None else new
+        finals[index] = warning.apply(text) if warn and warning is not None else text
+    return finals
 
 
 def without_field(body: bytes, name: str) -> bytes | None:

@@ -20,14 +20,14 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from truthlens.gateway.openai_body import (
-    DETAILS_FIELD,
     BodyError,
     ContextSettings,
-    WarningSpec,
+    Rewrite,
+    content_text,
     decode_json,
-    encode_json,
-    extension_passages,
     paragraphs,
+    read_extension,
+    render_answers,
 )
 from truthlens.modes.base import GroundedQuery
 
@@ -111,11 +111,7 @@ def decode_responses_request(body: bytes, *, max_bytes: int | None = None) -> De
 def read_responses_request(decoded: DecodedResponsesRequest, ctx: ContextSettings) -> ResponsesRequest:
     """The request as a route with context settings ``ctx`` sees it; ``decoded`` is not changed."""
     doc = decoded.doc
-    passages: list[str] = []
-    forward_body: bytes | None = None
-    if ctx.extension_field is not None and ctx.extension_field in doc:
-        passages.extend(extension_passages(doc[ctx.extension_field], ctx.extension_field))
-        forward_body = encode_json({k: v for k, v in doc.items() if k != ctx.extension_field})
+    passages, forward_body = read_extension(doc, ctx)
     if ctx.tool_messages:
         passages.extend(t for item in decoded.items if item.kind == "tool_output" for t in item.texts if t.strip())
     if ctx.system_messages:
@@ -173,21 +169,7 @@ def _input_item(item: Any, where: str) -> InputItem:
 
 
 def _text(content: Any, where: str) -> str:
-    """A content or output: a string, the text parts of a part list joined, or "" (null)."""
-    if content is None or isinstance(content, str):
-        return content or ""
-    if not isinstance(content, list):
-        raise BodyError("bad_messages", f"{where} must be a string, a list of content parts or null")
-    texts = []
-    for j, part in enumerate(content):
-        if not isinstance(part, dict):
-            raise BodyError("bad_messages", f"{where}[{j}] must be an object")
-        if part.get("type") in _TEXT_PARTS:
-            text = part.get("text")
-            if not isinstance(text, str):
-                raise BodyError("bad_messages", f"{where}[{j}].text must be a string")
-            texts.append(text)
-    return "\n".join(texts)
+    return content_text(content, where, "bad_messages", _TEXT_PARTS)
 
 
 # ---------------------------------------------------------------------------- responses
@@ -213,17 +195,9 @@ class ResponsesResponse:
     body: bytes  # the bytes parsed, handed back when nothing changes
     messages: tuple[MessageText, ...] = ()
 
-    def render(
-        self,
-        *,
-        contents: Sequence[str | None] | None = None,
-        warning: WarningSpec | None = None,
-        details: Mapping[str, Any] | None = None,
-        warn_indices: frozenset[int] | None = None,
-    ) -> bytes:
+    def render(self, change: Rewrite) -> bytes:
         """:func:`render_responses_response` of this response."""
-        return render_responses_response(self, contents=contents, warning=warning, details=details,
-                                         warn_indices=warn_indices)
+        return render_responses_response(self, change)
 
 
 def parse_responses_response(body: bytes) -> ResponsesResponse:
@@ -263,34 +237,12 @@ def message_texts(output: Any, where: str) -> tuple[MessageText, ...]:
     return tuple(messages)
 
 
-def render_responses_response(
-    resp: ResponsesResponse,
-    *,
-    contents: Sequence[str | None] | None = None,
-    warning: WarningSpec | None = None,
-    details: Mapping[str, Any] | None = None,
-    warn_indices: frozenset[int] | None = None,
-) -> bytes:
-    """The response with new contents per answer (None: keep), the warning on each answer in
-    ``warn_indices`` (None: every one) written into its ``output_text`` parts (and the
-    top-level ``output_text`` when the upstream sent one), and ``details`` as the field
-    ``truthlens``; an upstream-written ``truthlens`` field never survives. The original bytes
-    when nothing changes."""
-    if contents is not None and len(contents) != len(resp.contents):
-        raise ValueError(f"{len(contents)} contents for {len(resp.contents)} answers")
-    finals: dict[int, str] = {}
-    for index, original in enumerate(resp.contents):
-        new = contents[index] if contents is not None else None
-        warn = warning is not None and (warn_indices is None or index in warn_indices)
-        if new is None and not warn:
-            continue
-        text = original if new is None else new
-        finals[index] = warning.apply(text) if warn and warning is not None else text
-    if not finals and details is None and DETAILS_FIELD not in resp.raw:
-        return resp.body
-    doc = dict(resp.raw)
-    doc.pop(DETAILS_FIELD, None)
-    if finals:
+def render_responses_response(resp: ResponsesResponse, change: Rewrite) -> bytes:
+    """The response with ``change`` written into each changed answer's ``output_text`` parts
+    (and into the top-level ``output_text`` when the upstream sent one) and its details as the
+    field ``truthlens``; an upstream-written ``truthlens`` field never survives. The original
+    bytes when nothing changes."""
+    def write(doc: dict[str, Any], finals: Mapping[int, str]) -> None:
         output = list(doc["output"])
         for index, text in finals.items():
             message = resp.messages[index]
@@ -298,9 +250,8 @@ def render_responses_response(
         doc["output"] = output
         if isinstance(doc.get("output_text"), str):
             doc["output_text"] = output_text(output)
-    if details is not None:
-        doc[DETAILS_FIELD] = details
-    return encode_json(doc)
+
+    return render_answers(resp.raw, resp.body, resp.contents, change, write)
 
 
 def with_text(item: Mapping[str, Any], message: MessageText, text: str) -> dict[str, Any]:

@@ -503,6 +503,21 @@ class ScriptedUpstream:
                 return await served(request)
         return await handler(request)
 
+    async def _take(
+        self, request: web.Request, body: Mapping[str, Any], model: str, messages: Sequence[Mapping[str, Any]],
+        messages_field: str,
+    ) -> tuple[int, Rule, web.Response | None]:
+        """Pick the rule that answers a call, log the call (``params``: every body field but the
+        model and ``messages_field``), wait the rule's delay; the scripted HTTP error, if any."""
+        key, rule = self._pick(model, messages)
+        params = {k: v for k, v in body.items() if k not in ("model", messages_field)}
+        self.calls.append(Call(model=model, messages=tuple(messages), params=params,
+                               headers={k.lower(): v for k, v in request.headers.items()},
+                               rule=rule.name, time=time.time()))
+        if rule.reply.delay_s > 0:
+            await asyncio.sleep(rule.reply.delay_s)
+        return key, rule, _failure(rule.reply) if rule.reply.status >= 400 else None
+
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         try:
             body = await request.json()
@@ -512,16 +527,10 @@ class ScriptedUpstream:
             return _error(400, f"invalid request: {exc}", "invalid_request_error")
         model = str(body.get("model", ""))
         messages = [m for m in body["messages"] if isinstance(m, Mapping)]
-        key, rule = self._pick(model, messages)
-        params = {k: v for k, v in body.items() if k not in ("model", "messages")}
-        self.calls.append(Call(model=model, messages=tuple(messages), params=params,
-                               headers={k.lower(): v for k, v in request.headers.items()},
-                               rule=rule.name, time=time.time()))
+        key, rule, failure = await self._take(request, body, model, messages, "messages")
+        if failure is not None:
+            return failure
         reply = rule.reply
-        if reply.delay_s > 0:
-            await asyncio.sleep(reply.delay_s)
-        if reply.status >= 400:
-            return _failure(reply)
         n = int(body.get("n") or 1)
         contents = self._draw(key, reply, n, messages)
         self._ids += 1
@@ -566,16 +575,10 @@ class ScriptedUpstream:
             return _error(400, f"invalid request: {exc}", "invalid_request_error")
         model = str(body.get("model", ""))
         messages = responses_upstream.input_messages(body)
-        key, rule = self._pick(model, messages)
-        params = {k: v for k, v in body.items() if k not in ("model", "input")}
-        self.calls.append(Call(model=model, messages=tuple(messages), params=params,
-                               headers={k.lower(): v for k, v in request.headers.items()},
-                               rule=rule.name, time=time.time()))
+        key, rule, failure = await self._take(request, body, model, messages, "input")
+        if failure is not None:
+            return failure
         reply = rule.reply
-        if reply.delay_s > 0:
-            await asyncio.sleep(reply.delay_s)
-        if reply.status >= 400:
-            return _failure(reply)
         texts = self._draw(key, reply, 1, messages)
         self._ids += 1
         response_id = f"resp_scripted_{self._ids}"

@@ -62,8 +62,7 @@ def _translate(shown: Presentation, response: ParsedResponse) -> pb.ProcessingRe
     details = shown.details if shown.attach_details else None
     # The original bytes come back when nothing changes (a ``truthlens`` field the upstream
     # wrote is a change: it is dropped).
-    rendered = response.render(contents=shown.contents, warning=shown.warning, details=details,
-                               warn_indices=shown.warned)
+    rendered = response.render(openai_body.Rewrite(shown.contents, shown.warning, details, shown.warned))
     new_body = None if rendered is response.body else rendered
     headers, remove = final_headers(shown.headers)
     return mutations.body_reply("response_body", body=new_body, set_headers=headers, remove=remove)
