@@ -19,7 +19,7 @@ from collections.abc import Callable
 from bench.codec_hot_path import per_call_us
 from truthlens.gateway.chat_stream import ChatStream
 from truthlens.gateway.endpoints import CHAT, RESPONSES, StreamCodec
-from truthlens.gateway.openai_body import ContextSettings, WarningSpec
+from truthlens.gateway.openai_body import ContextSettings, Rewrite, WarningSpec
 from truthlens.gateway.presentation import Presentation
 from truthlens.gateway.responses_stream import ResponsesStream
 from truthlens.gateway.sse import SSEDecoder, SSEEvent
@@ -86,8 +86,8 @@ def main() -> None:
         {"index": 0, "message": {"role": "assistant", "content": ANSWER}, "finish_reason": "stop"}]}).encode()
     responses_json = json.dumps(responses_upstream.response_object("r1", "m", [ANSWER], created_at=1)).encode()
     row("JSON answer: parse + render warned",
-        per_call_us(lambda: CHAT.parse_response(chat_json).render(warning=WARNING), n),
-        per_call_us(lambda: RESPONSES.parse_response(responses_json).render(warning=WARNING), n))
+        per_call_us(lambda: CHAT.parse_response(chat_json).render(Rewrite(warning=WARNING)), n),
+        per_call_us(lambda: RESPONSES.parse_response(responses_json).render(Rewrite(warning=WARNING)), n))
 
     chat_body, responses_body = chat_stream_body(), responses_stream_body()
     row("stream of 200 deltas: decode + accumulate",

@@ -104,6 +104,15 @@ def sequence_numbers(raw: bytes) -> list[int]:
 # ---------------------------------------------------------------- reading
 
 
+def test_the_fixture_is_what_the_openai_package_reads_as_a_responses_stream() -> None:
+    from openai.types.responses import ResponseStreamEvent
+    from pydantic import TypeAdapter
+
+    adapter = TypeAdapter(ResponseStreamEvent)
+    for event in events(FIXTURE):
+        assert event.event == adapter.validate_json(event.data).type
+
+
 def test_the_fixture_reads_as_one_answer_ending_at_response_completed() -> None:
     codec = ResponsesStream("passthrough")
     forwarded, withheld, end, after = run(codec, FIXTURE)

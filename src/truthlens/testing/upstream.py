@@ -26,7 +26,10 @@ Rule (YAML or JSON; every key optional)::
 
 ``headers`` are added to the response, ``extra_fields`` merged into a JSON completion's top
 level, ``extra_events`` (raw SSE text) sent before a stream's ``data: [DONE]``: an upstream
-that tries to speak for the gateway, for instance.
+that tries to speak for the gateway, for instance. The same rules answer ``POST /v1/responses``
+(matched on its input read as messages, ``instructions`` as the system message): one ``message``
+item, ``finish_reason: length`` makes the response ``incomplete``, ``extra_fields`` go into the
+response object and ``extra_events`` before the terminal event; ``n`` and ``logprobs`` are chat's.
 
 ``verdicts`` scripts a verifier's claim verdicts (premium's verdict prompt): the reply is the
 JSON ``{"verdicts": [{"claim": n, "verdict": ...}]}`` for the claims quoted in the request's
