@@ -112,13 +112,28 @@ async def evaluate(
     return results, extra
 
 
-def _print_table(title: str, columns: Sequence[str], rows: dict[str, dict[str, str]]) -> None:
+def print_table(title: str, columns: Sequence[str], rows: dict[str, dict[str, str]]) -> None:
     print(title)
     width = max(len(n) for n in rows)
     print(f"{'configuration':<{width}}  " + "  ".join(f"{c:>{max(len(c), 7)}}" for c in columns))
     for name, row in rows.items():
         print(f"{name:<{width}}  " + "  ".join(f"{row.get(c, '-'):>{max(len(c), 7)}}" for c in columns))
     print()
+
+
+def evaluation_sets(ragtruth_dir: Path, halueval_root: Path, items: int, summarization_items: int,
+                    ) -> dict[str, list[Case]]:
+    """The evaluation answers by set: RAGTruth's evaluation half per task, HaluEval's evaluation fold."""
+    data = {f"ragtruth {task}": ragtruth_cases(task, ("eval",), ragtruth_dir) for task in ragtruth.TASKS}
+    data["halueval qa"] = halueval_cases("qa", ("eval",), halueval_root, items)
+    data["halueval summarization"] = halueval_cases("summarization", ("eval",), halueval_root, summarization_items)
+    data["halueval dialogue"] = halueval_cases("dialogue", ("eval",), halueval_root, items)
+    return data
+
+
+def describe(data: dict[str, list[Case]]) -> str:
+    return ", ".join(f"{name} {len(cases)} ({sum(c.hallucinated for c in cases)} hallucinated)"
+                     for name, cases in data.items())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -132,15 +147,10 @@ def main(argv: list[str] | None = None) -> int:
     if not ragtruth.available(args.ragtruth):
         parser.error(f"RAGTruth files not in {args.ragtruth}: python -m training.corpus.ragtruth --faithjudge DIR")
     root = halueval.fetch(args.halueval)
-    data = {f"ragtruth {task}": ragtruth_cases(task, ("eval",), args.ragtruth) for task in ragtruth.TASKS}
-    data["halueval qa"] = halueval_cases("qa", ("eval",), root, args.items)
-    data["halueval summarization"] = halueval_cases("summarization", ("eval",), root, args.summarization_items)
-    data["halueval dialogue"] = halueval_cases("dialogue", ("eval",), root, args.items)
+    data = evaluation_sets(args.ragtruth, root, args.items, args.summarization_items)
     pair = long_context.build(root)
-    counts = ", ".join(
-        f"{name} {len(cases)} ({sum(c.hallucinated for c in cases)} hallucinated)" for name, cases in data.items()
-    )
-    print(f"answers: {counts}; long-context pair {len(pair.context)} passages; response threshold {args.threshold}\n")
+    print(f"answers: {describe(data)}; long-context pair {len(pair.context)} passages; "
+          f"response threshold {args.threshold}\n")
 
     results = {c.name: asyncio.run(evaluate(c, data, pair, args.threshold)) for c in configurations()}
     rag_rows: dict[str, dict[str, str]] = {}
@@ -155,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, f1 in RAGTRUTH_ANCHORS.items():
         rag_rows[name] = {"all F1": f"{f1 / 100:.3f}"}
     columns = ["decision"] + [f"{t} {k}" for t in (*ragtruth.TASKS, "all") for k in ("F1", "BA", "AUROC", "spanF1")]
-    _print_table("RAGTruth evaluation half (even source_id): example F1, balanced accuracy, AUROC, "
+    print_table("RAGTruth evaluation half (even source_id): example F1, balanced accuracy, AUROC, "
                  "character-span F1; FA = faithful answers flagged", [*columns, "all FA"], rag_rows)
 
     hal_rows: dict[str, dict[str, str]] = {}
@@ -169,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, anchor in HALUEVAL_ANCHORS.items():
         hal_rows[name] = {f"{t} acc": f"{v / 100:.3f}" for t, v in anchor.items()}
     columns = [f"{t} {k}" for t in ("qa", "summarization", "dialogue") for k in ("acc", "F1", "AUROC")]
-    _print_table("HaluEval evaluation fold (i % 10 == 0), balanced; long-context pair",
+    print_table("HaluEval evaluation fold (i % 10 == 0), balanced; long-context pair",
                  [*columns, "20k faithful", "20k wrong year", "s"], hal_rows)
     return 0
 

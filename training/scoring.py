@@ -105,8 +105,16 @@ class Metrics:
 
 
 def metrics(scored: Sequence[Scored], decision: Decision) -> Metrics:
-    verdicts = [decision.judge(s) for s in scored]
-    truth = [s.case.hallucinated for s in scored]
+    return verdict_metrics([s.case for s in scored], [decision.judge(s) for s in scored], [s.peak for s in scored])
+
+
+def verdict_metrics(
+    cases: Sequence[Case], verdicts: Sequence[tuple[bool, Sequence[Span]]], ranking: Sequence[float]
+) -> Metrics:
+    """Metrics of any detector's verdicts (flagged, spans) on ``cases``; ``ranking`` is the
+    threshold-free signal AUROC is computed from (a token classifier's peak probability, or a
+    verdict's score)."""
+    truth = [c.hallucinated for c in cases]
     flagged = [v for v, _ in verdicts]
     tp = sum(f and t for f, t in zip(flagged, truth, strict=True))
     fp = sum(f and not t for f, t in zip(flagged, truth, strict=True))
@@ -115,17 +123,17 @@ def metrics(scored: Sequence[Scored], decision: Decision) -> Metrics:
     precision, recall, f1 = prf(tp, fp, positives - tp)
     tnr = (negatives - fp) / negatives if negatives else 0.0
     span = None
-    if any(s.case.labels for s in scored):
+    if any(c.labels for c in cases):
         stp = sfp = sfn = 0
-        for s, (_, spans) in zip(scored, verdicts, strict=True):
-            if s.case.hallucinated and not s.case.labels:
+        for case, (_, spans) in zip(cases, verdicts, strict=True):
+            if case.hallucinated and not case.labels:
                 continue  # hallucinated without span labels (HaluEval): no character truth
-            gold = {i for a, b in s.case.labels for i in range(a, b)}
+            gold = {i for a, b in case.labels for i in range(a, b)}
             pred = {i for sp in spans for i in range(sp.start, sp.end)}
             stp, sfp, sfn = stp + len(gold & pred), sfp + len(pred - gold), sfn + len(gold - pred)
         span = prf(stp, sfp, sfn)[2]
     return Metrics(
-        n=len(scored),
+        n=len(cases),
         positives=positives,
         precision=precision,
         recall=recall,
@@ -133,7 +141,7 @@ def metrics(scored: Sequence[Scored], decision: Decision) -> Metrics:
         balanced_accuracy=(recall + tnr) / 2 if positives and negatives else (recall if positives else tnr),
         accuracy=sum(f == t for f, t in zip(flagged, truth, strict=True)) / len(truth) if truth else 0.0,
         false_alarms=fp / negatives if negatives else 0.0,
-        auroc=auroc([s.peak for s in scored], truth),
+        auroc=auroc(ranking, truth),
         span_f1=span,
     )
 

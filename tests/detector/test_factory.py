@@ -5,6 +5,7 @@ Nothing is scripted: provider choice is a pure function of what onnxruntime offe
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,8 @@ import pytest
 from truthlens.detector.factory import backend_names, check_settings, create_detector
 from truthlens.detector.manifest import ModelDirError
 from truthlens.detector.onnx_backend import CPU, CUDA, choose_providers
-from truthlens.detector.types import DetectorSettings
+from truthlens.detector.types import ConfirmSettings, DetectorSettings, LlmSettings
+from truthlens.llm import Endpoint
 
 
 def test_unknown_backend_and_bad_settings_name_the_field() -> None:
@@ -54,3 +56,16 @@ def test_serving_imports_no_torch_or_transformers(tiny_model_dir: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+def test_llm_settings_are_checked_and_a_confirmer_follows_only_an_encoder() -> None:
+    assert "llm" in backend_names()
+    with pytest.raises(ValueError, match="needs llm settings"):
+        check_settings(DetectorSettings(backend="llm"))
+    endpoint = Endpoint(base_url="http://127.0.0.1:9/v1")
+    with pytest.raises(ValueError, match="max_tokens"):
+        check_settings(DetectorSettings(backend="llm", llm=LlmSettings("m", endpoint, max_tokens=0)))
+    confirmer = DetectorSettings(backend="llm", llm=LlmSettings("m", endpoint, role="confirm"))
+    check_settings(DetectorSettings(confirm=ConfirmSettings(detector=confirmer)))  # onnx + llm: fine
+    with pytest.raises(ValueError, match="confirm follows an encoder backend"):
+        check_settings(dataclasses.replace(confirmer, confirm=ConfirmSettings(detector=confirmer)))

@@ -1,8 +1,9 @@
 """Services per config generation: an exchange keeps the LLM client of the config it pinned,
 and a client a reload retired is closed when the last exchange using it ends.
 
-Real parts: the shipped detector in ONNX Runtime, configs parsed from YAML-shaped mappings,
-the real LLM client (never called here)."""
+The cascade's confirmer (``detector.confirm``) loads once at start, like the detector, and every
+generation's services carry it. Real parts: the shipped detector in ONNX Runtime, configs parsed
+from YAML-shaped mappings, the real LLM client (never called here)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 import pytest_asyncio
 from prometheus_client import CollectorRegistry
 
+from truthlens.detector.llm_backend import LlmDetector
 from truthlens.gateway.config import Config, parse_config
 from truthlens.gateway.services import ServiceProvider
 from truthlens.gateway.telemetry import Telemetry
@@ -68,3 +70,27 @@ async def test_many_reloads_leave_one_open_client(provider: ServiceProvider) -> 
         provider.acquire(config(f"http://127.0.0.1:{port}/v1")).release()
     await asyncio.sleep(0.05)
     assert provider.open_generations() == 1
+
+
+async def test_a_confirmer_loads_at_start_reaches_every_generation_and_closes() -> None:
+    doc = {"version": 1, "detector": {"confirm": {"model": "spans"}},
+           "models": {"default": {"base_url": "http://127.0.0.1:9/v1"}, "spans": {"base_url": "http://127.0.0.1:9/v1"}}}
+    started = await ServiceProvider.start(parse_config(doc), Telemetry(registry=CollectorRegistry()))
+    confirmer = started.confirmer
+    assert isinstance(confirmer, LlmDetector) and confirmer.llm.role == "confirm"
+    lease = started.acquire(parse_config(doc))
+    assert lease.services.confirmer is confirmer
+    lease.release()
+    closed: list[bool] = []
+    real = confirmer.close
+
+    async def close() -> None:
+        closed.append(True)
+        await real()
+
+    confirmer.close = close  # type: ignore[method-assign]
+    await started.close()
+    assert closed == [True]
+    plain = await ServiceProvider.start(config("http://127.0.0.1:9/v1"), Telemetry(registry=CollectorRegistry()))
+    assert plain.confirmer is None and plain.acquire(config("http://127.0.0.1:9/v1")).services.confirmer is None
+    await plain.close()

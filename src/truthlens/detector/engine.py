@@ -37,6 +37,7 @@ from truthlens.detector.types import (
     DetectorSettings,
     InvalidInput,
 )
+from truthlens.detector.validation import validate, validate_threshold
 
 log = logging.getLogger(__name__)
 
@@ -125,8 +126,7 @@ class DetectorEngine:
     async def detect(self, item: DetectionInput, *, threshold: float, timeout_s: float | None = None) -> Detection:
         started = time.perf_counter()
         validate(item, self.settings)
-        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 <= threshold <= 1.0:
-            raise InvalidInput(f"threshold must be a number in [0, 1], got {threshold!r}")
+        validate_threshold(threshold)
 
         def elapsed() -> float:
             return (time.perf_counter() - started) * 1000.0
@@ -261,28 +261,3 @@ def aggregate(n_tokens: int, plan: Plan, outputs: Sequence[np.ndarray], across_c
         view = probs[window.start : window.end]
         np.maximum(view, combined, out=view)
     return probs
-
-
-def validate(item: DetectionInput, settings: DetectorSettings) -> None:
-    """Raise :class:`InvalidInput` for wrong types or sizes, before any tokenisation."""
-    if not isinstance(item, DetectionInput):
-        raise InvalidInput(f"expected a DetectionInput, got {type(item).__name__}")
-    if not isinstance(item.answer, str):
-        raise InvalidInput(f"answer must be a string, got {type(item.answer).__name__}")
-    if not isinstance(item.question, str):
-        raise InvalidInput(f"question must be a string, got {type(item.question).__name__}")
-    # A bare string is a Sequence[str] too; treating it as one passage per character would be wrong.
-    if isinstance(item.context, (str, bytes)) or not isinstance(item.context, Sequence):
-        raise InvalidInput(f"context must be a list of strings, got {type(item.context).__name__}")
-    for i, passage in enumerate(item.context):
-        if not isinstance(passage, str):
-            raise InvalidInput(f"context[{i}] must be a string, got {type(passage).__name__}")
-    if len(item.answer) > settings.max_answer_chars:
-        raise InvalidInput(
-            f"answer has {len(item.answer)} characters, over max_answer_chars={settings.max_answer_chars}"
-        )
-    context_chars = sum(len(p) for p in item.context) + len(item.question)
-    if context_chars > settings.max_context_chars:
-        raise InvalidInput(
-            f"context and question have {context_chars} characters, over max_context_chars={settings.max_context_chars}"
-        )

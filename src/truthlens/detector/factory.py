@@ -5,28 +5,39 @@ from __future__ import annotations
 import importlib
 from typing import Protocol, cast
 
-from truthlens.detector.types import AGGREGATIONS, CHUNK_AGGREGATIONS, Detector, DetectorSettings
+from truthlens.detector.types import AGGREGATIONS, CHUNK_AGGREGATIONS, Detector, DetectorHooks, DetectorSettings
 
 _BACKENDS: dict[str, str] = {
     "onnx": "truthlens.detector.onnx_backend",
     "remote": "truthlens.detector.remote_backend",  # an Open Inference Protocol (v2) server
+    "llm": "truthlens.detector.llm_backend",  # a generative span detector on a chat endpoint
 }
+# Backends whose spans come from a token classifier: the ones a generative confirmer can follow.
+ENCODER_BACKENDS = ("onnx", "remote")
 
 
 class BackendModule(Protocol):
-    def load(self, settings: DetectorSettings) -> Detector: ...
+    def load(self, settings: DetectorSettings, hooks: DetectorHooks | None = None) -> Detector: ...
 
 
 def backend_names() -> tuple[str, ...]:
     return tuple(_BACKENDS)
 
 
-def create_detector(settings: DetectorSettings) -> Detector:
-    """Build the detector ``settings.backend`` names. Raises ``ValueError`` for bad settings
-    and :class:`~truthlens.detector.types.DetectorError` when the model cannot be loaded."""
+def create_detector(settings: DetectorSettings, hooks: DetectorHooks | None = None) -> Detector:
+    """Build the detector ``settings.backend`` names (``hooks``: the process's tracer and
+    counters, for backends that make calls of their own). Raises ``ValueError`` for bad
+    settings and :class:`~truthlens.detector.types.DetectorError` when the model cannot be loaded."""
     check_settings(settings)
     module = cast(BackendModule, importlib.import_module(_BACKENDS[settings.backend]))
-    return module.load(settings)
+    return module.load(settings, hooks)
+
+
+def create_confirmer(settings: DetectorSettings, hooks: DetectorHooks | None = None) -> Detector | None:
+    """The cascade's confirmer ``settings.confirm`` describes, or None without one."""
+    if settings.confirm is None:
+        return None
+    return create_detector(settings.confirm.detector, hooks)
 
 
 def check_settings(settings: DetectorSettings) -> None:
@@ -62,6 +73,14 @@ def check_settings(settings: DetectorSettings) -> None:
         problems.append("max_in_flight must be >= 1")
     if settings.backend == "remote":
         problems.extend(_remote_problems(settings))
+    if settings.backend == "llm":
+        problems.extend(_llm_problems(settings))
+    if settings.confirm is not None:
+        if settings.backend not in ENCODER_BACKENDS:
+            problems.append(f"confirm follows an encoder backend ({', '.join(ENCODER_BACKENDS)}), "
+                            f"not {settings.backend!r}")
+        if settings.confirm.detector.backend != "llm":
+            problems.append(f"confirm.backend {settings.confirm.detector.backend!r} is not 'llm'")
     if problems:
         raise ValueError("invalid detector settings: " + "; ".join(problems))
 
@@ -82,4 +101,16 @@ def _remote_problems(settings: DetectorSettings) -> list[str]:
         problems.append("remote.channels must be >= 1")
     if remote.health_interval_s <= 0:
         problems.append("remote.health_interval_s must be > 0")
+    return problems
+
+
+def _llm_problems(settings: DetectorSettings) -> list[str]:
+    llm = settings.llm
+    if llm is None:
+        return ["backend 'llm' needs llm settings (model)"]
+    problems = []
+    if not llm.model:
+        problems.append("llm.model is empty")
+    if llm.max_tokens < 1:
+        problems.append("llm.max_tokens must be >= 1")
     return problems

@@ -33,7 +33,7 @@ from truthlens.detector.manifest import (
     resolve_model_dir,
 )
 from truthlens.detector.relevance import Relevance, load_relevance
-from truthlens.detector.types import DetectorSettings
+from truthlens.detector.types import DetectorHooks, DetectorSettings
 
 log = logging.getLogger(__name__)
 
@@ -143,8 +143,9 @@ def _softmax_at(logits: np.ndarray, index: int) -> np.ndarray:
     return np.asarray(exp[..., index] / exp.sum(axis=-1), dtype=np.float32)
 
 
-def load(settings: DetectorSettings) -> DetectorEngine:
-    """The ONNX detector for ``settings`` (the shipped model when ``model_dir`` is None)."""
+def load(settings: DetectorSettings, hooks: DetectorHooks | None = None) -> DetectorEngine:
+    """The ONNX detector for ``settings`` (the shipped model when ``model_dir`` is None).
+    ``hooks`` go unused: in-process runs make no calls of their own to trace or count."""
     manifest = load_manifest(resolve_model_dir(settings.model_dir))
     try:
         encoder = TextEncoder(manifest.tokenizer_path)

@@ -32,7 +32,7 @@ from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.manifest import ModelDirError, ModelManifest, load_manifest, resolve_model_dir
 from truthlens.detector.oip import DATATYPES, ModelMetadata, OipClient, RemoteError
 from truthlens.detector.onnx_backend import answer_probs, grounded_relevance, pad_rows
-from truthlens.detector.types import DetectorSettings, RemoteSettings
+from truthlens.detector.types import DetectorHooks, DetectorSettings, RemoteSettings
 
 log = logging.getLogger(__name__)
 
@@ -187,9 +187,10 @@ class RemoteDetector(DetectorEngine):
         await asyncio.to_thread(self.runner.close)
 
 
-def load(settings: DetectorSettings) -> RemoteDetector:
+def load(settings: DetectorSettings, hooks: DetectorHooks | None = None) -> RemoteDetector:
     """The remote detector for ``settings``; starts even when the server is not up yet (its
-    checks are unavailable until it is), so gateways and model servers start in any order."""
+    checks are unavailable until it is), so gateways and model servers start in any order.
+    ``hooks`` go unused: batch calls are timed by the gateway's detect spans, not traced apart."""
     if settings.remote is None:
         raise ValueError("invalid detector settings: backend 'remote' needs a 'remote' section")
     manifest = load_manifest(resolve_model_dir(settings.model_dir))

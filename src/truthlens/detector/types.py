@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from opentelemetry import trace
+
+from truthlens.tracing import NO_TRACER
+
+if TYPE_CHECKING:
+    from truthlens.llm import Endpoint
 
 Status = Literal["clean", "detected", "unavailable"]
 Aggregation = Literal["noisy_or", "max_span", "span_mean"]
@@ -14,7 +21,9 @@ AGGREGATIONS: tuple[Aggregation, ...] = ("noisy_or", "max_span", "span_mean")
 FactReason = Literal[
     "unsupported_number", "unsupported_unit", "unsupported_date", "unsupported_entity", "misattributed_entity"
 ]
-SpanReason = Literal["model", FactReason]
+# "llm": a generative detector on a chat endpoint quoted it (backend "llm"); "confirmed_llm": the
+# encoder flagged it and the cascade's generative confirmer quoted it too (detector.confirm).
+SpanReason = Literal["model", FactReason, "llm", "confirmed_llm"]
 # How one answer token's probabilities from different context chunks combine: "max" flags a
 # token any chunk flags (LettuceDetect's choice; a claim whose evidence sits in one chunk is
 # unsupported in all the others, so long contexts flag correct answers); "min" keeps a token
@@ -65,7 +74,9 @@ class Span:
     ``reason`` says what flagged it: ``"model"`` (the token classifier alone) or the fact check's
     reason for a fact inside it the context never states (``"unsupported_number"``,
     ``"unsupported_unit"``, ``"unsupported_date"``, ``"unsupported_entity"``), or a name the
-    context gives in another role (``"misattributed_entity"``)."""
+    context gives in another role (``"misattributed_entity"``); ``"llm"`` when a generative
+    detector quoted it, ``"confirmed_llm"`` when the encoder flagged it and the cascade's
+    generative confirmer agreed."""
 
     start: int
     end: int
@@ -115,6 +126,43 @@ class RemoteSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class LlmSettings:
+    """Where ``backend: llm`` (or the cascade's confirmer) asks for unsupported spans: a chat
+    model of the config's ``models:`` section, under a strict JSON schema
+    (src/truthlens/detector/llm_backend.py)."""
+
+    model: str  # the ``models:`` entry (metric label, endpoint)
+    endpoint: Endpoint  # that entry, copied at load: detector settings change only on restart
+    role: str = "detect"  # why the call is made (``truthlens_models_used{role}``): detect | confirm
+    max_tokens: int = 1024  # room for the JSON reply; a reply cut short is malformed, never clean
+
+
+# When the cascade asks its confirmer: "flagged" (the only choice) sends only answers the
+# encoder flagged, so a clean answer costs nothing more than the encoder.
+ConfirmWhen = Literal["flagged"]
+
+
+@dataclass(frozen=True, slots=True)
+class ConfirmSettings:
+    """``detector.confirm``: a generative detector that confirms or clears the encoder's spans
+    on routes that opt in (``confirm: true``; src/truthlens/detector/cascade.py)."""
+
+    detector: DetectorSettings  # backend "llm", with its own size limits and concurrency
+    when: ConfirmWhen = "flagged"
+
+
+@dataclass(frozen=True, slots=True)
+class DetectorHooks:
+    """What the process hands every backend: its tracer and the call counters. Backends that
+    make no calls of their own (onnx, remote) ignore them; ``llm`` traces and counts each chat
+    call with them and reports quotes it had to drop (not in the answer)."""
+
+    tracer: trace.Tracer = NO_TRACER
+    on_model_call: Callable[[str, str], None] | None = None  # (model, role), as LLMClient's on_call
+    on_dropped_quotes: Callable[[str, int], None] | None = None  # (role, how many)
+
+
+@dataclass(frozen=True, slots=True)
 class DetectorSettings:
     """Start-up settings of a detector backend (validated by the config loader)."""
 
@@ -147,6 +195,8 @@ class DetectorSettings:
     # a remote server, so round trips overlap and its own dynamic batcher sees the load.
     max_in_flight: int = 1
     remote: RemoteSettings | None = None  # required by backend "remote"
+    llm: LlmSettings | None = None  # required by backend "llm"
+    confirm: ConfirmSettings | None = None  # the cascade's second stage (encoder backends only)
     extra: dict[str, object] = field(default_factory=dict)
 
 

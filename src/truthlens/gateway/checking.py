@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from truthlens.detector.cascade import CascadeDetector
 from truthlens.detector.types import Detection, DetectionInput, Detector
 from truthlens.gateway.errors import normalize_reason, reason_for_exception
 from truthlens.gateway.telemetry import span_attributes
@@ -110,9 +111,12 @@ async def _contained(
         return unavailable_verdict(route.mode, n, "mode_unavailable")
 
     deadline = started + route.budgets.total_s
+    detector = services.detector
+    if route.confirm:
+        detector = _cascade(services, decision, route.mode, telemetry)
     scoped = replace(
         services,
-        detector=BudgetedDetector(services.detector, route.budgets.detection_s, deadline, telemetry, route.mode),
+        detector=BudgetedDetector(detector, route.budgets.detection_s, deadline, telemetry, route.mode),
     )
     timeout = asyncio.timeout(max(0.0, deadline - time.monotonic()))
     try:
@@ -158,6 +162,22 @@ def _malformed(verdict: object, n: int) -> str | None:
         if c.detection.status != "unavailable" and c.detection.score is None:
             return f"choice {c.index} is {c.detection.status} without a score"
     return None
+
+
+def _cascade(services: Services, decision: str, mode: str, telemetry: Telemetry) -> Detector:
+    """The route's detector with the confirmer behind it; its budget covers both stages."""
+    if services.confirmer is None:
+        _warn_no_confirmer(decision)
+    return CascadeDetector(services.detector, services.confirmer, tracer=services.tracer,
+                           on_outcome=telemetry.confirmation_recorder(decision, mode))
+
+
+@functools.cache
+def _warn_no_confirmer(decision: str) -> None:
+    # Routes can opt in on a reload; detector.confirm itself loads only at start-up. Once per
+    # decision: each such exchange still says so (reason confirm_not_loaded, counted).
+    log.warning("decision %r asks for confirmation, but no confirmer was loaded at start-up "
+                "(detector.confirm takes effect after a restart)", decision)
 
 
 @functools.cache

@@ -22,7 +22,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 
-from truthlens.detector.types import AGGREGATIONS, CHUNK_AGGREGATIONS, DetectorSettings, RemoteSettings
+from truthlens.detector.types import (
+    AGGREGATIONS,
+    CHUNK_AGGREGATIONS,
+    ConfirmSettings,
+    DetectorSettings,
+    LlmSettings,
+    RemoteSettings,
+)
 from truthlens.gateway.decisions import Rule, compile_rules
 from truthlens.gateway.openai_body import ContextSettings, WarningSpec
 from truthlens.llm import Endpoint as ModelEndpoint
@@ -82,6 +89,8 @@ class RouteSettings:
     enabled: bool = True  # only the global defaults can be disabled (a decision is then None)
     # A request with no grounding context: skip (not checked, said so), check, or block (refused).
     no_context: NoContextPolicy = "skip"
+    # Flagged answers go to detector.confirm, which confirms or clears each span (the cascade).
+    confirm: bool = False
 
     @property
     def warning(self) -> WarningSpec:
@@ -168,13 +177,14 @@ def parse_config(
     version = root.get("version")
     if version != SCHEMA_VERSION:
         raise ConfigError("version", f"unsupported schema version {version!r} (expected {SCHEMA_VERSION})")
-    detector = _parse_detector(root.section("detector"), Path(base_dir) if base_dir is not None else None)
     models = _parse_models(root.section("models"))
+    detector = _parse_detector(root.section("detector"), Path(base_dir) if base_dir is not None else None, models)
     model_names = frozenset(models)
     global_section = root.section("hallucination")
     mode_defaults = _parse_mode_sections(global_section, model_names)
-    hallucination = _resolve_route(None, global_section, mode_defaults, model_names)
-    decisions = _parse_decisions(root.get("decisions", []), global_section, mode_defaults, model_names)
+    confirmer = detector.confirm is not None
+    hallucination = _resolve_route(None, global_section, mode_defaults, model_names, confirmer)
+    decisions = _parse_decisions(root.get("decisions", []), global_section, mode_defaults, model_names, confirmer)
     gateway = root.section("gateway")
     gateway.allow("max_streams")
     return Config(
@@ -192,15 +202,28 @@ def parse_config(
 # ---------------------------------------------------------------------------- detector and models
 
 
-def _parse_detector(s: Section, base_dir: Path | None) -> DetectorSettings:
+# Keys of the detector section that only an encoder (backend onnx or remote) reads.
+_ENCODER_KEYS = (
+    "model", "provider", "token_threshold", "aggregation", "min_span_length", "min_span_confidence",
+    "intra_op_threads", "answer_overlap_tokens", "chunk_aggregation", "evidence_checks", "role_checks",
+)
+# Size limits and concurrency of a generative detector (backend llm, detector.confirm): a chat
+# model's context window is far smaller than what the encoder chunks through.
+LLM_MAX_ANSWER_CHARS = 50_000
+LLM_MAX_CONTEXT_CHARS = 200_000
+LLM_MAX_IN_FLIGHT = 16
+
+
+def _parse_detector(s: Section, base_dir: Path | None, models: Mapping[str, ModelEndpoint]) -> DetectorSettings:
     s.allow(
-        "model", "backend", "provider", "token_threshold", "aggregation", "min_span_length",
-        "min_span_confidence", "batching", "intra_op_threads", "max_answer_chars",
-        "max_context_chars", "answer_overlap_tokens", "chunk_aggregation", "evidence_checks", "role_checks",
-        "remote",
+        *_ENCODER_KEYS, "backend", "batching", "max_answer_chars", "max_context_chars", "remote", "llm", "confirm",
     )
     d = DetectorSettings()
-    backend = s.choice("backend", d.backend, ("onnx", "remote"))
+    backend = s.choice("backend", d.backend, ("onnx", "remote", "llm"))
+    if backend == "llm":
+        return _parse_llm_detector(s, models)
+    if "llm" in s:
+        raise ConfigError(s.key("llm"), f"only used by backend 'llm' (backend is {backend!r})")
     model = s.string("model", "builtin")
     model_dir: str | None = None
     if model != "builtin":
@@ -234,7 +257,59 @@ def _parse_detector(s: Section, base_dir: Path | None) -> DetectorSettings:
         # one with all of them (src/truthlens/detector/onnx_backend.py).
         max_in_flight=batching.integer("max_in_flight", 4 if backend == "remote" else 2, lo=1, hi=256),
         remote=_parse_remote(s, backend),
+        confirm=_parse_confirm(s, models),
     )
+
+
+def _parse_llm_detector(s: Section, models: Mapping[str, ModelEndpoint]) -> DetectorSettings:
+    """``backend: llm``: the ``llm`` section (model, max_tokens), size limits, calls in flight."""
+    for key in (*_ENCODER_KEYS, "remote"):
+        if key in s:
+            raise ConfigError(s.key(key), "not used by backend 'llm' (it has no encoder model): remove it")
+    if "confirm" in s:
+        raise ConfigError(s.key("confirm"), "confirms an encoder's spans; backend 'llm' is already generative")
+    if "llm" not in s:
+        raise ConfigError(s.key("llm"), "backend 'llm' needs this section (model: an entry of the models section)")
+    batching = s.section("batching")
+    batching.allow("max_in_flight", hint="backend 'llm' takes only max_in_flight")
+    llm = s.section("llm")
+    llm.allow("model", "max_tokens")
+    return DetectorSettings(
+        backend="llm",
+        max_answer_chars=s.integer("max_answer_chars", LLM_MAX_ANSWER_CHARS, lo=1),
+        max_context_chars=s.integer("max_context_chars", LLM_MAX_CONTEXT_CHARS, lo=1),
+        max_in_flight=batching.integer("max_in_flight", LLM_MAX_IN_FLIGHT, lo=1, hi=1024),
+        llm=_llm_settings(llm, models, role="detect"),
+    )
+
+
+def _parse_confirm(detector: Section, models: Mapping[str, ModelEndpoint]) -> ConfirmSettings | None:
+    """``detector.confirm``: the cascade's generative confirmer, used by routes with ``confirm: true``."""
+    if "confirm" not in detector:
+        return None
+    c = detector.section("confirm")
+    c.allow("backend", "model", "when", "max_tokens", "max_answer_chars", "max_context_chars", "max_in_flight")
+    c.choice("backend", "llm", ("llm",))
+    return ConfirmSettings(
+        when=c.choice("when", "flagged", ("flagged",)),
+        detector=DetectorSettings(
+            backend="llm",
+            max_answer_chars=c.integer("max_answer_chars", LLM_MAX_ANSWER_CHARS, lo=1),
+            max_context_chars=c.integer("max_context_chars", LLM_MAX_CONTEXT_CHARS, lo=1),
+            max_in_flight=c.integer("max_in_flight", LLM_MAX_IN_FLIGHT, lo=1, hi=1024),
+            llm=_llm_settings(c, models, role="confirm"),
+        ),
+    )
+
+
+def _llm_settings(s: Section, models: Mapping[str, ModelEndpoint], *, role: str) -> LlmSettings:
+    """``model`` (an entry of ``models:``, exactly: its endpoint is copied) and ``max_tokens``."""
+    model = s.string("model")
+    if model not in models:
+        known = ", ".join(sorted(models)) or "none"
+        raise ConfigError(s.key("model"), f"must name an entry of the models section, got {model!r} (entries: {known})")
+    return LlmSettings(model=model, endpoint=models[model], role=role,
+                       max_tokens=s.integer("max_tokens", 1024, lo=1, hi=65_536))
 
 
 def _parse_remote(detector: Section, backend: str) -> RemoteSettings | None:
@@ -303,7 +378,7 @@ def _parse_models(s: Section) -> dict[str, ModelEndpoint]:
 _GENERIC_KEYS = (
     "enabled", "mode", "threshold", "actions", "warning_template", "warning_position",
     "fail_policy", "streaming", "spans_request_header", "context", "budgets",
-    "max_body_bytes", "evidence", "no_context",
+    "max_body_bytes", "evidence", "no_context", "confirm",
 )
 _NESTED_KEYS = ("context", "budgets", "evidence")
 
@@ -355,6 +430,7 @@ def _resolve_route(
     g: Section,
     mode_defaults: Mapping[str, Mapping[str, Any]],
     models: frozenset[str],
+    confirmer: bool,
 ) -> RouteSettings:
     layers = _Layers(decision, g) if decision is not None else _Layers(g)
     if decision is not None:
@@ -377,6 +453,10 @@ def _resolve_route(
     streaming = _resolve_streaming(one("streaming"), mode, _mode_module(mode, mode_key).REWRITES, actions)
     spans_header = one("spans_request_header").string("spans_request_header", "x-truthlens-include-spans")
     max_body = one("max_body_bytes").integer("max_body_bytes", 8 * 1024 * 1024, lo=1)
+    confirm = one("confirm").boolean("confirm", False)
+    if confirm and not confirmer:
+        raise ConfigError(one("confirm").key("confirm"), "needs detector.confirm (the model that confirms or clears "
+                                                         "the detector's spans); add it or remove this key")
 
     budgets = layers.nested("budgets")
     for s in budgets.sections:
@@ -434,6 +514,7 @@ def _resolve_route(
         evidence=evidence,
         enabled=one("enabled").boolean("enabled", True),
         no_context=one("no_context").choice("no_context", "skip", NO_CONTEXT_POLICIES),
+        confirm=confirm,
     )
 
 
@@ -464,7 +545,7 @@ def _parse_actions(s: Section) -> frozenset[Action]:
 
 
 def _parse_decisions(
-    raw: Any, g: Section, mode_defaults: Mapping[str, Mapping[str, Any]], models: frozenset[str]
+    raw: Any, g: Section, mode_defaults: Mapping[str, Mapping[str, Any]], models: frozenset[str], confirmer: bool
 ) -> tuple[Decision, ...]:
     if not isinstance(raw, list):
         raise ConfigError("decisions", "must be a list")
@@ -485,7 +566,7 @@ def _parse_decisions(
                 name=name,
                 priority=d.integer("priority", 0),
                 rules=compile_rules(d.get("rules"), d.key("rules")),
-                route=_decision_route(d, g, mode_defaults, models),
+                route=_decision_route(d, g, mode_defaults, models, confirmer),
                 description=description,
             )
         )
@@ -494,7 +575,7 @@ def _parse_decisions(
 
 
 def _decision_route(
-    d: Section, g: Section, mode_defaults: Mapping[str, Mapping[str, Any]], models: frozenset[str]
+    d: Section, g: Section, mode_defaults: Mapping[str, Mapping[str, Any]], models: frozenset[str], confirmer: bool
 ) -> RouteSettings | None:
     plugins = d.get("plugins", [])
     if not isinstance(plugins, list):
@@ -508,7 +589,7 @@ def _decision_route(
             raise ConfigError(p.key("type"), f"unknown plugin type {p.get('type')!r} (expected hallucination)")
         # A disabled route's settings are still validated: a typo must not wait for the day
         # someone enables it.
-        policy = _resolve_route(p.section("configuration"), g, mode_defaults, models)
+        policy = _resolve_route(p.section("configuration"), g, mode_defaults, models, confirmer)
         return policy if policy.enabled else None
     return None
 

@@ -36,7 +36,7 @@ REASONS: dict[str, tuple[int, str]] = {
     "detector_timeout": (503, "the detector did not answer within the detection budget"),
     "detector_overloaded": (503, "the detector queue is full"),
     "detector_error": (503, "the detector failed"),
-    "detector_unavailable": (503, "the remote inference server is down or its model not ready"),
+    "detector_unavailable": (503, "the remote inference or model server is down or its model not ready"),
     "invalid_input": (503, "the detector refused the input (over its size limits)"),
     "mode_error": (503, "the route's mode failed"),
     "mode_unavailable": (503, "the route's mode cannot be loaded"),
@@ -70,6 +70,11 @@ _DETECTOR_REASONS: dict[str, str] = {
     "remote_unavailable": "detector_unavailable",
     "remote_timeout": "detector_timeout",
     "remote_error": "detector_error",
+    # The generative backend (backend: llm).
+    "llm_timeout": "detector_timeout",
+    "llm_unavailable": "detector_unavailable",
+    "llm_error": "detector_error",
+    "llm_bad_output": "detector_error",
 }
 
 

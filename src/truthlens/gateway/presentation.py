@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from truthlens.detector.cascade import summarize as summarize_confirmation
 from truthlens.gateway import errors
 from truthlens.gateway.checking import verdict_reason
 from truthlens.gateway.openai_body import WarningSpec
@@ -30,6 +31,10 @@ PROVISIONAL_REASON = "unfinished"
 _PROVISIONAL_NAMES = ("x-truthlens-enabled", "x-truthlens-mode", "x-truthlens-detected", "x-truthlens-reason")
 
 Outcome = Literal["block", "refuse", "rewrite", "annotate", "unchecked", "skipped"]
+# On routes with confirm: true, what the cascade's second stage did (confirmed, cleared,
+# unavailable: the detector's verdict stands, why in CONFIRM_REASON_HEADER; not_needed).
+CONFIRM_HEADER = "x-truthlens-confirm"
+CONFIRM_REASON_HEADER = "x-truthlens-confirm-reason"
 # What was done to the answer (x-truthlens-action, the details' "action", the actions metric).
 Action = Literal["none", "warned", "blocked", "rewritten"]
 ACTION_HEADER = "x-truthlens-action"
@@ -121,7 +126,7 @@ def present(
         headers=headers,
         contents=contents,
         warning=warning,
-        details=_details(decision, verdict, include_spans=include_spans),
+        details=_details(decision, verdict, include_spans=include_spans, confirm=route.confirm),
         attach_details=include_spans,
         refusal=refusal,
         outcome=outcome,
@@ -218,12 +223,23 @@ def _verdict_headers(route: RouteSettings, verdict: Verdict, latency_s: float) -
         headers["x-truthlens-score"] = f"{verdict.score:.4f}"
     headers["x-truthlens-iterations"] = str(verdict.iterations)
     headers["x-truthlens-latency-ms"] = str(round(latency_s * 1000))
+    if route.confirm:
+        headers.update(_confirm_fields(verdict, CONFIRM_HEADER, CONFIRM_REASON_HEADER))
     for name, value in verdict.headers.items():
         headers[name.lower()] = value
     return headers
 
 
-def _details(decision: str, verdict: Verdict, *, include_spans: bool) -> dict[str, Any]:
+def _confirm_fields(verdict: Verdict, outcome_key: str, reason_key: str) -> dict[str, str]:
+    """Which stage decided, for a route that confirms: empty when the check did not run."""
+    summary = summarize_confirmation((c.detection for c in verdict.choices), verdict.status)
+    if summary is None:
+        return {}
+    outcome, why = summary
+    return {outcome_key: outcome, reason_key: why} if why else {outcome_key: outcome}
+
+
+def _details(decision: str, verdict: Verdict, *, include_spans: bool, confirm: bool = False) -> dict[str, Any]:
     """The ``truthlens`` field: the verdict per choice and, when the client asked for them,
     its spans (char offsets into each choice's final content)."""
     choices = []
@@ -253,6 +269,8 @@ def _details(decision: str, verdict: Verdict, *, include_spans: bool) -> dict[st
     originals = [c.original.score for c in verdict.choices if c.original is not None and c.original.score is not None]
     if originals:  # rewritten: the upstream's own answer scored this before the mode changed it
         out["original_score"] = round(max(originals), 4)
+    if confirm:
+        out.update(_confirm_fields(verdict, "confirm", "confirm_reason"))
     if verdict.attributes:
         out["attributes"] = dict(verdict.attributes)
     return out

@@ -84,8 +84,9 @@ class ServiceProvider:
     client is closed when the last exchange pinned to it ends (exchanges in flight keep the
     client they started with, and nothing leaks across many reloads)."""
 
-    def __init__(self, detector: Detector, telemetry: Telemetry) -> None:
+    def __init__(self, detector: Detector, telemetry: Telemetry, confirmer: Detector | None = None) -> None:
         self.detector = detector
+        self.confirmer = confirmer  # detector.confirm (loaded at start, like the detector)
         self._telemetry = telemetry
         self._embedder = LazyEmbedder()
         self._generations: dict[tuple[Any, ...], _Generation] = {}
@@ -94,16 +95,18 @@ class ServiceProvider:
 
     @classmethod
     async def start(cls, config: Config, telemetry: Telemetry) -> ServiceProvider:
-        from truthlens.detector.factory import create_detector
+        from truthlens.detector.factory import create_confirmer, create_detector
         from truthlens.detector.manifest import ModelDirError
         from truthlens.gateway.preflight import model_dir_error
 
+        # Backends that call a model server themselves (llm) trace and count like every re-ask.
+        hooks = telemetry.detector_hooks(config.models)
         # Loading the model takes a while; the loop keeps answering health checks meanwhile.
         try:
-            detector = await asyncio.to_thread(create_detector, config.detector)
+            detector = await asyncio.to_thread(create_detector, config.detector, hooks)
         except ModelDirError as exc:  # named by its key, like every other config error
             raise model_dir_error(exc) from exc
-        provider = cls(detector, telemetry)
+        provider = cls(detector, telemetry, create_confirmer(config.detector, hooks))
         provider.acquire(config).release()  # build the first generation now, not on the first request
         return provider
 
@@ -113,7 +116,7 @@ class ServiceProvider:
         generation = self._generations.get(key)
         if generation is None:
             services = Services(detector=self.detector, llm=self._llm(config), embedder=self._embedder,
-                                tracer=self._telemetry.tracer)
+                                tracer=self._telemetry.tracer, confirmer=self.confirmer)
             generation = self._generations[key] = _Generation(key, services)
         if generation is not self._current:
             previous, self._current = self._current, generation
@@ -162,6 +165,8 @@ class ServiceProvider:
 
     async def close(self) -> None:
         await self.detector.close()
+        if self.confirmer is not None:
+            await self.confirmer.close()
         for generation in self._generations.values():
             if generation.services.llm is not None:
                 await generation.services.llm.aclose()

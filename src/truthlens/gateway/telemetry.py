@@ -39,6 +39,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
 from prometheus_client import multiprocess as prom_multiprocess
 
+from truthlens.detector.types import DetectorHooks
 from truthlens.gateway.errors import normalize_reason
 from truthlens.tracing import capture_content
 
@@ -123,6 +124,17 @@ class _Metrics:
         self.escalations = Counter(
             "truthlens_escalations_total", "Escalations from a cheap mode to an expensive one",
             ["from_mode", "to_mode"], registry=registry,
+        )
+        self.confirmations = Counter(
+            "truthlens_confirmations_total",
+            "Flagged answers the cascade's generative confirmer judged, by outcome "
+            "(confirmed, cleared, or why it could not: timeout, bad_output, error, invalid_input, not_loaded)",
+            ["decision", "outcome"], registry=registry,
+        )
+        self.dropped_quotes = Counter(
+            "truthlens_llm_detector_dropped_quotes_total",
+            "Quotes a generative detector gave that the answer does not contain (dropped, never spans)",
+            ["role"], registry=registry,
         )
 
 
@@ -254,6 +266,26 @@ class Telemetry:
 
     def record_escalation(self, from_mode: str, to_mode: str) -> None:
         self.metrics.escalations.labels(from_mode, to_mode).inc()
+
+    def confirmation_recorder(self, decision: str, mode: str) -> Callable[[str, float], None]:
+        """Counts each flagged answer the cascade's confirmer judged on ``decision``'s route
+        (``truthlens_confirmations_total``) and times the confirmation (operation ``confirm``)."""
+
+        def record(outcome: str, seconds: float) -> None:
+            self.metrics.confirmations.labels(decision, outcome).inc()
+            self.record_latency(mode, "confirm", seconds)
+
+        return record
+
+    def record_dropped_quotes(self, role: str, count: int) -> None:
+        """A generative detector (``role``: detect | confirm) quoted ``count`` texts the answer lacks."""
+        self.metrics.dropped_quotes.labels(role).inc(count)
+
+    def detector_hooks(self, model_names: Iterable[str]) -> DetectorHooks:
+        """What backends that make calls of their own trace and count with (see
+        :class:`truthlens.detector.types.DetectorHooks`)."""
+        return DetectorHooks(tracer=self.tracer, on_model_call=self.model_call_recorder(model_names),
+                             on_dropped_quotes=self.record_dropped_quotes)
 
     def set_queue_depth(self, depth: int) -> None:
         self.metrics.queue_depth.set(depth)

@@ -129,6 +129,9 @@ class Services:
     llm: LLMClient | None = None
     embedder: Embedder | None = None
     tracer: trace.Tracer = NO_TRACER
+    # The cascade's second stage (detector.confirm): the gateway wraps ``detector`` with it on
+    # routes that opt in (confirm: true); modes only ever see the wrapped detector.
+    confirmer: Detector | None = None
 
 
 class Mode(Protocol):

@@ -22,7 +22,7 @@ Rule (YAML or JSON; every key optional)::
             drop_after_chunks: 3, confidence: 0.9, logprobs: [-0.1, ...], finish_reason: stop,
             verdicts: {"substring": "refuted", "*": "supported"},
             headers: {x-extra: "1"}, extra_fields: {...}, extra_events: ["data: {...}\n\n"],
-            chunked: false, repeat: 1}
+            chunked: false, repeat: 1, span_judge: {quotes: [...], extra_quotes: [...], malformed: false}}
 
 ``headers`` are added to the response, ``extra_fields`` merged into a JSON completion's top
 level, ``extra_events`` (raw SSE text) sent before a stream's ``data: [DONE]``: an upstream
@@ -35,6 +35,11 @@ response object and ``extra_events`` before the terminal event; ``n`` and ``logp
 JSON ``{"verdicts": [{"claim": n, "verdict": ...}]}`` for the claims quoted in the request's
 data block, each claim getting the verdict of the first key it contains (``*``: any other
 claim; without it ``unknown``).
+
+``span_judge`` answers as a generative span detector would (``truthlens.testing.span_judge``:
+the answer's numbers and names the context lacks, quoted under the request's ``response_format``);
+a request that no rule claims goes to the judge when its ``response_format`` asks for the spans
+schema of ``detector.backend: llm``.
 
 ``contents`` are drawn in order across choices and successive calls of the rule (the last one
 repeats unless ``cycle``). Control endpoints: ``POST /_script`` (replace the rules),
@@ -73,6 +78,7 @@ from aiohttp import web
 
 from truthlens.modes.quoting import read_data
 from truthlens.testing import responses_upstream
+from truthlens.testing.span_judge import JudgeScript, JudgeScriptError, asks_for_spans, judge, parse_judge_script
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -121,6 +127,7 @@ class Reply:
     extra_events: tuple[str, ...] = ()
     chunked: bool = False  # a JSON body without content-length (chunked transfer encoding)
     repeat: int = 1  # the content is sent this many times over (very large answers, small scripts)
+    span_judge: JudgeScript | None = None  # answer as a generative span detector (span_judge.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +154,8 @@ class Call:
 
 
 DEFAULT_RULE = Rule(name="default", reply=Reply(content=DEFAULT_CONTENT))
+# Answers the span-detection requests no rule claims (their response_format asks for the spans schema).
+SPAN_JUDGE_RULE = Rule(name="span_judge", reply=Reply(span_judge=JudgeScript()))
 
 # ---------------------------------------------------------------------------------------------
 # Script parsing
@@ -250,8 +259,18 @@ def parse_rule(raw: Mapping[str, Any], index: int = 0) -> Rule:
         extra_events=tuple(extra_events),
         chunked=bool(_typed(r, "chunked", bool, rw)),
         repeat=_typed(r, "repeat", int, rw) or 1,
+        span_judge=_judge_script(r, rw),
     )
     return Rule(name=_typed(raw, "name", str, where) or f"rule{index}", match=match, reply=reply)
+
+
+def _judge_script(reply: Mapping[str, Any], where: str) -> JudgeScript | None:
+    if reply.get("span_judge") in (None, False):
+        return None
+    try:
+        return parse_judge_script(reply["span_judge"], f"{where}.span_judge")
+    except JudgeScriptError as exc:
+        raise ScriptError(str(exc)) from None
 
 
 def parse_script(raw: Any) -> tuple[Rule, ...]:
@@ -513,6 +532,8 @@ class ScriptedUpstream:
         """Pick the rule that answers a call, log the call (``params``: every body field but the
         model and ``messages_field``), wait the rule's delay; the scripted HTTP error, if any."""
         key, rule = self._pick(model, messages)
+        if key < 0 and asks_for_spans(body):
+            rule = SPAN_JUDGE_RULE  # an unscripted span-detection request: the judge answers it
         params = {k: v for k, v in body.items() if k not in ("model", messages_field)}
         self.calls.append(Call(model=model, messages=tuple(messages), params=params,
                                headers={k.lower(): v for k, v in request.headers.items()},
@@ -535,7 +556,13 @@ class ScriptedUpstream:
             return failure
         reply = rule.reply
         n = int(body.get("n") or 1)
-        contents = self._draw(key, reply, n, messages)
+        if reply.span_judge is not None:
+            judged = judge(body, reply.span_judge)
+            if judged.refusal is not None:
+                return _error(400, judged.refusal, "invalid_request_error")
+            contents = [judged.content] * n
+        else:
+            contents = self._draw(key, reply, n, messages)
         self._ids += 1
         completion_id = f"chatcmpl-scripted-{self._ids}"
         top = int(body.get("top_logprobs") or 0)
