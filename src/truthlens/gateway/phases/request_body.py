@@ -114,8 +114,9 @@ def _largest_limit(config: Config) -> int:
 
 
 def strip_only(body: bytes, config: Config) -> pb.ProcessingResponse:
-    """The request unchecked, less the context extension field (when it mentions it)."""
-    return _forward_unchecked(body, None, config)
+    """The request unchecked, less the context extension field (when it mentions it; the body
+    is not read as a chat request)."""
+    return _without_context_field(body, config.hallucination.context.extension_field)
 
 
 def _forward_unchecked(
