@@ -1,14 +1,28 @@
 """What the processor adds to Envoy, side by side in one run (loopback only, bounded in time).
 
 Configurations, all behind the same Envoy and the same scripted upstream:
-  envoy-only      a route with ext_proc disabled (Envoy → upstream)
-  detection-off   through the processor, the decision has ``enabled: false``
-  lightweight     through the processor, lightweight detection (the shipped trained model,
-                  or the model directory given with ``--model``)
-  lightweight x2  the same with two worker processes sharing the port (SO_REUSEPORT)
+  envoy-only        a route with ext_proc disabled (Envoy → upstream); measured first and last,
+                    the ratios use the mean of the two (the spread says how much the machine drifted)
+  ext_proc floor    a do-nothing Python grpc.aio ext_proc server (``bench/extproc_floor.py``):
+                    one message, answered with "skip the rest"; no processor can cost less
+  no-route          through the processor, no decision matches the path (as for an embeddings
+                    call): request headers, and the request body for the context field only
+  detection-off     through the processor, the decision has ``enabled: false`` (its answers are
+                    still scrubbed of verdicts the upstream wrote)
+  lightweight       through the processor, lightweight detection (the shipped trained model,
+                    or the model directory given with ``--model``)
+  ... x2            the same with two worker processes sharing the port (SO_REUSEPORT)
 
-Prints requests/s, p50 and p99 latency per configuration and their ratios to envoy-only.
-Run: ``python -m bench.gateway_throughput [--seconds 8] [--concurrency 16] [--model DIR]``.
+Each configuration runs at every connection count (default 1 and 16). Prints requests/s, p50
+and p99 per configuration, their ratios to envoy-only, the p50 the processor adds (ms), and the
+ext_proc messages per exchange (from the processor's ``truthlens_extproc_messages_total``).
+Run: ``python -m bench.gateway_throughput [--seconds 8] [--connections 1,16] [--model DIR]``.
+
+Profile the processor under the same load (an unchecked exchange; ``--only lightweight`` for a
+checked one): ``python -m bench.gateway_throughput --only detection-off --connections 16
+--seconds 20 --profile-s 15`` runs ``py-spy record`` (``pip install py-spy``) on the processor
+and writes ``gateway-profile-<configuration>.svg`` (a flame graph; ``--profile-format raw``:
+collapsed stacks in a ``.txt``) in the current directory.
 """
 
 from __future__ import annotations
@@ -16,9 +30,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,20 +66,45 @@ BODY = json.dumps(
         "truthlens_context": CONTEXT,
     }
 ).encode()
+# (name, the route's detection: None no decision matches / False off / True on, worker processes),
+# in the order they run.
+FLOOR = "ext_proc floor"
+PROCESSOR_CONFIGS: tuple[tuple[str, bool | None, int], ...] = (
+    (FLOOR, None, 1),
+    ("no-route", None, 1),
+    ("detection-off", False, 1),
+    ("lightweight", True, 1),
+    ("detection-off x2", False, 2),
+    ("lightweight x2", True, 2),
+)
+ENVOY_ONLY = "envoy-only"
+TICKS = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True, slots=True)
 class Result:
     name: str
+    connections: int
     requests: int
     errors: int
     seconds: float
     p50_ms: float
     p99_ms: float
+    messages_per_exchange: float | None = None  # None: Envoy alone (no processor)
+    processor_cpu_ms: float | None = None  # CPU time per exchange, warm-up included
+    envoy_cpu_ms: float | None = None
 
     @property
     def rps(self) -> float:
         return self.requests / self.seconds
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    measured: int
+    total: int  # warm-up included: what the processor saw
+    errors: int
+    latencies: list[float]
 
 
 def bench_envoy_config(ports: launch.EnvoyPorts) -> str:
@@ -68,7 +112,7 @@ def bench_envoy_config(ports: launch.EnvoyPorts) -> str:
     doc: dict[str, Any] = yaml.safe_load(launch.render_envoy_config(ports))
     hcm = doc["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
     routes = hcm["route_config"]["virtual_hosts"][0]["routes"]
-    disabled = routes[-1]["typed_per_filter_config"]
+    disabled = next(r["typed_per_filter_config"] for r in routes if "typed_per_filter_config" in r)
     routes.insert(
         0,
         {
@@ -80,27 +124,29 @@ def bench_envoy_config(ports: launch.EnvoyPorts) -> str:
     return yaml.safe_dump(doc, sort_keys=False)
 
 
-def decisions(enabled: bool) -> list[dict[str, Any]]:
+def decisions(enabled: bool | None) -> list[dict[str, Any]]:
+    """One decision on the chat path, detection on or off; None: on another path only (the chat
+    requests match no decision, as an embeddings call would)."""
     return [
         {
             "name": "bench",
             "priority": 10,
-            "rules": {"type": "path", "prefix": "/v1/chat/completions"},
-            "plugins": [{"type": "hallucination", "configuration": {"enabled": enabled, "mode": "lightweight"}}],
+            "rules": {"type": "path", "prefix": "/v1/chat/completions" if enabled is not None else "/v1/other"},
+            "plugins": [{"type": "hallucination", "configuration": {"enabled": bool(enabled), "mode": "lightweight"}}],
         }
     ]
 
 
-async def load(url: str, seconds: float, concurrency: int, warmup_s: float) -> tuple[int, int, list[float]]:
+async def load(url: str, seconds: float, connections: int, warmup_s: float) -> Load:
     latencies: list[float] = []
-    errors = 0
-    connector = aiohttp.TCPConnector(limit=concurrency)
+    errors = total = 0
+    connector = aiohttp.TCPConnector(limit=connections)
     async with aiohttp.ClientSession(connector=connector) as session:
         stop_warmup = time.monotonic() + warmup_s
         stop = stop_warmup + seconds
 
         async def worker() -> None:
-            nonlocal errors
+            nonlocal errors, total
             while (now := time.monotonic()) < stop:
                 started = now
                 try:
@@ -109,39 +155,108 @@ async def load(url: str, seconds: float, concurrency: int, warmup_s: float) -> t
                         ok = resp.status == 200
                 except aiohttp.ClientError:
                     ok = False
+                total += 1
                 if started >= stop_warmup:
                     if ok:
                         latencies.append(time.monotonic() - started)
                     else:
                         errors += 1
 
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-    return len(latencies), errors, latencies
+        await asyncio.gather(*(worker() for _ in range(connections)))
+    return Load(len(latencies), total, errors, latencies)
 
 
-def measure(name: str, url: str, args: argparse.Namespace) -> Result:
-    n, errors, lat = asyncio.run(load(url, args.seconds, args.concurrency, args.warmup))
-    lat.sort()
-    p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))] if lat else float("nan")
-    return Result(name, n, errors, args.seconds, statistics.median(lat) * 1000 if lat else float("nan"), p99 * 1000)
+def messages_seen(metrics_port: int) -> float | None:
+    """ext_proc messages the processor has answered so far (every worker's, every phase); None
+    when it does not count them."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5) as resp:
+        text = resp.read().decode()
+    counts = [float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+              if line.startswith("truthlens_extproc_messages_total{")]
+    return sum(counts) if counts else None
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of ``pid`` and its live descendants (worker processes), read from
+    /proc: other jobs on the machine do not inflate it."""
+    total = 0.0
+    for p in (pid, *_descendants(pid)):
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / TICKS
+    return total
+
+
+def _descendants(pid: int) -> list[int]:
+    try:
+        children = [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+    return [d for c in children for d in (c, *_descendants(c))]
+
+
+def measure(name: str, url: str, connections: int, args: argparse.Namespace, envoy_pid: int,
+            processor_pid: int | None = None, metrics_port: int | None = None) -> Result:
+    """One load run (``processor_pid`` None: Envoy alone; ``metrics_port`` None: no message count)."""
+    before = messages_seen(metrics_port) if metrics_port is not None else None
+    cpu_before = (cpu_seconds(envoy_pid), cpu_seconds(processor_pid) if processor_pid is not None else 0.0)
+    run = asyncio.run(load(url, args.seconds, connections, args.warmup))
+    time.sleep(0.3)  # the last streams close after their answers went out
+    envoy_ms = (cpu_seconds(envoy_pid) - cpu_before[0]) * 1000 / max(1, run.total)
+    per_exchange = processor_ms = None
+    if processor_pid is not None:
+        processor_ms = (cpu_seconds(processor_pid) - cpu_before[1]) * 1000 / max(1, run.total)
+    if metrics_port is not None and before is not None:
+        after = messages_seen(metrics_port)
+        if after is not None:
+            per_exchange = (after - before) / max(1, run.total)
+    lat = sorted(run.latencies)
+    p50 = statistics.median(lat) * 1000 if lat else float("nan")
+    p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000 if lat else float("nan")
+    return Result(name, connections, run.measured, run.errors, args.seconds, p50, p99, per_exchange,
+                  processor_ms, envoy_ms)
+
+
+def profile(pid: int, seconds: float, out: Path, fmt: str) -> subprocess.Popen[bytes] | None:
+    """``py-spy record`` on the processor (its worker processes too) while the load runs."""
+    spy = shutil.which("py-spy")
+    if spy is None:
+        print("py-spy is not installed (pip install py-spy): no profile")
+        return None
+    return subprocess.Popen(
+        [spy, "record", "--pid", str(pid), "--subprocesses", "--duration", str(int(seconds)),
+         "--rate", "250", "--gil", "--format", fmt, "--output", str(out)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=8.0, help="measured seconds per configuration")
     parser.add_argument("--warmup", type=float, default=1.5)
-    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--connections", default="1,16", help="comma-separated connection counts")
     parser.add_argument("--envoy-concurrency", type=int, default=2,
                         help="Envoy worker threads (each opens its own connection to the processor)")
     parser.add_argument("--model", type=Path, default=None,
                         help="detector model directory (default: the shipped trained model)")
+    parser.add_argument("--only", action="append", default=None,
+                        choices=[name for name, _, _ in PROCESSOR_CONFIGS],
+                        help="run only these processor configurations (repeatable; envoy-only always runs)")
+    parser.add_argument("--profile-s", type=float, default=0.0,
+                        help="py-spy the processor for this many seconds of each configuration's first load")
+    parser.add_argument("--profile-format", choices=("flamegraph", "raw", "speedscope"), default="flamegraph",
+                        help="py-spy's output: an SVG flame graph, collapsed stacks (raw) or speedscope JSON")
     args = parser.parse_args(argv)
+    connection_counts = [int(c) for c in args.connections.split(",") if c.strip()]
 
     model_dir: Path | None = args.model  # None: the shipped model
     if not ((model_dir or DEFAULT_MODEL_DIR) / "model.onnx").is_file():
         print(f"no detector model at {model_dir or DEFAULT_MODEL_DIR} (model.onnx missing): build the shipped "
               "model or pass --model DIR")
         return 1
+    configs = [c for c in PROCESSOR_CONFIGS if args.only is None or c[0] in args.only]
     ports = launch.EnvoyPorts(*(launch.free_port() for _ in range(4)))
     with tempfile.TemporaryDirectory(prefix="truthlens-bench-") as tmp:
         work = Path(tmp)
@@ -158,25 +273,39 @@ def main(argv: list[str] | None = None) -> int:
             launch.wait_upstream(ports.upstream, upstream)
             launch.wait_envoy(ports.admin, envoy)
             base = f"http://127.0.0.1:{ports.listener}"
-            results.append(measure("envoy-only", f"{base}/direct/v1/chat/completions", args))
-            for workers in (1, 2):
-                for enabled in ((False, True) if workers == 1 else (True,)):
+            for n in connection_counts:
+                results.append(measure(ENVOY_ONLY, f"{base}/direct/v1/chat/completions", n, args, envoy.proc.pid))
+            for name, enabled, workers in configs:
+                log = work / f"processor-{name.replace(' ', '')}.log"
+                metrics_port: int | None = None
+                if name == FLOOR:
+                    proc = launch.Child(FLOOR, [sys.executable, str(Path(__file__).with_name("extproc_floor.py")),
+                                                "--listen", f"127.0.0.1:{ports.processor}"], log)
+                else:
                     config.write_text(launch.config_yaml(model_dir, upstream_url, decisions=decisions(enabled)))
-                    proc = launch.start_processor(config, f"127.0.0.1:{ports.processor}",
-                                                  work / f"processor-{workers}.log", workers=workers)
-                    try:
-                        launch.wait_processor(f"127.0.0.1:{ports.processor}", proc, timeout_s=120)
-                        if workers > 1:
-                            log = work / f"processor-{workers}.log"
-                            launch.wait_until(
-                                lambda log=log, n=workers: log.read_text().count(" serving on ") >= n,  # type: ignore[misc]
-                                "all workers", proc, 120,
-                            )
-                        name = "lightweight" if enabled else "detection-off"
-                        name += f" x{workers}" if workers > 1 else ""
-                        results.append(measure(name, f"{base}/v1/chat/completions", args))
-                    finally:
-                        proc.stop()
+                    metrics_port = launch.free_port()
+                    proc = launch.start_processor(config, f"127.0.0.1:{ports.processor}", log, workers=workers,
+                                                  metrics_listen=f"127.0.0.1:{metrics_port}")
+                try:
+                    launch.wait_processor(f"127.0.0.1:{ports.processor}", proc, timeout_s=120)
+                    launch.wait_until(
+                        lambda log=log, n=workers: log.read_text().count(" serving on ") >= n,  # type: ignore[misc]
+                        "all workers", proc, 120,
+                    )
+                    spy = None
+                    if args.profile_s > 0:
+                        suffix = {"flamegraph": "svg", "raw": "txt", "speedscope": "json"}[args.profile_format]
+                        out = Path(f"gateway-profile-{name.replace(' ', '')}.{suffix}").resolve()
+                        spy = profile(proc.proc.pid, args.profile_s, out, args.profile_format)
+                    for n in connection_counts:
+                        results.append(measure(name, f"{base}/v1/chat/completions", n, args, envoy.proc.pid,
+                                               proc.proc.pid, metrics_port))
+                    if spy is not None:
+                        spy.wait()
+                finally:
+                    proc.stop()
+            for n in connection_counts:
+                results.append(measure(ENVOY_ONLY, f"{base}/direct/v1/chat/completions", n, args, envoy.proc.pid))
         finally:
             for child in reversed(children):
                 child.stop()
@@ -184,19 +313,51 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _envoy_baseline(results: list[Result], connections: int) -> Result:
+    """The mean of the envoy-only runs at ``connections`` (first and last)."""
+    runs = [r for r in results if r.name == ENVOY_ONLY and r.connections == connections]
+    seconds = sum(r.seconds for r in runs)
+    return Result(
+        ENVOY_ONLY, connections, sum(r.requests for r in runs), sum(r.errors for r in runs), seconds,
+        statistics.fmean(r.p50_ms for r in runs), statistics.fmean(r.p99_ms for r in runs),
+    )
+
+
+def _opt(value: float | None, width: int) -> str:
+    return f"{value:>{width}.2f}" if value is not None else f"{'-':>{width}}"
+
+
 def report(results: list[Result], model: str, args: argparse.Namespace) -> None:
-    base = results[0]
-    print(f"gateway throughput: {args.concurrency} connections, {args.seconds:.0f} s each, "
-          f"Envoy --concurrency {args.envoy_concurrency}, detector: {model}")
-    print(f"{'configuration':<18}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}"
-          f"{'req/s ÷ envoy':>15}{'p50 ×':>8}{'p99 ×':>8}")
-    for r in results:
-        print(f"{r.name:<18}{r.rps:>9.0f}{r.p50_ms:>9.2f}{r.p99_ms:>9.2f}{r.errors:>8}"
-              f"{r.rps / base.rps:>15.2f}{r.p50_ms / base.p50_ms:>8.2f}{r.p99_ms / base.p99_ms:>8.2f}")
-    by_name = {r.name: r for r in results}
-    if "lightweight" in by_name and "lightweight x2" in by_name:
-        ratio = by_name["lightweight x2"].rps / by_name["lightweight"].rps
-        print(f"2 workers vs 1 (lightweight): {ratio:.2f}x requests/s")
+    print(f"gateway throughput: {args.seconds:.0f} s per configuration, Envoy --concurrency "
+          f"{args.envoy_concurrency}, detector: {model}")
+    print("(msgs/ex: ext_proc messages per exchange; CPU ms: CPU time per exchange of the processor's "
+          "processes and of Envoy)")
+    print(f"{'connections':>11} {'configuration':<18}{'req/s':>8}{'p50 ms':>8}{'p99 ms':>8}{'errors':>7}"
+          f"{'msgs/ex':>8}{'proc CPU ms':>12}{'envoy CPU ms':>13}{'req/s ÷ envoy':>14}{'p50 ×':>7}{'p50 +ms':>8}")
+    counts = sorted({r.connections for r in results})
+    for n in counts:
+        base = _envoy_baseline(results, n)
+        for r in (x for x in results if x.connections == n):
+            print(f"{n:>11} {r.name:<18}{r.rps:>8.0f}{r.p50_ms:>8.2f}{r.p99_ms:>8.2f}{r.errors:>7}"
+                  f"{_opt(r.messages_per_exchange, 8)}{_opt(r.processor_cpu_ms, 12)}{_opt(r.envoy_cpu_ms, 13)}"
+                  f"{r.rps / base.rps:>14.2f}{r.p50_ms / base.p50_ms:>7.2f}{r.p50_ms - base.p50_ms:>8.2f}")
+    by_key = {(r.name, r.connections): r for r in results}
+    for n in counts:
+        for name in ("detection-off", "lightweight"):
+            one, two = by_key.get((name, n)), by_key.get((f"{name} x2", n))
+            if one is not None and two is not None:
+                print(f"2 workers vs 1 ({name}, {n} connections): {two.rps / one.rps:.2f}x requests/s")
+    for name in ("no-route", "detection-off"):
+        at16, at1 = by_key.get((name, 16)), by_key.get((name, 1))
+        parts = []
+        if at16 is not None:
+            parts.append(f"{at16.rps / _envoy_baseline(results, 16).rps:.2f}x Envoy-alone requests/s at 16 "
+                         "connections (target >= 0.6)")
+        if at1 is not None:
+            parts.append(f"+{at1.p50_ms - _envoy_baseline(results, 1).p50_ms:.2f} ms p50 at 1 connection "
+                         "(target <= 0.8)")
+        if parts:
+            print(f"{name}: {', '.join(parts)}")
 
 
 if __name__ == "__main__":

@@ -208,7 +208,33 @@ async def test_unrelated_path_passes_untouched_and_skips_the_response_body(chann
     assert not replies[1].response_headers.response.HasField("header_mutation")
 
 
-async def test_a_request_no_route_checks_is_not_decoded_unless_it_carries_the_context_field(
+async def test_an_exchange_no_decision_matches_asks_only_for_the_request_body_and_loses_only_the_field(
+    channel: grpc.aio.Channel,
+) -> None:
+    body = {"model": "embedder", "input": ["a", "b"], "truthlens_context": CONTEXT}  # not a chat request
+    replies = await converse(channel, [request_headers("/v1/embeddings"), request_body(body)])
+    mode = replies[0].mode_override
+    assert (mode.request_body_mode, mode.response_header_mode) == (pb.ProcessingMode.BUFFERED, pb.ProcessingMode.SKIP)
+    common = replies[1].request_body.response
+    assert json.loads(common.body_mutation.body) == {"model": "embedder", "input": ["a", "b"]}
+    assert set_headers(common)["content-length"] == str(len(common.body_mutation.body))
+    # Without a body, the request headers are the whole exchange.
+    bare = request_headers("/v1/embeddings")
+    bare.request_headers.end_of_stream = True
+    (reply,) = await converse(channel, [bare])
+    assert reply.mode_override.request_body_mode == pb.ProcessingMode.NONE
+    assert reply.mode_override.response_header_mode == pb.ProcessingMode.SKIP
+
+
+async def test_detection_off_keeps_the_response_phase_and_a_checked_route_every_phase(channel: grpc.aio.Channel) -> None:
+    for route in ("off", "hold"):
+        (reply,) = await converse(channel, [request_headers(route=route)])
+        mode = reply.mode_override
+        assert (mode.request_body_mode, mode.response_header_mode) == (pb.ProcessingMode.BUFFERED, pb.ProcessingMode.SEND)
+        assert mode.request_trailer_mode == mode.response_trailer_mode == pb.ProcessingMode.SKIP
+
+
+async def test_a_request_no_route_checks_is_never_decoded_as_a_chat_request(
     channel: grpc.aio.Channel, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from truthlens.gateway import openai_body
@@ -224,13 +250,13 @@ async def test_a_request_no_route_checks_is_not_decoded_unless_it_carries_the_co
     # "off" disables detection on its route: no check, so no JSON parse of a plain request.
     plain = await converse(channel, [request_headers(route="off"), request_body(chat_body("Q?"))])
     assert not plain[1].request_body.response.HasField("body_mutation") and decoded == []
-    # The gateway's own field still never reaches the upstream.
+    # The gateway's own field still never reaches the upstream: only it is removed.
     stripped = await converse(channel, [request_headers(route="off"), request_body(chat_body("Q?", context=CONTEXT))])
-    assert "truthlens_context" not in json.loads(stripped[1].request_body.response.body_mutation.body)
-    assert len(decoded) == 1
+    assert json.loads(stripped[1].request_body.response.body_mutation.body) == chat_body("Q?")
+    assert decoded == []
     # A checked request is decoded once, whatever its route's context settings.
     await converse(channel, [request_headers(route="hold"), request_body(chat_body("Q?", context=CONTEXT))])
-    assert len(decoded) == 2
+    assert len(decoded) == 1
 
 
 # -- BUFFERED responses ---------------------------------------------------------------------------
@@ -536,3 +562,26 @@ async def test_exchange_span_continues_the_clients_trace(channel: grpc.aio.Chann
     for child in ("truthlens.decision", "truthlens.policy", "truthlens.mitigation"):
         assert spans[child].context.trace_id == exchange.context.trace_id
         assert spans[child].parent is not None
+
+
+async def test_an_exchange_known_unchecked_at_its_headers_is_not_traced(channel: grpc.aio.Channel) -> None:
+    unchecked_id, checked_id = "5bf92f3577b34da6a3ce929d0e0e4736", "6bf92f3577b34da6a3ce929d0e0e4736"
+    SPANS.clear()
+    for trace_id, route in ((unchecked_id, "off"), (checked_id, "hold")):
+        await converse(channel, [
+            request_headers(route=route, traceparent=f"00-{trace_id}-00f067aa0ba902b7-01"),
+            request_body(chat_body("Q?", context=CONTEXT)),
+            response_headers(),
+            response_body(completion(GROUNDED)),
+        ])
+
+    def traced() -> set[str]:
+        return {format(s.context.trace_id, "032x") for s in SPANS.get_finished_spans()}
+
+    # The checked exchange came second: once its span has ended, the first one's would have too.
+    for _ in range(100):
+        if checked_id in traced():
+            break
+        await asyncio.sleep(0.01)
+    assert checked_id in traced()
+    assert unchecked_id not in traced()

@@ -44,10 +44,17 @@ def test_metrics_have_the_contract_names_and_labels() -> None:
     t.record_config_reload("applied")
     t.record_escalation("lightweight", "acr")
     t.set_queue_depth(3)
-    with t.track_stream():
-        assert t.registry.get_sample_value("truthlens_streams_active") == 1
+    t.stream_opened()
+    assert t.registry.get_sample_value("truthlens_streams_active") == 1
+    t.stream_closed()
+    t.record_message("request_headers")
+    t.record_message("request_headers")
+    t.record_message("response_body")
     get = t.registry.get_sample_value
     assert get("truthlens_streams_active") == 0
+    assert get("truthlens_extproc_messages_total", {"phase": "request_headers"}) == 2
+    assert get("truthlens_extproc_messages_total", {"phase": "response_body"}) == 1
+    assert get("truthlens_extproc_messages_total", {"phase": "request_trailers"}) == 0  # every phase is a series
     assert get("truthlens_detections_total", {"decision": "medical", "mode": "standard", "detected": "true"}) == 1
     assert get("truthlens_detections_total", {"decision": "medical", "mode": "standard", "detected": "unavailable"}) == 1
     assert get("truthlens_score_count", {"decision": "medical", "mode": "standard"}) == 1

@@ -62,6 +62,23 @@ def passthrough(phase: Phase) -> pb.ProcessingResponse:
     return reply
 
 
+def request_headers_reply(*, request_body: bool, response: bool) -> pb.ProcessingResponse:
+    """Continue after the request headers, asking Envoy for the later phases the exchange needs
+    and no others (``mode_override``, honoured with ``allow_mode_override``): the request body
+    BUFFERED or not at all, the response headers or not (with them, their reply picks the body's
+    mode: NONE until then), never the trailers. Without the response headers Envoy sends nothing
+    of the response; without both, the exchange is done with this one message."""
+    reply = pb.ProcessingResponse()
+    reply.request_headers.response.SetInParent()
+    mode = reply.mode_override
+    mode.request_body_mode = pb.ProcessingMode.BUFFERED if request_body else pb.ProcessingMode.NONE
+    mode.response_header_mode = pb.ProcessingMode.SEND if response else pb.ProcessingMode.SKIP
+    mode.response_body_mode = pb.ProcessingMode.NONE
+    mode.request_trailer_mode = pb.ProcessingMode.SKIP
+    mode.response_trailer_mode = pb.ProcessingMode.SKIP
+    return reply
+
+
 def headers_reply(
     phase: HeaderPhase,
     *,

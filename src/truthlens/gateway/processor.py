@@ -3,7 +3,6 @@ failure containment (a bug answers that message unchanged, never kills the serve
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import AsyncIterator
 
@@ -43,30 +42,33 @@ class ExternalProcessor:
         if not counted:
             rt.telemetry.record_error(overloaded.REASON)
             log.warning("check not run: decision=- reason=%s (%d streams open)", overloaded.REASON, rt.lifecycle.active)
+        # One loop, no nested generators or context managers: this runs for every message of
+        # every exchange, checked or not (bench/gateway_throughput.py).
+        rt.telemetry.stream_opened()
         try:
-            with rt.telemetry.track_stream(), contextlib.closing(stream):
-                async for reply in self._replies(stream, requests, rt):
+            async for msg in requests:
+                try:
+                    reply = await stream.handle(msg)
+                except Exception as exc:  # containment: one exchange's bug stays in it
+                    reply = self._fallback(stream, msg, exc, rt)
+                if stream.ends_call:
+                    return
+                if reply is not None:
                     yield reply
         finally:
+            stream.close()
+            rt.telemetry.stream_closed()
             if counted:
                 rt.lifecycle.close()
 
-    async def _replies(
-        self, stream: Stream, requests: AsyncIterator[pb.ProcessingRequest], rt: Runtime
-    ) -> AsyncIterator[pb.ProcessingResponse]:
-        async for msg in requests:
-            try:
-                reply = await stream.handle(msg)
-            except Exception as exc:  # containment: one exchange's bug stays in it
-                reason = errors.reason_for_exception(exc)
-                log.exception("ext_proc %s failed (%s); answering with the fallback reply",
-                              msg.WhichOneof("request"), reason)
-                rt.telemetry.record_error(reason)
-                reply = stream.fallback(msg, exc)
-            if stream.ends_call:
-                return
-            if reply is not None:
-                yield reply
+    @staticmethod
+    def _fallback(
+        stream: Stream, msg: pb.ProcessingRequest, exc: Exception, rt: Runtime
+    ) -> pb.ProcessingResponse | None:
+        reason = errors.reason_for_exception(exc)
+        log.exception("ext_proc %s failed (%s); answering with the fallback reply", msg.WhichOneof("request"), reason)
+        rt.telemetry.record_error(reason)
+        return stream.fallback(msg, exc)
 
     def handler(self) -> grpc.GenericRpcHandler:
         """Registered under Envoy's exact service name, whatever our proto package is called."""

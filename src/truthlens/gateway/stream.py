@@ -10,7 +10,6 @@ the exchange is passed through unchecked.
 from __future__ import annotations
 
 import functools
-from contextlib import nullcontext
 from typing import Any, Literal
 
 from opentelemetry import trace
@@ -25,9 +24,11 @@ from truthlens.gateway.phases import (
     response_buffered,
     response_headers,
     response_stream,
+    unchecked_body,
 )
 from truthlens.gateway.phases.state import Runtime, StreamState
 from truthlens.gateway.presentation import unchecked
+from truthlens.gateway.telemetry import EXT_PROC_PHASES
 
 MessageKind = Literal[
     "request_headers",
@@ -37,14 +38,7 @@ MessageKind = Literal[
     "response_body",
     "response_trailers",
 ]
-_RANK: dict[str, int] = {
-    "request_headers": 0,
-    "request_body": 1,
-    "request_trailers": 2,
-    "response_headers": 3,
-    "response_body": 4,
-    "response_trailers": 5,
-}
+_RANK: dict[str, int] = {kind: rank for rank, kind in enumerate(EXT_PROC_PHASES)}
 _REPEATABLE = frozenset({"request_body", "response_body"})
 # Replies that can still replace the exchange with an error (nothing has gone to the client).
 _REFUSABLE = frozenset({"request_body", "response_headers", "response_body"})
@@ -72,6 +66,9 @@ class Stream:
         self._rank = -1
         self._last: str | None = None
         self._state: StreamState | None = None
+        # Known from the request headers: no check will run (phase_plan). Such an exchange is
+        # not traced, and its request body only loses the context field.
+        self._unchecked = False
 
     @property
     def state(self) -> StreamState | None:
@@ -88,19 +85,23 @@ class Stream:
         kind = msg.WhichOneof("request")
         if kind is None:
             raise ProtocolError("a ProcessingRequest without a request message")
+        self._rt.telemetry.record_message(kind)
         state = self._begin(msg, kind)
         if kind == "request_headers":
-            reply = request_headers.handle(state, msg)
-            info = state.info
-            assert info is not None
-            state.span = self._start_span(info.traceparent, info.headers.get("tracestate"))
-            state.span.set_attribute("http.path", info.path)
+            reply, needs = request_headers.handle(state, msg)
+            self._unchecked = needs.unchecked
+            if not needs.unchecked:
+                info = state.info
+                assert info is not None
+                state.span = self._start_span(info.traceparent, info.headers.get("tracestate"))
+                state.span.set_attribute("http.path", info.path)
+        elif state.span is None:
+            reply = await self._dispatch(state, msg, kind)
         else:
             # The exchange span is current only while one message is handled: a gRPC stream's
             # messages may run in different contexts, and a context attached in one cannot be
             # detached in another.
-            current = trace.use_span(state.span, end_on_exit=False) if state.span is not None else nullcontext()
-            with current:
+            with trace.use_span(state.span, end_on_exit=False):
                 reply = await self._dispatch(state, msg, kind)
         return None if msg.observability_mode else reply
 
@@ -108,6 +109,8 @@ class Stream:
         if self.overloaded:
             return overloaded.handle(state, msg, kind)
         if kind == "request_body":
+            if self._unchecked:
+                return unchecked_body.handle(state, msg)
             reply = await request_body.handle(state, msg, self._rt)
         elif kind == "response_headers":
             reply = response_headers.handle(state, msg, self._rt)

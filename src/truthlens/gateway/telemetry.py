@@ -57,6 +57,11 @@ ITERATION_BUCKETS = (0, 1, 2, 3, 4, 5, 6, 8, 10)
 
 _PROPAGATOR = TraceContextTextMapPropagator()
 
+# The ext_proc message kinds, in the order Envoy sends them: the phase label's values.
+EXT_PROC_PHASES = (
+    "request_headers", "request_body", "request_trailers", "response_headers", "response_body", "response_trailers",
+)
+
 # The label of every value outside a configured set.
 OTHER_LABEL = "other"
 
@@ -121,6 +126,11 @@ class _Metrics:
             "1 while the detector's remote inference server and model are ready, else 0 (remote backend only)",
             registry=registry, multiprocess_mode="liveall",
         )
+        self.messages = Counter(
+            "truthlens_extproc_messages_total",
+            "ext_proc messages received from Envoy, by phase (request_headers, request_body, ...)",
+            ["phase"], registry=registry,
+        )
         self.escalations = Counter(
             "truthlens_escalations_total", "Escalations from a cheap mode to an expensive one",
             ["from_mode", "to_mode"], registry=registry,
@@ -164,6 +174,8 @@ class Telemetry:
         if own:  # the default process_* metrics (CPU, memory, open fds, start time) of this process
             ProcessCollector(registry=self.registry)
         self.metrics = _Metrics(self.registry)
+        # Bound once: a labels() lookup on every message costs more than the increment.
+        self._messages = {phase: self.metrics.messages.labels(phase) for phase in EXT_PROC_PHASES}
         self.tracer_provider = tracer_provider or build_tracer_provider(service_name)
         self.tracer: trace.Tracer = self.tracer_provider.get_tracer("truthlens.extproc")
 
@@ -261,6 +273,10 @@ class Telemetry:
         counts those)."""
         self.metrics.skipped.labels(decision, normalize_reason(reason)).inc()
 
+    def record_message(self, phase: str) -> None:
+        """One ext_proc message of ``phase`` (one of :data:`EXT_PROC_PHASES`) arrived."""
+        self._messages[phase].inc()
+
     def record_config_reload(self, result: str) -> None:
         self.metrics.config_reloads.labels(result).inc()
 
@@ -293,13 +309,13 @@ class Telemetry:
     def set_backend_ready(self, ready: bool) -> None:
         self.metrics.backend_ready.set(1 if ready else 0)
 
-    @contextmanager
-    def track_stream(self) -> Iterator[None]:
+    def stream_opened(self) -> None:
+        """An ext_proc stream began (``truthlens_streams_active``); :meth:`stream_closed` exactly
+        once when it ends."""
         self.metrics.streams_active.inc()
-        try:
-            yield
-        finally:
-            self.metrics.streams_active.dec()
+
+    def stream_closed(self) -> None:
+        self.metrics.streams_active.dec()
 
     # -- exposition
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
 from truthlens.gateway import mutations
-from truthlens.gateway.phases.request_body import strip_only
+from truthlens.gateway.phases import unchecked_body
 from truthlens.gateway.phases.request_headers import header_dict
 from truthlens.gateway.phases.response_headers import reply, spoofed_headers
 from truthlens.gateway.phases.state import StreamState
@@ -20,13 +20,7 @@ REASON = "worker_overloaded"
 
 def handle(state: StreamState, msg: pb.ProcessingRequest, kind: str) -> pb.ProcessingResponse:
     if kind == "request_body":
-        chunk = msg.request_body
-        state.request_body += chunk.body
-        if not chunk.end_of_stream:
-            return mutations.passthrough("request_body")
-        body = bytes(state.request_body)
-        state.request_body.clear()
-        return strip_only(body, state.config, state.api)
+        return unchecked_body.handle(state, msg)
     if kind == "response_headers":
         spoofed = spoofed_headers(header_dict(msg.response_headers.headers))
         return reply(unavailable_headers(state.config.hallucination, REASON), spoofed, "none")

@@ -115,9 +115,10 @@ def _largest_limit(config: Config) -> int:
     return max(limits, default=config.hallucination.max_body_bytes)
 
 
-def strip_only(body: bytes, config: Config, api: Endpoint) -> pb.ProcessingResponse:
-    """The request unchecked, less the context extension field (when it mentions it)."""
-    return _forward_unchecked(body, None, config, api)
+def strip_only(body: bytes, config: Config) -> pb.ProcessingResponse:
+    """The request unchecked, less the context extension field (when it mentions it; the body
+    is not read as a request of either API)."""
+    return _without_context_field(body, config.hallucination.context.extension_field)
 
 
 def _forward_unchecked(

@@ -1,10 +1,13 @@
-"""Request headers: remember path, method and headers, and the API the path speaks; never
-changes the request."""
+"""Request headers: remember path, method and headers, and the API the path speaks; tell Envoy
+which later phases the exchange needs (:mod:`truthlens.gateway.phase_plan`); never changes the
+request."""
 
 from __future__ import annotations
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
-from truthlens.gateway import endpoints, mutations
+from truthlens.gateway import endpoints, mutations, phase_plan
+from truthlens.gateway.decisions import RequestFacts
+from truthlens.gateway.phase_plan import PhasePlan
 from truthlens.gateway.phases.state import RequestInfo, StreamState
 
 # request_attributes arrive under the filter's name on the first message.
@@ -22,8 +25,10 @@ def header_dict(header_map: pb.HeaderMap) -> dict[str, str]:
     return out
 
 
-def handle(state: StreamState, msg: pb.ProcessingRequest) -> pb.ProcessingResponse:
-    headers = header_dict(msg.request_headers.headers)
+def handle(state: StreamState, msg: pb.ProcessingRequest) -> tuple[pb.ProcessingResponse, PhasePlan]:
+    """The reply, and the phases it asks Envoy for."""
+    request = msg.request_headers
+    headers = header_dict(request.headers)
     path = headers.get(":path", "")
     method = headers.get(":method", "")
     attrs = msg.attributes.get(_ATTRIBUTES_KEY) if _ATTRIBUTES_KEY in msg.attributes else None
@@ -35,4 +40,8 @@ def handle(state: StreamState, msg: pb.ProcessingRequest) -> pb.ProcessingRespon
             method = fields["request.method"].string_value or method
     state.info = RequestInfo(path=path, method=method, headers=headers)
     state.api = endpoints.for_path(path)
-    return mutations.passthrough("request_headers")
+    needs = phase_plan.plan(state.config, RequestFacts(path, method, headers), has_body=not request.end_of_stream)
+    if needs.matched is not None:
+        # Known now; the request body phase (when there is one) decides it again on the body.
+        state.matched = needs.matched
+    return mutations.request_headers_reply(request_body=needs.request_body, response=needs.response), needs

@@ -1,0 +1,27 @@
+"""The request body of an exchange no route checks: it goes on unchanged but for the context
+extension field, which never reaches the upstream. Nothing else of it is read.
+
+Used when the request headers already showed that no check will run
+(:mod:`truthlens.gateway.phase_plan`), and for every exchange over the worker's stream cap
+(:mod:`truthlens.gateway.phases.overloaded`).
+"""
+
+from __future__ import annotations
+
+from truthlens._proto import truthlens_ext_proc_pb2 as pb
+from truthlens.gateway import mutations
+from truthlens.gateway.phases.request_body import strip_only
+from truthlens.gateway.phases.state import StreamState
+
+
+def handle(state: StreamState, msg: pb.ProcessingRequest) -> pb.ProcessingResponse:
+    chunk = msg.request_body
+    if chunk.end_of_stream and not state.request_body:
+        body = chunk.body  # BUFFERED: the whole body in one message, used without a copy
+    else:
+        state.request_body += chunk.body
+        if not chunk.end_of_stream:
+            return mutations.passthrough("request_body")
+        body = bytes(state.request_body)
+        state.request_body.clear()
+    return strip_only(body, state.config)
