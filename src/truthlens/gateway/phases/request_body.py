@@ -23,17 +23,24 @@ class _Routed:
     error: openai_body.BodyError | None = None
 
 
-async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> pb.ProcessingResponse:
+def whole_body(state: StreamState, msg: pb.ProcessingRequest) -> bytes | None:
+    """The request body once its last chunk is here; None while chunks are still coming (each
+    of them is answered unchanged: anything but BUFFERED)."""
     chunk = msg.request_body
     if chunk.end_of_stream and not state.request_body:
-        body = chunk.body  # BUFFERED: the whole body in one message, used without a copy
-    else:
-        state.request_body += chunk.body
-        if not chunk.end_of_stream:
-            # Anything but BUFFERED is answered chunk by chunk unchanged.
-            return mutations.passthrough("request_body")
-        body = bytes(state.request_body)
-        state.request_body.clear()
+        return chunk.body  # BUFFERED: the whole body in one message, used without a copy
+    state.request_body += chunk.body
+    if not chunk.end_of_stream:
+        return None
+    body = bytes(state.request_body)
+    state.request_body.clear()
+    return body
+
+
+async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> pb.ProcessingResponse:
+    body = whole_body(state, msg)
+    if body is None:
+        return mutations.passthrough("request_body")
     info = state.info
     assert info is not None  # the state machine only allows a body after its headers
     config = state.config

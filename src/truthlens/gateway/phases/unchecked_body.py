@@ -10,18 +10,12 @@ from __future__ import annotations
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
 from truthlens.gateway import mutations
-from truthlens.gateway.phases.request_body import strip_only
+from truthlens.gateway.phases.request_body import strip_only, whole_body
 from truthlens.gateway.phases.state import StreamState
 
 
 def handle(state: StreamState, msg: pb.ProcessingRequest) -> pb.ProcessingResponse:
-    chunk = msg.request_body
-    if chunk.end_of_stream and not state.request_body:
-        body = chunk.body  # BUFFERED: the whole body in one message, used without a copy
-    else:
-        state.request_body += chunk.body
-        if not chunk.end_of_stream:
-            return mutations.passthrough("request_body")
-        body = bytes(state.request_body)
-        state.request_body.clear()
+    body = whole_body(state, msg)
+    if body is None:
+        return mutations.passthrough("request_body")
     return strip_only(body, state.config)
