@@ -95,12 +95,15 @@ def plan_grounded(
     line_cost = encoder.count(passage_line(len(pieces) - 1, "")) + 1
     rows: list[ModelRow] = []
     windows: list[Window] = []
+    prompts: dict[tuple[tuple[int, ...], int], np.ndarray] = {}  # claims often pick the same pieces
     for claim, claim_scores in zip(claims, scores, strict=True):
         window = _window_around(claim, len(answer), width)
         budget = room - (window.end - window.start)
         chosen = _select(pieces, claim_scores, budget - overhead, line_cost, RELEVANCE_MARGIN)
-        prompt = _prompt(encoder, context, pieces, chosen, layout.question, budget)
-        rows.append(encoder.pair(prompt, answer.ids[window.start : window.end]))
+        key = (tuple(chosen), budget)
+        if key not in prompts:
+            prompts[key] = _prompt(encoder, context, pieces, chosen, layout.question, budget)
+        rows.append(encoder.pair(prompts[key], answer.ids[window.start : window.end]))
         windows.append(window)
     return Plan(rows=tuple(rows), windows=tuple(windows), chunks=1, scored=tuple(claims))
 
