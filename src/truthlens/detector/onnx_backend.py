@@ -11,8 +11,10 @@ per tensor, so a row's probabilities would depend on its batch-mates. With
 row, that many runs go at once, and unless ``intra_op_threads`` is set the cores are split
 between them; a row with nothing else running or waiting (one caller, a one-row check) runs
 on a second session with every core instead (:func:`~truthlens.detector.batcher.batch_runs_alone`),
-so a lone check does not leave cores idle. A GPU gets padded batches of
-``batching.max_batch_size`` rows, as before.
+so a lone check does not leave cores idle. That session's workers sleep when idle rather than
+spin (a spinning worker takes a core from the split runs that follow), and the relevance
+embedder runs one single-threaded run per core for the same reason. A GPU gets padded batches
+of ``batching.max_batch_size`` rows, as before.
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ class OnnxRunner:
         self.provider = self._session.get_providers()[0]
         # A lone row's session: every core (the split sessions would leave the others idle).
         self._wide = (
-            _session(manifest, providers, _cores())
+            _session(manifest, providers, _cores(), spinning=False)
             if self.provider == CPU and split_threads(settings, CPU) and _cores() > 1
             else None
         )
@@ -99,11 +101,16 @@ class OnnxRunner:
         return answer_probs(logits, rows, self._index)
 
 
-def _session(manifest: ModelManifest, providers: list[str], threads: int) -> ort.InferenceSession:
+def _session(
+    manifest: ModelManifest, providers: list[str], threads: int, *, spinning: bool = True
+) -> ort.InferenceSession:
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     if threads > 0:
         options.intra_op_num_threads = threads
+    if not spinning:
+        # Idle workers sleep at once instead of spinning on cores the next runs need.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     try:
         return ort.InferenceSession(str(manifest.model_path), options, providers=providers)
     except Exception as exc:  # onnxruntime raises its own untyped errors for bad graphs
@@ -155,7 +162,12 @@ def grounded_relevance(settings: DetectorSettings) -> Relevance | None:
     with a warning, when it cannot load); the other aggregations never need one."""
     if settings.chunk_aggregation != "grounded":
         return None
-    relevance = load_relevance(settings.intra_op_threads)
+    if split_threads(settings, CPU):
+        # The detector's runs share the cores: so do the embedder's, one thread each (a thread
+        # pool's spinning workers would take cores from the rows running beside them).
+        relevance = load_relevance(1, parallel_runs=_cores())
+    else:
+        relevance = load_relevance(settings.intra_op_threads)
     log.info("detector: grounded rows rank context by %s relevance", relevance.name)
     return relevance
 
