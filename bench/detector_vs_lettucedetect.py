@@ -1,29 +1,37 @@
 """Our ONNX detector vs LettuceDetect's own ``TransformerDetector`` on one checkpoint.
 
 Same trained Hugging Face checkpoint, same inputs, measured side by side in one process:
-- latency at 1 caller (p50 / p95) of the whole check (ours: ``DetectorEngine.detect``, what
-  ``truthlens detect`` runs: tokenising, grounded rows, fact checks, spans), in blocks of
-  inputs with the runtimes taking turns, so all see the same machine load;
+- latency at 1 caller (p50 / p95 / mean per item) of the whole check (ours:
+  ``DetectorEngine.detect``, what ``truthlens detect`` runs: tokenising, grounded rows, fact
+  checks, spans), in blocks of inputs with the runtimes taking turns, so all see the same
+  machine load; this pass is each context's first check (the relevance embedder has not seen it);
 - checks/s at 1 and N concurrent callers (ours: asyncio callers; LettuceDetect: N threads
-  calling ``predict``, torch releases the GIL);
-- ours in variants side by side: fp32, int8 without and with fused attention
-  (``truthlens export --no-optimize`` / the default), and the int8 graph with one run at a
-  time using every thread (the old in-process setting) vs two runs in flight with the threads
-  split between them (the default);
-- the first check of a new 2k- and 8k-token context (``--long``): the 8k/2k ratio;
+  calling ``predict``, torch releases the GIL), ``--repeats`` times with the runtimes taking
+  turns; each ratio is printed as the median with its spread over the repeats;
+- ours in variants side by side, all with the in-process defaults (two runs in flight, a lone
+  row on every core) unless named: fp32, int8 without and with fused attention
+  (``truthlens export --no-optimize`` / the default), and the int8 graph with the threads split
+  between two runs and no lone-row session (the previous setting, "int8 split");
 - token-level agreement of predictions (P(hallucinated) > 0.5) of our fp32 and int8 ONNX
   models with LettuceDetect, and with LettuceDetect fed segment ids as well (its
   ``TransformerDetector`` passes only ``input_ids`` and ``attention_mask`` to the model,
-  so a BERT-family checkpoint trained with ``token_type_ids`` sees zeros there).
+  so a BERT-family checkpoint trained with ``token_type_ids`` sees zeros there); and the whole
+  check's verdicts and spans of "int8" vs fp32 and vs "int8 split";
+- the whole check vs LettuceDetect per item on ~400-token RAG inputs (``--ragtruth``: contexts
+  of 300-500 tokens from RAGTruth QA's training half with a three-sentence answer, built as
+  ``bench/detector_check_latency.py`` builds them), each context checked for the first time;
+- the first check of a new 2k- and 8k-token context (``--long``): the 8k/2k ratio.
 
     python -m bench.detector_vs_lettucedetect --hf-model training/output/hf \
-        [--onnx-model DIR] [--onnx-int8-model DIR] [--inputs FILE.jsonl] [--n 200] [--concurrency 8]
+        [--onnx-model DIR] [--onnx-int8-model DIR] [--inputs FILE.jsonl] [--n 200] [--concurrency 8] \
+        [--repeats 3] [--ragtruth DIR] [--long]
 
 Without ``--onnx-model`` / ``--onnx-int8-model`` the checkpoint is exported (fp32 / int8)
 to a temporary directory with the project's exporter. ``--inputs`` takes JSONL rows with
-``context``, ``question``, ``answer``, or RAGTruth rows (``source.passages``, ``responses``).
-Needs the ``export`` extra and ``lettucedetect`` (``pip install --no-deps lettucedetect``: it
-runs on torch and transformers, which the extra has).
+``context``, ``question``, ``answer``, or RAGTruth rows (``source.passages``, ``responses``), of
+which only the training half (odd ``source_id``) is read. Needs the ``export`` extra and
+``lettucedetect`` (``pip install --no-deps lettucedetect``: it runs on torch and transformers,
+which the extra has).
 """
 
 from __future__ import annotations
@@ -45,15 +53,17 @@ from typing import Any
 
 import numpy as np
 
+from training.corpus import halueval, ragtruth
 from truthlens.detector.encoding import TextEncoder
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.factory import create_detector
 from truthlens.detector.manifest import load_manifest
 from truthlens.detector.prompt import build_prompt
-from truthlens.detector.types import DetectionInput, DetectorSettings
+from truthlens.detector.types import Detection, DetectionInput, DetectorSettings
 
 DEFAULT_INPUTS = Path("training/output/corpus/heldout.jsonl")
 BLOCK = 25  # inputs timed per runtime before switching to the next
+LD = "lettucedetect"
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +90,8 @@ def load_inputs(path: Path, n: int) -> list[DetectionInput]:
 
 def _rows(row: dict[str, Any]) -> list[DetectionInput]:
     if "source" in row and "responses" in row:  # RAGTruth QA: "passage 1:... passage 2:..."
+        if ragtruth.fold_of(int(row["source_id"])) == "eval":
+            return []  # the evaluation half stays unseen, even by benchmarks
         passages = tuple(p.strip() for p in re.split(r"passage \d+:", row["source"]["passages"]) if p.strip())
         return [DetectionInput(passages, row["source"]["question"], r["response"]) for r in row["responses"][:2]]
     return [DetectionInput(tuple(row["context"]), row["question"], row["answer"])]
@@ -156,10 +168,22 @@ def agreement(ours: Sequence[np.ndarray], theirs: Sequence[np.ndarray]) -> Agree
     )
 
 
+def same_check(a: Detection, b: Detection) -> tuple[bool, bool]:
+    """Whether two whole checks give the same verdict, and the same verdict with the same spans."""
+    verdict = a.status == b.status
+    return verdict, verdict and [(s.start, s.end) for s in a.spans] == [(s.start, s.end) for s in b.spans]
+
+
 async def timed_ours(detector: DetectorEngine, item: DetectionInput) -> float:
     started = time.perf_counter()
     await detector.detect(item, threshold=0.5)
     return (time.perf_counter() - started) * 1000
+
+
+def timed_lettuce(detector: Any, item: DetectionInput) -> tuple[float, np.ndarray]:
+    started = time.perf_counter()
+    probs = lettuce_probs(detector, item)
+    return (time.perf_counter() - started) * 1000, probs
 
 
 async def throughput_ours(detector: DetectorEngine, items: Sequence[DetectionInput], concurrency: int) -> float:
@@ -174,36 +198,78 @@ async def throughput_ours(detector: DetectorEngine, items: Sequence[DetectionInp
     return len(items) / (time.perf_counter() - started)
 
 
-def throughput_lettuce(detector: Any, items: Sequence[DetectionInput], concurrency: int) -> float:
-    started = time.perf_counter()
-    with ThreadPoolExecutor(concurrency) as pool:
+def throughput_lettuce(detector: Any, items: Sequence[DetectionInput], concurrency: int, threads: int) -> float:
+    """LettuceDetect's checks/s with ``concurrency`` caller threads sharing ``threads`` torch
+    threads (its best setting: one caller gets them all, 8 callers get one each)."""
+    import torch
+
+    # torch's thread count is per calling thread: a new thread does not see the main one's.
+    with ThreadPoolExecutor(concurrency, initializer=torch.set_num_threads,
+                            initargs=(max(1, threads // concurrency),)) as pool:
+        started = time.perf_counter()
         list(pool.map(lambda i: lettuce_probs(detector, i), items))
     return len(items) / (time.perf_counter() - started)
+
+
+async def interleaved(
+    ours: dict[str, DetectorEngine], ld: Any, items: Sequence[DetectionInput]
+) -> tuple[dict[str, list[float]], list[np.ndarray]]:
+    """Per-item ms of every runtime, in blocks of inputs in rotating order: interleaving single
+    calls would let one runtime's spinning worker threads (OpenMP, onnxruntime) slow the other
+    down. Also LettuceDetect's token probabilities."""
+    lat: dict[str, list[float]] = {LD: [], **{name: [] for name in ours}}
+    ld_probs: list[np.ndarray] = []
+    for start in range(0, len(items), BLOCK):
+        block = items[start : start + BLOCK]
+        for name in _rotate(list(lat), start // BLOCK):
+            for item in block:
+                if name == LD:
+                    ms, probs = timed_lettuce(ld, item)
+                    ld_probs.append(probs)
+                    lat[name].append(ms)
+                else:
+                    lat[name].append(await timed_ours(ours[name], item))
+    return lat, ld_probs
+
+
+def spread(values: Sequence[float]) -> str:
+    """Median [min-max] of a ratio over the repeats."""
+    return f"{statistics.median(values):.2f} [{min(values):.2f}-{max(values):.2f}]"
+
+
+def engines(dirs: dict[str, Path]) -> dict[str, DetectorEngine]:
+    # The in-process default (src/truthlens/gateway/config.py): two runs in flight, the cores
+    # split between them, a lone row on every core.
+    default = DetectorSettings(provider="cpu", max_in_flight=2)
+    # The previous setting: the same split, every row on its half of the cores.
+    split = DetectorSettings(provider="cpu", max_in_flight=2, intra_op_threads=max(1, _cores() // 2))
+    out: dict[str, DetectorEngine] = {}
+    for name, settings, directory in (
+        ("onnx fp32", default, dirs["fp32"]),
+        ("onnx int8 unfused", default, dirs["unfused"]),
+        ("onnx int8 split", split, dirs["int8"]),
+        ("onnx int8", default, dirs["int8"]),
+    ):
+        out[name] = _engine(settings, directory)
+    return out
+
+
+def _engine(settings: DetectorSettings, directory: Path) -> DetectorEngine:
+    engine = create_detector(DetectorSettings(**{**_fields(settings), "model_dir": str(directory)}))
+    assert isinstance(engine, DetectorEngine)
+    return engine
 
 
 async def run(args: argparse.Namespace) -> None:
     import torch
 
-    threads = args.threads or os.cpu_count() or 1
+    threads = args.threads or _cores()
     torch.set_num_threads(threads)
     items = load_inputs(args.inputs, args.n)
     with tempfile.TemporaryDirectory(prefix="truthlens-bench-") as tmp:
         fp32_dir, plain_dir, int8_dir = export_dirs(args.hf_model, args.onnx_model, args.onnx_int8_model, Path(tmp))
         manifest = load_manifest(fp32_dir)
-        # The in-process default: two runs in flight, the threads split between them.
-        split = DetectorSettings(provider="cpu", intra_op_threads=max(1, threads // 2), max_in_flight=2)
-        # The previous default: one run at a time with every thread, rows micro-batched.
-        one_run = DetectorSettings(provider="cpu", intra_op_threads=threads, max_batch_size=args.concurrency)
-        ours: dict[str, DetectorEngine] = {}
-        for name, settings, directory in (
-            ("onnx fp32", split, fp32_dir),
-            ("onnx int8 unfused", split, plain_dir),
-            ("onnx int8 1 run", one_run, int8_dir),
-            ("onnx int8", split, int8_dir),
-        ):
-            engine = create_detector(DetectorSettings(**{**_fields(settings), "model_dir": str(directory)}))
-            assert isinstance(engine, DetectorEngine)
-            ours[name] = engine
+        ours = engines({"fp32": fp32_dir, "unfused": plain_dir, "int8": int8_dir})
         ld = lettuce(args.hf_model, manifest.max_length, segment_ids=False)
         ld_seg = lettuce(args.hf_model, manifest.max_length, segment_ids=True)
 
@@ -211,47 +277,46 @@ async def run(args: argparse.Namespace) -> None:
         tokens = [encoder.count(build_prompt(i.context, i.question)) + encoder.count(i.answer) for i in items]
         print(f"checkpoint {args.hf_model} ({manifest.source.get('architecture')}), window {manifest.max_length}, "
               f"{len(items)} inputs from {args.inputs} (prompt + answer tokens: p50 {statistics.median(tokens):.0f}), "
-              f"{threads} threads each, CPU; ours: whole detect (rows, fact checks, spans)")
-        # warm-up every runtime
-        for item in items[:3]:
+              f"CPU with {_cores()} cores, LettuceDetect on {threads} torch threads (shared by its callers); "
+              f"ours: whole detect (rows, fact checks, spans) with the in-process defaults unless named")
+        # warm-up every runtime (these three inputs come last in the timed first pass)
+        for item in items[-3:]:
             lettuce_probs(ld, item)
             for engine in ours.values():
                 await engine.detect(item, threshold=0.5)
 
-        # Blocks of inputs per runtime, in rotating order: interleaving single calls would let
-        # one runtime's spinning worker threads (OpenMP, onnxruntime) slow the other down.
-        lat: dict[str, list[float]] = {"lettucedetect": [], **{name: [] for name in ours}}
-        ld_probs: list[np.ndarray] = []  # kept for the agreement table below
-        for start in range(0, len(items), BLOCK):
-            block = items[start : start + BLOCK]
-            for name in _rotate(list(lat), start // BLOCK):
-                for item in block:
-                    if name == "lettucedetect":
-                        started = time.perf_counter()
-                        ld_probs.append(lettuce_probs(ld, item))
-                        lat[name].append((time.perf_counter() - started) * 1000)
-                    else:
-                        lat[name].append(await timed_ours(ours[name], item))
-
-        tput: dict[str, dict[int, float]] = {name: {} for name in lat}
-        for callers in (1, args.concurrency):
-            tput["lettucedetect"][callers] = throughput_lettuce(ld, items, callers)
-            for name, engine in ours.items():
-                tput[name][callers] = await throughput_ours(engine, items, callers)
-
+        lat, ld_probs = await interleaved(ours, ld, items)
         n = args.concurrency
-        base_p50 = statistics.median(lat["lettucedetect"])
-        base_p95 = percentile(lat["lettucedetect"], 95)
+        tput: dict[tuple[str, int], list[float]] = {(name, c): [] for name in lat for c in (1, n)}
+        for repeat in range(args.repeats):
+            for callers in (1, n):
+                for name in _rotate(list(lat), repeat):
+                    if name == LD:
+                        rate = throughput_lettuce(ld, items, callers, threads)
+                    else:
+                        rate = await throughput_ours(ours[name], items, callers)
+                    tput[name, callers].append(rate)
+
+        base_p50, base_p95, base_mean = (
+            statistics.median(lat[LD]), percentile(lat[LD], 95), statistics.fmean(lat[LD])
+        )
         print()
-        print(f"{'detector':<18} {'p50 ms':>8} {'p95 ms':>8} {'p50 x':>7} {'p95 x':>7} {'checks/s @1':>12} "
-              f"{'x':>6} {f'checks/s @{n}':>12} {'x':>6} {f'@{n} / @1':>8}")
+        print(f"latency at 1 caller (first pass over the inputs), checks/s over {args.repeats} repeats "
+              f"(median [min-max] of each repeat's ratio)")
+        print(f"{'detector':<18} {'p50 ms':>7} {'p95 ms':>7} {'mean ms':>8} {'p50 x':>6} {'p95 x':>6} "
+              f"{'mean x':>6} {'checks/s @1':>11} {'x @1':>17} {f'checks/s @{n}':>11} {f'x @{n}':>17} "
+              f"{f'@{n} / @1':>17}")
         for name, values in lat.items():
-            p50, p95 = statistics.median(values), percentile(values, 95)
-            one, many = tput[name][1], tput[name][n]
-            print(f"{name:<18} {p50:>8.1f} {p95:>8.1f} {base_p50 / p50:>7.2f} {base_p95 / p95:>7.2f} {one:>12.2f} "
-                  f"{one / tput['lettucedetect'][1]:>6.2f} {many:>12.2f} {many / tput['lettucedetect'][n]:>6.2f} "
-                  f"{many / one:>8.2f}")
-        print("(x = speed-up over LettuceDetect: its latency / ours, our checks/s / its)")
+            p50, p95, mean = statistics.median(values), percentile(values, 95), statistics.fmean(values)
+            one, many = tput[name, 1], tput[name, n]
+            x1 = [a / b for a, b in zip(one, tput[LD, 1], strict=True)]
+            xn = [a / b for a, b in zip(many, tput[LD, n], strict=True)]
+            scale = [b / a for a, b in zip(one, many, strict=True)]
+            print(f"{name:<18} {p50:>7.1f} {p95:>7.1f} {mean:>8.1f} {base_p50 / p50:>6.2f} {base_p95 / p95:>6.2f} "
+                  f"{base_mean / mean:>6.2f} {statistics.median(one):>11.2f} {spread(x1):>17} "
+                  f"{statistics.median(many):>11.2f} {spread(xn):>17} {spread(scale):>17}")
+        print("(x = speed-up over LettuceDetect: its latency / ours, our checks/s / its; checks/s passes see "
+              "contexts already checked once)")
 
         ld_seg_probs = [lettuce_probs(ld_seg, i) for i in items]
         probs = {name: await our_probs(ours[name], items) for name in ("onnx fp32", "onnx int8 unfused", "onnx int8")}
@@ -267,10 +332,48 @@ async def run(args: argparse.Namespace) -> None:
             g = agreement(a, b)
             print(f"{name:<44} {g.tokens:>7} {g.token_agree:>12.2%} {g.mean_abs_diff:>10.4f} "
                   f"{g.example_agree:>14.2%} {g.skipped:>8}")
+        await whole_check_agreement(ours, items)
+        await rag_inputs(args, ld, int8_dir)
         if args.long:
             await long_contexts(ours["onnx int8"], encoder)
         for engine in ours.values():
             await engine.close()
+
+
+async def whole_check_agreement(ours: dict[str, DetectorEngine], items: Sequence[DetectionInput]) -> None:
+    """Verdicts (detected / clean at the calibrated thresholds) and spans of the whole check."""
+    checks = {name: [await ours[name].detect(i, threshold=0.5) for i in items] for name in ours}
+    print()
+    print(f"{'whole check (verdict at threshold 0.5, spans)':<44} {'verdict agree':>14} {'+ same spans':>13}")
+    for other in ("onnx fp32", "onnx int8 split"):
+        pairs = [same_check(a, b) for a, b in zip(checks["onnx int8"], checks[other], strict=True)]
+        print(f"{'onnx int8 vs ' + other:<44} {sum(v for v, _ in pairs) / len(pairs):>14.2%} "
+              f"{sum(s for _, s in pairs) / len(pairs):>13.2%}")
+
+
+async def rag_inputs(args: argparse.Namespace, ld: Any, int8_dir: Path) -> None:
+    """The whole check vs LettuceDetect per item on ~400-token RAG inputs, each context new."""
+    from bench.detector_check_latency import TARGET_TOKENS, inputs
+
+    if not ragtruth.available(args.ragtruth):
+        print(f"\n(no RAGTruth at {args.ragtruth}: the ~400-token RAG comparison is skipped)")
+        return
+    items = inputs(args.rag_n, args.ragtruth, halueval.DEFAULT_DIR)
+    # A new engine: the main inputs may share these passages, and its embedder must not know them.
+    engine = _engine(DetectorSettings(provider="cpu", max_in_flight=2), int8_dir)
+    await engine.detect(DetectionInput(("A warm-up passage.",), "Warm up?", "It warms up."), threshold=0.5)
+    lat, _ = await interleaved({"onnx int8": engine}, ld, items)
+    rows = [(await engine.detect(i, threshold=0.5)).chunks for i in items]
+    await engine.close()
+    ours, theirs = lat["onnx int8"], lat[LD]
+    print()
+    print(f"whole check per item, {len(items)} RAG inputs (RAGTruth QA training half, context "
+          f"{TARGET_TOKENS[0]}-{TARGET_TOKENS[1]} tokens, three-sentence answer; {sum(rows) / len(rows):.2f} "
+          f"rows per item), each context's first check, 1 caller:")
+    print(f"  lettucedetect mean {statistics.fmean(theirs):.1f} ms (p50 {statistics.median(theirs):.1f}), "
+          f"onnx int8 mean {statistics.fmean(ours):.1f} ms (p50 {statistics.median(ours):.1f}): "
+          f"{statistics.fmean(theirs) / statistics.fmean(ours):.2f}x per item "
+          f"(p50 {statistics.median(theirs) / statistics.median(ours):.2f}x)")
 
 
 async def long_contexts(engine: DetectorEngine, encoder: TextEncoder) -> None:
@@ -297,6 +400,13 @@ def _rotate(names: list[str], k: int) -> list[str]:
     return names[k:] + names[:k]
 
 
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def _fields(settings: DetectorSettings) -> dict[str, Any]:
     return {name: getattr(settings, name) for name in DetectorSettings.__dataclass_fields__}
 
@@ -311,7 +421,11 @@ def main() -> None:
     parser.add_argument("--inputs", type=Path, default=DEFAULT_INPUTS, help="JSONL with context, question, answer")
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=8)
-    parser.add_argument("--threads", type=int, default=0, help="threads for torch and onnxruntime (0: all cores)")
+    parser.add_argument("--repeats", type=int, default=3, help="checks/s passes per runtime and caller count")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads for LettuceDetect (0: all cores)")
+    parser.add_argument("--ragtruth", type=Path, default=ragtruth.DEFAULT_DIR,
+                        help="RAGTruth folder for the ~400-token RAG inputs")
+    parser.add_argument("--rag-n", type=int, default=60, help="~400-token RAG inputs (as many as there are)")
     parser.add_argument("--long", action="store_true", help="also time a new 2k- and 8k-token context")
     asyncio.run(run(parser.parse_args()))
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from truthlens.detector.batcher import BatcherClosed, BatchFailed, MicroBatcher
+from truthlens.detector.batcher import BatcherClosed, BatchFailed, MicroBatcher, batch_runs_alone
 from truthlens.detector.types import Overloaded
 
 
@@ -25,9 +25,11 @@ class GatedRun:
         self.gate.set()
         self.started = threading.Event()
         self.batches: list[list[int]] = []
+        self.alone: list[bool] = []  # batch_runs_alone() of each batch, in start order
         self.fail = False
 
     def __call__(self, rows: Sequence[int]) -> list[int]:
+        self.alone.append(batch_runs_alone())
         self.started.set()
         self.gate.wait(10)
         self.batches.append(list(rows))
@@ -171,6 +173,39 @@ async def test_close_answers_waiting_callers() -> None:
     with pytest.raises(BatcherClosed):
         await batcher.submit([1])
     run.gate.set()
+
+
+async def test_a_lone_batch_holds_every_slot_and_others_wait_for_it() -> None:
+    run = GatedRun()
+    run.gate.clear()
+    batcher = _batcher(run, max_wait_s=0.0, max_batch_size=1, max_in_flight=2)
+    lone = asyncio.create_task(batcher.submit([100]))
+    await _wait_started(run)
+    later = asyncio.create_task(batcher.submit([101]))
+    await asyncio.sleep(0.02)
+    # Two slots, but the lone batch took both: the later row waits instead of sharing its cores.
+    assert batcher.running_batches == 1 and batcher.pending_rows == 1
+    run.gate.set()
+    assert await lone == [200] and await later == [202]
+    assert run.alone == [True, True]  # the later row found nothing else running either
+    assert batch_runs_alone() is False  # only inside a run function
+    await batcher.close()
+
+
+async def test_batches_with_company_split_the_slots() -> None:
+    run = GatedRun()
+    run.gate.clear()
+    batcher = _batcher(run, max_wait_s=0.0, max_batch_size=1, max_in_flight=2)
+    together = asyncio.create_task(batcher.submit([100, 101, 102]))
+    await _wait_started(run)
+    await asyncio.sleep(0.02)
+    assert batcher.running_batches == 2 and batcher.pending_rows == 1
+    run.gate.set()
+    assert await together == [200, 202, 204]
+    # The first row had rows waiting, the second a row running: each got one slot. (The last
+    # may find the machine free, depending on which run ended first.)
+    assert run.alone[:2] == [False, False]
+    await batcher.close()
 
 
 def test_bad_limits_are_rejected() -> None:

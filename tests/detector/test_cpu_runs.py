@@ -14,7 +14,8 @@ import pytest
 
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.factory import create_detector
-from truthlens.detector.onnx_backend import CPU, intra_op_threads
+from truthlens.detector.manifest import load_manifest
+from truthlens.detector.onnx_backend import CPU, OnnxRunner, intra_op_threads
 from truthlens.detector.types import DetectionInput, DetectorSettings
 
 CONTEXT = (
@@ -75,6 +76,29 @@ async def test_runs_in_flight_share_the_cores_and_overlap(tiny_model_dir: Path) 
         results = await engine.detect_many(items, threshold=0.5)
         assert all(r.detected and r.spans[0].text == "Berlin" for r in results)
         assert engine.batcher.stats.runs == 12 and engine.queue_depth == 0
+    finally:
+        await engine.close()
+
+
+def test_a_lone_row_gets_a_session_with_every_core(shipped_model_dir: Path) -> None:
+    import os
+
+    manifest = load_manifest(shipped_model_dir)
+    cores = len(os.sched_getaffinity(0))
+    assert OnnxRunner(manifest, DetectorSettings(provider="cpu", max_in_flight=2), 0).sessions == (2 if cores > 1 else 1)
+    # Threads set by the operator, or one run at a time: one session, as configured.
+    assert OnnxRunner(manifest, DetectorSettings(provider="cpu", max_in_flight=2, intra_op_threads=1), 0).sessions == 1
+    assert OnnxRunner(manifest, DetectorSettings(provider="cpu", max_in_flight=1), 0).sessions == 1
+
+
+async def test_a_row_scores_the_same_on_every_core_as_on_its_share(shipped_model_dir: Path) -> None:
+    # One check at a time: each row runs alone on the wide session; all at once: on the split one.
+    engine = _engine(shipped_model_dir, max_in_flight=2)
+    try:
+        alone = [await engine.token_scores(item) for item in ITEMS]
+        together = await asyncio.gather(*(engine.token_scores(item) for item in ITEMS))
+        for a, b in zip(alone, together, strict=True):
+            np.testing.assert_allclose(b.probs, a.probs, atol=1e-5)
     finally:
         await engine.close()
 

@@ -14,7 +14,7 @@ import pytest
 
 from truthlens.detector.chunking import Plan, Window
 from truthlens.detector.encoding import TextEncoder
-from truthlens.detector.engine import DetectorEngine, aggregate
+from truthlens.detector.engine import DetectorEngine, aggregate, distinct_rows
 from truthlens.detector.factory import check_settings, create_detector
 from truthlens.detector.grounding import (
     MAX_CLAIM_ROWS,
@@ -151,6 +151,30 @@ async def test_a_context_that_fits_gives_the_same_single_row(tiny_model_dir: Pat
     await grounded.close()
     await by_max.close()
     assert g.chunks == m.chunks == 1 and g.score == m.score and g.spans == m.spans
+
+
+async def test_claims_with_the_same_row_share_one_run(tiny_model_dir: Path) -> None:
+    """Three equal sentences pick the same context: three planned rows, one model run, and each
+    claim still reads its own tokens from it."""
+    detector = _detector(tiny_model_dir)
+    context = _distractors(60)
+    context.insert(30, EVIDENCE)
+    answer = "It opened in 1925. It opened in 1925. It opened in 1925."
+    result = await detector.detect(DetectionInput(tuple(context), "When did it open?", answer), threshold=0.5)
+    stats = detector.batcher.stats
+    await detector.close()
+    assert result.chunks == 3 and stats.rows == 1
+    starts = [i for i in range(len(answer)) if answer.startswith("1925", i)]
+    assert [(s.start, s.text) for s in result.spans] == [(i, "1925") for i in starts]
+
+
+def test_distinct_rows_index_each_row_to_its_first_equal(encoder: TextEncoder) -> None:
+    a, b = encoder.encode("first prompt").ids, encoder.encode("second prompt").ids
+    answer = encoder.encode("the answer").ids
+    rows = [encoder.pair(a, answer), encoder.pair(b, answer), encoder.pair(a, answer), encoder.pair(b, answer[:1])]
+    distinct, index = distinct_rows(rows)
+    assert index == [0, 1, 0, 2]
+    assert [d.ids.tolist() for d in distinct] == [rows[0].ids.tolist(), rows[1].ids.tolist(), rows[3].ids.tolist()]
 
 
 def test_aggregate_reads_each_claim_from_its_own_row() -> None:

@@ -91,6 +91,26 @@ def test_sentence_vectors_are_cached_and_bounded() -> None:
         small.close()
 
 
+def test_parallel_single_thread_runs_give_the_same_vectors() -> None:
+    texts = ["A man is eating food.", "The volcano erupted and lava reached the sea.", "short", "x " * 300]
+    alone = OnnxEmbedder.load(intra_op_threads=1, cache_size=0)
+    parallel = OnnxEmbedder.load(intra_op_threads=1, cache_size=0, parallel_runs=2)
+    try:
+        ran: set[str] = set()
+        run_batch = parallel._run_batch
+
+        def spy(batch):  # type: ignore[no-untyped-def]
+            ran.add(threading.current_thread().name)
+            return run_batch(batch)
+
+        parallel._run_batch = spy  # type: ignore[method-assign]
+        assert np.array_equal(parallel.embed_sync(texts), alone.embed_sync(texts))
+        assert ran and all(name.startswith("embedder-run") for name in ran)  # on its run threads
+    finally:
+        alone.close()
+        parallel.close()
+
+
 def test_missing_model_directory(tmp_path) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(EmbedderError, match="manifest.json"):
         OnnxEmbedder.load(tmp_path)

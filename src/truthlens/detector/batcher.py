@@ -2,11 +2,13 @@
 
 Callers ``submit`` all rows of one check at once and await their outputs. A single worker
 task forms batches (up to ``max_batch_size`` rows, waiting at most ``max_wait_s`` after the
-oldest row arrived, rows of similar length together to limit padding) and runs them one at
-a time in a dedicated thread (``max_in_flight`` at a time for a remote model server, whose
-round trips should overlap), so inference never blocks the event loop. The queue is
-bounded by checks in flight; a cancelled caller's rows are dropped before they run, or
-their outputs ignored if already running.
+oldest row arrived, rows of similar length together to limit padding) and runs them in
+dedicated threads, ``max_in_flight`` at a time (overlapping CPU runs, or a remote model
+server's round trips), so inference never blocks the event loop. A batch that finds nothing
+else running and nothing else waiting takes every slot: its run function may then use the whole
+machine (:func:`batch_runs_alone`) and later rows wait for it instead of competing for its
+cores. The queue is bounded by checks in flight; a cancelled caller's rows are dropped before
+they run, or their outputs ignored if already running.
 """
 
 from __future__ import annotations
@@ -48,13 +50,21 @@ def batch_time_left() -> float | None:
     return getattr(_running_batch, "time_left", None)
 
 
+def batch_runs_alone() -> bool:
+    """Inside a run function: whether this batch holds every slot (nothing else runs until it
+    ends), so it may use every core."""
+    return bool(getattr(_running_batch, "alone", False))
+
+
 def _run_with_budget(run_batch: Callable[[Sequence[Any]], Sequence[Any]], rows: Sequence[Any],
-                     time_left: float | None) -> Sequence[Any]:
+                     time_left: float | None, alone: bool) -> Sequence[Any]:
     _running_batch.time_left = time_left
+    _running_batch.alone = alone
     try:
         return run_batch(rows)
     finally:
         _running_batch.time_left = None
+        _running_batch.alone = False
 
 
 class BatchFailed(DetectorError):
@@ -120,6 +130,7 @@ class MicroBatcher(Generic[RowT, OutT]):
         self._executor = ThreadPoolExecutor(max_workers=max_in_flight, thread_name_prefix="detector-infer")
         self._running: set[asyncio.Task[None]] = set()
         self._slots: asyncio.Semaphore | None = None
+        self._slots_held = 0  # by batches running now
         self._worker: asyncio.Task[None] | None = None
         self._wakeup: asyncio.Event | None = None
         self._closed = False
@@ -223,17 +234,25 @@ class MicroBatcher(Generic[RowT, OutT]):
             if not batch:
                 self._slots.release()
                 continue
-            task = asyncio.get_running_loop().create_task(self._run(batch, self._slots))
+            held = 1
+            if not self._pending and self._slots_held == 0:
+                # Nothing else runs or waits: this batch takes the free slots too (no waiting).
+                while held < self._max_in_flight:
+                    await self._slots.acquire()
+                    held += 1
+            self._slots_held += held
+            task = asyncio.get_running_loop().create_task(self._run(batch, self._slots, held))
             self._running.add(task)
             task.add_done_callback(self._running.discard)
 
-    async def _run(self, batch: list[_Entry[RowT]], slots: asyncio.Semaphore) -> None:
+    async def _run(self, batch: list[_Entry[RowT]], slots: asyncio.Semaphore, held: int) -> None:
         loop = asyncio.get_running_loop()
         deadlines = [e.deadline for e in batch]
         time_left = None if None in deadlines else max(d for d in deadlines if d is not None) - loop.time()
+        alone = held == self._max_in_flight
         try:
             outputs = await loop.run_in_executor(
-                self._executor, _run_with_budget, self._run_batch, [e.row for e in batch], time_left
+                self._executor, _run_with_budget, self._run_batch, [e.row for e in batch], time_left, alone
             )
             if len(outputs) != len(batch):
                 raise RuntimeError(f"model returned {len(outputs)} outputs for {len(batch)} rows")
@@ -248,7 +267,9 @@ class MicroBatcher(Generic[RowT, OutT]):
             self._fail(batch, BatchFailed(f"model run failed: {type(exc).__name__}: {exc}"))
             return
         finally:
-            slots.release()
+            self._slots_held -= held
+            for _ in range(held):
+                slots.release()
         self._runs += 1
         self._rows += len(batch)
         self._largest = max(self._largest, len(batch))

@@ -97,8 +97,12 @@ def plan_rows(
     layout = row_layout(
         encoder, context, question, len(answer), max_length=max_length, answer_overlap_tokens=answer_overlap_tokens
     )
+    return pair_rows(encoder, layout, chunk_prompts(encoder, context, layout.question, layout.prompt_budget), answer)
+
+
+def pair_rows(encoder: TextEncoder, layout: Layout, prompts: Sequence[np.ndarray], answer: EncodedText) -> Plan:
+    """Every answer window of ``layout`` beside every chunk prompt (window-major)."""
     windows = layout.windows
-    prompts = chunk_prompts(encoder, context, layout.question, layout.prompt_budget)
     if len(windows) * len(prompts) > MAX_ROWS:
         raise InvalidInput(
             f"input needs {len(windows) * len(prompts)} model windows ({len(windows)} answer windows x "

@@ -198,7 +198,10 @@ class DetectorEngine:
         prepared = await asyncio.to_thread(self._prepare, item)
         if prepared.plan is None:
             return TokenScores(prepared.answer.ids, prepared.answer.offsets, np.zeros(0, dtype=np.float32), 0)
-        outputs = await self._batcher.submit(prepared.plan.rows)
+        # Grounded claims that pick the same context share one row: run each distinct row once.
+        distinct, index = distinct_rows(prepared.plan.rows)
+        run = await self._batcher.submit(distinct)
+        outputs = [run[i] for i in index]
         probs = aggregate(len(prepared.answer), prepared.plan, outputs, self.settings.chunk_aggregation)
         return TokenScores(prepared.answer.ids, prepared.answer.offsets, probs, len(prepared.plan.rows))
 
@@ -237,6 +240,22 @@ class DetectorEngine:
             answer_overlap_tokens=self.settings.answer_overlap_tokens,
         )
         return _Prepared(answer=answer, plan=plan)
+
+
+def distinct_rows(rows: Sequence[ModelRow]) -> tuple[list[ModelRow], list[int]]:
+    """The distinct rows among ``rows`` (first occurrence order) and, for each row, the index
+    of its distinct row. Equal rows give equal outputs (each row's run is independent of the
+    others), so a repeated row is run once."""
+    distinct: list[ModelRow] = []
+    seen: dict[tuple[bytes, bytes, int], int] = {}
+    index: list[int] = []
+    for row in rows:
+        key = (row.ids.tobytes(), row.type_ids.tobytes(), row.answer_start)
+        at = seen.setdefault(key, len(distinct))
+        if at == len(distinct):
+            distinct.append(row)
+        index.append(at)
+    return distinct, index
 
 
 def aggregate(n_tokens: int, plan: Plan, outputs: Sequence[np.ndarray], across_chunks: ChunkAggregation) -> np.ndarray:

@@ -6,8 +6,8 @@ unsupported — with ``max`` across chunks every faithful answer over a long con
 with ``min``/``best`` a contradiction in one chunk is outvoted by the others. A reader instead
 looks the claim up where the context talks about it, and so do these rows:
 
-1. When the whole context fits beside the answer, nothing changes: ``plan_rows`` (one row per
-   answer window).
+1. When the whole context fits beside the answer, nothing changes: ``plan_rows``' rows (one
+   per answer window).
 2. Otherwise the context is cut into *pieces* (a passage, or a group of its sentences of at
    most ``PIECE_TOKENS``) and the answer into *claims* (its sentences; consecutive ones merged
    so there are at most ``MAX_CLAIM_ROWS``). Pieces and claims are scored for relevance
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from truthlens.detector.chunking import Plan, Window, plan_rows, row_layout, whole_prompt
+from truthlens.detector.chunking import Plan, Window, chunk_prompts, pair_rows, row_layout, whole_prompt
 from truthlens.detector.encoding import EncodedText, ModelRow, TextEncoder
 from truthlens.detector.prompt import build_prompt, passage_line, prompt_head, prompt_tail
 from truthlens.detector.relevance import Relevance
@@ -78,10 +78,12 @@ def plan_grounded(
     layout = row_layout(
         encoder, context, question, len(answer), max_length=max_length, answer_overlap_tokens=answer_overlap_tokens
     )
-    if not context or whole_prompt(encoder, context, layout.question, layout.prompt_budget) is not None:
-        return plan_rows(
-            encoder, context, question, answer, max_length=max_length, answer_overlap_tokens=answer_overlap_tokens
-        )
+    # No context, or all of it fits: plan_rows' rows, from the layout and prompt made here.
+    if not context:
+        return pair_rows(encoder, layout, chunk_prompts(encoder, [], layout.question, layout.prompt_budget), answer)
+    whole = whole_prompt(encoder, context, layout.question, layout.prompt_budget)
+    if whole is not None:
+        return pair_rows(encoder, layout, [whole], answer)
     width = max(w.end - w.start for w in layout.windows)
     claims = claim_ranges(answer_text, answer, width)
     pieces = context_pieces(encoder, context)
@@ -95,12 +97,15 @@ def plan_grounded(
     line_cost = encoder.count(passage_line(len(pieces) - 1, "")) + 1
     rows: list[ModelRow] = []
     windows: list[Window] = []
+    prompts: dict[tuple[tuple[int, ...], int], np.ndarray] = {}  # claims often pick the same pieces
     for claim, claim_scores in zip(claims, scores, strict=True):
         window = _window_around(claim, len(answer), width)
         budget = room - (window.end - window.start)
         chosen = _select(pieces, claim_scores, budget - overhead, line_cost, RELEVANCE_MARGIN)
-        prompt = _prompt(encoder, context, pieces, chosen, layout.question, budget)
-        rows.append(encoder.pair(prompt, answer.ids[window.start : window.end]))
+        key = (tuple(chosen), budget)
+        if key not in prompts:
+            prompts[key] = _prompt(encoder, context, pieces, chosen, layout.question, budget)
+        rows.append(encoder.pair(prompts[key], answer.ids[window.start : window.end]))
         windows.append(window)
     return Plan(rows=tuple(rows), windows=tuple(windows), chunks=1, scored=tuple(claims))
 

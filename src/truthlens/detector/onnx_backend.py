@@ -9,8 +9,12 @@ padding on compute no core had idle, and dynamic int8 quantises activations with
 per tensor, so a row's probabilities would depend on its batch-mates. With
 ``batching.max_in_flight`` > 1 (default 2 in-process) the micro-batcher forms batches of one
 row, that many runs go at once, and unless ``intra_op_threads`` is set the cores are split
-between them. A GPU gets padded
-batches of ``batching.max_batch_size`` rows, as before.
+between them; a row with nothing else running or waiting (one caller, a one-row check) runs
+on a second session with every core instead (:func:`~truthlens.detector.batcher.batch_runs_alone`),
+so a lone check does not leave cores idle. That session's workers sleep when idle rather than
+spin (a spinning worker takes a core from the split runs that follow), and the relevance
+embedder runs one single-threaded run per core for the same reason. A GPU gets padded batches
+of ``batching.max_batch_size`` rows, as before.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import Literal
 import numpy as np
 import onnxruntime as ort
 
+from truthlens.detector.batcher import batch_runs_alone
 from truthlens.detector.encoding import ModelRow, TextEncoder
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.manifest import (
@@ -56,17 +61,15 @@ class OnnxRunner:
     """Runs padded batches of :class:`ModelRow` and returns P(hallucinated) of each row's answer tokens."""
 
     def __init__(self, manifest: ModelManifest, settings: DetectorSettings, pad_id: int) -> None:
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         providers = choose_providers(settings.provider, ort.get_available_providers())
-        threads = intra_op_threads(settings, providers[0])
-        if threads > 0:
-            options.intra_op_num_threads = threads
-        try:
-            self._session = ort.InferenceSession(str(manifest.model_path), options, providers=providers)
-        except Exception as exc:  # onnxruntime raises its own untyped errors for bad graphs
-            raise ModelDirError(f"{manifest.model_path}: onnxruntime cannot load it ({exc})") from exc
+        self._session = _session(manifest, providers, intra_op_threads(settings, providers[0]))
         self.provider = self._session.get_providers()[0]
+        # A lone row's session: every core (the split sessions would leave the others idle).
+        self._wide = (
+            _session(manifest, providers, _cores(), spinning=False)
+            if self.provider == CPU and split_threads(settings, CPU) and _cores() > 1
+            else None
+        )
         if "CUDAExecutionProvider" in providers and self.provider != "CUDAExecutionProvider":
             # onnxruntime-gpu without a visible GPU (or without its CUDA libraries) falls back silently.
             log.warning("detector: CUDA was offered but no GPU session could be made; running on %s", self.provider)
@@ -81,23 +84,50 @@ class OnnxRunner:
         # CPU: each row at its own length (module docstring); a GPU fills its batch.
         self.rows_alone = self.provider == CPU
 
-    def run(self, rows: Sequence[ModelRow]) -> list[np.ndarray]:
-        if self.rows_alone and len(rows) > 1:
-            return [self._run_padded([row])[0] for row in rows]
-        return self._run_padded(rows)
+    @property
+    def sessions(self) -> int:
+        """Sessions loaded: 2 when lone rows get a session with every core."""
+        return 1 if self._wide is None else 2
 
-    def _run_padded(self, rows: Sequence[ModelRow]) -> list[np.ndarray]:
+    def run(self, rows: Sequence[ModelRow]) -> list[np.ndarray]:
+        session = self._wide if self._wide is not None and batch_runs_alone() else self._session
+        if self.rows_alone and len(rows) > 1:
+            return [self._run_padded(session, [row])[0] for row in rows]
+        return self._run_padded(session, rows)
+
+    def _run_padded(self, session: ort.InferenceSession, rows: Sequence[ModelRow]) -> list[np.ndarray]:
         feed = pad_rows(rows, self._pad_id)
-        (logits,) = self._session.run([self._output], {name: feed[name] for name in self._inputs})
+        (logits,) = session.run([self._output], {name: feed[name] for name in self._inputs})
         return answer_probs(logits, rows, self._index)
+
+
+def _session(
+    manifest: ModelManifest, providers: list[str], threads: int, *, spinning: bool = True
+) -> ort.InferenceSession:
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if threads > 0:
+        options.intra_op_num_threads = threads
+    if not spinning:
+        # Idle workers sleep at once instead of spinning on cores the next runs need.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    try:
+        return ort.InferenceSession(str(manifest.model_path), options, providers=providers)
+    except Exception as exc:  # onnxruntime raises its own untyped errors for bad graphs
+        raise ModelDirError(f"{manifest.model_path}: onnxruntime cannot load it ({exc})") from exc
 
 
 def intra_op_threads(settings: DetectorSettings, provider: str) -> int:
     """Threads per model run: the configured number, else on CPU the cores shared between the
     ``max_in_flight`` runs that go at once (0: onnxruntime's default, all cores)."""
-    if settings.intra_op_threads > 0 or provider != CPU or settings.max_in_flight <= 1:
+    if not split_threads(settings, provider):
         return settings.intra_op_threads
     return max(1, _cores() // settings.max_in_flight)
+
+
+def split_threads(settings: DetectorSettings, provider: str) -> bool:
+    """Whether the engine picks the threads per run: on CPU, unset, several runs at once."""
+    return settings.intra_op_threads == 0 and provider == CPU and settings.max_in_flight > 1
 
 
 def _cores() -> int:
@@ -132,7 +162,12 @@ def grounded_relevance(settings: DetectorSettings) -> Relevance | None:
     with a warning, when it cannot load); the other aggregations never need one."""
     if settings.chunk_aggregation != "grounded":
         return None
-    relevance = load_relevance(settings.intra_op_threads)
+    if split_threads(settings, CPU):
+        # The detector's runs share the cores: so do the embedder's, one thread each (a thread
+        # pool's spinning workers would take cores from the rows running beside them).
+        relevance = load_relevance(1, parallel_runs=_cores())
+    else:
+        relevance = load_relevance(settings.intra_op_threads)
     log.info("detector: grounded rows rank context by %s relevance", relevance.name)
     return relevance
 
@@ -159,12 +194,13 @@ def load(settings: DetectorSettings, hooks: DetectorHooks | None = None) -> Dete
         settings, manifest, encoder, runner.run, provider=runner.provider, relevance=grounded_relevance(settings)
     )
     log.info(
-        "detector: %s on %s (requested %s), %d runs at once, batches of %d, max_length %d, quantization %s, "
+        "detector: %s on %s (requested %s), %d runs at once%s, batches of %d, max_length %d, quantization %s, "
         "token threshold %.2f",
         manifest.directory,
         runner.provider,
         settings.provider,
         settings.max_in_flight,
+        " (a lone row on every core)" if runner.sessions > 1 else "",
         settings.max_batch_size,
         manifest.max_length,
         manifest.quantization,

@@ -146,12 +146,14 @@ def shortlist(lexical: np.ndarray) -> list[int]:
     return sorted({int(i) for i in best.ravel()})
 
 
-def load_relevance(intra_op_threads: int = 0) -> Relevance:
+def load_relevance(intra_op_threads: int = 0, parallel_runs: int = 1) -> Relevance:
     """The shipped embedder's relevance, or (with a warning) the lexical fallback."""
     try:
         from truthlens.evidence.embedder import OnnxEmbedder
 
-        return EmbeddingRelevance(OnnxEmbedder.load(intra_op_threads=intra_op_threads))
+        return EmbeddingRelevance(
+            OnnxEmbedder.load(intra_op_threads=intra_op_threads, parallel_runs=parallel_runs)
+        )
     except Exception as exc:  # missing files, onnxruntime errors, import errors
         log.warning(
             "detector: the sentence embedder could not load (%s); chunk_aggregation 'grounded' ranks "

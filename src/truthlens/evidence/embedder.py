@@ -5,7 +5,8 @@ L2-normalised mean-pooled sentence vectors (the sentence-transformers recipe) or
 L2-normalised per-token vectors (AMAR's token-level relevance gate). Texts longer than the
 model's window are split into windows, so nothing is silently cut off. A call's texts are
 tokenised as one batch and their windows run in length-sorted batches of ``batch_size``, in
-one worker thread so the event loop never blocks on it.
+one worker thread so the event loop never blocks on it; with ``parallel_runs`` > 1 (one
+single-threaded run per core, no spinning thread pool) that many batches run at once.
 
 Sentence vectors are kept in a bounded LRU cache keyed by the text: a RAG corpus sends the
 same passages again and again, and gating a 16k-token context costs about as much as
@@ -52,6 +53,7 @@ class OnnxEmbedder:
         max_length: int,
         batch_size: int = 1,
         cache_size: int = 4096,
+        parallel_runs: int = 1,
     ) -> None:
         if max_length < 8:
             raise ValueError(f"max_length must be >= 8, got {max_length}")
@@ -77,10 +79,15 @@ class OnnxEmbedder:
         self._cls, self._sep, self._pad = cls_id, sep_id, pad_id
         # One worker: ONNX Runtime already uses every core it is given per call.
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedder")
+        # Batches of one call run this many at a time (each run alone gives the same vectors).
+        self._runs = (
+            ThreadPoolExecutor(max_workers=parallel_runs, thread_name_prefix="embedder-run")
+            if parallel_runs > 1 else None
+        )
 
     @classmethod
     def load(cls, model_dir: str | Path | None = None, *, intra_op_threads: int = 0,
-             batch_size: int = 1, cache_size: int = 4096) -> OnnxEmbedder:
+             batch_size: int = 1, cache_size: int = 4096, parallel_runs: int = 1) -> OnnxEmbedder:
         """Load a model directory (``model.onnx``, ``tokenizer.json``, ``manifest.json``)."""
         root = Path(model_dir) if model_dir is not None else DEFAULT_MODEL_DIR
         manifest_path = root / "manifest.json"
@@ -97,6 +104,7 @@ class OnnxEmbedder:
             intra_op_threads=intra_op_threads,
             batch_size=batch_size,
             cache_size=cache_size,
+            parallel_runs=parallel_runs,
         )
 
     @classmethod
@@ -109,6 +117,7 @@ class OnnxEmbedder:
         intra_op_threads: int = 0,
         batch_size: int = 1,
         cache_size: int = 4096,
+        parallel_runs: int = 1,
     ) -> OnnxEmbedder:
         options = ort.SessionOptions()
         options.intra_op_num_threads = intra_op_threads
@@ -121,7 +130,7 @@ class OnnxEmbedder:
         except Exception as exc:  # onnxruntime raises its own exception types
             raise EmbedderError(f"cannot load embedder from {onnx_path}: {exc}") from exc
         return cls(session, tokenizer, max_length=max_length, batch_size=batch_size,
-                   cache_size=cache_size)
+                   cache_size=cache_size, parallel_runs=parallel_runs)
 
     @property
     def dim(self) -> int:
@@ -144,6 +153,8 @@ class OnnxEmbedder:
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
+        if self._runs is not None:
+            self._runs.shutdown(wait=False, cancel_futures=True)
 
     # -- synchronous core (runs in the worker thread) ------------------------------------
 
@@ -206,22 +217,29 @@ class OnnxEmbedder:
     def _run(self, texts: Sequence[str]) -> list[tuple[_Window, np.ndarray]]:
         """Hidden states of every window, batched by similar length to keep padding small."""
         windows = sorted(self._windows(texts), key=lambda w: len(w.ids))
+        batches = [windows[i : i + self._batch_size] for i in range(0, len(windows), self._batch_size)]
+        if self._runs is not None and len(batches) > 1:
+            hidden = list(self._runs.map(self._run_batch, batches))
+        else:
+            hidden = [self._run_batch(batch) for batch in batches]
         results: list[tuple[_Window, np.ndarray]] = []
-        for start in range(0, len(windows), self._batch_size):
-            batch = windows[start : start + self._batch_size]
-            width = max(len(w.ids) for w in batch)
-            ids = np.full((len(batch), width), self._pad, dtype=np.int64)
-            mask = np.zeros((len(batch), width), dtype=np.int64)
+        for batch, states in zip(batches, hidden, strict=True):
             for row, window in enumerate(batch):
-                ids[row, : len(window.ids)] = window.ids
-                mask[row, : len(window.ids)] = 1
-            feeds = {"input_ids": ids, "attention_mask": mask}
-            if "token_type_ids" in self._input_names:
-                feeds["token_type_ids"] = np.zeros_like(ids)
-            (hidden,) = self._session.run(None, feeds)
-            for row, window in enumerate(batch):
-                results.append((window, hidden[row, : len(window.ids)].astype(np.float64)))
+                results.append((window, states[row, : len(window.ids)].astype(np.float64)))
         return results
+
+    def _run_batch(self, batch: Sequence[_Window]) -> np.ndarray:
+        width = max(len(w.ids) for w in batch)
+        ids = np.full((len(batch), width), self._pad, dtype=np.int64)
+        mask = np.zeros((len(batch), width), dtype=np.int64)
+        for row, window in enumerate(batch):
+            ids[row, : len(window.ids)] = window.ids
+            mask[row, : len(window.ids)] = 1
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._input_names:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        (hidden,) = self._session.run(None, feeds)
+        return np.asarray(hidden)
 
 
 def _check_texts(texts: Sequence[str]) -> None:
