@@ -74,6 +74,10 @@ class LlmDetector:
 
     async def detect(self, item: DetectionInput, *, threshold: float, timeout_s: float | None = None) -> Detection:
         validate(item, self.settings)
+        return await self._check(item, threshold, timeout_s)
+
+    async def _check(self, item: DetectionInput, threshold: float, timeout_s: float | None) -> Detection:
+        """One answer already validated (:func:`validate`): one chat call."""
         validate_threshold(threshold)
         started = time.monotonic()
 
@@ -132,7 +136,7 @@ class LlmDetector:
     ) -> list[Detection]:
         for item in items:  # refuse the whole call before any request goes out
             validate(item, self.settings)
-        return list(await asyncio.gather(*(self.detect(i, threshold=threshold, timeout_s=timeout_s) for i in items)))
+        return list(await asyncio.gather(*(self._check(i, threshold, timeout_s) for i in items)))
 
     async def close(self) -> None:
         await self._client.aclose()

@@ -63,13 +63,13 @@ def locate_quotes(answer: str, quotes: Sequence[str]) -> Located:
         if not quote:
             invented += 1
             continue
-        if quote in next_exact or answer.find(quote) >= 0:
-            at = answer.find(quote, next_exact.get(quote, 0))
-            if at < 0:
-                repeats += 1
-                continue
+        at = answer.find(quote, next_exact.get(quote, 0))
+        if at >= 0:
             next_exact[quote] = at + 1
             found.append((at, at + len(quote)))
+            continue
+        if quote in next_exact:  # found exactly before: the answer has no unused occurrence left
+            repeats += 1
             continue
         if folded is None:
             folded = _Folded(answer)
