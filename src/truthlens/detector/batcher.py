@@ -211,6 +211,7 @@ class MicroBatcher(Generic[RowT, OutT]):
                 raise RuntimeError("MicroBatcher is bound to another running event loop")
             self._wakeup = asyncio.Event()
             self._slots = asyncio.Semaphore(self._max_in_flight)
+            self._slots_held = 0  # the new slots; batches of a loop that died never release theirs
             self._worker = loop.create_task(self._work(self._wakeup), name="detector-batcher")
         assert self._wakeup is not None
         return self._wakeup
