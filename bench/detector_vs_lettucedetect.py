@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import random
 import re
 import statistics
@@ -58,6 +57,7 @@ from truthlens.detector.encoding import TextEncoder
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.factory import create_detector
 from truthlens.detector.manifest import load_manifest
+from truthlens.detector.onnx_backend import usable_cores
 from truthlens.detector.prompt import build_prompt
 from truthlens.detector.types import Detection, DetectionInput, DetectorSettings
 
@@ -242,7 +242,7 @@ def engines(dirs: dict[str, Path]) -> dict[str, DetectorEngine]:
     # split between them, a lone row on every core.
     default = DetectorSettings(provider="cpu", max_in_flight=2)
     # The previous setting: the same split, every row on its half of the cores.
-    split = DetectorSettings(provider="cpu", max_in_flight=2, intra_op_threads=max(1, _cores() // 2))
+    split = DetectorSettings(provider="cpu", max_in_flight=2, intra_op_threads=max(1, usable_cores() // 2))
     out: dict[str, DetectorEngine] = {}
     for name, settings, directory in (
         ("onnx fp32", default, dirs["fp32"]),
@@ -263,7 +263,7 @@ def _engine(settings: DetectorSettings, directory: Path) -> DetectorEngine:
 async def run(args: argparse.Namespace) -> None:
     import torch
 
-    threads = args.threads or _cores()
+    threads = args.threads or usable_cores()
     torch.set_num_threads(threads)
     items = load_inputs(args.inputs, args.n)
     with tempfile.TemporaryDirectory(prefix="truthlens-bench-") as tmp:
@@ -277,7 +277,7 @@ async def run(args: argparse.Namespace) -> None:
         tokens = [encoder.count(build_prompt(i.context, i.question)) + encoder.count(i.answer) for i in items]
         print(f"checkpoint {args.hf_model} ({manifest.source.get('architecture')}), window {manifest.max_length}, "
               f"{len(items)} inputs from {args.inputs} (prompt + answer tokens: p50 {statistics.median(tokens):.0f}), "
-              f"CPU with {_cores()} cores, LettuceDetect on {threads} torch threads (shared by its callers); "
+              f"CPU with {usable_cores()} cores, LettuceDetect on {threads} torch threads (shared by its callers); "
               f"ours: whole detect (rows, fact checks, spans) with the in-process defaults unless named")
         # warm-up every runtime (these three inputs come last in the timed first pass)
         for item in items[-3:]:
@@ -398,13 +398,6 @@ async def long_contexts(engine: DetectorEngine, encoder: TextEncoder) -> None:
 def _rotate(names: list[str], k: int) -> list[str]:
     k %= len(names)
     return names[k:] + names[:k]
-
-
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 def _fields(settings: DetectorSettings) -> dict[str, Any]:

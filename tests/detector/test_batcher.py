@@ -178,7 +178,7 @@ async def test_close_answers_waiting_callers() -> None:
 async def test_a_lone_batch_holds_every_slot_and_others_wait_for_it() -> None:
     run = GatedRun()
     run.gate.clear()
-    batcher = _batcher(run, max_wait_s=0.0, max_batch_size=1, max_in_flight=2)
+    batcher = _batcher(run, max_wait_s=0.0, max_batch_size=1, max_in_flight=2, lone_takes_all=True)
     lone = asyncio.create_task(batcher.submit([100]))
     await _wait_started(run)
     later = asyncio.create_task(batcher.submit([101]))
@@ -195,7 +195,7 @@ async def test_a_lone_batch_holds_every_slot_and_others_wait_for_it() -> None:
 async def test_batches_with_company_split_the_slots() -> None:
     run = GatedRun()
     run.gate.clear()
-    batcher = _batcher(run, max_wait_s=0.0, max_batch_size=1, max_in_flight=2)
+    batcher = _batcher(run, max_wait_s=0.0, max_batch_size=1, max_in_flight=2, lone_takes_all=True)
     together = asyncio.create_task(batcher.submit([100, 101, 102]))
     await _wait_started(run)
     await asyncio.sleep(0.02)
@@ -205,6 +205,25 @@ async def test_batches_with_company_split_the_slots() -> None:
     # The first row had rows waiting, the second a row running: each got one slot. (The last
     # may find the machine free, depending on which run ended first.)
     assert run.alone[:2] == [False, False]
+    await batcher.close()
+
+
+async def test_without_lone_takes_all_a_lone_batch_leaves_the_other_slots_free() -> None:
+    # A remote model server's round trips should overlap, whatever else is in flight.
+    run = GatedRun()
+    run.gate.clear()
+    batcher = _batcher(run, max_wait_s=0.0, max_batch_size=1, max_in_flight=2)
+    first = asyncio.create_task(batcher.submit([100]))
+    await _wait_started(run)
+    second = asyncio.create_task(batcher.submit([101]))
+    for _ in range(100):
+        if batcher.running_batches == 2:
+            break
+        await asyncio.sleep(0.01)
+    assert batcher.running_batches == 2
+    run.gate.set()
+    assert await first == [200] and await second == [202]
+    assert run.alone == [False, False]
     await batcher.close()
 
 

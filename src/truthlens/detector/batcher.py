@@ -4,11 +4,11 @@ Callers ``submit`` all rows of one check at once and await their outputs. A sing
 task forms batches (up to ``max_batch_size`` rows, waiting at most ``max_wait_s`` after the
 oldest row arrived, rows of similar length together to limit padding) and runs them in
 dedicated threads, ``max_in_flight`` at a time (overlapping CPU runs, or a remote model
-server's round trips), so inference never blocks the event loop. A batch that finds nothing
-else running and nothing else waiting takes every slot: its run function may then use the whole
-machine (:func:`batch_runs_alone`) and later rows wait for it instead of competing for its
-cores. The queue is bounded by checks in flight; a cancelled caller's rows are dropped before
-they run, or their outputs ignored if already running.
+server's round trips), so inference never blocks the event loop. With ``lone_takes_all`` (CPU
+runs), a batch that finds nothing else running and nothing else waiting takes every slot: its
+run function may then use the whole machine (:func:`batch_runs_alone`) and later rows wait for
+it instead of competing for its cores. The queue is bounded by checks in flight; a cancelled
+caller's rows are dropped before they run, or their outputs ignored if already running.
 """
 
 from __future__ import annotations
@@ -116,6 +116,7 @@ class MicroBatcher(Generic[RowT, OutT]):
         max_wait_s: float,
         max_queue: int,
         max_in_flight: int = 1,
+        lone_takes_all: bool = False,
     ) -> None:
         if max_batch_size < 1 or max_queue < 1 or max_wait_s < 0 or max_in_flight < 1:
             raise ValueError("max_batch_size, max_queue and max_in_flight must be >= 1 and max_wait_s >= 0")
@@ -127,6 +128,7 @@ class MicroBatcher(Generic[RowT, OutT]):
         self._pending: deque[_Entry[RowT]] = deque()
         self._jobs: set[_Job[OutT]] = set()
         self._max_in_flight = max_in_flight
+        self._lone_takes_all = lone_takes_all
         self._executor = ThreadPoolExecutor(max_workers=max_in_flight, thread_name_prefix="detector-infer")
         self._running: set[asyncio.Task[None]] = set()
         self._slots: asyncio.Semaphore | None = None
@@ -209,6 +211,7 @@ class MicroBatcher(Generic[RowT, OutT]):
                 raise RuntimeError("MicroBatcher is bound to another running event loop")
             self._wakeup = asyncio.Event()
             self._slots = asyncio.Semaphore(self._max_in_flight)
+            self._slots_held = 0  # the new slots; batches of a loop that died never release theirs
             self._worker = loop.create_task(self._work(self._wakeup), name="detector-batcher")
         assert self._wakeup is not None
         return self._wakeup
@@ -235,7 +238,7 @@ class MicroBatcher(Generic[RowT, OutT]):
                 self._slots.release()
                 continue
             held = 1
-            if not self._pending and self._slots_held == 0:
+            if self._lone_takes_all and not self._pending and self._slots_held == 0:
                 # Nothing else runs or waits: this batch takes the free slots too (no waiting).
                 while held < self._max_in_flight:
                     await self._slots.acquire()

@@ -72,6 +72,7 @@ class DetectorEngine:
         *,
         provider: str,
         relevance: Relevance | None = None,
+        lone_rows_take_all: bool = False,
     ) -> None:
         self.settings = settings
         self.manifest = manifest
@@ -97,6 +98,8 @@ class DetectorEngine:
             max_wait_s=settings.max_wait_ms / 1000.0,
             max_queue=settings.max_queue,
             max_in_flight=settings.max_in_flight,
+            # A row run alone may use every core (the ONNX CPU runner's second session).
+            lone_takes_all=lone_rows_take_all,
         )
 
     @property

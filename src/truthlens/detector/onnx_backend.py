@@ -66,8 +66,8 @@ class OnnxRunner:
         self.provider = self._session.get_providers()[0]
         # A lone row's session: every core (the split sessions would leave the others idle).
         self._wide = (
-            _session(manifest, providers, _cores(), spinning=False)
-            if self.provider == CPU and split_threads(settings, CPU) and _cores() > 1
+            _session(manifest, providers, usable_cores(), spinning=False)
+            if self.provider == CPU and split_threads(settings, CPU) and usable_cores() > 1
             else None
         )
         if "CUDAExecutionProvider" in providers and self.provider != "CUDAExecutionProvider":
@@ -122,7 +122,7 @@ def intra_op_threads(settings: DetectorSettings, provider: str) -> int:
     ``max_in_flight`` runs that go at once (0: onnxruntime's default, all cores)."""
     if not split_threads(settings, provider):
         return settings.intra_op_threads
-    return max(1, _cores() // settings.max_in_flight)
+    return max(1, usable_cores() // settings.max_in_flight)
 
 
 def split_threads(settings: DetectorSettings, provider: str) -> bool:
@@ -130,7 +130,8 @@ def split_threads(settings: DetectorSettings, provider: str) -> bool:
     return settings.intra_op_threads == 0 and provider == CPU and settings.max_in_flight > 1
 
 
-def _cores() -> int:
+def usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity)."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
@@ -163,9 +164,9 @@ def grounded_relevance(settings: DetectorSettings) -> Relevance | None:
     if settings.chunk_aggregation != "grounded":
         return None
     if split_threads(settings, CPU):
-        # The detector's runs share the cores: so do the embedder's, one thread each (a thread
-        # pool's spinning workers would take cores from the rows running beside them).
-        relevance = load_relevance(1, parallel_runs=_cores())
+        # One single-threaded run per core: no thread pool whose spinning workers would take
+        # cores from the model rows running beside the embedder.
+        relevance = load_relevance(1, parallel_runs=usable_cores())
     else:
         relevance = load_relevance(settings.intra_op_threads)
     log.info("detector: grounded rows rank context by %s relevance", relevance.name)
@@ -191,7 +192,8 @@ def load(settings: DetectorSettings, hooks: DetectorHooks | None = None) -> Dete
         # Rows run one at a time anyway: batches of one let max_in_flight runs overlap.
         settings = dataclasses.replace(settings, max_batch_size=1)
     engine = DetectorEngine(
-        settings, manifest, encoder, runner.run, provider=runner.provider, relevance=grounded_relevance(settings)
+        settings, manifest, encoder, runner.run, provider=runner.provider, relevance=grounded_relevance(settings),
+        lone_rows_take_all=runner.sessions > 1,
     )
     log.info(
         "detector: %s on %s (requested %s), %d runs at once%s, batches of %d, max_length %d, quantization %s, "
