@@ -2,9 +2,7 @@
 
 The decision is how token probabilities become a verdict: the token threshold, how spans become
 the answer's score (``noisy_or`` grows with the number of flagged tokens, so with answer length;
-``max_span`` and ``span_mean`` do not) and the shortest span that counts, fixed or shrinking
-with the answer's length (``min_span_fraction``: a one-word answer is judged on its word, a
-paragraph only on spans of a few words).
+``max_span`` and ``span_mean`` do not) and the shortest span that counts.
 
 Development data only: the RAGTruth dev fold (odd ``source_id`` with ``(source_id // 2) % 5 ==
 0``: LLM answers with human labels, :mod:`training.corpus.ragtruth`) and the HaluEval **dev**
@@ -23,10 +21,7 @@ decision maximises the mean balanced accuracy over the six development sets, amo
 thresholds below the smallest evidence-check weight (so one unsupported number or name still
 flags an answer on its own, :mod:`truthlens.detector.fusion`); decisions within :data:`TIE` of
 the best count as tied, and the lowest threshold wins (a missed hallucination costs a user more
-than a needless warning). Decisions below a set's floor (``--floor``; by default the HaluEval
-targets of the product, QA 0.85 and summarization 0.70, read on the dev fold) are not chosen
-while any decision meets every floor: a better mean must not come from giving up a task users
-already rely on.
+than a needless warning).
 
     python -m training.calibrate --model src/truthlens/detector/default_model --write
 """
@@ -54,9 +49,7 @@ from truthlens.detector.spans import SpanRules
 from truthlens.detector.types import AGGREGATIONS, Aggregation, DetectionInput, DetectorSettings
 
 THRESHOLDS = tuple(round(0.30 + 0.05 * i, 2) for i in range(14))  # 0.30 … 0.95
-MIN_SPAN_LENGTHS = (1, 4, 8, 12, 16, 24)
-MIN_SPAN_FRACTIONS = (0.0, 0.05, 0.1, 0.2)  # 0: the same shortest span for every answer
-DEFAULT_FLOORS = {"halueval qa (dev)": 0.85, "halueval summarization (dev)": 0.70}
+MIN_SPAN_LENGTHS = (1, 4, 8)
 TIE = 0.005  # mean balanced-accuracy differences smaller than this are noise at these set sizes
 SHOWN_ONLY = ("synthetic held-out", "qa faithful twins (dev)")
 
@@ -93,20 +86,16 @@ def tuning_sets(
 def candidates(route_threshold: float, below: float) -> list[Decision]:
     aggregations: tuple[Aggregation, ...] = AGGREGATIONS
     return [
-        Decision(
-            SpanRules(token_threshold=t, aggregation=a, min_span_length=m, min_span_fraction=f), route_threshold
-        )
-        for a, t, m, f in itertools.product(aggregations, THRESHOLDS, MIN_SPAN_LENGTHS, MIN_SPAN_FRACTIONS)
-        if t < below and not (m == 1 and f > 0)  # nothing is shorter than one character
+        Decision(SpanRules(token_threshold=t, aggregation=a, min_span_length=m), route_threshold)
+        for a, t, m in itertools.product(aggregations, THRESHOLDS, MIN_SPAN_LENGTHS)
+        if t < below
     ]
 
 
 Table = dict[Decision, dict[str, Metrics]]
 
 
-def sweep(
-    scored: dict[str, list[Scored]], decisions: list[Decision], floors: dict[str, float] | None = None
-) -> tuple[Decision, Table]:
+def sweep(scored: dict[str, list[Scored]], decisions: list[Decision]) -> tuple[Decision, Table]:
     """The chosen decision and every candidate's metrics per set."""
     table = {d: {name: metrics(s, d) for name, s in scored.items()} for d in decisions}
     tuned = [name for name in scored if name not in SHOWN_ONLY]
@@ -114,13 +103,8 @@ def sweep(
     def objective(d: Decision) -> float:
         return float(np.mean([table[d][name].balanced_accuracy for name in tuned]))
 
-    floors = {name: ba for name, ba in (floors or {}).items() if name in scored}
-    allowed = [d for d in decisions if all(table[d][n].balanced_accuracy >= ba for n, ba in floors.items())]
-    if not allowed:
-        print(f"no decision meets the floors {floors}: choosing without them")
-        allowed = decisions
-    best = max(objective(d) for d in allowed)
-    tied = [d for d in allowed if objective(d) >= best - TIE]
+    best = max(objective(d) for d in decisions)
+    tied = [d for d in decisions if objective(d) >= best - TIE]
     return min(tied, key=lambda d: (d.rules.token_threshold, -objective(d))), table
 
 
@@ -143,19 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--heldout", type=int, default=400, help="synthetic held-out examples")
     parser.add_argument("--route-threshold", type=float, default=0.5, help="response-score threshold of the routes")
     parser.add_argument("--no-evidence-checks", action="store_true")
-    parser.add_argument(
-        "--floor",
-        action="append",
-        default=None,
-        metavar="SET=BA",
-        help="the lowest balanced accuracy a chosen decision may have on a dev set, e.g. "
-        "'halueval qa (dev)=0.85' (repeatable; default: "
-        + ", ".join(f"{n}={v}" for n, v in DEFAULT_FLOORS.items()) + "; 'none' for no floors)",
-    )
     parser.add_argument("--write", action="store_true", help="record the chosen decision in the model's manifest.json")
     args = parser.parse_args(argv)
 
-    floors = parse_floors(args.floor)
     if not ragtruth.available(args.ragtruth):
         parser.error(f"RAGTruth files not in {args.ragtruth}: run python -m training.corpus.ragtruth --faithjudge DIR")
     sets = tuning_sets(halueval.fetch(args.halueval), args.ragtruth, args.items, args.summarization_items, args.heldout)
@@ -180,9 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     variants = {False: plain} if args.no_evidence_checks else {False: plain, True: {
         name: with_role_check(answers) for name, answers in plain.items()
     }}
-    swept = {
-        roles: sweep(answers, candidates(args.route_threshold, below), floors) for roles, answers in variants.items()
-    }
+    swept = {roles: sweep(answers, candidates(args.route_threshold, below)) for roles, answers in variants.items()}
     tuned_sets = [n for n in plain if n not in SHOWN_ONLY]
 
     def mean_ba(roles: bool) -> float:
@@ -201,9 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     print("AUROC (highest fused token probability): " + ", ".join(
         f"{n} {table[best][n].auroc:.3f}" for n in names if n not in SHOWN_ONLY
     ))
-    print("balanced accuracy per set (faithful twins: false alarms); the best shortest span of each row")
-    print(f"{'aggregation':>11} {'tau':>5} {'min':>4} {'frac':>4}  "
-          + "  ".join(f"{n[:22]:>22}" for n in names) + "    mean")
+    print("balanced accuracy per set (faithful twins: false alarms); the best min_span_length of each row")
+    print(f"{'aggregation':>11} {'tau':>5} {'min':>4}  " + "  ".join(f"{n[:22]:>22}" for n in names) + "    mean")
     tuned = [n for n in names if n not in SHOWN_ONLY]
     for aggregation, threshold in itertools.product(AGGREGATIONS, THRESHOLDS):
         rows = [d for d in table if d.rules.aggregation == aggregation and d.rules.token_threshold == threshold]
@@ -215,11 +186,10 @@ def main(argv: list[str] | None = None) -> int:
         ]
         mean = np.mean([table[d][n].balanced_accuracy for n in tuned])
         mark = "  <- chosen" if d == best else ""
-        print(f"{aggregation:>11} {threshold:>5.2f} {d.rules.min_span_length:>4} {d.rules.min_span_fraction:>4.2f}  "
+        print(f"{aggregation:>11} {threshold:>5.2f} {d.rules.min_span_length:>4}  "
               + "  ".join(f"{c:>22}" for c in cells) + f"  {mean:.3f}{mark}")
     print(f"chosen: aggregation {best.rules.aggregation}, token threshold {best.rules.token_threshold}, "
-          f"min span length {best.rules.min_span_length}, fraction {best.rules.min_span_fraction}, "
-          f"role check {'on' if role_checks else 'off'}")
+          f"min span length {best.rules.min_span_length}, role check {'on' if role_checks else 'off'}")
     if args.write:
         path = resolve_model_dir(args.model) / "manifest.json"
         manifest = json.loads(path.read_text())
@@ -227,13 +197,11 @@ def main(argv: list[str] | None = None) -> int:
             "token_threshold": best.rules.token_threshold,
             "aggregation": best.rules.aggregation,
             "min_span_length": best.rules.min_span_length,
-            "min_span_fraction": best.rules.min_span_fraction,
             "role_checks": role_checks,
             "route_threshold": args.route_threshold,
             "objective": (
                 f"mean balanced accuracy over the RAGTruth and HaluEval dev sets, token thresholds below {below}, "
                 f"lowest within {TIE} of the best"
-                + (", among decisions with " + ", ".join(f"{n} >= {v}" for n, v in floors.items()) if floors else "")
             ),
             "data": "RAGTruth dev fold (odd source_id, (source_id // 2) % 5 == 0) + HaluEval dev fold (i % 10 == 1)",
             "command": "python -m training.calibrate --write",
@@ -245,23 +213,6 @@ def main(argv: list[str] | None = None) -> int:
         path.write_text(json.dumps(manifest, indent=2) + "\n")
         print(f"decision -> {path}")
     return 0
-
-
-def parse_floors(values: list[str] | None) -> dict[str, float]:
-    if values is None:
-        return dict(DEFAULT_FLOORS)
-    floors: dict[str, float] = {}
-    for value in values:
-        if value == "none":
-            continue
-        name, sep, ba = value.rpartition("=")
-        if not sep:
-            raise SystemExit(f"--floor {value!r}: expected SET=BALANCED_ACCURACY")
-        try:
-            floors[name.strip()] = float(ba)
-        except ValueError:
-            raise SystemExit(f"--floor {value!r}: expected SET=BALANCED_ACCURACY") from None
-    return floors
 
 
 if __name__ == "__main__":

@@ -68,26 +68,6 @@ async def test_unset_token_threshold_is_the_models_calibrated_one(tmp_path: Path
     await configured.close()
 
 
-async def test_the_calibrated_span_fraction_applies_unless_the_deployment_pins_a_length(
-    tmp_path: Path, tokenizer_file: Path
-) -> None:
-    directory = write_lookup_model(tmp_path / "fraction", tokenizer_file)
-    manifest = json.loads((directory / "manifest.json").read_text())
-    manifest["calibration"] = {"token_threshold": 0.5, "min_span_length": 16, "min_span_fraction": 0.1}
-    (directory / "manifest.json").write_text(json.dumps(manifest))
-    short = DetectionInput(CONTEXT, "Capital?", "It is Lyon.")  # 11 characters: 2-character spans count
-    long = DetectionInput(CONTEXT, "Capital?", "The capital that the question asks about is Lyon, as it always was.")
-    calibrated = _detector(directory, evidence_checks=False)
-    assert calibrated.rules.min_span_fraction == 0.1
-    assert [s.text for s in (await calibrated.detect(short, threshold=0.5)).spans] == ["Lyon"]
-    assert (await calibrated.detect(long, threshold=0.5)).spans == ()  # "Lyon" is under 7 of 68 characters
-    await calibrated.close()
-    pinned = _detector(directory, min_span_length=4, evidence_checks=False)  # one length for every answer
-    assert pinned.rules.min_span_fraction == 0.0
-    assert [s.text for s in (await pinned.detect(long, threshold=0.5)).spans] == ["Lyon"]
-    await pinned.close()
-
-
 async def test_multibyte_answer_spans_slice_the_answer(tiny_model_dir: Path) -> None:
     detector = _detector(tiny_model_dir)
     answer = "Café 😀 ist in 北京 und nicht in Lyon ✓."

@@ -91,22 +91,14 @@ def test_calibrated_threshold_is_read_and_checked(tmp_path: Path, tiny_model_dir
 
 def test_calibrated_decision_is_read_and_checked(tmp_path: Path, tiny_model_dir: Path) -> None:
     plain = load_manifest(tiny_model_dir)
-    assert (plain.aggregation, plain.min_span_length, plain.min_span_fraction) == ("noisy_or", 1, 0.0)
+    assert (plain.aggregation, plain.min_span_length) == ("noisy_or", 1)  # no decision recorded
     directory = _copy_dir(tiny_model_dir, tmp_path / "m")
     raw = json.loads((directory / "manifest.json").read_text())
-    raw["calibration"] = {
-        "token_threshold": 0.7, "aggregation": "span_mean", "min_span_length": 4, "min_span_fraction": 0.1,
-    }
+    raw["calibration"] = {"token_threshold": 0.7, "aggregation": "span_mean", "min_span_length": 4}
     (directory / "manifest.json").write_text(json.dumps(raw))
     manifest = load_manifest(directory)
     assert (manifest.token_threshold, manifest.aggregation, manifest.min_span_length) == (0.7, "span_mean", 4)
-    assert manifest.min_span_fraction == 0.1
-    for bad, key in (
-        ({"aggregation": "mean"}, "aggregation"),
-        ({"min_span_length": 0}, "min_span_length"),
-        ({"min_span_fraction": 1.5}, "min_span_fraction"),
-        ({"min_span_fraction": "0.1"}, "min_span_fraction"),
-    ):
+    for bad, key in (({"aggregation": "mean"}, "aggregation"), ({"min_span_length": 0}, "min_span_length")):
         raw["calibration"] = {"token_threshold": 0.7, **bad}
         (directory / "manifest.json").write_text(json.dumps(raw))
         with pytest.raises(ModelDirError, match=f"'calibration.{key}'"):

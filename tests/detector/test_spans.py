@@ -123,28 +123,3 @@ def test_max_span_and_span_mean_do_not_grow_with_the_number_of_spans() -> None:
         )
     noisy = SpanRules(0.5, "noisy_or")
     assert score_answer(many, offsets, "aa bb cc dd", noisy)[0] > score_answer(one, offsets, "aa bb cc dd", noisy)[0]
-
-
-def test_the_shortest_span_shrinks_with_the_answer_only_when_a_fraction_is_set() -> None:
-    fixed = SpanRules(token_threshold=0.5, aggregation="noisy_or", min_span_length=16)
-    scaled = SpanRules(token_threshold=0.5, aggregation="noisy_or", min_span_length=16, min_span_fraction=0.1)
-    assert [fixed.shortest_span(n) for n in (5, 100, 1000)] == [16, 16, 16]
-    # ceil(0.1 x characters), never above the length, never below one character
-    assert [scaled.shortest_span(n) for n in (0, 5, 41, 100, 1000)] == [1, 1, 5, 10, 16]
-
-
-def test_a_one_word_answer_keeps_its_flag_while_a_paragraph_drops_a_stray_token() -> None:
-    rules = SpanRules(token_threshold=0.5, aggregation="noisy_or", min_span_length=16, min_span_fraction=0.1)
-    short = "Sydney."
-    score, spans = score_answer(
-        np.array([0.9, 0.1], dtype=np.float32), _offsets([(0, 6), (6, 7)]), short, rules
-    )
-    assert [s.text for s in spans] == ["Sydney"] and score == pytest.approx(0.9)
-    # The same six-character flag inside a 200-character answer is shorter than the 16 it needs.
-    words = ["word"] * 39 + ["Sydney"]
-    answer = " ".join(words)
-    starts = [sum(len(w) + 1 for w in words[:i]) for i in range(len(words))]
-    offsets = _offsets([(st, st + len(w)) for st, w in zip(starts, words, strict=True)])
-    probs = np.array([0.1] * 39 + [0.9], dtype=np.float32)
-    assert len(answer) > 160
-    assert score_answer(probs, offsets, answer, rules) == (0.0, ())

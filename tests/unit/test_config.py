@@ -87,7 +87,6 @@ def test_every_shipped_config_file_loads(name: str) -> None:
         (lambda d: d["detector"].update(token_threshold="calibrated"), "detector.token_threshold", "must be a number"),
         (lambda d: d["detector"].update(chunk_aggregation="mean"),
          "detector.chunk_aggregation", "grounded, max, min, best"),
-        (lambda d: d["detector"].update(min_span_fraction=2), "detector.min_span_fraction", "<= 1"),
         (lambda d: d["detector"]["batching"].update(max_batch_size=0), "detector.batching.max_batch_size", ">= 1"),
         (lambda d: d["models"]["default"].update(api_key="sk-live-abc123"), "models.default.api_key", "api_key_env"),
         (lambda d: d["models"]["default"].update(api_key_env="sk-live-abc123"),

@@ -62,13 +62,6 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="shortest span in characters that counts (default: the model's calibrated choice)",
     )
-    parser.add_argument(
-        "--min-span-fraction",
-        type=float,
-        default=None,
-        help="the shortest span shrinks to this fraction of the answer's characters for short answers; "
-        "0: the same length for every answer (default: the model's calibrated choice)",
-    )
     parser.add_argument("--provider", choices=("auto", "cpu", "cuda"), default="auto")
     parser.add_argument(
         "--chunk-aggregation",
@@ -102,7 +95,6 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, st
         token_threshold=args.token_threshold,
         aggregation=args.aggregation,
         min_span_length=args.min_span_length,
-        min_span_fraction=args.min_span_fraction,
         chunk_aggregation=args.chunk_aggregation,
         evidence_checks=args.evidence_checks,
         max_in_flight=2,  # the gateway's in-process default (src/truthlens/gateway/config.py)

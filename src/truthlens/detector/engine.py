@@ -90,7 +90,6 @@ class DetectorEngine:
                 settings.min_span_length if settings.min_span_length is not None else manifest.min_span_length
             ),
             min_span_confidence=settings.min_span_confidence,
-            min_span_fraction=_span_fraction(settings, manifest),
         )
         self._batcher: MicroBatcher[ModelRow, np.ndarray] = MicroBatcher(
             run_rows,
@@ -284,11 +283,3 @@ def aggregate(n_tokens: int, plan: Plan, outputs: Sequence[np.ndarray], across_c
         view = probs[window.start : window.end]
         np.maximum(view, combined, out=view)
     return probs
-
-
-def _span_fraction(settings: DetectorSettings, manifest: ModelManifest) -> float:
-    # A deployment that pins min_span_length means that length for every answer, so the model's
-    # calibrated fraction (chosen together with the model's own length) no longer applies.
-    if settings.min_span_fraction is not None:
-        return settings.min_span_fraction
-    return manifest.min_span_fraction if settings.min_span_length is None else 0.0

@@ -57,8 +57,6 @@ def check_settings(settings: DetectorSettings) -> None:
         problems.append(f"token_threshold {settings.token_threshold} is not in (0, 1)")
     if not 0.0 <= settings.min_span_confidence <= 1.0:
         problems.append(f"min_span_confidence {settings.min_span_confidence} is not in [0, 1]")
-    if settings.min_span_fraction is not None and not 0.0 <= settings.min_span_fraction <= 1.0:
-        problems.append(f"min_span_fraction {settings.min_span_fraction} is not in [0, 1]")
     for name in ("min_span_length", "answer_overlap_tokens", "intra_op_threads"):
         value = getattr(settings, name)
         if value is not None and value < 0:

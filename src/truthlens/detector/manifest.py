@@ -47,9 +47,6 @@ class ModelManifest:
     # threshold; what ``aggregation`` / ``min_span_length`` mean when a deployment sets neither.
     aggregation: Aggregation = "noisy_or"
     min_span_length: int = 1
-    # 0: ``min_span_length`` for every answer; above 0 it shrinks for short answers
-    # (:meth:`truthlens.detector.spans.SpanRules.shortest_span`).
-    min_span_fraction: float = 0.0
     # Whether the fact check's role check helped on the development data.
     role_checks: bool = True
 
@@ -130,9 +127,6 @@ def _parse(directory: Path, path: Path, raw: dict[str, Any]) -> ModelManifest:
     min_span = calibration.get("min_span_length", 1)
     if isinstance(min_span, bool) or not isinstance(min_span, int) or min_span < 1:
         raise ModelDirError(f"{path}: 'calibration.min_span_length' must be an integer >= 1")
-    fraction = calibration.get("min_span_fraction", 0.0)
-    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0.0 <= fraction <= 1.0:
-        raise ModelDirError(f"{path}: 'calibration.min_span_fraction' must be a number in [0, 1]")
     role_checks = calibration.get("role_checks", True)
     if not isinstance(role_checks, bool):
         raise ModelDirError(f"{path}: 'calibration.role_checks' must be true or false")
@@ -149,6 +143,5 @@ def _parse(directory: Path, path: Path, raw: dict[str, Any]) -> ModelManifest:
         token_threshold=float(threshold),
         aggregation=aggregation,
         min_span_length=min_span,
-        min_span_fraction=float(fraction),
         role_checks=role_checks,
     )

@@ -6,15 +6,13 @@ offsets into the answer and the run's max probability as score. The response sco
 computed from the tokens of the spans that survive the length/confidence filters, so a
 verdict never rests on evidence the caller cannot see: ``noisy_or`` over every flagged token
 (grows with the number of flagged tokens, so with answer length), ``max_span`` (the most
-confident token of any span) or ``span_mean`` (the best span's mean probability). The shortest
-span that counts may scale with the answer's length (``min_span_fraction``). Which one a
+confident token of any span) or ``span_mean`` (the best span's mean probability). Which one a
 model serves by default is chosen on development data (``training/calibrate.py``) and recorded
 in its manifest.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,17 +26,6 @@ class SpanRules:
     aggregation: Aggregation
     min_span_length: int = 1
     min_span_confidence: float = 0.0
-    # 0: every answer needs spans of ``min_span_length``. Above 0 the shortest span that counts
-    # is min(min_span_length, ceil(fraction x answer characters)): a one-word answer can still be
-    # flagged on its one word while a paragraph needs a real span, so one stray token in a long
-    # answer no longer decides it (false alarms would otherwise grow with answer length).
-    min_span_fraction: float = 0.0
-
-    def shortest_span(self, answer_chars: int) -> int:
-        """The shortest span, in characters, that counts in an answer of this length."""
-        if self.min_span_fraction <= 0.0:
-            return self.min_span_length
-        return max(1, min(self.min_span_length, math.ceil(self.min_span_fraction * answer_chars)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,8 +41,7 @@ def score_answer(
     probs: np.ndarray, offsets: np.ndarray, answer: str, rules: SpanRules
 ) -> tuple[float, tuple[Span, ...]]:
     """The response score and the kept spans for one answer's token probabilities."""
-    shortest = rules.shortest_span(len(answer))
-    runs = [r for r in _runs(probs, offsets, rules.token_threshold) if _keep(r, rules, shortest)]
+    runs = [r for r in _runs(probs, offsets, rules.token_threshold) if _keep(r, rules)]
     spans = tuple(Span(start=r.start, end=r.end, text=answer[r.start : r.end], prob=r.prob) for r in runs)
     if not runs:
         return 0.0, spans
@@ -71,8 +57,8 @@ def score_answer(
     return float(1.0 - np.prod(1.0 - flagged.astype(np.float64))), spans
 
 
-def _keep(run: _Run, rules: SpanRules, shortest: int) -> bool:
-    return run.end - run.start >= shortest and run.prob >= rules.min_span_confidence
+def _keep(run: _Run, rules: SpanRules) -> bool:
+    return run.end - run.start >= rules.min_span_length and run.prob >= rules.min_span_confidence
 
 
 def _runs(probs: np.ndarray, offsets: np.ndarray, threshold: float) -> list[_Run]:

@@ -177,9 +177,6 @@ class DetectorSettings:
     aggregation: Aggregation | None = None
     chunk_aggregation: ChunkAggregation = "grounded"
     min_span_length: int | None = None
-    # The shortest span scaled by answer length (SpanRules.shortest_span). None: the model's
-    # calibrated fraction, unless ``min_span_length`` is set (then that length, for every answer).
-    min_span_fraction: float | None = None
     min_span_confidence: float = 0.0
     max_batch_size: int = 8
     max_wait_ms: float = 2.0

@@ -204,9 +204,8 @@ def parse_config(
 
 # Keys of the detector section that only an encoder (backend onnx or remote) reads.
 _ENCODER_KEYS = (
-    "model", "provider", "token_threshold", "aggregation", "min_span_length", "min_span_fraction",
-    "min_span_confidence", "intra_op_threads", "answer_overlap_tokens", "chunk_aggregation", "evidence_checks",
-    "role_checks",
+    "model", "provider", "token_threshold", "aggregation", "min_span_length", "min_span_confidence",
+    "intra_op_threads", "answer_overlap_tokens", "chunk_aggregation", "evidence_checks", "role_checks",
 )
 # Size limits and concurrency of a generative detector (backend llm, detector.confirm): a chat
 # model's context window is far smaller than what the encoder chunks through.
@@ -243,9 +242,6 @@ def _parse_detector(s: Section, base_dir: Path | None, models: Mapping[str, Mode
         # Absent: the model's calibrated decision, like the token threshold.
         aggregation=s.choice("aggregation", "noisy_or", AGGREGATIONS) if "aggregation" in s else None,
         min_span_length=s.integer("min_span_length", 1, lo=1) if "min_span_length" in s else None,
-        min_span_fraction=(
-            s.number("min_span_fraction", 0.0, lo=0.0, hi=1.0) if "min_span_fraction" in s else None
-        ),
         min_span_confidence=s.number("min_span_confidence", d.min_span_confidence, lo=0.0, hi=1.0),
         max_batch_size=batching.integer("max_batch_size", d.max_batch_size, lo=1, hi=1024),
         max_wait_ms=batching.number("max_wait_ms", d.max_wait_ms, lo=0.0, hi=10_000.0),
