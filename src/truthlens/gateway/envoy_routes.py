@@ -221,7 +221,7 @@ def _envoy_matches(rule: Rule) -> list[dict[str, Any]]:
     :class:`_Inexact` otherwise); an empty list: no request."""
     branches = _dnf(rule, negated=False)
     if len(branches) > MAX_ROUTES_PER_DECISION:
-        raise _Inexact(f"its rules expand to {len(branches)} routes (at most {MAX_ROUTES_PER_DECISION})")
+        raise _Inexact(f"its rules expand to more than {MAX_ROUTES_PER_DECISION} routes ({len(branches)})")
     return [_match(branch) for branch in branches]
 
 
@@ -240,7 +240,7 @@ def _dnf(rule: Rule, *, negated: bool) -> list[list[_Term]]:
         for part in parts:
             out = [a + b for a in out for b in part]
             if len(out) > MAX_ROUTES_PER_DECISION * 4:
-                raise _Inexact("its rules expand to too many routes")
+                raise _Inexact(f"its rules expand to more than {MAX_ROUTES_PER_DECISION} routes")
         return out
     if isinstance(rule, (PathRule, HeaderRule)):
         return [[_Term(rule, negated)]]
