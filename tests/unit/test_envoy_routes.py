@@ -192,7 +192,7 @@ def test_the_output_is_commented_yaml_that_parses_back_to_the_routes() -> None:
     assert 'exact: "y"' in text and 'exact: "off"' in text and 'timeout: "45s"' in text
     assert all(r["route"] == {"cluster": "backend", "timeout": "45s"} for r in result.routes)
     assert "# BYPASS - decision \"free\"" in text and "response_headers_to_remove" in text
-    assert "metrics or audit line" in text
+    assert "the processor's metrics do not count the exchange" in text
 
 
 def write(tmp_path: Path, *decisions: dict[str, Any], extension_field: str | None = "truthlens_context") -> str:

@@ -170,9 +170,9 @@ def render(result: RoutePlan, *, source: str = "", digest: str = "") -> str:
         "written by `truthlens envoy-routes`.",
         "# Replace the `routes:` of virtual_hosts[0] in envoy.yaml with this list (first match wins).",
         "# A route marked BYPASS sends its exchanges straight to the upstream: no ext_proc message, so no",
-        "# check, no metrics or audit line for the exchange, and no body-level scrub of verdict fields or",
-        "# stream events the upstream forged (forged X-TruthLens-* headers are still removed by the",
-        "# virtual host's response_headers_to_remove), no request body size limit from buffering.",
+        "# check, the processor's metrics do not count the exchange, and no body-level scrub of verdict",
+        "# fields or stream events the upstream forged (forged X-TruthLens-* headers are still removed by",
+        "# the virtual host's response_headers_to_remove), no request body size limit from buffering.",
         "# Regenerate whenever the config's decisions change.",
     ]
     lines += [f"# {note}" for note in result.notes]
