@@ -385,7 +385,7 @@ def report(results: list[Result], model: str, args: argparse.Namespace) -> None:
             parts.append(f"{at16.rps / _envoy_baseline(results, 16).rps:.2f}x Envoy-alone requests/s at 16 "
                          "connections (target >= 0.6)")
         if at1 is not None:
-            parts.append(f"+{at1.p50_ms - _envoy_baseline(results, 1).p50_ms:.2f} ms p50 at 1 connection "
+            parts.append(f"{at1.p50_ms - _envoy_baseline(results, 1).p50_ms:+.2f} ms p50 at 1 connection "
                          "(target <= 0.8)")
         if parts:
             print(f"{name}: {', '.join(parts)}")
