@@ -120,7 +120,7 @@ def plan(config: Config, *, cluster: str = DEFAULT_CLUSTER, timeout: str = DEFAU
         for path in SHIPPED_BYPASSED_PATHS
     ]
     stopped: str | None = None
-    decision_routes = 0
+    bypass_routes = 0
     for decision in config.decisions:
         off = decision.route is None
         try:
@@ -130,10 +130,7 @@ def plan(config: Config, *, cluster: str = DEFAULT_CLUSTER, timeout: str = DEFAU
                        "skips the processor")
             break
         kind = "detection off: BYPASSES the processor" if off else "checked: through the processor"
-        if not matches:
-            entries.append(Entry(f'decision "{decision.name}" ({kind}) matches no request: no route', {}, False))
-            continue
-        for i, match in enumerate(matches):
+        for i, match in enumerate(matches):  # none: the decision matches no request
             name = f"{'bypass' if off else 'processor'}:{decision.name}"
             route: dict[str, Any] = {"name": name if len(matches) == 1 else f"{name}#{i + 1}",
                                      "match": match, "route": dict(target)}
@@ -143,9 +140,8 @@ def plan(config: Config, *, cluster: str = DEFAULT_CLUSTER, timeout: str = DEFAU
             if len(matches) > 1:
                 head += f", OR branch {i + 1} of {len(matches)}"
             entries.append(Entry(head, route, off, decision.name))
-            decision_routes += off
-    entries = [e for e in entries if e.route]
-    if decision_routes and config.hallucination.context.extension_field is not None and not forward_context_field:
+            bypass_routes += off
+    if bypass_routes and config.hallucination.context.extension_field is not None and not forward_context_field:
         field_name = config.hallucination.context.extension_field
         raise RoutesError(
             f"{CONTEXT_FIELD_KEY} is {field_name!r}: the processor removes that field from every request body "
@@ -153,11 +149,12 @@ def plan(config: Config, *, cluster: str = DEFAULT_CLUSTER, timeout: str = DEFAU
             f"{CONTEXT_FIELD_KEY}: null when clients never send it, or pass --forward-context-field to accept "
             f"that requests on bypassed routes reach the upstream with {field_name!r} in their body"
         )
-    entries.append(Entry("everything else: through the processor (checked routes, requests no decision "
-                         "matches, and every decision from the first one Envoy cannot decide)",
+    last = "everything else: through the processor (requests no decision matches"
+    last += f"; STOPPED at {stopped})" if stopped else ")"
+    entries.append(Entry(last,
                          {"name": "processor:catch-all", "match": {"prefix": "/"}, "route": dict(target)}, False))
     notes: tuple[str, ...] = ()
-    if decision_routes and config.hallucination.context.extension_field is not None:
+    if bypass_routes and config.hallucination.context.extension_field is not None:
         notes = (f"--forward-context-field: bypassed requests reach the upstream with "
                  f"{config.hallucination.context.extension_field!r} in their body.",)
     return RoutePlan(tuple(entries), stopped, notes)
