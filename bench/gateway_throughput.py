@@ -9,6 +9,9 @@ Configurations, all behind the same Envoy and the same scripted upstream:
                     call): request headers, and the request body for the context field only
   detection-off     through the processor, the decision has ``enabled: false`` (its answers are
                     still scrubbed of verdicts the upstream wrote)
+  detection-off bypass  the same decision, the processor running, but a second Envoy (same
+                    settings) whose routes are what ``truthlens envoy-routes --forward-context-field``
+                    prints for that config: the decision's exchanges never reach the processor
   lightweight       through the processor, lightweight detection (the shipped trained model,
                     or the model directory given with ``--model``)
   ... x2            the same with two worker processes sharing the port (SO_REUSEPORT)
@@ -69,10 +72,12 @@ BODY = json.dumps(
 # (name, the route's detection: None no decision matches / False off / True on, worker processes),
 # in the order they run.
 FLOOR = "ext_proc floor"
+BYPASS = "detection-off bypass"
 PROCESSOR_CONFIGS: tuple[tuple[str, bool | None, int], ...] = (
     (FLOOR, None, 1),
     ("no-route", None, 1),
     ("detection-off", False, 1),
+    (BYPASS, False, 1),
     ("lightweight", True, 1),
     ("detection-off x2", False, 2),
     ("lightweight x2", True, 2),
@@ -122,6 +127,16 @@ def bench_envoy_config(ports: launch.EnvoyPorts) -> str:
         },
     )
     return yaml.safe_dump(doc, sort_keys=False)
+
+
+def generated_routes(config: Path) -> list[dict[str, Any]]:
+    """What ``truthlens envoy-routes`` prints for ``config`` (the bench's body carries the context
+    field, so it is accepted with ``--forward-context-field``)."""
+    printed = subprocess.run(
+        [sys.executable, "-m", "truthlens", "envoy-routes", "--config", str(config), "--forward-context-field"],
+        capture_output=True, text=True, timeout=120, check=True,
+    ).stdout
+    return list(yaml.safe_load(printed)["routes"])
 
 
 def decisions(enabled: bool | None) -> list[dict[str, Any]]:
@@ -278,6 +293,7 @@ def main(argv: list[str] | None = None) -> int:
             for name, enabled, workers in configs:
                 log = work / f"processor-{name.replace(' ', '')}.log"
                 metrics_port: int | None = None
+                second: launch.Child | None = None  # the bypass configuration's own Envoy
                 if name == FLOOR:
                     proc = launch.Child(FLOOR, [sys.executable, str(Path(__file__).with_name("extproc_floor.py")),
                                                 "--listen", f"127.0.0.1:{ports.processor}"], log)
@@ -292,18 +308,33 @@ def main(argv: list[str] | None = None) -> int:
                         lambda log=log, n=workers: log.read_text().count(" serving on ") >= n,  # type: ignore[misc]
                         "all workers", proc, 120,
                     )
+                    url, envoy_pid = f"{base}/v1/chat/completions", envoy.proc.pid
+                    if name == BYPASS:
+                        # Same Envoy settings, the generated routes; the processor stays up (its
+                        # message counter shows whether any exchange still reaches it).
+                        bypass_ports = launch.EnvoyPorts(launch.free_port(), ports.upstream, ports.processor,
+                                                         launch.free_port())
+                        bypass_dir = work / "bypass-envoy"
+                        bypass_dir.mkdir(exist_ok=True)
+                        second = launch.start_envoy(
+                            launch.with_routes(launch.render_envoy_config(bypass_ports), generated_routes(config)),
+                            bypass_dir, concurrency=args.envoy_concurrency)
+                        launch.wait_envoy(bypass_ports.admin, second)
+                        url = f"http://127.0.0.1:{bypass_ports.listener}/v1/chat/completions"
+                        envoy_pid = second.proc.pid
                     spy = None
                     if args.profile_s > 0:
                         suffix = {"flamegraph": "svg", "raw": "txt", "speedscope": "json"}[args.profile_format]
                         out = Path(f"gateway-profile-{name.replace(' ', '')}.{suffix}").resolve()
                         spy = profile(proc.proc.pid, args.profile_s, out, args.profile_format)
                     for n in connection_counts:
-                        results.append(measure(name, f"{base}/v1/chat/completions", n, args, envoy.proc.pid,
-                                               proc.proc.pid, metrics_port))
+                        results.append(measure(name, url, n, args, envoy_pid, proc.proc.pid, metrics_port))
                     if spy is not None:
                         spy.wait()
                 finally:
                     proc.stop()
+                    if second is not None:
+                        second.stop()
             for n in connection_counts:
                 results.append(measure(ENVOY_ONLY, f"{base}/direct/v1/chat/completions", n, args, envoy.proc.pid))
         finally:
@@ -332,13 +363,13 @@ def report(results: list[Result], model: str, args: argparse.Namespace) -> None:
           f"{args.envoy_concurrency}, detector: {model}")
     print("(msgs/ex: ext_proc messages per exchange; CPU ms: CPU time per exchange of the processor's "
           "processes and of Envoy)")
-    print(f"{'connections':>11} {'configuration':<18}{'req/s':>8}{'p50 ms':>8}{'p99 ms':>8}{'errors':>7}"
+    print(f"{'connections':>11} {'configuration':<22}{'req/s':>8}{'p50 ms':>8}{'p99 ms':>8}{'errors':>7}"
           f"{'msgs/ex':>8}{'proc CPU ms':>12}{'envoy CPU ms':>13}{'req/s ÷ envoy':>14}{'p50 ×':>7}{'p50 +ms':>8}")
     counts = sorted({r.connections for r in results})
     for n in counts:
         base = _envoy_baseline(results, n)
         for r in (x for x in results if x.connections == n):
-            print(f"{n:>11} {r.name:<18}{r.rps:>8.0f}{r.p50_ms:>8.2f}{r.p99_ms:>8.2f}{r.errors:>7}"
+            print(f"{n:>11} {r.name:<22}{r.rps:>8.0f}{r.p50_ms:>8.2f}{r.p99_ms:>8.2f}{r.errors:>7}"
                   f"{_opt(r.messages_per_exchange, 8)}{_opt(r.processor_cpu_ms, 12)}{_opt(r.envoy_cpu_ms, 13)}"
                   f"{r.rps / base.rps:>14.2f}{r.p50_ms / base.p50_ms:>7.2f}{r.p50_ms - base.p50_ms:>8.2f}")
     by_key = {(r.name, r.connections): r for r in results}
@@ -347,14 +378,14 @@ def report(results: list[Result], model: str, args: argparse.Namespace) -> None:
             one, two = by_key.get((name, n)), by_key.get((f"{name} x2", n))
             if one is not None and two is not None:
                 print(f"2 workers vs 1 ({name}, {n} connections): {two.rps / one.rps:.2f}x requests/s")
-    for name in ("no-route", "detection-off"):
+    for name in ("no-route", "detection-off", BYPASS):
         at16, at1 = by_key.get((name, 16)), by_key.get((name, 1))
         parts = []
         if at16 is not None:
             parts.append(f"{at16.rps / _envoy_baseline(results, 16).rps:.2f}x Envoy-alone requests/s at 16 "
                          "connections (target >= 0.6)")
         if at1 is not None:
-            parts.append(f"+{at1.p50_ms - _envoy_baseline(results, 1).p50_ms:.2f} ms p50 at 1 connection "
+            parts.append(f"{at1.p50_ms - _envoy_baseline(results, 1).p50_ms:+.2f} ms p50 at 1 connection "
                          "(target <= 0.8)")
         if parts:
             print(f"{name}: {', '.join(parts)}")

@@ -267,6 +267,23 @@ class Stack:
                 total += float(value)
         return total
 
+    def extproc_messages(self) -> float:
+        """Every ext_proc message the processor has answered so far (all phases)."""
+        return self.metric("truthlens_extproc_messages_total")
+
+    @contextmanager
+    def second_envoy(self, routes: Sequence[Mapping[str, Any]], workdir: Path) -> Iterator[int]:
+        """Another Envoy (the shipped ``envoy.yaml`` with ``routes`` as its virtual host's routes)
+        in front of this stack's processor and upstream; yields its listener port."""
+        ports = launch.EnvoyPorts(listener=launch.free_port(), upstream=self.ports.upstream,
+                                  processor=self.ports.processor, admin=launch.free_port())
+        child = launch.start_envoy(launch.with_routes(launch.render_envoy_config(ports), routes), workdir)
+        try:
+            launch.wait_envoy(ports.admin, child)
+            yield ports.listener
+        finally:
+            child.stop()
+
     def reload_counts(self) -> dict[str, float]:
         return {m.group(1): float(m.group(2)) for m in _RELOADS.finditer(self.metrics_text())}
 

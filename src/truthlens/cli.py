@@ -1,4 +1,4 @@
-"""``truthlens init | check-config | serve | demo | upstream | detect | export``."""
+"""``truthlens init | check-config | envoy-routes | serve | demo | upstream | detect | export``."""
 
 from __future__ import annotations
 
@@ -39,6 +39,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _init(ns)
     if ns.command == "check-config":
         return _check_config(ns)
+    if ns.command == "envoy-routes":
+        return _envoy_routes(ns)
     if ns.command == "demo":
         from truthlens.demo import run_demo
         from truthlens.starter import CONFIG
@@ -56,6 +58,17 @@ def _parser() -> argparse.ArgumentParser:
     init.add_argument("--force", action="store_true", help="overwrite existing files")
     check = sub.add_parser("check-config", help="validate a config file offline (exit 1 naming the bad key)")
     check.add_argument("file")
+    routes = sub.add_parser(
+        "envoy-routes",
+        help="print Envoy routes that skip the processor for detection-off decisions (YAML, for envoy.yaml)",
+    )
+    routes.add_argument("--config", required=True, help="the processor's config file (validated as check-config)")
+    routes.add_argument("--cluster", default="llm_upstream", help="the upstream cluster (default: llm_upstream)")
+    routes.add_argument("--timeout", default="300s", help="each route's timeout (default: 300s)")
+    routes.add_argument(
+        "--forward-context-field", action="store_true",
+        help="accept that bypassed requests reach the upstream with the context extension field in their body",
+    )
     serve = sub.add_parser("serve", help="run the ext_proc gRPC server")
     serve.add_argument(
         "--config",
@@ -174,4 +187,24 @@ def _check_config(ns: argparse.Namespace) -> int:
         return 1
     routes = sum(1 for d in config.decisions if d.route is not None)
     print(f"{ns.file}: ok (digest {config.digest}, {len(config.decisions)} decisions, {routes} checked)")
+    return 0
+
+
+def _envoy_routes(ns: argparse.Namespace) -> int:
+    from truthlens.gateway import envoy_routes
+    from truthlens.gateway.preflight import validate
+    from truthlens.options import ConfigError
+
+    try:
+        config = validate(ns.config)
+    except ConfigError as exc:
+        print(f"{ns.config}: {exc}", file=sys.stderr)
+        return 1
+    try:
+        result = envoy_routes.plan(config, cluster=ns.cluster, timeout=ns.timeout,
+                                   forward_context_field=ns.forward_context_field)
+    except envoy_routes.RoutesError as exc:
+        print(f"truthlens envoy-routes: {ns.config}: {exc}", file=sys.stderr)
+        return 1
+    print(envoy_routes.render(result, source=ns.config, digest=config.digest), end="")
     return 0

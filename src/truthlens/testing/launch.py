@@ -72,6 +72,17 @@ def render_envoy_config(ports: EnvoyPorts, template: Path = SHIPPED_ENVOY_CONFIG
     return str(yaml.safe_dump(doc, sort_keys=False))
 
 
+def with_routes(envoy_config: str, routes: Sequence[Mapping[str, Any]]) -> str:
+    """``envoy_config`` (YAML text) with the routes of its virtual host replaced by ``routes``
+    (e.g. what ``truthlens envoy-routes`` prints); everything else unchanged."""
+    doc: dict[str, Any] = yaml.safe_load(envoy_config)
+    hcm = doc["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+    hcm["route_config"]["virtual_hosts"][0]["routes"] = copy.deepcopy(list(routes))
+    from truthlens.gateway.envoy_routes import dump_yaml  # quotes strings Envoy's YAML would misread
+
+    return dump_yaml(doc)
+
+
 def config_yaml(
     model_dir: Path | None,
     upstream_base_url: str,
