@@ -10,6 +10,10 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the CLI imports the gateway only for the commands that need it
+    from truthlens.gateway.config import Config
 
 # ``serve`` without ``--config``: the first of these that exists, else the packaged starter config.
 CONFIG_SEARCH = ("config.yaml", "configs/config.yaml")
@@ -176,14 +180,21 @@ def _init(ns: argparse.Namespace) -> int:
     return 0
 
 
-def _check_config(ns: argparse.Namespace) -> int:
+def _validated(path: str) -> Config | None:
+    """The config at ``path``, or None after printing why it is invalid (the offending key)."""
     from truthlens.gateway.preflight import validate
     from truthlens.options import ConfigError
 
     try:
-        config = validate(ns.file)
+        return validate(path)
     except ConfigError as exc:
-        print(f"{ns.file}: {exc}", file=sys.stderr)
+        print(f"{path}: {exc}", file=sys.stderr)
+        return None
+
+
+def _check_config(ns: argparse.Namespace) -> int:
+    config = _validated(ns.file)
+    if config is None:
         return 1
     routes = sum(1 for d in config.decisions if d.route is not None)
     print(f"{ns.file}: ok (digest {config.digest}, {len(config.decisions)} decisions, {routes} checked)")
@@ -192,13 +203,9 @@ def _check_config(ns: argparse.Namespace) -> int:
 
 def _envoy_routes(ns: argparse.Namespace) -> int:
     from truthlens.gateway import envoy_routes
-    from truthlens.gateway.preflight import validate
-    from truthlens.options import ConfigError
 
-    try:
-        config = validate(ns.config)
-    except ConfigError as exc:
-        print(f"{ns.config}: {exc}", file=sys.stderr)
+    config = _validated(ns.config)
+    if config is None:
         return 1
     try:
         result = envoy_routes.plan(config, cluster=ns.cluster, timeout=ns.timeout,
