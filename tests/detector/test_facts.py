@@ -173,3 +173,55 @@ def test_findings_are_in_answer_order_and_slice_the_answer() -> None:
 def test_empty_and_fact_free_answers() -> None:
     assert check(APOLLO, "") == ()
     assert check("", "it was fine.") == ()
+
+
+# RAGTruth's data-to-text contexts are JSON business records: opening hours as "19:0", the state
+# as "CA", attribute keys run together. These are the shapes faithful answers restate.
+RECORD = (
+    '{"name": "Pizza Mizza", "city": "Goleta", "state": "CA", "hours": {"Monday": "11:0-22:0", '
+    '"Sunday": "8:0-14:0", "Friday": "9:30-0:0"}, "attributes": {"RestaurantsReservations": "True"}}'
+)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "On Mondays it is open from 11:00 AM to 10:00 PM.",
+        "It opens at 11 am and closes at 10 pm on Monday.",
+        "On Sundays it opens from 8:00 to 14:00.",
+        "On Friday it opens at 9:30 AM and closes at midnight (12:00 AM).",
+        "Pizza Mizza is a restaurant in Goleta, California.",
+        "The record says Restaurants Reservations are accepted.",
+    ],
+)
+def test_a_record_restated_in_words_is_supported(answer: str) -> None:
+    assert check(RECORD, answer) == ()
+
+
+@pytest.mark.parametrize(
+    ("answer", "wrong"),
+    [
+        ("On Mondays it is open from 11:00 AM to 9:00 PM.", "9:00 PM"),
+        ("It opens at 7 am on Sunday.", "7 am"),
+        ("Pizza Mizza is a restaurant in Goleta, Oregon.", "Oregon"),
+    ],
+)
+def test_a_wrong_time_or_state_against_a_record_is_flagged(answer: str, wrong: str) -> None:
+    assert [f.text for f in check(RECORD, answer)] == [wrong]
+
+
+def test_a_state_is_not_supported_by_a_lower_case_word_that_spells_its_code() -> None:
+    # "in" is not Indiana's "IN", "or" not Oregon's "OR".
+    context = "The shop in Goleta is open or closed by season."
+    assert [f.text for f in check(context, "The shop is in Indiana.")] == ["Indiana"]
+
+
+def test_numbers_that_cite_the_prompt_or_measure_the_reply_are_not_facts() -> None:
+    context = "Chamomile tea soothes the senses. It relieves pain."
+    answer = (
+        "Here is a summary in 63 words: chamomile soothes the senses (Passage 1) and relieves pain "
+        "(passages 2 and 3). Repeat steps 7 and 8 twice."
+    )
+    assert check(context, answer) == ()
+    # The same numbers as claims are still checked.
+    assert [f.text for f in check(context, "It relieves pain in 3 days.")] == ["3 days"]

@@ -17,13 +17,19 @@ What counts as the same fact:
   number (``about 4 million``) may be 10% off;
 - dates by their parts: ``July 20, 1969`` = ``20 July 1969`` = ``1969-07-20``; a bare year
   by value (``1969``, and ``1960s`` by any year of the decade);
+- clock times by the minute of the day: ``7:00 PM`` = ``7 pm`` = ``19:00`` = ``19:0``; ``9:00``
+  without am/pm may be either half of the day. Numbers that cite the prompt or measure the reply
+  ("(Passage 2)", "steps 7 and 8", "in 63 words") are not checked;
 - names by their words, case-insensitively, possessives stripped: every word of the answer's
   name must occur in one name of the context (so ``Collins`` is supported by ``Michael
   Collins``, ``Neil Collins`` is not), or the whole name in the text; demonyms match their
-  country (``Italian`` / ``Italy``) and an acronym the initials of a context name.
+  country (``Italian`` / ``Italy``), an acronym the initials of a context name, a US state its
+  postal code (``California`` / ``CA``), and words a record runs together as a key
+  (``RestaurantsReservations``) count as written apart.
 
 Capitalised words that are not names are skipped: pronouns, determiners, titles and roles
-("President", "Former"), months, weekdays, number words, one-letter words, a sentence's first
+("President", "Former"), months, weekdays (also plural: "Sundays"), number words, "AM"/"PM",
+"Passage", one-letter words, a sentence's first
 word when the text also uses it in lower case, and a lone capitalised word opening a sentence
 unless a verb such as "is" follows it (no dictionary tells "Exactly" from "Mumbai").
 
@@ -38,7 +44,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from truthlens.detector.facts.names import KnownNames, find_names, lower_case_words
-from truthlens.detector.facts.numbers import KnownNumbers, find_dates, find_quantities
+from truthlens.detector.facts.numbers import KnownNumbers, find_dates, find_quantities, find_times
 from truthlens.detector.facts.roles import ContextSentences, context_sentences, misattributed_names
 from truthlens.detector.types import FactReason
 
@@ -88,6 +94,14 @@ def check_facts(
             findings.append(Finding(date.start, date.end, answer[date.start : date.end], "unsupported_date"))
         elif not names.states(answer[date.start : date.end]):
             restated.append((date.start, date.end))
+    for time in find_times(answer):
+        if _inside(time.start, time.end, taken):
+            continue
+        taken.append((time.start, time.end))
+        if not numbers.has_time(time):
+            findings.append(Finding(time.start, time.end, answer[time.start : time.end], "unsupported_number"))
+        elif not names.states(answer[time.start : time.end]):
+            restated.append((time.start, time.end))
     for q in find_quantities(answer):
         if not q.checked or _inside(q.start, q.end, taken):
             continue

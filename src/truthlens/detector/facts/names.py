@@ -35,6 +35,7 @@ former ex director chairman chairwoman chief minister secretary spokesman spokes
 manager coach boss midfielder striker defender goalkeeper winger rivals actor actress singer rapper
 star veteran officer police sergeant detective judge professor
 click here read watch scroll video photos update breaking exclusive usd eur gbp jpy
+am pm passage passages
 """.split())
 _SUBJECT_FOLLOWERS = frozenset(
     "is was has had will would can could did does may might should must and or".split()
@@ -50,6 +51,23 @@ _DEMONYMS = {
     "filipino": "philippines", "icelandic": "iceland", "flemish": "flanders", "argentine": "argentina",
     "argentinian": "argentina", "peruvian": "peru", "czech": "czechia", "slovak": "slovakia",
 }
+# A state named in full is supported by its postal code and the other way round: records (the
+# RAGTruth data-to-text shape) write "state": "CA" where an answer writes California.
+_US_STATES = {
+    "alabama": "al", "alaska": "ak", "arizona": "az", "arkansas": "ar", "california": "ca", "colorado": "co",
+    "connecticut": "ct", "delaware": "de", "florida": "fl", "georgia": "ga", "hawaii": "hi", "idaho": "id",
+    "illinois": "il", "indiana": "in", "iowa": "ia", "kansas": "ks", "kentucky": "ky", "louisiana": "la",
+    "maine": "me", "maryland": "md", "massachusetts": "ma", "michigan": "mi", "minnesota": "mn",
+    "mississippi": "ms", "missouri": "mo", "montana": "mt", "nebraska": "ne", "nevada": "nv",
+    "new hampshire": "nh", "new jersey": "nj", "new mexico": "nm", "new york": "ny", "north carolina": "nc",
+    "north dakota": "nd", "ohio": "oh", "oklahoma": "ok", "oregon": "or", "pennsylvania": "pa",
+    "rhode island": "ri", "south carolina": "sc", "south dakota": "sd", "tennessee": "tn", "texas": "tx",
+    "utah": "ut", "vermont": "vt", "virginia": "va", "washington": "wa", "west virginia": "wv",
+    "wisconsin": "wi", "wyoming": "wy",
+}
+_US_STATE_CODES = {code: state for state, code in _US_STATES.items()}
+# "RestaurantsReservations", "BusinessAcceptsCreditCards": a record's keys run words together.
+_RUN_TOGETHER = re.compile(r"\b[A-Z]?[a-z]+(?:[A-Z][a-z]+)+\b")
 _DEMONYM_SUFFIXES = ("n", "an", "ian", "ean", "ese", "ish", "i", "ic", "ans", "ians", "eans", "y")
 
 
@@ -104,7 +122,7 @@ def find_names(text: str, lower_words: frozenset[str], *, skip_sentence_starts: 
         if _is_capitalised(word):
             at_start = skip_sentence_starts and not run and _starts_sentence(text, tok.start())
             if (lower in _NOT_NAMES or lower in MONTHS or lower in WEEKDAYS or lower in NUMBER_WORDS
-                    or _strip_possessive(lower) in _NOT_NAMES):
+                    or lower.removesuffix("s") in WEEKDAYS or _strip_possessive(lower) in _NOT_NAMES):
                 flush()
                 continue
             if at_start and (_clean(word) in lower_words or _lone_opener(text, tokens, i)):
@@ -213,9 +231,14 @@ class KnownNames:
     full_names: frozenset[tuple[str, ...]]
     names_by_word: dict[str, tuple[int, ...]]  # index into names, by a word's first three letters
     initials: frozenset[str]
+    # Two-letter words written in capitals ("CA"): a state's code, never "in" or "or".
+    codes: frozenset[str] = frozenset()
 
     @staticmethod
     def of(source: str) -> KnownNames:
+        apart = [re.sub(r"(?<=[a-z])(?=[A-Z])", " ", key) for key in _RUN_TOGETHER.findall(source)]
+        if apart:  # the keys' words written apart, as an answer writes them
+            source = source + "\n" + ".\n".join(apart)
         raw = _TOKEN.findall(source)
         tokens = [_clean(t) for t in raw]
         runs = find_names(source, frozenset(), skip_sentence_starts=False)
@@ -235,6 +258,7 @@ class KnownNames:
             full_names=frozenset(n.words for n in runs),
             names_by_word={k: tuple(sorted(v)) for k, v in by_word.items()},
             initials=frozenset("".join(w[0] for w in n.words) for n in runs if len(n.words) > 1),
+            codes=frozenset(t.lower() for t in raw if len(t) == 2 and t.isupper()),
         )
 
     def states(self, surface: str) -> bool:
@@ -245,6 +269,12 @@ class KnownNames:
         for phrase in {name.phrase, " ".join(name.words)}:
             if re.search(r"(?<!\w)" + re.escape(phrase) + r"(?!\w)", self.text):
                 return True
+        words = " ".join(name.words)
+        if _US_STATES.get(words) in self.codes:
+            return True
+        state = _US_STATE_CODES.get(words)
+        if state is not None and re.search(r"(?<!\w)" + state + r"(?!\w)", self.text):
+            return True
         first = name.words[0]
         for i in self._candidates(first, self.names_by_word):
             known = self.names[i]

@@ -3,7 +3,10 @@
 A number is its value and, when it has one, its unit's canonical name: ``1,000`` =
 ``one thousand``, ``$4.2 million`` = ``4.2 million dollars``, ``12%`` = ``12 percent``,
 ``3 km`` = ``3 kilometres``, ``third`` = ``3rd``. A date is its (year, month, day) parts:
-``July 20, 1969`` = ``20 July 1969`` = ``1969-07-20``.
+``July 20, 1969`` = ``20 July 1969`` = ``1969-07-20``. A clock time is the minutes after
+midnight it may mean: ``7:00 PM`` = ``19:00`` = ``19:0`` (how JSON records write opening hours).
+Numbers that point into the prompt or measure the reply itself ("(Passage 2)", "steps 7 and 8",
+"a summary in 63 words") are read but not checked: they are no claim about the world.
 """
 
 from __future__ import annotations
@@ -143,6 +146,46 @@ def find_dates(text: str) -> list[Date]:
     return sorted(found, key=lambda d: d.start)
 
 
+# ----------------------------------------------------------------------------- clock times
+
+
+@dataclass(frozen=True, slots=True)
+class ClockTime:
+    start: int
+    end: int
+    minutes: frozenset[int]  # the minutes after midnight it may mean ("9:00" may be 21:00)
+
+
+# "7 pm", "7:30 a.m.", "12:00 AM"; or "19:00" (and, in a context only, "8:0": records written
+# from JSON drop the minutes' zero).
+_TIME_12H = re.compile(
+    r"(?<![\w:.,])(?P<h>1[0-2]|0?[1-9])(?::(?P<m>[0-5]\d))?\s?(?P<ap>[ap])(?:m\b|\.\s?m\.)", re.IGNORECASE
+)
+_TIME_24H = re.compile(r"(?<![\w:.,])(?P<h>[01]?\d|2[0-4]):(?P<m>[0-5]\d)(?![\d:])")
+_TIME_24H_SHORT = re.compile(r"(?<![\w:.,])(?P<h>[01]?\d|2[0-4]):(?P<m>[0-5]\d?)(?![\d:])")
+
+
+def find_times(text: str, *, answer: bool = True) -> list[ClockTime]:
+    """The clock times in ``text`` (a context's may drop the minutes' leading zero: ``8:0``)."""
+    found: list[ClockTime] = []
+    spans = Ranges()
+    for m in _TIME_12H.finditer(text):
+        hour, minute = int(m.group("h")) % 12, int(m.group("m") or 0)
+        if m.group("ap").lower() == "p":
+            hour += 12
+        spans.add(m.start(), m.end())
+        found.append(ClockTime(m.start(), m.end(), frozenset({hour * 60 + minute})))
+    for m in (_TIME_24H if answer else _TIME_24H_SHORT).finditer(text):
+        if spans.overlaps(m.start(), m.end()):
+            continue
+        hour, minute = int(m.group("h")) % 24, int(m.group("m"))
+        # Without am/pm, "9:00" may be either half of the day; "21:00" and "0:00" cannot.
+        hours = {hour, (hour + 12) % 24} if 1 <= hour <= 12 else {hour}
+        spans.add(m.start(), m.end())
+        found.append(ClockTime(m.start(), m.end(), frozenset(h * 60 + minute for h in hours)))
+    return sorted(found, key=lambda t: t.start)
+
+
 # ----------------------------------------------------------------------------- numbers
 
 
@@ -200,7 +243,8 @@ def find_quantities(text: str, *, answer: bool = True) -> Iterator[Quantity]:
             yield Quantity(m.start(), m.end(), value, "decade", False, True)
             continue
         end = m.end("num") if plain else m.end()
-        yield Quantity(m.start(), end, value, canon, answer and _hedged(text, m.start()), year_like, alt)
+        checked = not (answer and plain and _pointer(text, m.start(), end))
+        yield Quantity(m.start(), end, value, canon, answer and _hedged(text, m.start()), year_like, alt, checked)
     for m in _WORD_NUMBER.finditer(text):
         word = m.group("num").lower()
         parts = re.split(r"[\s-]", word)
@@ -220,6 +264,17 @@ def find_quantities(text: str, *, answer: bool = True) -> Iterator[Quantity]:
 
 
 _LIST_MARKER = re.compile(r"\(?\d{1,2}[.)](?:\s|$)")
+# A number right after these points into the prompt or the answer's own list ("Passage 2",
+# "steps 7 and 8"), and one before "words" measures the reply ("in 63 words"): not facts.
+_REFERENCE_BEFORE = re.compile(
+    r"\b(?:passages?|steps?|documents?|paragraphs?)\s*#?\s*(?:\d+\s*(?:,|and|&|or|to|-)\s*)*$", re.IGNORECASE
+)
+_REPLY_LENGTH_AFTER = re.compile(r"\s*-?\s*words?\b", re.IGNORECASE)
+
+
+def _pointer(text: str, start: int, end: int) -> bool:
+    return (_REFERENCE_BEFORE.search(text, max(0, start - 48), start) is not None
+            or _REPLY_LENGTH_AFTER.match(text, end) is not None)
 
 
 def _line_start(text: str, start: int) -> bool:
@@ -265,6 +320,7 @@ class KnownNumbers:
 
     quantities: tuple[Quantity, ...]
     dates: tuple[Date, ...]
+    times: frozenset[int]  # every minute after midnight a clock time of the context may mean
 
     @staticmethod
     def of(source: str) -> KnownNumbers:
@@ -278,7 +334,11 @@ class KnownNumbers:
             for part in (d.year, d.day):
                 if part is not None:
                     quantities.append(Quantity(d.start, d.end, float(part), None, False, part == d.year))
-        return KnownNumbers(tuple(quantities), tuple(dates))
+        times = frozenset(minute for t in find_times(source, answer=False) for minute in t.minutes)
+        return KnownNumbers(tuple(quantities), tuple(dates), times)
+
+    def has_time(self, time: ClockTime) -> bool:
+        return not time.minutes.isdisjoint(self.times)
 
     def has_date(self, date: Date) -> bool:
         years = {q.value for q in self.quantities if q.year_like}
