@@ -1,4 +1,4 @@
-"""The detector's fact check alone (``src/truthlens/detector/facts/``, no model) on HaluEval's dev fold.
+"""The detector's fact check alone (``src/truthlens/detector/facts/``, no model): HaluEval dev, RAGTruth odd half.
 
 How often it flags each kind of text, on the **dev** fold (line index i % 10 == 1; the
 evaluation fold is never looked at here, the rules were tuned on this one):
@@ -11,7 +11,12 @@ evaluation fold is never looked at here, the rules were tuned on this one):
   highlights and dialogue replies often state names and numbers their source does not, so
   there "right flagged" is not all false alarms).
 
-    python -m bench.fact_check [--items 1000]
+And on **RAGTruth's odd half** (``source_id`` odd: the training and dev parts, open to error
+study; the even half is evaluation-only and never read here), when its files are present: per
+task, the share of faithful and of hallucinated LLM answers with at least one finding, and of
+the hallucinated answers' findings how many fall inside a human-labelled span.
+
+    python -m bench.fact_check [--items 1000] [--ragtruth training/output/ragtruth]
 """
 
 from __future__ import annotations
@@ -19,8 +24,9 @@ from __future__ import annotations
 import argparse
 import time
 from collections import Counter
+from pathlib import Path
 
-from training.corpus import halueval
+from training.corpus import halueval, ragtruth
 from truthlens.detector.facts import unsupported_facts
 
 
@@ -31,6 +37,7 @@ def _rate(flags: list[bool]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=1000, help="items per task (dev fold, file order)")
+    parser.add_argument("--ragtruth", type=Path, default=ragtruth.DEFAULT_DIR, help="RAGTruth (training/README.md)")
     args = parser.parse_args()
     root = halueval.fetch()
     rows: list[tuple[str, str, str]] = []
@@ -64,6 +71,25 @@ def main() -> None:
         print(f"{task:<14} {kind:<22} {rate}")
     print(f"reasons in hallucinated texts: {dict(reasons)}")
     print(f"{checks} checks, {1000 * elapsed / max(checks, 1):.2f} ms each")
+    if ragtruth.available(args.ragtruth):
+        print_ragtruth(args.ragtruth)
+    else:
+        print(f"RAGTruth not in {args.ragtruth}: its rows are skipped (python -m training.corpus.ragtruth)")
+
+
+def print_ragtruth(root: Path) -> None:
+    print("\nRAGTruth odd half (train and dev parts): answers with at least one finding")
+    print(f"{'task':<10} {'faithful':>18} {'hallucinated':>18}  findings inside a labelled span")
+    for task in ragtruth.TASKS:
+        flags: dict[bool, list[bool]] = {False: [], True: []}
+        inside = total = 0
+        for r in ragtruth.responses(task, ("train", "dev"), root):
+            findings = unsupported_facts(r.answer, r.context, r.question)
+            flags[r.hallucinated].append(bool(findings))
+            if r.hallucinated:
+                total += len(findings)
+                inside += sum(any(a < f.end and f.start < b for a, b in r.spans) for f in findings)
+        print(f"{task:<10} {_rate(flags[False]):>18} {_rate(flags[True]):>18}  {inside}/{total}")
 
 
 if __name__ == "__main__":
