@@ -79,3 +79,14 @@ def wait_for_metric(stack: Stack, name: str, at_least: float, timeout_s: float =
         if value >= at_least or time.monotonic() > deadline:
             return value
         time.sleep(0.05)
+
+
+def fresh(stack: SpanDetectorStack) -> SpanDetectorStack:
+    """The module's stack for one test: the shared script again, and an empty call log."""
+    stack.set_script(SCRIPT)
+    return stack
+
+
+def content(resp: RawResponse) -> str:
+    """The first choice's message text of a JSON chat answer."""
+    return str(resp.json()["choices"][0]["message"]["content"])

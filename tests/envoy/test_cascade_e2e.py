@@ -20,10 +20,11 @@ from gateway_routes import GROUNDED, HALLUCINATED, WRONG_FACTS
 from harness import decision, parse_sse
 from shipped_inputs import require_shipped_model
 from span_detector_stack import (
-    SCRIPT,
     SPAN_MODEL,
     SpanDetectorStack,
     ask,
+    content,
+    fresh,
     running,
     span_detector_calls,
     wait_for_metric,
@@ -58,12 +59,7 @@ def cascade_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SpanDete
 
 @pytest.fixture
 def stack(cascade_stack: SpanDetectorStack) -> SpanDetectorStack:
-    cascade_stack.set_script(SCRIPT)  # clears the call log
-    return cascade_stack
-
-
-def content(resp: Any) -> str:
-    return str(resp.json()["choices"][0]["message"]["content"])
+    return fresh(cascade_stack)
 
 
 def choice_details(resp: Any) -> dict[str, Any]:

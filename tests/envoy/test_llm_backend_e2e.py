@@ -17,10 +17,11 @@ import pytest
 from gateway_routes import GROUNDED, HALLUCINATED
 from harness import decision, parse_sse
 from span_detector_stack import (
-    SCRIPT,
     SPAN_MODEL,
     SpanDetectorStack,
     ask,
+    content,
+    fresh,
     running,
     span_detector_calls,
     wait_for_metric,
@@ -53,12 +54,7 @@ def llm_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SpanDetector
 
 @pytest.fixture
 def stack(llm_stack: SpanDetectorStack) -> SpanDetectorStack:
-    llm_stack.set_script(SCRIPT)  # clears the call log
-    return llm_stack
-
-
-def content(resp: Any) -> str:
-    return str(resp.json()["choices"][0]["message"]["content"])
+    return fresh(llm_stack)
 
 
 def test_a_hallucinated_answer_is_flagged_on_the_quoted_spans(stack: SpanDetectorStack) -> None:

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from shipped_inputs import require_shipped_model
 
-from truthlens.detector import manifest
 from truthlens.detector.factory import create_detector
 from truthlens.detector.types import Detection, DetectionInput, Detector, DetectorSettings
 from truthlens.llm import Endpoint, LLMClient
@@ -30,9 +30,7 @@ QUESTION = "When was the Eiffel Tower completed and how tall is it?"
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def detector() -> AsyncIterator[Detector]:
-    for name in ("model.onnx", "tokenizer.json", "manifest.json"):
-        if not (manifest.DEFAULT_MODEL_DIR / name).is_file():
-            pytest.skip(f"the shipped detector model is not built yet ({name} missing)")
+    require_shipped_model()
     det = create_detector(DetectorSettings())
     yield det
     await det.close()

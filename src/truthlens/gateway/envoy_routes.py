@@ -142,8 +142,8 @@ def plan(config: Config, *, cluster: str = DEFAULT_CLUSTER, timeout: str = DEFAU
                 head += f", OR branch {i + 1} of {len(matches)}"
             entries.append(Entry(head, route, off, decision.name))
             bypass_routes += off
-    if bypass_routes and config.hallucination.context.extension_field is not None and not forward_context_field:
-        field_name = config.hallucination.context.extension_field
+    field_name = config.hallucination.context.extension_field
+    if bypass_routes and field_name is not None and not forward_context_field:
         raise RoutesError(
             f"{CONTEXT_FIELD_KEY} is {field_name!r}: the processor removes that field from every request body "
             "so the upstream never sees it, and a route that skips the processor cannot. Set "
@@ -155,9 +155,8 @@ def plan(config: Config, *, cluster: str = DEFAULT_CLUSTER, timeout: str = DEFAU
     entries.append(Entry(last,
                          {"name": "processor:catch-all", "match": {"prefix": "/"}, "route": dict(target)}, False))
     notes: tuple[str, ...] = ()
-    if bypass_routes and config.hallucination.context.extension_field is not None:
-        notes = (f"--forward-context-field: bypassed requests reach the upstream with "
-                 f"{config.hallucination.context.extension_field!r} in their body.",)
+    if bypass_routes and field_name is not None:
+        notes = (f"--forward-context-field: bypassed requests reach the upstream with {field_name!r} in their body.",)
     return RoutePlan(tuple(entries), stopped, notes)
 
 

@@ -88,29 +88,23 @@ def check_facts(
     restated: list[tuple[int, int]] = []
     taken: list[tuple[int, int]] = []  # answer chars already read as a date or a number
 
+    def judge(start: int, end: int, problem: FactReason | None) -> None:
+        # A value the context states is either written the same way, or restated in another
+        # format (where a flag of the model is a formatting artefact).
+        taken.append((start, end))
+        if problem is not None:
+            findings.append(Finding(start, end, answer[start:end], problem))
+        elif not names.states(answer[start:end]):
+            restated.append((start, end))
+
     for date in find_dates(answer):
-        taken.append((date.start, date.end))
-        if not numbers.has_date(date):
-            findings.append(Finding(date.start, date.end, answer[date.start : date.end], "unsupported_date"))
-        elif not names.states(answer[date.start : date.end]):
-            restated.append((date.start, date.end))
+        judge(date.start, date.end, None if numbers.has_date(date) else "unsupported_date")
     for time in find_times(answer):
-        if _inside(time.start, time.end, taken):
-            continue
-        taken.append((time.start, time.end))
-        if not numbers.has_time(time):
-            findings.append(Finding(time.start, time.end, answer[time.start : time.end], "unsupported_number"))
-        elif not names.states(answer[time.start : time.end]):
-            restated.append((time.start, time.end))
+        if not _inside(time.start, time.end, taken):
+            judge(time.start, time.end, None if numbers.has_time(time) else "unsupported_number")
     for q in find_quantities(answer):
-        if not q.checked or _inside(q.start, q.end, taken):
-            continue
-        taken.append((q.start, q.end))
-        reason = numbers.problem(q)
-        if reason is not None:
-            findings.append(Finding(q.start, q.end, answer[q.start : q.end], reason))
-        elif not names.states(answer[q.start : q.end]):
-            restated.append((q.start, q.end))
+        if q.checked and not _inside(q.start, q.end, taken):
+            judge(q.start, q.end, numbers.problem(q))
     for name in find_names(answer, names.lower_words | lower_case_words(answer), skip_sentence_starts=True):
         if _inside(name.start, name.end, taken):
             continue
