@@ -10,7 +10,8 @@ Same trained Hugging Face checkpoint, same inputs, measured side by side in one 
   turns; each ratio is printed as the median with its spread over the repeats;
 - ours in variants side by side, all with the in-process defaults (two runs in flight, a lone
   row on every core) unless named: fp32, int8 without and with fused attention
-  (``truthlens export --no-optimize`` / the default), and the int8 graph with the threads split
+  (``truthlens export --no-optimize`` / the default), blockwise int8 (``--int8-blockwise``: finer
+  activation scales, closer to fp32), and the int8 graph with the threads split
   between two runs and no lone-row session (the previous setting, "int8 split");
 - token-level agreement of predictions (P(hallucinated) > 0.5) of our fp32 and int8 ONNX
   models with LettuceDetect, and with LettuceDetect fed segment ids as well (its
@@ -27,7 +28,11 @@ Same trained Hugging Face checkpoint, same inputs, measured side by side in one 
         [--repeats 3] [--ragtruth DIR] [--long]
 
 Without ``--onnx-model`` / ``--onnx-int8-model`` the checkpoint is exported (fp32 / int8)
-to a temporary directory with the project's exporter. ``--inputs`` takes JSONL rows with
+to a temporary directory with the project's exporter. A given ``--onnx-model`` must be the fp32
+export of ``--hf-model`` (checked on five inputs: the run stops otherwise); ``--onnx-int8-model``
+may be any int8 graph of the same checkpoint, e.g. the shipped one
+(``src/truthlens/detector/default_model``, whose checkpoint the training recipe keeps in
+``training/output/hf-llm``); its drift from fp32 is in the agreement table. ``--inputs`` takes JSONL rows with
 ``context``, ``question``, ``answer``, or RAGTruth rows (``source.passages``, ``responses``), of
 which only the training half (odd ``source_id``) is read. Needs the ``export`` extra and
 ``lettucedetect`` (``pip install --no-deps lettucedetect``: it runs on torch and transformers,
@@ -64,6 +69,8 @@ from truthlens.detector.types import Detection, DetectionInput, DetectorSettings
 DEFAULT_INPUTS = Path("training/output/corpus/heldout.jsonl")
 BLOCK = 25  # inputs timed per runtime before switching to the next
 LD = "lettucedetect"
+# fp32 ONNX vs the same checkpoint in torch (with segment ids): float rounding only.
+SAME_MODEL_TOLERANCE = 1e-3
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,8 +108,9 @@ def percentile(values: Sequence[float], q: float) -> float:
     return float(np.percentile(np.asarray(values), q))
 
 
-def export_dirs(hf: Path, fp32: Path | None, int8: Path | None, tmp: Path) -> tuple[Path, Path, Path]:
-    """fp32, int8 without fused attention, int8 (the default export: fused, then quantised)."""
+def export_dirs(hf: Path, fp32: Path | None, int8: Path | None, tmp: Path) -> dict[str, Path]:
+    """fp32, int8 without fused attention, int8 (the default export: fused, then quantised),
+    blockwise int8 (``truthlens export --int8-blockwise``)."""
     from truthlens.detector.export import export_model
 
     if fp32 is None:
@@ -113,7 +121,9 @@ def export_dirs(hf: Path, fp32: Path | None, int8: Path | None, tmp: Path) -> tu
     if int8 is None:
         int8 = tmp / "int8"
         export_model(hf, int8, quantize="int8")
-    return fp32, plain, int8
+    blockwise = tmp / "int8-blockwise"
+    export_model(hf, blockwise, quantize="int8-blockwise")
+    return {"fp32": fp32, "unfused": plain, "int8": int8, "blockwise": blockwise}
 
 
 def lettuce(hf: Path, max_length: int, segment_ids: bool) -> Any:
@@ -249,6 +259,7 @@ def engines(dirs: dict[str, Path]) -> dict[str, DetectorEngine]:
         ("onnx int8 unfused", default, dirs["unfused"]),
         ("onnx int8 split", split, dirs["int8"]),
         ("onnx int8", default, dirs["int8"]),
+        ("onnx int8 blockwise", default, dirs["blockwise"]),
     ):
         out[name] = _engine(settings, directory)
     return out
@@ -267,14 +278,16 @@ async def run(args: argparse.Namespace) -> None:
     torch.set_num_threads(threads)
     items = load_inputs(args.inputs, args.n)
     with tempfile.TemporaryDirectory(prefix="truthlens-bench-") as tmp:
-        fp32_dir, plain_dir, int8_dir = export_dirs(args.hf_model, args.onnx_model, args.onnx_int8_model, Path(tmp))
+        dirs = export_dirs(args.hf_model, args.onnx_model, args.onnx_int8_model, Path(tmp))
+        fp32_dir, int8_dir = dirs["fp32"], dirs["int8"]
         manifest = load_manifest(fp32_dir)
-        ours = engines({"fp32": fp32_dir, "unfused": plain_dir, "int8": int8_dir})
+        ours = engines(dirs)
         ld = lettuce(args.hf_model, manifest.max_length, segment_ids=False)
         ld_seg = lettuce(args.hf_model, manifest.max_length, segment_ids=True)
 
         encoder = TextEncoder(manifest.tokenizer_path)
         tokens = [encoder.count(build_prompt(i.context, i.question)) + encoder.count(i.answer) for i in items]
+        await same_checkpoint(args.hf_model, fp32_dir, ours["onnx fp32"], ld_seg, items, tokens, manifest.max_length)
         print(f"checkpoint {args.hf_model} ({manifest.source.get('architecture')}), window {manifest.max_length}, "
               f"{len(items)} inputs from {args.inputs} (prompt + answer tokens: p50 {statistics.median(tokens):.0f}), "
               f"CPU with {usable_cores()} cores, LettuceDetect on {threads} torch threads (shared by its callers); "
@@ -303,7 +316,7 @@ async def run(args: argparse.Namespace) -> None:
         print()
         print(f"latency at 1 caller (first pass over the inputs), checks/s over {args.repeats} repeats "
               f"(median [min-max] of each repeat's ratio)")
-        print(f"{'detector':<18} {'p50 ms':>7} {'p95 ms':>7} {'mean ms':>8} {'p50 x':>6} {'p95 x':>6} "
+        print(f"{'detector':<19} {'p50 ms':>7} {'p95 ms':>7} {'mean ms':>8} {'p50 x':>6} {'p95 x':>6} "
               f"{'mean x':>6} {'checks/s @1':>11} {'x @1':>17} {f'checks/s @{n}':>11} {f'x @{n}':>17} "
               f"{f'@{n} / @1':>17}")
         for name, values in lat.items():
@@ -312,14 +325,17 @@ async def run(args: argparse.Namespace) -> None:
             x1 = [a / b for a, b in zip(one, tput[LD, 1], strict=True)]
             xn = [a / b for a, b in zip(many, tput[LD, n], strict=True)]
             scale = [b / a for a, b in zip(one, many, strict=True)]
-            print(f"{name:<18} {p50:>7.1f} {p95:>7.1f} {mean:>8.1f} {base_p50 / p50:>6.2f} {base_p95 / p95:>6.2f} "
+            print(f"{name:<19} {p50:>7.1f} {p95:>7.1f} {mean:>8.1f} {base_p50 / p50:>6.2f} {base_p95 / p95:>6.2f} "
                   f"{base_mean / mean:>6.2f} {statistics.median(one):>11.2f} {spread(x1):>17} "
                   f"{statistics.median(many):>11.2f} {spread(xn):>17} {spread(scale):>17}")
         print("(x = speed-up over LettuceDetect: its latency / ours, our checks/s / its; checks/s passes see "
               "contexts already checked once)")
 
         ld_seg_probs = [lettuce_probs(ld_seg, i) for i in items]
-        probs = {name: await our_probs(ours[name], items) for name in ("onnx fp32", "onnx int8 unfused", "onnx int8")}
+        probs = {
+            name: await our_probs(ours[name], items)
+            for name in ("onnx fp32", "onnx int8 unfused", "onnx int8", "onnx int8 blockwise")
+        }
         print()
         print(f"{'pair':<44} {'tokens':>7} {'token agree':>12} {'mean |dp|':>10} {'verdict agree':>14} {'skipped':>8}")
         for name, a, b in (
@@ -328,6 +344,7 @@ async def run(args: argparse.Namespace) -> None:
             ("onnx int8 vs lettucedetect + segment ids", probs["onnx int8"], ld_seg_probs),
             ("onnx int8 vs onnx fp32", probs["onnx int8"], probs["onnx fp32"]),
             ("onnx int8 vs onnx int8 unfused", probs["onnx int8"], probs["onnx int8 unfused"]),
+            ("onnx int8 blockwise vs onnx fp32", probs["onnx int8 blockwise"], probs["onnx fp32"]),
         ):
             g = agreement(a, b)
             print(f"{name:<44} {g.tokens:>7} {g.token_agree:>12.2%} {g.mean_abs_diff:>10.4f} "
@@ -340,14 +357,33 @@ async def run(args: argparse.Namespace) -> None:
             await engine.close()
 
 
+async def same_checkpoint(
+    hf: Path, fp32_dir: Path, ours: DetectorEngine, ld_seg: Any, items: Sequence[DetectionInput],
+    tokens: Sequence[int], max_length: int,
+) -> None:
+    """Refuse an fp32 graph that is not this checkpoint's export: every agreement row would then
+    compare two different models (and the int8 rows inherit the mismatch)."""
+    fits = [i for i, n in zip(items, tokens, strict=True) if n + 3 <= max_length][:5]
+    probs = await our_probs(ours, fits)
+    worst = max(
+        float(np.max(np.abs(a - lettuce_probs(ld_seg, i)), initial=0.0)) for a, i in zip(probs, fits, strict=True)
+    )
+    if worst > SAME_MODEL_TOLERANCE:
+        raise SystemExit(
+            f"{fp32_dir} is not an export of {hf}: token probabilities differ by up to {worst:.3f} from the "
+            f"checkpoint's own (tolerance {SAME_MODEL_TOLERANCE}); pass the fp32 export of --hf-model, or none"
+        )
+
+
 async def whole_check_agreement(ours: dict[str, DetectorEngine], items: Sequence[DetectionInput]) -> None:
     """Verdicts (detected / clean at the calibrated thresholds) and spans of the whole check."""
     checks = {name: [await ours[name].detect(i, threshold=0.5) for i in items] for name in ours}
     print()
     print(f"{'whole check (verdict at threshold 0.5, spans)':<44} {'verdict agree':>14} {'+ same spans':>13}")
-    for other in ("onnx fp32", "onnx int8 split"):
-        pairs = [same_check(a, b) for a, b in zip(checks["onnx int8"], checks[other], strict=True)]
-        print(f"{'onnx int8 vs ' + other:<44} {sum(v for v, _ in pairs) / len(pairs):>14.2%} "
+    for name, other in (("onnx int8", "onnx fp32"), ("onnx int8", "onnx int8 split"),
+                        ("onnx int8 blockwise", "onnx fp32")):
+        pairs = [same_check(a, b) for a, b in zip(checks[name], checks[other], strict=True)]
+        print(f"{name + ' vs ' + other:<44} {sum(v for v, _ in pairs) / len(pairs):>14.2%} "
               f"{sum(s for _, s in pairs) / len(pairs):>13.2%}")
 
 

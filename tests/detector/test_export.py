@@ -166,6 +166,40 @@ def test_bert_export_with_segment_ids_and_int8(bert_checkpoint: Path, tmp_path: 
     assert logits.shape == (*feed["input_ids"].shape, 2) and np.isfinite(logits).all()
 
 
+def test_blockwise_int8_stays_closer_to_the_float_model_than_dynamic_int8(bert_checkpoint: Path, tmp_path: Path) -> None:
+    import onnx
+
+    dynamic = export_model(bert_checkpoint, tmp_path / "int8", quantize="int8", max_length=256)
+    blockwise = export_model(bert_checkpoint, tmp_path / "block", quantize="int8-blockwise", max_length=256)
+
+    manifest = json.loads((tmp_path / "block" / "manifest.json").read_text())
+    assert manifest["quantization"] == "int8-blockwise-32"
+    ops = {node.op_type for node in onnx.load(str(tmp_path / "block" / "model.onnx")).graph.node}
+    assert "MatMulNBits" in ops and "MatMulInteger" not in ops
+    assert "DequantizeLinear" in ops  # the embedding tables as uint8
+    assert blockwise.fused_operators is None  # blockwise quantises MatMul nodes: the graph stays unfused
+    assert blockwise.verification is not None and dynamic.verification is not None
+    assert blockwise.verification.int8_mean_prob_diff is not None and dynamic.verification.int8_mean_prob_diff is not None
+    assert blockwise.verification.int8_mean_prob_diff < dynamic.verification.int8_mean_prob_diff
+
+    # the written files alone, against torch on a long input and a padded batch
+    session = ort.InferenceSession(str(tmp_path / "block" / "model.onnx"), providers=["CPUExecutionProvider"])
+    tok = Tokenizer.from_file(str(tmp_path / "block" / "tokenizer.json"))
+    feed = _feed(tok, manifest["inputs"], _pairs(), 256)
+    got, want = session.run(["logits"], feed)[0], _torch_logits(bert_checkpoint, feed)
+    mask = feed["attention_mask"].astype(bool)
+    prob = lambda logits: np.exp(logits[..., 1]) / np.exp(logits).sum(-1)  # noqa: E731
+    assert np.abs(prob(got)[mask] - prob(want)[mask]).max() < 0.05
+
+
+def test_cli_takes_one_int8_form(bert_checkpoint: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--checkpoint", str(bert_checkpoint), "--out", str(tmp_path / "x"), "--int8", "--int8-blockwise"])
+    assert "not allowed with" in capsys.readouterr().err
+    assert main(["--checkpoint", str(bert_checkpoint), "--out", str(tmp_path / "b"), "--int8-blockwise"]) == 0
+    assert json.loads(capsys.readouterr().out)["quantization"] == "int8-blockwise-32"
+
+
 def test_rejects_a_classifier_without_two_labels(tmp_path: Path, tokenizer: Tokenizer) -> None:
     from transformers import BertConfig, BertForTokenClassification
 
