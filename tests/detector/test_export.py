@@ -7,6 +7,7 @@ onnxruntime. Nothing is scripted or mocked.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -23,8 +24,10 @@ from tokenizers import (
 )
 
 from truthlens.detector.export import ExportError, export_model, main
+from truthlens.detector.factory import create_detector
 from truthlens.detector.manifest import load_manifest
 from truthlens.detector.prompt import build_prompt
+from truthlens.detector.types import Detection, DetectionInput, Detector, DetectorSettings
 
 torch = pytest.importorskip(
     "torch", reason="export needs torch and transformers: pip install -e '.[export]' (CI installs it)"
@@ -190,6 +193,19 @@ def test_blockwise_int8_stays_closer_to_the_float_model_than_dynamic_int8(bert_c
     mask = feed["attention_mask"].astype(bool)
     prob = lambda logits: np.exp(logits[..., 1]) / np.exp(logits).sum(-1)  # noqa: E731
     assert np.abs(prob(got)[mask] - prob(want)[mask]).max() < 0.05
+
+    # and the detector serves the directory as it is written
+    engine = create_detector(DetectorSettings(model_dir=str(tmp_path / "block"), provider="cpu"))
+    item = DetectionInput(("The Eiffel Tower is 330 metres tall.",), "How tall is it?", "It is 330 metres tall.")
+    detection = asyncio.run(_detect_and_close(engine, item))
+    assert detection.status in ("clean", "detected") and detection.answer_tokens > 0
+
+
+async def _detect_and_close(engine: Detector, item: DetectionInput) -> Detection:
+    try:
+        return await engine.detect(item, threshold=0.5)
+    finally:
+        await engine.close()
 
 
 def test_cli_takes_one_int8_form(bert_checkpoint: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
