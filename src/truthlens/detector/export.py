@@ -11,8 +11,10 @@ difference, int8 by agreement of the hallucination probabilities. Two int8 forms
 - ``int8-blockwise``: weights in int8 blocks of 32 along the input axis, and activations
   quantised per block of 32 at run time (ONNX Runtime's ``MatMulNBits``, accuracy level 4).
   The finer scales keep about 99% of verdicts, for ~1.6x the CPU time of ``int8`` (still
-  faster than fp32); for routes where agreeing with the checkpoint matters more than speed. A model
-that fails verification raises :class:`ExportError`; nothing half-checked is reported as done.
+  faster than fp32); for routes where agreeing with the checkpoint matters more than speed.
+
+A model that fails verification raises :class:`ExportError`; nothing half-checked is reported
+as done.
 
 Before int8 quantisation the fp32 graph goes through ONNX Runtime's transformer optimizer
 (``optimize_graph``: attention, embedding and layer-norm fusion for BERT-family models; the
@@ -43,9 +45,8 @@ import numpy as np
 from truthlens.detector.prompt import TEMPLATE_NAME, build_prompt
 
 Quantize = Literal["none", "int8", "int8-blockwise"]
-QUANTIZE_CHOICES: tuple[Quantize, ...] = ("none", "int8", "int8-blockwise")
 # What each choice writes as the manifest's "quantization".
-QUANTIZATION_NAMES: dict[str, str] = {
+QUANTIZATION_NAMES: dict[Quantize, str] = {
     "none": "none", "int8": "int8-dynamic-per-channel", "int8-blockwise": "int8-blockwise-32",
 }
 # Input-axis block of the blockwise form: weights and activations get one scale per 32 values.
@@ -240,8 +241,8 @@ def _export_graph(
 
 
 def _check_quantize(quantize: str) -> None:
-    if quantize not in QUANTIZE_CHOICES:
-        raise ExportError(f"quantize must be one of {', '.join(QUANTIZE_CHOICES)}; got {quantize!r}")
+    if quantize not in QUANTIZATION_NAMES:
+        raise ExportError(f"quantize must be one of {', '.join(QUANTIZATION_NAMES)}; got {quantize!r}")
 
 
 def _quantize(quantize: Quantize, src: Path, dst: Path) -> None:
@@ -619,7 +620,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             report = optimize_onnx(
                 args.optimize_onnx, args.out,
-                quantize="none" if args.keep_fp32 else ("int8-blockwise" if args.int8_blockwise else "int8"),
+                quantize="none" if args.keep_fp32 else _chosen_quantize(args, default="int8"),
                 shape=GraphShape(args.num_heads, args.hidden_size), verify=not args.no_verify,
             )
         except (ExportError, OSError, ValueError) as exc:
@@ -635,7 +636,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.checkpoint is not None:
         try:
             report = export_model(
-                args.checkpoint, args.out, quantize=_chosen_quantize(args), opset=args.opset,
+                args.checkpoint, args.out, quantize=_chosen_quantize(args, default="none"), opset=args.opset,
                 max_length=args.max_length, verify=not args.no_verify, dynamo=args.dynamo,
                 optimize=False if args.no_optimize else (True if args.optimize else None),
             )
@@ -649,10 +650,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _chosen_quantize(args: argparse.Namespace) -> Quantize:
+def _chosen_quantize(args: argparse.Namespace, *, default: Quantize) -> Quantize:
+    """The int8 form the flags name, else ``default`` (a checkpoint exports fp32, an
+    ``--optimize-onnx`` run dynamic int8)."""
     if args.int8_blockwise:
         return "int8-blockwise"
-    return "int8" if args.int8 else "none"
+    return "int8" if args.int8 else default
 
 
 def _export_triton_repo(args: argparse.Namespace, model_dir: str | None) -> int:
