@@ -133,7 +133,7 @@ def generated_routes(config: Path) -> list[dict[str, Any]]:
     """What ``truthlens envoy-routes`` prints for ``config`` (the bench's body carries the context
     field, so it is accepted with ``--forward-context-field``)."""
     printed = subprocess.run(
-        [sys.executable, "-m", "truthlens", "envoy-routes", "--config", str(config), "--forward-context-field"],
+        [sys.executable, "-m", "truthlens", "envoy-routes", str(config), "--forward-context-field"],
         capture_output=True, text=True, timeout=120, check=True,
     ).stdout
     return list(yaml.safe_load(printed)["routes"])

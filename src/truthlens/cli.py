@@ -56,6 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="truthlens", description="TruthLens Envoy external processor")
+    parser.add_argument("--version", action="version", version=f"truthlens {_version()}")
     sub = parser.add_subparsers(dest="command")
     init = sub.add_parser("init", help="write a starter config.yaml, envoy.yaml and docker-compose.yaml")
     init.add_argument("dir", nargs="?", default=".", help="where to write them (default: here)")
@@ -66,7 +67,9 @@ def _parser() -> argparse.ArgumentParser:
         "envoy-routes",
         help="print Envoy routes that skip the processor for detection-off decisions (YAML, for envoy.yaml)",
     )
-    routes.add_argument("--config", required=True, help="the processor's config file (validated as check-config)")
+    routes.add_argument("file", nargs="?", help="the processor's config file (validated as check-config)")
+    # The first releases took the file as --config; kept so existing scripts still run.
+    routes.add_argument("--config", dest="config_option", help=argparse.SUPPRESS)
     routes.add_argument("--cluster", default="llm_upstream", help="the upstream cluster (default: llm_upstream)")
     routes.add_argument("--timeout", default="300s", help="each route's timeout (default: 300s)")
     routes.add_argument(
@@ -204,14 +207,32 @@ def _check_config(ns: argparse.Namespace) -> int:
 def _envoy_routes(ns: argparse.Namespace) -> int:
     from truthlens.gateway import envoy_routes
 
-    config = _validated(ns.config)
+    if (ns.file is None) == (ns.config_option is None):
+        print("truthlens envoy-routes: name the config file once: truthlens envoy-routes FILE", file=sys.stderr)
+        return 2
+    path = ns.file or ns.config_option
+    if ns.config_option is not None:
+        print("truthlens envoy-routes: --config FILE is deprecated; use: truthlens envoy-routes FILE", file=sys.stderr)
+    config = _validated(path)
     if config is None:
         return 1
     try:
         result = envoy_routes.plan(config, cluster=ns.cluster, timeout=ns.timeout,
                                    forward_context_field=ns.forward_context_field)
     except envoy_routes.RoutesError as exc:
-        print(f"truthlens envoy-routes: {ns.config}: {exc}", file=sys.stderr)
+        print(f"truthlens envoy-routes: {path}: {exc}", file=sys.stderr)
         return 1
-    print(envoy_routes.render(result, source=ns.config, digest=config.digest), end="")
+    print(envoy_routes.render(result, source=path, digest=config.digest), end="")
     return 0
+
+
+def _version() -> str:
+    """The installed distribution's version; the package's own when running from a checkout."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from truthlens import __version__
+
+    try:
+        return version("truthlens-extproc")
+    except PackageNotFoundError:
+        return __version__

@@ -64,7 +64,7 @@ def bypass(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[t
     envoy-routes --forward-context-field`` prints for them; yields the stack and that Envoy's port."""
     assert stack.write_config(stack.config_yaml(decisions=DECISIONS)) in ("applied", "unchanged")
     printed = subprocess.run(
-        [sys.executable, "-m", "truthlens", "envoy-routes", "--config", str(stack.config_path),
+        [sys.executable, "-m", "truthlens", "envoy-routes", str(stack.config_path),
          "--forward-context-field"],
         capture_output=True, text=True, timeout=60, check=True,
     ).stdout

@@ -207,23 +207,23 @@ def test_the_cli_refuses_bypass_routes_that_would_forward_the_context_field(
     tmp_path: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:
     file = write(tmp_path, decision("free", header("x-tenant", value="free"), off=True))
-    assert cli.main(["envoy-routes", "--config", file]) == 1
+    assert cli.main(["envoy-routes", file]) == 1
     captured = capsys.readouterr()
     assert captured.out == ""
     assert "hallucination.context.extension_field is 'truthlens_context'" in captured.err
     assert "--forward-context-field" in captured.err
-    assert cli.main(["envoy-routes", "--config", file, "--forward-context-field"]) == 0
+    assert cli.main(["envoy-routes", file, "--forward-context-field"]) == 0
     out = capsys.readouterr().out
     assert "bypass:free" in out and "'truthlens_context' in their body" in out
     # Without the field configured, no flag is needed.
     file = write(tmp_path, decision("free", header("x-tenant", value="free"), off=True), extension_field=None)
-    assert cli.main(["envoy-routes", "--config", file]) == 0
+    assert cli.main(["envoy-routes", file]) == 0
     assert "bypass:free" in capsys.readouterr().out
 
 
 def test_the_cli_without_bypass_routes_needs_no_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     file = write(tmp_path, decision("chat", path(prefix="/v1/chat")))
-    assert cli.main(["envoy-routes", "--config", file]) == 0
+    assert cli.main(["envoy-routes", file]) == 0
     assert [r["name"] for r in yaml.safe_load(capsys.readouterr().out)["routes"]] == [
         *SHIPPED, "processor:chat", CATCH_ALL]
 
@@ -231,14 +231,25 @@ def test_the_cli_without_bypass_routes_needs_no_flag(tmp_path: Path, capsys: pyt
 def test_the_cli_names_the_bad_key_and_refuses_bad_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("version: 1\ndecisions:\n  - name: x\n    rules: {type: nope}\n", encoding="utf-8")
-    assert cli.main(["envoy-routes", "--config", str(bad)]) == 1
+    assert cli.main(["envoy-routes", str(bad)]) == 1
     assert "decisions[0].rules.type" in capsys.readouterr().err
     file = write(tmp_path, decision("chat", path(prefix="/v1/chat")))
-    assert cli.main(["envoy-routes", "--config", file, "--timeout", "5m"]) == 1
+    assert cli.main(["envoy-routes", file, "--timeout", "5m"]) == 1
     assert "--timeout '5m'" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exc:
-        cli.main(["envoy-routes", "--config", file, "--bypass-everything"])
+        cli.main(["envoy-routes", file, "--bypass-everything"])
     assert exc.value.code == 2
-    with pytest.raises(SystemExit) as exc:
-        cli.main(["envoy-routes"])  # --config is required
-    assert exc.value.code == 2
+    assert cli.main(["envoy-routes"]) == 2  # the file is required
+    assert "truthlens envoy-routes FILE" in capsys.readouterr().err
+
+
+def test_the_cli_still_takes_the_file_as_the_deprecated_config_option(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    file = write(tmp_path, decision("chat", path(prefix="/v1/chat")))
+    assert cli.main(["envoy-routes", "--config", file]) == 0
+    captured = capsys.readouterr()
+    assert "processor:chat" in captured.out
+    assert "--config FILE is deprecated; use: truthlens envoy-routes FILE" in captured.err
+    assert cli.main(["envoy-routes", file, "--config", file]) == 2  # named twice: ambiguous, refused
+    assert "name the config file once" in capsys.readouterr().err

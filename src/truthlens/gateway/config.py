@@ -142,6 +142,21 @@ def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: b
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
+def yaml_error(exc: yaml.YAMLError) -> ConfigError:
+    """A YAML syntax error as a config error whose key is the line and column (the caller names
+    the file, as for every config error): ``line 5, column 4: invalid YAML: expected ',' or ']',
+    but got ':' (while parsing a flow sequence started at line 4, column 12)``."""
+    if not isinstance(exc, yaml.MarkedYAMLError) or exc.problem_mark is None:
+        return ConfigError("file", f"invalid YAML: {exc}")
+    mark = exc.problem_mark
+    problem = exc.problem or "syntax error"
+    context = exc.context
+    if context and exc.context_mark is not None and exc.context_mark.line != mark.line:
+        context = f"{context} started at line {exc.context_mark.line + 1}, column {exc.context_mark.column + 1}"
+    text = f"invalid YAML: {problem}" + (f" ({context})" if context else "")
+    return ConfigError(f"line {mark.line + 1}, column {mark.column + 1}", text)
+
+
 def load_config(path: str | os.PathLike[str]) -> Config:
     p = Path(path)
     try:
@@ -155,7 +170,7 @@ def _parse_bytes(data: bytes, p: Path) -> Config:
     try:
         raw = yaml.load(data, Loader=_UniqueKeyLoader)  # safe: _UniqueKeyLoader is a SafeLoader subclass
     except yaml.YAMLError as exc:
-        raise ConfigError(str(p), f"invalid YAML: {exc}") from None
+        raise yaml_error(exc) from None
     return parse_config(
         raw,
         base_dir=Path(os.path.abspath(p)).parent,  # relative paths: from the file's folder, whatever the cwd

@@ -55,8 +55,18 @@ def _text(start_response: StartResponse, status: str, text: str) -> list[bytes]:
     return [body]
 
 
+class BindError(OSError):
+    """The metrics port could not be opened; the message names the address and the flag."""
+
+
 def start_probe_server(host: str, port: int, registry: CollectorRegistry, ready: Ready | None) -> WSGIServer:
-    """Serve :func:`probe_app` on ``host:port`` (port 0 picks one) in a daemon thread."""
-    server = make_server(host, port, probe_app(registry, ready), _ThreadingServer, handler_class=_QuietHandler)
+    """Serve :func:`probe_app` on ``host:port`` (port 0 picks one) in a daemon thread; raises
+    :class:`BindError` naming ``host:port`` when the address is taken or cannot be bound."""
+    try:
+        server = make_server(host, port, probe_app(registry, ready), _ThreadingServer, handler_class=_QuietHandler)
+    except OSError as exc:
+        # The bare OSError says "Address already in use" without saying which address.
+        why = exc.strerror or str(exc)
+        raise BindError(f"the metrics server cannot listen on {host}:{port} (--metrics-listen): {why}") from None
     threading.Thread(target=server.serve_forever, name="truthlens-metrics", daemon=True).start()
     return server

@@ -25,6 +25,7 @@ from truthlens.evidence.embedder import EmbedderError
 from truthlens.gateway.config import ConfigStore
 from truthlens.gateway.lifecycle import Lifecycle
 from truthlens.gateway.phases.state import Runtime
+from truthlens.gateway.probes import BindError
 from truthlens.gateway.processor import SERVICE_NAME, ExternalProcessor
 from truthlens.gateway.services import ServiceProvider
 from truthlens.gateway.telemetry import Telemetry, mark_process_dead
@@ -97,11 +98,15 @@ class ProcessorServer:
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         for name in ("", SERVICE_NAME):
             await self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
-        if s.tls_cert and s.tls_key:
-            creds = grpc.ssl_server_credentials([(Path(s.tls_key).read_bytes(), Path(s.tls_cert).read_bytes())])
-            self.port = server.add_secure_port(s.listen, creds)
-        else:
-            self.port = server.add_insecure_port(s.listen)
+        try:
+            if s.tls_cert and s.tls_key:
+                creds = grpc.ssl_server_credentials([(Path(s.tls_key).read_bytes(), Path(s.tls_cert).read_bytes())])
+                self.port = server.add_secure_port(s.listen, creds)
+            else:
+                self.port = server.add_insecure_port(s.listen)
+        except RuntimeError:  # gRPC's own text points at GRPC_VERBOSITY, not at the cause
+            raise BindError(f"the gRPC server cannot listen on {s.listen} (--listen): "
+                            "the address is in use or not available here") from None
         await server.start()
         self._server = server
         # Health answers NOT_SERVING while the detector loads; Process calls get UNAVAILABLE.
