@@ -85,3 +85,9 @@ def test_a_huge_model_name_does_not_grow_the_metrics(refining: Stack) -> None:
     # Same series, counts one higher: only digits may change.
     assert len(after) - len(before) < 200
     assert [name for name, _ in SERIES.findall(after)] == [name for name, _ in SERIES.findall(before)]
+
+
+def test_a_loaded_in_process_detector_reads_ready(stack: Stack) -> None:
+    """The shipped ONNX detector runs in-process: once /readyz says ready, the readiness gauge
+    says 1 (it read 0 for every backend but the remote one)."""
+    assert stack.metric("truthlens_detector_backend_ready") == 1.0

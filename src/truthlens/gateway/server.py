@@ -141,16 +141,13 @@ class ProcessorServer:
 
 
 async def _sample_queue_depth(services: ServiceProvider, telemetry: Telemetry, interval_s: float = 0.5) -> None:
-    """Keeps ``truthlens_detector_queue_depth`` (and, for a remote backend,
-    ``truthlens_detector_backend_ready``) current: the detector knows no telemetry."""
+    """Keeps ``truthlens_detector_backend_ready`` and ``truthlens_detector_queue_depth`` (when
+    the backend counts it) current: the detector knows no telemetry."""
     while True:
+        telemetry.set_backend_ready(services.backend_ready())
         depth = services.queue_depth()
-        if depth is None:
-            return
-        telemetry.set_queue_depth(depth)
-        ready = services.backend_ready()
-        if ready is not None:
-            telemetry.set_backend_ready(ready)
+        if depth is not None:
+            telemetry.set_queue_depth(depth)
         await asyncio.sleep(interval_s)
 
 

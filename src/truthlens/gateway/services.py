@@ -158,10 +158,11 @@ class ServiceProvider:
         depth = getattr(self.detector, "queue_depth", None)
         return depth if isinstance(depth, int) else None
 
-    def backend_ready(self) -> bool | None:
-        """Whether a remote detector's inference server is ready; None for in-process backends."""
+    def backend_ready(self) -> bool:
+        """Whether the detector can answer: a remote backend's server and model readiness; an
+        in-process backend is ready once loaded, which it is whenever these services exist."""
         ready = getattr(self.detector, "backend_ready", None)
-        return ready if isinstance(ready, bool) else None
+        return ready if isinstance(ready, bool) else True
 
     async def close(self) -> None:
         await self.detector.close()

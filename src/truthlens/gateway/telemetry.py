@@ -123,7 +123,8 @@ class _Metrics:
         )
         self.backend_ready = Gauge(
             "truthlens_detector_backend_ready",
-            "1 while the detector's remote inference server and model are ready, else 0 (remote backend only)",
+            "1 while the detector can answer (remote backend: its inference server and model are ready; "
+            "in-process: loaded), else 0",
             registry=registry, multiprocess_mode="liveall",
         )
         self.messages = Counter(
