@@ -134,6 +134,20 @@ def test_streaming_hold_sends_the_warned_answer_rechunked(gateway: Stack) -> Non
     assert verdict is not None and verdict["status"] == "detected"
 
 
+def test_the_verdict_says_where_the_warning_went(gateway: Stack) -> None:
+    """The route says prepend: JSON and a held stream prepend; a passthrough stream's content is
+    out before the verdict, so its warning can only be appended, and its verdict chunk says so."""
+    spans = {"x-truthlens-include-spans": "true"}
+    details = ask(gateway, "hallucinated?", extra_headers=spans).parse().model_extra["truthlens"]
+    assert details["warning_position"] == "prepend"
+    (text,), verdict = read_stream(ask(gateway, "hallucinated?", route="hold", stream=True))
+    assert text.startswith("⚠️ Warning") and verdict is not None and verdict["warning_position"] == "prepend"
+    (text,), verdict = read_stream(ask(gateway, "hallucinated?", stream=True))
+    assert text.startswith(HALLUCINATED) and verdict is not None and verdict["warning_position"] == "append"
+    (text,), verdict = read_stream(ask(gateway, "grounded?", stream=True))
+    assert verdict is not None and "warning_position" not in verdict  # no warning, no position
+
+
 @pytest.mark.parametrize("route", [None, "hold"])
 def test_streaming_checks_every_choice(gateway: Stack, route: str | None) -> None:
     texts, verdict = read_stream(ask(gateway, "hallucinated?", route=route, stream=True, n=3))

@@ -80,7 +80,7 @@ class ChatStream:
             deltas = {i: note for i in range(n_answers) if shown.warns(i)}
             if deltas:
                 out += openai_body.chunk_event(meta, deltas=deltas)
-        out += openai_body.chunk_event(meta, details=dict(shown.details))
+        out += openai_body.chunk_event(meta, details=dict(shown.late_details()))
         if shown.refusal is not None:
             out += self.refusal_events(shown.refusal)
         return bytes(out)

@@ -38,6 +38,9 @@ CONFIRM_REASON_HEADER = "x-truthlens-confirm-reason"
 # What was done to the answer (x-truthlens-action, the details' "action", the actions metric).
 Action = Literal["none", "warned", "blocked", "rewritten"]
 ACTION_HEADER = "x-truthlens-action"
+# Where the warning went: the route's warning_position on JSON and held streams, "append" on a
+# passthrough stream, whose content is out before the verdict exists.
+WARNING_POSITION_KEY = "warning_position"
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +87,13 @@ class Presentation:
         a blank line, whatever the route's position."""
         return None if self.warning is None else "\n\n" + self.warning.text.strip()
 
+    def late_details(self) -> Mapping[str, Any]:
+        """The details as a passthrough stream's verdict chunk: a warning there was appended
+        (the content was out before the verdict), and the chunk says so."""
+        if self.warning is None:
+            return self.details
+        return {**self.details, WARNING_POSITION_KEY: "append"}
+
     def final_contents(self, answers: tuple[str, ...]) -> tuple[str, ...]:
         """What each choice finally says: rewritten where the mode rewrote, warned where warned."""
         contents = list(answers)
@@ -122,11 +132,14 @@ def present(
         outcome = "block" if status == "detected" else "refuse"
     else:
         outcome = "rewrite" if contents is not None or warning is not None else "annotate"
+    details = _details(decision, verdict, include_spans=include_spans, confirm=route.confirm)
+    if warning is not None:
+        details[WARNING_POSITION_KEY] = warning.position
     shown = Presentation(
         headers=headers,
         contents=contents,
         warning=warning,
-        details=_details(decision, verdict, include_spans=include_spans, confirm=route.confirm),
+        details=details,
         attach_details=include_spans,
         refusal=refusal,
         outcome=outcome,

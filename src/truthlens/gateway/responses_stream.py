@@ -238,7 +238,8 @@ class ResponsesStream:
                 + _encode({"type": "response.failed", "response": failed}, numbers))
 
     def _verdict(self, shown: Presentation) -> dict[str, Any]:
-        return {"type": VERDICT_EVENT, DETAILS_FIELD: dict(shown.details)}
+        details = shown.details if self.strategy == "hold" else shown.late_details()
+        return {"type": VERDICT_EVENT, DETAILS_FIELD: dict(details)}
 
     def _changes(self, shown: Presentation) -> dict[Part, _Change]:
         """The text parts whose final text differs from the upstream's: rewritten or warned
