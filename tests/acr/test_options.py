@@ -23,6 +23,11 @@ def test_values_are_read() -> None:
     assert opts.retriever_url == "http://127.0.0.1:18601/retrieve"
 
 
+def test_prefer_defaults_to_fusion_and_reads_context() -> None:
+    assert parse_options({}, CTX).prefer == "fusion"
+    assert parse_options({"prefer": "context"}, CTX).prefer == "context"
+
+
 @pytest.mark.parametrize("raw, key", [
     ({"samples": 1}, "samples"),  # calibration needs M >= 2
     ({"samples": 2.5}, "samples"),
@@ -33,6 +38,7 @@ def test_values_are_read() -> None:
     ({"retriever_url": 5}, "retriever_url"),
     ({"model": ""}, "model"),
     ({"sample": 3}, "sample"),
+    ({"prefer": "memory"}, "prefer"),
 ])
 def test_errors_name_the_key(raw: dict[str, object], key: str) -> None:
     with pytest.raises(ConfigError) as err:

@@ -174,3 +174,76 @@ def test_auto_contradiction_escalates_to_acr_and_is_counted(stack: Stack) -> Non
     assert "internal-" in [c["rule"] for c in stack.upstream_calls()]
     after = stack.metric("truthlens_escalations_total", from_mode="lightweight", to_mode="acr")
     assert after == before + 1
+
+
+SPANS = {"x-truthlens-include-spans": "true"}
+
+
+def acr_facts(resp: Any, *, auto: bool = False) -> dict[str, Any]:
+    attributes = resp.json()["truthlens"]["attributes"]
+    facts: dict[str, Any] = attributes["stages"]["acr"]["acr"] if auto else attributes["acr"]
+    return facts
+
+
+def test_acr_fusion_says_when_the_answer_departs_from_the_context(stack: Stack) -> None:
+    """The default (prefer: fusion): the upstream followed its (outdated) context, the model's
+    memory disagrees, the fused answer replaces it; the response says the answer departed."""
+    use(stack, "acr")
+    stack.set_script(acr_script("1889", "1925", FROM_WRONG_CONTEXT))
+    resp = stack.raw("POST", "/v1/chat/completions", chat_body(QUESTION, context=WRONG_CONTEXT), SPANS)
+    assert resp.status == 200, resp.body
+    assert resp.json()["choices"][0]["message"]["content"].endswith(FUSED)
+    assert resp.headers["x-truthlens-acr-source"] == "internal"
+    assert resp.headers["x-truthlens-acr-context"] == "departed"
+    assert resp.headers["x-truthlens-detected"] == "true"  # the fused answer, against the context
+    facts = acr_facts(resp)
+    assert facts["prefer"] == "fusion" and facts["context"] == "departed"
+    assert facts["rewrites"] == [{"index": 0, "words_kept": 0.75}]  # 1925 → 1889
+
+
+def test_acr_prefer_context_keeps_the_answer_that_matches_the_context(stack: Stack) -> None:
+    """prefer: context (RAG semantics): the same exchange keeps the upstream's answer, which the
+    context supports; the memory's disagreement is reported, no fusion runs."""
+    use(stack, "acr", prefer="context")
+    stack.set_script(acr_script("1889", "1925", FROM_WRONG_CONTEXT))
+    resp = stack.raw("POST", "/v1/chat/completions", chat_body(QUESTION, context=WRONG_CONTEXT), SPANS)
+    assert resp.status == 200, resp.body
+    assert resp.json()["choices"][0]["message"]["content"] == FROM_WRONG_CONTEXT
+    assert resp.headers["x-truthlens-detected"] == "false"
+    assert resp.headers["x-truthlens-acr-source"] == "context"
+    assert resp.headers["x-truthlens-acr-context"] == "kept"
+    facts = acr_facts(resp)
+    assert facts["prefer"] == "context" and facts["outcome"] == "context_preferred"
+    assert facts["internal"]["answer"] == "1889" and facts["rewrites"] == []
+    rules = [c["rule"] for c in stack.upstream_calls()]
+    assert rules[0] == "primary" and "fuse" not in rules and "counterfactual-answer" not in rules
+
+
+def test_acr_prefer_context_replaces_a_flagged_answer_with_the_contexts(stack: Stack) -> None:
+    use(stack, "acr", prefer="context")
+    # The context says 1889; the upstream says 1925 (flagged); the memory says 1925 too.
+    stack.set_script(acr_script("1925", "1889", HALLUCINATED))
+    resp = stack.raw("POST", "/v1/chat/completions", chat_body(QUESTION, context=[CONTEXT]), SPANS)
+    assert resp.status == 200, resp.body
+    assert resp.json()["choices"][0]["message"]["content"] == "1889"  # A_ext: the context's answer
+    assert resp.headers["x-truthlens-acr-source"] == "external"
+    assert resp.headers["x-truthlens-acr-context"] == "kept"
+    assert resp.headers["x-truthlens-detected"] == "false"
+    facts = acr_facts(resp)
+    assert facts["outcome"] == "context_preferred" and facts["context"] == "kept"
+    assert facts["rewrites"] == [{"index": 0, "words_kept": 0.0}]
+    assert "fuse" not in [c["rule"] for c in stack.upstream_calls()]
+
+
+def test_auto_says_how_much_of_the_answer_an_acr_rewrite_kept(stack: Stack) -> None:
+    """The demo's auto case: "completed in 1925 and designed by Albert Speer" escalates to ACR,
+    whose answer to the question ("completed in 1889") drops the designer clause; the verdict
+    says so (words_kept) instead of dropping it silently."""
+    use(stack, "auto")
+    stack.set_script(acr_script("1889", "1925", HALLUCINATED))
+    resp = stack.raw("POST", "/v1/chat/completions", chat_body(QUESTION, context=[CONTEXT]), SPANS)
+    assert resp.status == 200, resp.body
+    assert resp.json()["choices"][0]["message"]["content"].endswith(FUSED)
+    assert resp.headers["x-truthlens-acr-context"] == "kept"  # 1889: what the context says
+    facts = acr_facts(resp, auto=True)
+    assert facts["rewrites"] == [{"index": 0, "words_kept": 0.4286}]  # 3 of 7: Speer's clause is gone

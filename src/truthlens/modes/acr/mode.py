@@ -7,12 +7,23 @@ answer unchanged (source ``agreement``). Otherwise the K-Agent loop writes a fus
 which replaces the choices it disagrees with and is re-detected against the context.
 A failed or late agent never fails the exchange: the verdict is then the upstream answer's
 detection, with the reason in the attributes.
+
+The fused answer may move away from the context, toward the model's memory: that is ACR's
+point when a context is stale or wrong, and a surprise on a route that treats its context as
+the truth. ``prefer: context`` gives those routes RAG semantics: an answer the detector finds
+supported by the context stands (source ``context`` when the model's memory disagrees), a
+flagged one is replaced by the context's own answer (A_ext), and no fusion runs. Either way
+``x-truthlens-acr-context`` says whether the final answer is still supported by the context
+(``kept``) or not (``departed``), and a replacement is the answer to the question alone: the
+attributes say which share of the answer's words the replacement kept (``words_kept``): other
+claims of the answer, right or wrong, are not carried over.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -35,9 +46,14 @@ from truthlens.options import OptionContext, Section
 
 NAME = "acr"
 REWRITES = True  # the fused answer replaces the choices it disagrees with
-Source = Literal["internal", "external", "fused", "agreement"]
+Source = Literal["internal", "external", "fused", "agreement", "context"]
+# fusion: ACR as published, the context weighed against the model's memory; context: the
+# context wins (RAG semantics), the memory is only reported.
+Prefer = Literal["fusion", "context"]
 WEIGHT_HEADER = "x-truthlens-acr-weight"
 SOURCE_HEADER = "x-truthlens-acr-source"
+_WORD = re.compile(r"\w{4,}")
+CONTEXT_HEADER = "x-truthlens-acr-context"  # kept | departed: is the final answer supported by the context
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +70,9 @@ class AcrOptions:
     max_triples: int = 24
     retriever_url: str | None = None
     retriever_timeout_s: float = 5.0
+    # Default fusion: a route picks acr (or auto) to resolve context-memory conflicts, which
+    # a context-always-wins rule would make a no-op; routes that want RAG semantics say context.
+    prefer: Prefer = "fusion"
 
 
 def parse_options(raw: Mapping[str, Any], ctx: OptionContext) -> AcrOptions:
@@ -73,6 +92,7 @@ def parse_options(raw: Mapping[str, Any], ctx: OptionContext) -> AcrOptions:
         max_triples=s.integer("max_triples", d.max_triples, lo=1, hi=256),
         retriever_url=s.optional_http_url("retriever_url"),
         retriever_timeout_s=s.number("retriever_timeout_s", d.retriever_timeout_s, lo=0.01, hi=600.0),
+        prefer=s.choice("prefer", d.prefer, ("fusion", "context")),
     )
 
 
@@ -89,6 +109,7 @@ class _Outcome:
     external: ExternalCandidate | None
     resolution: Resolution | None
     calls: int
+    prefer: Prefer = "fusion"
 
 
 class AcrMode:
@@ -159,6 +180,9 @@ class AcrMode:
             internal = await e_agent.internal(q.question)
             detections = await asyncio.shield(detect_task)
             await matcher.warm([internal.answer, *answers])
+            if opts.prefer == "context":
+                return await self._keep_context(matcher, internal, detections, answers, external_task,
+                                                e_agent)
             # Clean against the context AND what the model itself knows: nothing to resolve.
             if all(d.status == "clean" and matcher.same(internal.answer, a)
                    for d, a in zip(detections, answers, strict=True)):
@@ -192,6 +216,26 @@ class AcrMode:
         return _Outcome(texts, source, resolution.last.weight, internal, resolution.external,
                         resolution, e_agent.calls + k_agent.calls)
 
+    async def _keep_context(self, matcher: AnswerMatcher, internal: Candidate, detections: list[Detection],
+                            answers: Sequence[str], external_task: asyncio.Task[ExternalCandidate],
+                            e_agent: EAgent) -> _Outcome:
+        """``prefer: context``: supported answers stand, flagged ones get the context's answer."""
+        flagged = {i for i, d in enumerate(detections) if d.status == "detected"}
+        if not flagged:
+            external_task.cancel()
+            memory_agrees = all(matcher.same(internal.answer, a) for a in answers)
+            # No A_ext was built: w reflects the internal confidence only (as for agreement).
+            weight = fusion_weight(internal.mu, internal.mu, 0.0)
+            return _Outcome((None,) * len(answers), "agreement" if memory_agrees else "context", weight,
+                            internal, None, None, e_agent.calls, "context")
+        external = await external_task
+        context_answer = external.candidate.answer
+        await matcher.warm([context_answer])
+        texts = tuple(context_answer if i in flagged and not matcher.same(a, context_answer) else None
+                      for i, a in enumerate(answers))
+        weight = fusion_weight(internal.mu, external.candidate.mu, 0.0)
+        return _Outcome(texts, "external", weight, internal, external, None, e_agent.calls, "context")
+
     async def _verdict(self, exchange: Exchange, services: Services, outcome: _Outcome,
                        upstream: list[Detection]) -> Verdict:
         rewritten = [i for i, t in enumerate(outcome.verdict_texts) if t is not None]
@@ -204,15 +248,33 @@ class AcrMode:
         choices = tuple(ChoiceVerdict(i, d, outcome.verdict_texts[i],
                                       original=upstream[i] if outcome.verdict_texts[i] is not None else None)
                         for i, d in enumerate(detections))
-        headers = {WEIGHT_HEADER: f"{outcome.weight:.3f}", SOURCE_HEADER: outcome.source}
+        # Departed: an answer ACR wrote is not supported by the context (the memory won).
+        departed = any(detections[i].status == "detected" for i in rewritten)
+        headers = {WEIGHT_HEADER: f"{outcome.weight:.3f}", SOURCE_HEADER: outcome.source,
+                   CONTEXT_HEADER: "departed" if departed else "kept"}
         rounds = outcome.resolution.rounds if outcome.resolution else ()
+        facts = _facts(outcome)
+        facts["context"] = "departed" if departed else "kept"
+        facts["rewrites"] = [
+            {"index": i, "words_kept": _words_kept(exchange.answers[i], outcome.verdict_texts[i] or "")}
+            for i in rewritten
+        ]
         return Verdict(
             mode=NAME,
             choices=choices,
             iterations=len(rounds),
             headers=headers,
-            attributes={"acr": _facts(outcome)},
+            attributes={"acr": facts},
         )
+
+
+def _words_kept(before: str, after: str) -> float:
+    """Share of ``before``'s distinct words (4+ characters, any case) that ``after`` still has:
+    how much of an answer survived being replaced by an answer to the question alone."""
+    words = set(_WORD.findall(before.lower()))
+    if not words:
+        return 1.0
+    return round(len(words & set(_WORD.findall(after.lower()))) / len(words), 4)
 
 
 def _source(matcher: AnswerMatcher, final: str, internal: str, external: str) -> Source:
@@ -231,8 +293,10 @@ def _facts(outcome: _Outcome) -> dict[str, Any]:
         return round(float(x), 4)
 
     facts: dict[str, Any] = {
-        "outcome": "resolved" if outcome.resolution else "agreement",
+        "outcome": ("resolved" if outcome.resolution else "agreement" if outcome.source == "agreement"
+                    else "context_preferred"),
         "source": outcome.source,
+        "prefer": outcome.prefer,
         "weight": r(outcome.weight),
         "internal": {"answer": outcome.internal.answer, "mu": r(outcome.internal.mu),
                      "sigma": r(outcome.internal.sigma), "support": r(outcome.internal.support)},
