@@ -12,10 +12,15 @@ from typing import Any
 
 import pytest
 from harness import RawResponse, Stack, chat_body, decision, parse_sse
+from shipped_inputs import CONTEXT, GROUNDED, HALLUCINATED, WRONG_FACTS
+from shipped_inputs import QUESTION as EIFFEL_QUESTION
 
 pytestmark = pytest.mark.envoy
 
 PATH = "/v1/chat/completions"
+# What the shipped detector says of "2 + 2 = 4." against no passage at all: nothing flagged (it
+# flags what the passages contradict or do not state; with none there is nothing to weigh).
+PINNED_NO_CONTEXT_VERDICT = "false"
 QUESTION = "What is 2+2?"
 ANSWER = "2 + 2 = 4."
 SCRIPT = [{"name": "sum", "match": {"user": QUESTION}, "reply": {"content": ANSWER}}]
@@ -87,26 +92,46 @@ def test_no_context_block_refuses_before_the_upstream(gateway: Stack) -> None:
     # With context the same route checks as usual.
     grounded = ask(gateway, route="strict", context=["Two plus two equals four: 2 + 2 = 4."])
     assert grounded.status == 200
-    assert grounded.headers["x-truthlens-detected"] in ("true", "false")
+    assert grounded.headers["x-truthlens-detected"] == "false"  # the context states the answer
+    assert grounded.headers["x-truthlens-action"] == "none"
 
 
 def test_no_context_check_checks_anyway(gateway: Stack) -> None:
     resp = ask(gateway, route="check")
     assert resp.status == 200
-    assert resp.headers["x-truthlens-detected"] in ("true", "false")
-    assert "x-truthlens-score" in resp.headers
+    # Checked against nothing: the detector gave its verdict (not skipped, not unavailable).
+    assert resp.headers["x-truthlens-detected"] == PINNED_NO_CONTEXT_VERDICT
+    assert "x-truthlens-reason" not in resp.headers
+    assert 0.0 <= float(resp.headers["x-truthlens-score"]) <= 1.0
 
 
-def test_tool_messages_are_context(gateway: Stack) -> None:
-    body = chat_body(QUESTION)
+def with_tool_output(question: str, output: str | None) -> dict[str, Any]:
+    """A tool-calling conversation: the tool's output (``None``: no tool message) is the only
+    candidate for context."""
+    body = chat_body(question)
+    if output is None:
+        return body
+    calls = [{"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}]
     body["messages"] = [
-        {"role": "user", "content": QUESTION},
-        {"role": "assistant", "content": None,
-         "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "calc", "arguments": "{}"}}]},
-        {"role": "tool", "tool_call_id": "c1", "content": "2 + 2 = 4"},
-        {"role": "user", "content": QUESTION},
+        {"role": "user", "content": question},
+        {"role": "assistant", "content": None, "tool_calls": calls},
+        {"role": "tool", "tool_call_id": "c1", "content": output},
+        {"role": "user", "content": question},
     ]
-    resp = gateway.raw("POST", PATH, body)
+    return body
+
+
+@pytest.mark.parametrize("answer, verdict", [(GROUNDED, "false"), (HALLUCINATED, "true")])
+def test_tool_messages_are_context(gateway: Stack, answer: str, verdict: str) -> None:
+    """The tool's output is the context the answer is checked against: without it the request is
+    skipped (no context); with it the shipped detector clears the answer the tool's passage
+    states and flags the one it contradicts, spans inside the wrong facts."""
+    gateway.set_script([{"name": "eiffel", "match": {"user": EIFFEL_QUESTION}, "reply": {"content": answer}}])
+    spans = {"x-truthlens-include-spans": "true"}
+    assert_skipped(gateway.raw("POST", PATH, with_tool_output(EIFFEL_QUESTION, None)))
+    resp = gateway.raw("POST", PATH, with_tool_output(EIFFEL_QUESTION, CONTEXT), spans)
     assert resp.status == 200
-    assert resp.headers["x-truthlens-detected"] in ("true", "false")
-    assert "x-truthlens-score" in resp.headers
+    assert resp.headers["x-truthlens-detected"] == verdict
+    flagged = resp.json()["truthlens"]["choices"][0]["spans"]
+    assert all(any(s["text"].strip() in fact for fact in WRONG_FACTS) for s in flagged)
+    assert bool(flagged) == (verdict == "true")
