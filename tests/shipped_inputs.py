@@ -46,13 +46,12 @@ PAVILION_VERIFIER = "The Harbour Pavilion stands in Rotterdam. It was designed b
 PAVILION_JUDGED = "The Harbour Pavilion in Rotterdam was designed by Antoni Gaudi and is 40 metres long."
 
 # --- Apollo 11: the wrong astronaut in lunar orbit -----------------------------------------
-# The synthetic-only model scored this swap 0.0 (the shipped one: 0.95 on "Buzz Aldrin"); the fact
-# check flags it deterministically whatever the model says:
-# the context never names Buzz Aldrin (nor Armstrong), so "Buzz Aldrin" is an unsupported
-# entity (fused probability >= 0.8; the calibrated token threshold is 0.6). The context is
-# kept this short on purpose: with "Neil Armstrong and Buzz Aldrin landed on the Moon" in it,
-# every name would be supported and the verdict would rest on the model alone. The fix is the
-# context's own sentence, word for word (probed: score 0.0, with and without the fact check).
+# The context is the whole paragraph, so every name of the wrong answer is in it and only the
+# roles are swapped (Aldrin in orbit, Collins landing). The shipped detector flags "Buzz Aldrin"
+# by its role check (reason ``misattributed_entity``: the context says "in lunar orbit" of
+# Michael Collins), whatever the model's own probability; the refine prompt then carries the
+# check's ``why``. The fix restates the paragraph in other words (Collins in orbit, Armstrong and
+# Aldrin landing) and comes back clean. Pinned in tests/envoy/test_apollo_case.py.
 APOLLO_CONTEXT = (
     "Commander Neil Armstrong and Lunar Module Pilot Buzz Aldrin landed the Apollo Lunar Module Eagle on July 20, "
     "1969. Michael Collins flew the Command Module Columbia alone in lunar orbit while they were on the Moon's surface."

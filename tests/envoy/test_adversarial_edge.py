@@ -99,12 +99,17 @@ def test_routes_without_answers_skip_the_processor_and_others_do_not(lenient_ups
     """``/v1/models`` and ``/health`` are the explicit exceptions; a chat request dressed as
     one of them is normalised first and checked."""
     stack = lenient_upstream
+    messages = "truthlens_extproc_messages_total"
+    before = stack.metric(messages)
     assert stack.raw("GET", "/v1/models").status == 200
     assert stack.raw("GET", "/health").status == 200
+    assert stack.metric(messages) == before  # not one ext_proc message for either
     # A path the processor has no decision for still crosses it, and it strips the context field.
     stack.set_script([{"name": "hallucinated", "match": {"user": "hallucinated"}, "reply": {"content": HALLUCINATED}}])
     resp = stack.raw("POST", "/v1/models/x/../../chat/completions", chat_body("hallucinated?", context=CONTEXT))
     assert resp.headers.get("x-truthlens-detected") == "true"
+    # Checked JSON: request headers and body, response headers and body.
+    assert stack.metric(messages) == before + 4
 
 
 # -- the verdict is the gateway's alone -------------------------------------------------------
