@@ -39,5 +39,6 @@ def echo(reply: pb.ProcessingResponse, msg: pb.ProcessingRequest, request_id: st
 def _upstream_request_id(header_map: pb.HeaderMap) -> str | None:
     for h in header_map.headers:
         if h.key.lower() == REQUEST_ID_HEADER:
-            return h.raw_value.decode("utf-8", "replace") if h.raw_value else h.value
+            value: str = h.raw_value.decode("utf-8", "replace") if h.raw_value else h.value
+            return value
     return None
