@@ -49,13 +49,16 @@ def responses_stream_body() -> bytes:
     return b"".join(responses_upstream.encode(e) for e in events)
 
 
-def consume(codec: StreamCodec, body: bytes) -> tuple[bytes, SSEEvent]:
+def consume(codec: StreamCodec, body: bytes) -> tuple[bytes, SSEEvent | None]:
+    """(the withheld bytes, the event that ended the answer; None: the stream's end did)."""
     decoder = SSEDecoder()
     withheld = bytearray()
     for event in decoder.feed(body) + decoder.flush():
         if codec.add(event):
             return bytes(withheld), event
         withheld += event.raw
+    if codec.answer_complete:
+        return bytes(withheld), None
     raise AssertionError("the stream did not end")
 
 

@@ -52,9 +52,10 @@ def shown(*, outcome: str = "annotate", warning: WarningSpec | None = None, cont
 BLOCKED = Refusal(422, "blocked: unsupported", "hallucination_detected", "hallucination_detected", {}, "truthlens_blocked")
 
 
-def run(codec: ResponsesStream, raw: bytes) -> tuple[bytes, bytes, SSEEvent, bytes]:
+def run(codec: ResponsesStream, raw: bytes) -> tuple[bytes, bytes, SSEEvent | None, bytes]:
     """Feed ``raw`` as the passthrough / hold phase does: (forwarded at once, withheld before the
-    end, the end event, what follows it)."""
+    end, the event that ended the answer (None: the end of the stream, after a terminal event),
+    what follows it)."""
     forwarded, withheld = bytearray(), bytearray()
     evs = events(raw)
     for i, event in enumerate(evs):
@@ -64,6 +65,8 @@ def run(codec: ResponsesStream, raw: bytes) -> tuple[bytes, bytes, SSEEvent, byt
             forwarded += event.raw
         else:
             withheld += event.raw
+    if codec.answer_complete:
+        return bytes(forwarded), bytes(withheld), None, b""
     raise AssertionError("the stream never ended")
 
 
@@ -113,21 +116,65 @@ def test_the_fixture_is_what_the_openai_package_reads_as_a_responses_stream() ->
         assert event.event == adapter.validate_json(event.data).type
 
 
-def test_the_fixture_reads_as_one_answer_ending_at_response_completed() -> None:
+def test_the_fixture_reads_as_one_answer_ending_with_the_stream_after_response_completed() -> None:
     codec = ResponsesStream("passthrough")
     forwarded, withheld, end, after = run(codec, FIXTURE)
     assert codec.answers() == (TEXT,)  # the reasoning item is not an answer
-    assert json.loads(end.data)["type"] == "response.completed" and after == b""
-    assert withheld == b"" and not codec.holding  # nothing is held without a warning to place
-    assert codec.ends_answer(end) and not codec.ends_answer(events(FIXTURE)[0])
+    assert end is None and after == b"" and codec.answer_complete
+    # Without a warning to place only the terminal event is held (with anything after it).
+    assert withheld == events(FIXTURE)[-1].raw and forwarded + withheld == FIXTURE
+    assert codec.ends_answer(events(FIXTURE)[-1]) and not codec.ends_answer(events(FIXTURE)[0])
 
 
-def test_the_done_text_is_the_final_word_on_a_part() -> None:
-    raw = b"".join(responses_upstream.encode(e) for e in responses_upstream.response_events(
-        "r1", "m", ["Right."], [["Wro", "ng."]]))
-    codec = ResponsesStream("hold")
-    run(codec, raw)
+def _stream(*events_: dict[str, Any]) -> bytes:
+    return b"".join(responses_upstream.encode(e) for e in events_)
+
+
+def _base(text: str, pieces: list[str]) -> list[dict[str, Any]]:
+    return list(responses_upstream.response_events("r1", "m", [text], [pieces]))
+
+
+def test_a_done_text_its_deltas_did_not_render_is_a_mismatch_never_an_answer() -> None:
+    # The client shows "Wrong." (the deltas); the done events say "Right.": checking "Right."
+    # would call what the client sees clean.
+    raw = _stream(*responses_upstream.response_events("r1", "m", ["Right."], [["Wro", "ng."]]))
+    with pytest.raises(BodyError) as info:
+        run(ResponsesStream("hold"), raw)
+    assert info.value.reason == "stream_mismatch"
+
+
+def test_a_completed_before_the_deltas_is_a_mismatch() -> None:
+    grounded, real = _base("Right.", ["Right."]), _base("Wrong.", ["Wro", "ng."])
+    raw = _stream(*real[:2], grounded[-1], *real[2:])  # created, in_progress, completed("Right."), deltas ...
+    with pytest.raises(BodyError) as info:
+        run(ResponsesStream("hold"), raw)
+    assert info.value.reason == "stream_mismatch"
+
+
+def test_a_second_completed_with_another_text_is_a_mismatch() -> None:
+    real, other = _base("Right.", ["Rig", "ht."]), _base("Wrong.", ["Wrong."])
+    with pytest.raises(BodyError) as info:
+        run(ResponsesStream("passthrough"), _stream(*real, other[-1]))
+    assert info.value.reason == "stream_mismatch"
+
+
+def test_events_after_the_first_completed_are_held_and_judged() -> None:
+    real = _base("Right.", ["Rig", "ht."])
+    codec = ResponsesStream("passthrough")
+    forwarded, withheld, end, _ = run(codec, _stream(*real, real[-1]))  # the same completed twice
+    assert end is None and withheld == _stream(real[-1], real[-1])
     assert codec.answers() == ("Right.",)
+    out = codec.finish(shown(), withheld, end)
+    assert [d["type"] for d in docs(out)] == ["truthlens.verdict", "response.completed", "response.completed"]
+
+
+@pytest.mark.parametrize(("field", "value"), [("output_index", 128), ("content_index", 1_000_000_000)])
+def test_an_index_over_the_bound_is_refused_before_it_keys_anything(field: str, value: int) -> None:
+    delta = {"type": "response.output_text.delta", "item_id": "m", "output_index": 0, "content_index": 0,
+             "delta": "x", "sequence_number": 1, field: value}
+    with pytest.raises(BodyError) as info:
+        ResponsesStream("passthrough").add(SSEEvent(json.dumps(delta), None, None, b""))
+    assert info.value.reason == "bad_response" and "over the gateway's limit" in str(info.value)
 
 
 def test_two_messages_are_two_answers_in_output_order() -> None:
@@ -266,7 +313,9 @@ def test_hold_clean_answer_keeps_its_deltas() -> None:
     before = [d["delta"] for d in docs(FIXTURE) if d["type"] == "response.output_text.delta"]
     assert [d["delta"] for d in docs(out) if d["type"] == "response.output_text.delta"] == before
     assert [d["type"] for d in docs(out)][-2:] == ["truthlens.verdict", "response.completed"]
-    assert out.startswith(withheld)  # the upstream's own bytes up to the verdict event
+    completed = events(FIXTURE)[-1].raw
+    assert withheld.endswith(completed)
+    assert out.startswith(withheld[: -len(completed)])  # the upstream's own bytes up to the verdict event
 
 
 def test_withheld_bytes_the_codec_did_not_read_are_parsed_again_and_kept() -> None:

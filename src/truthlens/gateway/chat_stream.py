@@ -16,10 +16,19 @@ if TYPE_CHECKING:
     from truthlens.gateway.presentation import Presentation, Refusal
 
 
+# The most choices (``n``) and tool calls per choice a checked stream may have. The stream's
+# state, the verdict chunk and a held answer's re-chunking are sized by the highest index seen,
+# so an index is refused before it can allocate anything (one chunk with index 1e9 once grew a
+# worker to 24 GB). The API's own ``n`` limit is 128.
+MAX_STREAM_CHOICES = 128
+MAX_TOOL_CALLS = 128
+
+
 class ChatStream:
     """One chat completion stream (see :class:`truthlens.gateway.endpoints.StreamCodec`)."""
 
     holding = False  # a passthrough chat stream forwards every event before [DONE] at once
+    answer_complete = False  # only data: [DONE] ends a chat answer
 
     def __init__(self, strategy: Strategy) -> None:
         self.strategy = strategy
@@ -29,7 +38,9 @@ class ChatStream:
         if event.is_done:
             return True
         if event.has_data:
-            self.accumulator.add(openai_body.event_object(event.data))
+            chunk = openai_body.event_object(event.data)
+            _check_indexes(chunk)
+            self.accumulator.add(chunk)
         return False
 
     def ends_answer(self, event: SSEEvent) -> bool:
@@ -48,15 +59,16 @@ class ChatStream:
             return event
         return None if isinstance(value, dict) and openai_body.DETAILS_FIELD in value else event
 
-    def finish(self, shown: Presentation, withheld: bytes, end: SSEEvent) -> bytes:
+    def finish(self, shown: Presentation, withheld: bytes, end: SSEEvent | None) -> bytes:
         answers = self.answers()
+        end_raw = end.raw if end is not None else b""
         if self.strategy == "passthrough":
-            return self._after_content(shown, len(answers)) + end.raw
+            return self._after_content(shown, len(answers)) + end_raw
         if shown.refusal is not None:
             return self.refusal_events(shown.refusal)
         if shown.outcome == "unchecked":
             # Not checked (a drain): the held events go out as they came.
-            return withheld + self._after_content(shown, 0) + end.raw
+            return withheld + self._after_content(shown, 0) + end_raw
         acc = self.accumulator
         return openai_body.rechunk(
             acc.meta, shown.final_contents(answers), dict(shown.details),
@@ -84,3 +96,25 @@ class ChatStream:
         if shown.refusal is not None:
             out += self.refusal_events(shown.refusal)
         return bytes(out)
+
+
+def _check_indexes(chunk: dict[str, object]) -> None:
+    """``BodyError`` (``bad_response``) for a choice or tool call index over its bound."""
+    choices = chunk.get("choices")
+    if not isinstance(choices, list):
+        return  # the accumulator says what is wrong with it
+    for pos, choice in enumerate(choices):
+        if not isinstance(choice, dict):
+            continue
+        _bounded(choice.get("index", pos), MAX_STREAM_CHOICES, f"choices[{pos}].index")
+        delta = choice.get("delta")
+        calls = delta.get("tool_calls") if isinstance(delta, dict) else None
+        for k, call in enumerate(calls if isinstance(calls, list) else ()):
+            if isinstance(call, dict):
+                _bounded(call.get("index", k), MAX_TOOL_CALLS, f"choices[{pos}].delta.tool_calls[{k}].index")
+
+
+def _bounded(index: object, limit: int, where: str) -> None:
+    if isinstance(index, int) and not isinstance(index, bool) and index >= limit:
+        raise openai_body.BodyError(
+            "bad_response", f"stream chunk {where} is {index}, over the gateway's limit of {limit - 1}")

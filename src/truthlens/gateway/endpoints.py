@@ -85,6 +85,11 @@ class StreamCodec(Protocol):
         """Passthrough: events from here on are withheld until the answer ends (a Responses
         message whose text closed while a warning may still have to go before its done events)."""
 
+    @property
+    def answer_complete(self) -> bool:
+        """The answer is whole if the stream ends now (a Responses terminal event was seen: it and
+        every event after it are held and judged with the answer when the stream ends)."""
+
     def add(self, event: SSEEvent) -> bool:
         """Accumulate one event; True when it ends the answer (the verdict goes before it).
         ``ValueError``: not JSON; ``BodyError``: not part of an answer (an upstream error)."""
@@ -97,9 +102,9 @@ class StreamCodec(Protocol):
     def scrub(self, event: SSEEvent) -> SSEEvent | None:
         """``event`` less any verdict the upstream wrote: itself, a rewritten event, or None (dropped)."""
 
-    def finish(self, shown: Presentation, withheld: bytes, end: SSEEvent) -> bytes:
+    def finish(self, shown: Presentation, withheld: bytes, end: SSEEvent | None) -> bytes:
         """What replaces the withheld events (``withheld``, received before ``end``) and the event
-        that ended the answer, once the check decided ``shown``."""
+        that ended the answer (None: the stream's end did), once the check decided ``shown``."""
 
     def unchecked_events(self, shown: Presentation) -> bytes:
         """The verdict (and a refusal) of an answer released unchecked, to go before its end."""

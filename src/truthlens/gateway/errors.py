@@ -31,6 +31,8 @@ REASONS: dict[str, tuple[int, str]] = {
     "upstream_status": (502, "the upstream answered with a non-2xx status; nothing to check"),
     "bad_response": (502, "the upstream's body is not a chat completion / Responses API response, or it failed"),
     "sse_framing": (502, "the upstream's event stream is malformed or an event is too large"),
+    "stream_mismatch": (502, "the upstream's Responses stream restates a text (done / completed events) its deltas "
+                        "did not render, or adds text after declaring it done"),
     "no_choices": (502, "the upstream's answer has no choices (Responses: no message items) to check"),
     # The checking itself.
     "detector_timeout": (503, "the detector did not answer within the detection budget"),

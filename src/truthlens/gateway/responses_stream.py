@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from truthlens.gateway.openai_body import DETAILS_FIELD, BodyError, event_object
-from truthlens.gateway.responses_body import message_texts, output_text, place_text, with_part_text
+from truthlens.gateway.responses_body import output_text, place_text, with_part_text
+from truthlens.gateway.responses_rendered import Part, RenderedText
 from truthlens.gateway.sse import SSEDecoder, SSEError, SSEEvent, encode_event
 
 if TYPE_CHECKING:
@@ -39,8 +40,6 @@ TERMINAL_EVENTS = frozenset({"response.completed", "response.incomplete"})
 _LIFECYCLE_EVENTS = frozenset({"response.created", "response.in_progress", "response.queued"})
 # The events that close a message's text: a warning must go before the first of them.
 _CLOSING_EVENTS = frozenset({"response.output_text.done", "response.content_part.done", "response.output_item.done"})
-
-Part = tuple[int, int]  # (output_index, content_index) of an output_text part
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,14 +58,20 @@ class ResponsesStream:
         self.strategy = strategy
         self._warns = warns and strategy == "passthrough"
         self.holding = False
-        self._messages: dict[int, str] = {}  # output_index of each message item → its id
-        self._texts: dict[Part, str] = {}  # each output_text part's text so far
+        # A terminal event was seen: the answer may end with the stream. Everything from it on
+        # is held (never passed unread) and judged with the rest when the stream ends.
+        self.answer_complete = False
+        self._rendered = RenderedText()
         self._sent: dict[Part, str] = {}  # passthrough: what the client got of each part before holding
         self._created: dict[str, Any] | None = None  # the response object of response.created
         self._last_seq = -1
         # The withheld events as read (raw bytes, JSON object), so that the end of a held stream
         # does not parse them again.
         self._held: list[tuple[bytes, dict[str, Any] | None]] = []
+
+    @property
+    def _messages(self) -> dict[int, str]:
+        return self._rendered.messages
 
     # -- reading ----------------------------------------------------------------------------------
 
@@ -94,6 +99,7 @@ class ResponsesStream:
             failed = doc.get("response")
             raise BodyError("bad_response", "the upstream's response failed: "
                             f"{_error_text(failed.get('error') if isinstance(failed, dict) else None)}")
+        rendered = self._rendered
         if kind in _LIFECYCLE_EVENTS:
             if self._created is None and isinstance(doc.get("response"), dict):
                 self._created = doc["response"]
@@ -101,55 +107,51 @@ class ResponsesStream:
             response = doc.get("response")
             if not isinstance(response, dict):
                 raise BodyError("bad_response", f"{kind} has no 'response' object")
-            if response.get("output"):  # the final word on every message's text
-                for message in message_texts(response["output"], f"{kind}.response.output"):
-                    self._message(message.position, None)
-                    for j, text in zip(message.parts, message.texts, strict=True):
-                        self._texts[message.position, j] = text
-            return True, doc
+            if response.get("output"):
+                rendered.restated_output(response["output"], kind)
+            rendered.ended = True
+            self._hold()
+            self.answer_complete = True
         elif kind == "response.output_item.added":
             item = _object(doc, "item")
             if item.get("type") == "message":
-                self._message(_index(doc, "output_index"), item.get("id"))
+                rendered.message(_index(doc, "output_index"), item.get("id"))
         elif kind == "response.content_part.added":
             part = _object(doc, "part")
             if part.get("type") == "output_text":
-                oi = _index(doc, "output_index")
-                self._message(oi, doc.get("item_id"))
-                self._texts.setdefault((oi, _index(doc, "content_index")), _string(part, "text", ""))
+                rendered.message(_index(doc, "output_index"), doc.get("item_id"))
+                rendered.open_part(_part(doc), _string(part, "text", ""))
         elif kind == "response.output_text.delta":
-            key = (_index(doc, "output_index"), _index(doc, "content_index"))
-            self._message(key[0], doc.get("item_id"))
-            delta = _string(doc, "delta")
-            self._texts[key] = self._texts.get(key, "") + delta
-            if self.strategy == "passthrough" and not self.holding:
-                self._sent[key] = self._sent.get(key, "") + delta
+            rendered.message(_index(doc, "output_index"), doc.get("item_id"))
+            rendered.delta(_part(doc), _string(doc, "delta"))
         elif kind in _CLOSING_EVENTS:
             self._close(kind, doc)
         return False, doc
 
     def _close(self, kind: str, doc: Mapping[str, Any]) -> None:
         oi = _index(doc, "output_index")
+        rendered = self._rendered
         if kind == "response.output_item.done":
             item = _object(doc, "item")
             if item.get("type") != "message":
                 return
-            self._message(oi, item.get("id"))
-            for message in message_texts([item], "response.output_item.done.item"):
-                for j, text in zip(message.parts, message.texts, strict=True):
-                    self._texts[oi, j] = text
+            rendered.message(oi, item.get("id"))
+            rendered.restated_item(item, oi, kind)
         elif kind == "response.content_part.done":
             part = _object(doc, "part")
             if part.get("type") != "output_text":
                 return
-            self._texts[oi, _index(doc, "content_index")] = _string(part, "text")
+            rendered.restated(_part(doc), _string(part, "text"), kind)
         else:
-            self._texts[oi, _index(doc, "content_index")] = _string(doc, "text")
-        self.holding = self.holding or self._warns
+            rendered.restated(_part(doc), _string(doc, "text"), kind)
+        if self._warns:
+            self._hold()
 
-    def _message(self, output_index: int, item_id: Any) -> None:
-        if isinstance(item_id, str) or output_index not in self._messages:
-            self._messages[output_index] = item_id if isinstance(item_id, str) else ""
+    def _hold(self) -> None:
+        """Withhold every event from here on (passthrough); remember what the client has."""
+        if self.strategy == "passthrough" and not self.holding:
+            self._sent = self._rendered.snapshot()
+        self.holding = True
 
     def ends_answer(self, event: SSEEvent) -> bool:
         if event.is_done:
@@ -163,10 +165,7 @@ class ResponsesStream:
         return isinstance(doc, dict) and doc.get("type") in TERMINAL_EVENTS
 
     def answers(self) -> tuple[str, ...]:
-        return tuple("".join(self._texts[key] for key in self._parts(oi)) for oi in sorted(self._messages))
-
-    def _parts(self, output_index: int) -> list[Part]:
-        return sorted(key for key in self._texts if key[0] == output_index)
+        return self._rendered.answers()
 
     def scrub(self, event: SSEEvent) -> SSEEvent | None:
         """None for a verdict event the upstream wrote (a ``truthlens`` field or a ``truthlens.*``
@@ -191,15 +190,16 @@ class ResponsesStream:
 
     # -- writing ----------------------------------------------------------------------------------
 
-    def finish(self, shown: Presentation, withheld: bytes, end: SSEEvent) -> bytes:
+    def finish(self, shown: Presentation, withheld: bytes, end: SSEEvent | None) -> bytes:
         if self.strategy == "hold" and shown.refusal is not None:
             return self.refusal_events(shown.refusal)
         changes = self._changes(shown)
         held = self._held if sum(len(raw) for raw, _ in self._held) == len(withheld) else _events(withheld)
         numbers = _Numbers(next((s for _, d in held if d is not None and (s := _seq(d)) is not None),
-                                self._last_seq + 1 if end.is_done else _seq(_doc(end)) or 0))
+                                self._last_seq + 1))
         out = bytearray()
         delivered: set[Part] = set()
+        verdict = True  # still to place: before the first terminal event, else before the end
         for raw, doc in held:
             kind = doc.get("type") if doc is not None else None
             if doc is None or not isinstance(kind, str):
@@ -209,16 +209,21 @@ class ResponsesStream:
                 continue  # replaced by the part's final text, before its done events
             if kind in _CLOSING_EVENTS:
                 out += self._deltas(changes, delivered, numbers, _index(doc, "output_index"))
+            if kind in TERMINAL_EVENTS and verdict:
+                out += self._verdict_events(shown, changes, delivered, numbers)
+                verdict = False
             out += _emit(raw, doc, _patched(doc, kind, changes), numbers)
-        out += self._deltas(changes, delivered, numbers, None)
-        out += _encode(self._verdict(shown), numbers)
+        if verdict:
+            out += self._verdict_events(shown, changes, delivered, numbers)
+        return bytes(out + end.raw) if end is not None else bytes(out)
+
+    def _verdict_events(self, shown: Presentation, changes: Mapping[Part, _Change], delivered: set[Part],
+                        numbers: _Numbers) -> bytes:
+        """The changed parts' last deltas, the verdict and a refusal: what goes before the end."""
+        out = self._deltas(changes, delivered, numbers, None) + _encode(self._verdict(shown), numbers)
         if shown.refusal is not None:
             out += _encode(_error(shown.refusal), numbers)
-        if end.is_done:
-            return bytes(out + end.raw)
-        end_doc = _doc(end)
-        assert end_doc is not None  # add() read it
-        return bytes(out + _emit(end.raw, end_doc, _patched(end_doc, str(end_doc["type"]), changes), numbers))
+        return out
 
     def unchecked_events(self, shown: Presentation) -> bytes:
         numbers = _Numbers(self._last_seq + 1)
@@ -253,12 +258,13 @@ class ResponsesStream:
             note = shown.late_warning() or ""
             finals = tuple(a + note if shown.warns(i) else a for i, a in enumerate(answers))
         changes: dict[Part, _Change] = {}
+        rendered = self._rendered
         for oi, final in zip(sorted(self._messages), finals, strict=True):
-            parts = self._parts(oi)
+            parts = rendered.parts(oi)
             # A message without an output_text part keeps its content: adding a part mid-stream
             # would take events of its own (content_part.added), and there is no text to warn.
-            for key, (text, shift) in zip(parts, place_text([self._texts[k] for k in parts], final), strict=True):
-                if text == self._texts[key]:
+            for key, (text, shift) in zip(parts, place_text([rendered.text(k) for k in parts], final), strict=True):
+                if text == rendered.text(key):
                     continue
                 sent = self._sent.get(key, "")
                 if text.startswith(sent):

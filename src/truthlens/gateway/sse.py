@@ -58,6 +58,7 @@ class SSEDecoder:
         self._buffer = bytearray()
         self._max = max_event_bytes
         self._scan_from = 0  # the terminator search restarts just before the last unscanned bytes
+        self._has_cr = False  # whether the pending bytes hold a "\r" (kept per chunk, never rescanned)
 
     @property
     def pending_bytes(self) -> int:
@@ -69,8 +70,10 @@ class SSEDecoder:
         events: list[SSEEvent] = []
         start = 0
         # Nearly every stream ends lines with "\n" only: a C-speed find is ~50x cheaper than
-        # the general pattern, which is kept for streams that use "\r".
-        plain = b"\r" not in buf
+        # the general pattern, which is kept for streams that use "\r". Only the new chunk is
+        # looked at, so a large event arriving in many chunks is not rescanned for each.
+        self._has_cr = self._has_cr or b"\r" in chunk
+        plain = not self._has_cr
         while True:
             if plain:
                 pos = buf.find(b"\n\n", max(start, self._scan_from))
@@ -91,6 +94,8 @@ class SSEDecoder:
             self._scan_from = end
         if start:
             del self._buffer[:start]
+            if self._has_cr:
+                self._has_cr = b"\r" in self._buffer
         # Terminators are at most 4 bytes: rescan only the tail the next chunk can complete.
         self._scan_from = max(0, len(self._buffer) - 3)
         if len(self._buffer) > self._max:
@@ -105,6 +110,7 @@ class SSEDecoder:
         rest = bytes(self._buffer)
         self._buffer.clear()
         self._scan_from = 0
+        self._has_cr = False
         return rest
 
     def flush(self) -> list[SSEEvent]:

@@ -34,12 +34,18 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
     if checked is None:
         return _scrub_only(st, chunk.body, chunk.end_of_stream)
     if st.buffered and not chunk.end_of_stream:
-        # Over Envoy's buffer: the rest flows through unprocessed, so this part goes on
-        # unchanged with the provisional headers (no reply: the call ends, see over_buffer).
+        # Over Envoy's buffer. Nothing has reached the client yet (Envoy holds the headers with
+        # the body): a fail-closed route answers an explicit error instead of the unchecked
+        # answer. Otherwise the rest flows through unprocessed, so this part goes on unchanged
+        # with the provisional headers (no reply: the call ends, see over_buffer).
         st.finished = True
-        skip(state, rt, checked.route, checked.decision.name, "too_large", upstream=True)
+        shown = skip(state, rt, checked.route, checked.decision.name, "too_large",
+                     "the held stream is larger than Envoy buffers", upstream=True)
+        if shown.refusal is not None:
+            return mutations.refusal_response(shown.refusal)
         return over_buffer(state)
-    if st.buffered and len(chunk.body) > checked.route.max_body_bytes:
+    st.received += len(chunk.body)
+    if st.buffered and st.received > checked.route.max_body_bytes:
         st.pending += chunk.body
         released = give_up(state, st, checked, rt, "too_large", "the stream is over the route's max_body_bytes")
         return _reply(st, chunk.body, released)
@@ -50,12 +56,20 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
     except sse.SSEError as exc:
         return _reply(st, chunk.body, give_up(state, st, checked, rt, exc.reason, str(exc)))
     try:
-        await _consume(state, st, checked, rt, events, out)
+        await _consume(state, st, checked, rt, events, out, chunk.end_of_stream)
     except Exception:
         # A bug: hand what was built back to ``pending`` so the service's fallback releases
         # every byte in order.
         st.pending[:0] = out
         raise
+    if not st.finished and st.received > checked.route.max_body_bytes:
+        # A passthrough stream is read (and its answer kept) only up to the route's limit: the
+        # rest flows unchanged, marked unavailable. The verdict goes after the last whole event.
+        tail = st.decoder.drain()
+        del st.pending[len(st.pending) - len(tail) :]
+        out += give_up(state, st, checked, rt, "too_large",
+                       f"the stream is over the route's max_body_bytes ({checked.route.max_body_bytes})")
+        out += tail
     if chunk.end_of_stream and not st.finished:
         out += give_up(state, st, checked, rt, "sse_framing", "the stream ended before the answer did "
                         "(no data: [DONE], no response.completed)")
@@ -69,8 +83,11 @@ async def _consume(
     rt: Runtime,
     events: list[sse.SSEEvent],
     out: bytearray,
+    end_of_stream: bool,
 ) -> None:
-    """Feed whole events to the endpoint's codec; append the bytes to release now to ``out``."""
+    """Feed whole events to the endpoint's codec; append the bytes to release now to ``out``.
+    The answer ends with the event that ends it (chat: ``data: [DONE]``), or with the stream
+    once the codec says the answer is complete (Responses: a terminal event was seen)."""
     codec = st.codec
     for i, event in enumerate(events):
         try:
@@ -94,6 +111,12 @@ async def _consume(
         if st.strategy == "passthrough" and not codec.holding:
             out += event.raw
             _forwarded(st, event.raw)
+    if end_of_stream and not st.finished and codec.answer_complete:
+        st.done_seen = True
+        # The decoder was flushed: every byte left is withheld.
+        replacement = await _finish(state, st, checked, rt, bytes(st.pending), None)
+        st.pending.clear()
+        out += replacement
     if st.finished:
         # Whatever follows the end of the answer is not part of it: it flows unchanged from here on.
         out += st.pending
@@ -102,7 +125,7 @@ async def _consume(
 
 async def _finish(
     state: StreamState, st: StreamedResponse, checked: CheckedRequest, rt: Runtime, withheld: bytes,
-    end: sse.SSEEvent,
+    end: sse.SSEEvent | None,
 ) -> bytes:
     """Check the accumulated answer; return what replaces the ``withheld`` events and ``end``."""
     st.finished = True

@@ -69,6 +69,7 @@ class StreamedResponse:
     buffered: bool = False
     shown: Presentation | None = None  # what the stream ended with (a buffered reply's headers)
     pending: bytearray = field(default_factory=bytearray)
+    received: int = 0  # bytes of the body so far (a checked stream is read up to the route's limit)
     done_seen: bool = False
     tail_open: bool = False  # the last bytes released end inside an event (no blank line yet)
     finished: bool = False
