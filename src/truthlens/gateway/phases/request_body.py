@@ -46,7 +46,8 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
     config = state.config
 
     with rt.telemetry.span("truthlens.decision", path=info.path) as span:
-        routed = _route(config, state.api, RequestFacts(info.path, info.method, info.headers), body)
+        routed = _route(config, state.api, RequestFacts(info.path, info.method, info.headers,
+                                                          repeated=info.repeated), body)
         decision = routed.decision
         span.set_attribute("truthlens.decision", decision.name if decision is not None else "")
     route = decision.route if decision is not None else None
@@ -91,7 +92,7 @@ def _route(config: Config, api: Endpoint, facts: RequestFacts, body: bytes) -> _
         return _Routed(early if isinstance(early, Decision) else decisions.match(config, facts), None, exc)
     if isinstance(early, Decision):
         return _Routed(early, decoded)
-    facts = RequestFacts(facts.path, facts.method, facts.headers, decoded.model, decoded.question)
+    facts = RequestFacts(facts.path, facts.method, facts.headers, decoded.model, decoded.question, facts.repeated)
     return _Routed(decisions.match(config, facts), decoded)
 
 
