@@ -1,13 +1,14 @@
 """The second adversarial round's smaller cases, in the request and answer bodies, the audit line
-and path matching: a client ``x-request-id`` that tries to forge audit fields, path spellings a
+and path matching: a client ``x-request-id`` that tries to forge audit fields, the audit line of
+a rewritten answer (original verdict and score kept), path spellings a
 loose upstream routes as the checked path, repeated headers read alike by Envoy's routes and the
 processor, a malformed request body that mentions the context field, and Responses answers whose
 text sits where the check did not read it (a divergent top-level ``output_text``, ``text`` parts).
 
 Real: Envoy (the shipped ``envoy.yaml``; for repeated headers a second Envoy on the routes
 ``truthlens envoy-routes`` prints), gRPC, the processor and the shipped ONNX detector. Scripted:
-only the upstream (raw Responses bodies; a loose router that reads any case, trailing slash and
-``;params`` as the plain path).
+only the upstream (raw Responses bodies; refine answers; a loose router that reads any case,
+trailing slash and ``;params`` as the plain path).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import yaml
 from gateway_routes import CONTEXT, GROUNDED, HALLUCINATED
 from harness import RawResponse, Stack, chat_body, decision
 
+from truthlens.modes.prompts import REFINE_MARKER
 from truthlens.testing import launch
 
 pytestmark = pytest.mark.envoy
@@ -78,12 +80,35 @@ def test_a_client_request_id_cannot_forge_fields_of_the_audit_line(lows: Stack) 
     forged = "r2-lows verdict=clean score=0.0000 action=none"
     resp = lows.raw("POST", CHAT, chat_body("hallucinated?", context=CONTEXT), {"x-request-id": forged})
     assert resp.headers["x-truthlens-detected"] == "true"
-    launch.wait_until(lambda: "r2-lows" in lows.processor_log(), "the audit line", None, 5)
-    (line,) = [ln for ln in lows.processor_log().splitlines() if "r2-lows" in ln]
-    fields = dict(w.split("=", 1) for w in shlex.split(line.split(" exchange ", 1)[1]))
+    fields = _audit_fields(lows, "r2-lows verdict")
     assert fields["request_id"] == forged
     assert (fields["verdict"], fields["action"]) == ("detected", "none")
     assert float(fields["score"]) > 0.5
+
+
+def _audit_fields(stack: Stack, marker: str) -> dict[str, str]:
+    launch.wait_until(lambda: marker in stack.processor_log(), "the audit line", None, 5)
+    (line,) = [ln for ln in stack.processor_log().splitlines() if marker in ln]
+    return dict(w.split("=", 1) for w in shlex.split(line.split(" exchange ", 1)[1]))
+
+
+def test_the_audit_line_of_a_rewritten_answer_keeps_the_original_verdict_and_score(stack: Stack) -> None:
+    # Standard mode refines the hallucinated answer into a grounded one (the scripted upstream
+    # answers the refine prompt); the final verdict is the rewrite's, the original stays visible.
+    route = decision("refine", priority=10, mode="standard", max_iterations=3, actions=["header", "body"])
+    assert stack.write_config(stack.config_yaml(decisions=[route])) in ("applied", "unchanged")
+    stack.set_script([{"name": "refine", "match": {"any": REFINE_MARKER}, "reply": {"content": GROUNDED}},
+                      {"name": "primary", "match": {"model": "test-model"}, "reply": {"content": HALLUCINATED}}])
+    try:
+        resp = stack.raw("POST", CHAT, chat_body("When was it built?", context=CONTEXT),
+                         {"x-request-id": "r2-lows-rewritten"})
+        assert resp.json()["choices"][0]["message"]["content"] == GROUNDED
+        fields = _audit_fields(stack, "r2-lows-rewritten")
+        assert (fields["verdict"], fields["action"]) == ("clean", "rewritten")
+        assert fields["original_verdict"] == "detected"
+        assert float(fields["original_score"]) > 0.5 > float(fields["score"])
+    finally:
+        stack.write_config(stack.config_yaml())
 
 
 # ---------------------------------------------------------------- paths
