@@ -138,14 +138,17 @@ def test_a_higher_priority_checked_decision_wins_over_the_off_condition(bypass: 
     (PATH, {"x-no-check": ""}, "off"),  # present with an empty value
     (PATH, {"x-no-check": "no thanks"}, "chat"),
     (PATH + "/x", {"x-no-check": "please"}, "chat"),  # the regex is anchored at the end
-    ("/v1/chat/completionsXs", {"x-no-check": "please"}, "chat"),  # [a-z]+: lower case only
+    ("/v1/chat/completions3s", {"x-no-check": "please"}, "chat"),  # [a-z]+: letters only
+    ("/v1/chat/completionsXs", {"x-no-check": "please"}, "off"),  # the path compared is lower-cased
     ("/v1/embeddings", {"x-team": "platform"}, "off"),
     ("/v1/embeddings", {}, None),
     ("/v1/completions", {}, "off"),  # NOT value: an absent header does not hold it
     ("/v1/completions", {"x-keep": "2"}, "off"),
     ("/v1/completions", {"x-keep": "1"}, None),
     ("/v1/completions?a=b", {"x-keep": "1"}, None),
-    ("/v1/completions/", {}, None),  # exact path
+    ("/v1/completions/x", {}, None),  # exact path
+    ("/v1/completions/", {}, "off"),  # ... read as paths are read: no trailing slash, any case, no ;params
+    ("/V1/Completions;x", {}, "off"),
 ])
 def test_envoy_bypasses_exactly_the_requests_the_processor_gives_the_off_decision(
     bypass: tuple[Stack, int], path: str, headers: dict[str, str], decision: str | None,

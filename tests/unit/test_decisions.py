@@ -139,3 +139,38 @@ def test_matching_before_the_body_decides_on_headers_and_path_and_waits_only_for
     either = compile_rules({"operator": "OR", "conditions": [{"type": "model", "name": "m"},
                                                              {"type": "path", "prefix": "/v1"}]}, "r")
     assert either.matches_without_body(facts()) is True
+
+
+@pytest.mark.parametrize("path", [
+    "/V1/chat/completions", "/v1/Chat/Completions", "/v1/chat/completions/", "/v1/chat/completions//",
+    "/v1/chat/completions;x", "/v1;a/chat;b/completions;c/", "/V1/CHAT/COMPLETIONS/?stream=1",
+])
+def test_path_rules_read_case_trailing_slash_and_params_variants_as_the_path(path: str) -> None:
+    # An upstream that routes these as /v1/chat/completions must not get them unchecked.
+    for rule in ({"type": "path", "prefix": "/v1/chat/completions"}, {"type": "path", "exact": "/v1/chat/completions"},
+                 {"type": "path", "regex": "^/v1/chat/completions$"}, {"type": "path", "exact": "/V1/Chat/Completions/"}):
+        assert compile_rules(rule, "r").matches(facts(path)), (rule, path)
+
+
+def test_a_prefix_with_a_trailing_slash_holds_under_it_only() -> None:
+    rule = compile_rules({"type": "path", "prefix": "/v1/"}, "r")
+    assert rule.matches(facts("/v1/chat")) and rule.matches(facts("/V1/x/"))
+    assert not rule.matches(facts("/v1/")) and not rule.matches(facts("/v1"))
+
+
+def test_a_path_regex_with_an_upper_case_letter_is_refused_naming_the_key() -> None:
+    with pytest.raises(ConfigError) as info:
+        compile_rules({"type": "path", "regex": "^/V1/chat"}, "decisions[0].rules")
+    assert "decisions[0].rules.regex" in str(info.value) and "lower case" in str(info.value)
+
+
+def test_a_repeated_header_holds_a_test_when_one_of_its_values_does() -> None:
+    # As Envoy's route matchers read it: the values one by one, never joined with ",".
+    repeated = RequestFacts(path="/v1/chat/completions", method="POST", headers={"x-team": "a,platform"},
+                            repeated={"x-team": ("a", "platform")})
+    assert compile_rules({"type": "header", "name": "x-team", "value": "platform"}, "r").matches(repeated)
+    assert not compile_rules({"type": "header", "name": "x-team", "contains": "a,p"}, "r").matches(repeated)
+    negated = compile_rules({"operator": "NOT", "conditions": [
+        {"type": "header", "name": "x-team", "value": "a"}]}, "r")
+    assert not negated.matches(repeated)
+    assert negated.matches(facts(headers={"x-team": "b"})) and negated.matches(facts())

@@ -19,6 +19,11 @@ from truthlens.gateway.openai_body import BodyError, ContextSettings
         ("/v1/responses?stream=true", "responses"),
         ("/v1/responses/", "responses"),
         ("/openai/v1/responses", "responses"),  # behind a path prefix
+        # Spellings an upstream may route as /v1/responses: read as path conditions read them.
+        ("/v1/Responses", "responses"),
+        ("/V1/RESPONSES/", "responses"),
+        ("/v1/responses;x", "responses"),
+        ("/v1/responses;jsessionid=1/", "responses"),
         ("/v1/responses/resp_123", "chat"),  # retrieving a stored response is not a create call
         ("/v1/completions", "chat"),  # everything else is read as before the Responses API existed
         ("", "chat"),

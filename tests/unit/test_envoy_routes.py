@@ -14,6 +14,8 @@ import yaml
 from truthlens import cli
 from truthlens.gateway import envoy_routes
 from truthlens.gateway.config import parse_config
+from truthlens.gateway.decisions import RequestFacts, compile_rules
+from truthlens.gateway.paths import normal_path
 
 CHECK = [{"type": "hallucination", "configuration": {"mode": "lightweight"}}]
 OFF = [{"type": "hallucination", "configuration": {"enabled": False}}]
@@ -88,8 +90,9 @@ def test_or_becomes_one_route_per_branch_and_and_one_route_with_path_and_headers
     assert names(result) == [*SHIPPED, "bypass:off#1", "bypass:off#2", CATCH_ALL]
     assert by_name(result, "bypass:off#1")["match"] == {
         "prefix": "/", "headers": [{"name": "x-team", "string_match": {"exact": "platform"}}]}
-    assert by_name(result, "bypass:off#2")["match"] == {"prefix": "/v1/chat", "headers": [
-        {"name": "x-a", "string_match": {"contains": "b"}}, {"name": "x-c", "present_match": True}]}
+    off2 = by_name(result, "bypass:off#2")["match"]
+    assert off2["headers"] == [{"name": "x-a", "string_match": {"contains": "b"}}, {"name": "x-c", "present_match": True}]
+    assert re.fullmatch(off2["safe_regex"]["regex"], "/V1/chat/completions/") is not None
 
 
 def test_and_over_or_multiplies_out_and_too_many_branches_stop() -> None:
@@ -99,8 +102,8 @@ def test_and_over_or_multiplies_out_and_too_many_branches_stop() -> None:
     ]}
     result = envoy_routes.plan(config(decision("off", two_by_two, off=True)))
     matches = [r["match"] for r in result.routes if r["name"].startswith("bypass:off")]
-    assert [(m["prefix"], m["headers"][0]["name"]) for m in matches] == [("/a", "x"), ("/a", "y"), ("/b", "x"),
-                                                                         ("/b", "y")]
+    assert [(re.fullmatch(m["safe_regex"]["regex"], "/a") is not None, m["headers"][0]["name"]) for m in matches] \
+        == [(True, "x"), (True, "y"), (False, "x"), (False, "y")]
     for width in (6, 3):  # 216 branches (stopped while multiplying), 36 (stopped after)
         wide = {"operator": "AND", "conditions": [
             {"operator": "OR", "conditions": [header(f"h{i}{j}", present=True) for j in range(width)]}
@@ -117,29 +120,37 @@ def test_path_conditions() -> None:
         decision("e", path(exact="/v1/responses"), off=True, priority=2),
         decision("r", path(regex=r"^/v1/(chat|responses)/[a-z0-9_-]+\.json$"), off=True, priority=1),
     ))
-    assert by_name(result, "bypass:p")["match"] == {"prefix": "/v1/chat"}
-    assert by_name(result, "bypass:e")["match"] == {"path": "/v1/responses"}
-    regex = by_name(result, "bypass:r")["match"]["safe_regex"]["regex"]
-    assert regex.startswith(".*(?:") and regex.endswith(").*")
+    for name in ("bypass:p", "bypass:e", "bypass:r"):
+        assert list(by_name(result, name)["match"]) == ["safe_regex"]
+    exact = by_name(result, "bypass:e")["match"]["safe_regex"]["regex"]
+    assert [p for p in ("/v1/responses", "/V1/Responses/", "/v1/responses;x", "/v1/responses/x")
+            if re.fullmatch(exact, p)] == ["/v1/responses", "/V1/Responses/", "/v1/responses;x"]
 
 
 @pytest.mark.parametrize("pattern", [
-    r"^/v1/(chat|responses)/[a-z0-9_-]+\.json$", r"completions", r"/v[12]/.*?models$", r"^/a{2,3}b?c*$",
-    r"[^/]+/x", r"\.\*\+\?\(\)\[\]\{\}\|\^\$", r"(?:/x)|(?P<y>/y)", r"\A/z", r"[\]\-]",
+    r"^/v1/(chat|responses)/[a-z0-9_-]+\.json$", r"completions", r"/v[12]/[a-z]+?models$", r"^/a{2,3}b?c*$",
+    r"[a-z]+/x", r"\.\*\+\?\(\)\[\]\{\}\|\^\$", r"(?:/x)|(?P<y>/y)", r"\A/z", r"[\]\-]", r"^/v1/",
+    r"chat/", r"(?:/[a-z]+)+$", r"s$",
 ])
 def test_a_path_regex_becomes_an_re2_full_match_that_holds_where_python_search_holds(pattern: str) -> None:
     # The RE2 text is made of constructs Python reads the same way, so Python's fullmatch checks it.
     rebuilt = re.compile(envoy_routes.plan(config(decision("r", path(regex=pattern), off=True))).routes[2]
                          ["match"]["safe_regex"]["regex"])
     samples = ["/v1/chat/a-b_1.json", "/v1/chat/A.json", "/v1/completions", "/v2/x/models", "/v1/models/x",
-               "/aab", "/aaac", "/ab", "abc/x", "/x", "/y", "/z", "a/z", ".*+?()[]{}|^$", "]", "-", ""]
+               "/aab", "/aaac", "/ab", "/abc/x", "/x", "/y", "/z", "/a/z", "/.*+?()[]{}|^$", "/]", "/-", "/",
+               "/v1/chat/", "/V1/CHAT/A-B_1.JSON", "/v1/chat;p/a.json", "/v1;p/chat/a.json;q/", "/v1/", "/v1//",
+               "/v1/;p", "/v1/;p/x", "/chat;/x", "/a;x/b", "/chats;p", "/v2/x/models/", "/a;s", "/;x", "//"]
     for sample in samples:
-        assert (rebuilt.fullmatch(sample) is not None) == (re.search(pattern, sample) is not None), sample
+        expected = re.search(pattern, normal_path(sample)) is not None
+        envoy_path = re.split(r"[?#]", sample, maxsplit=1)[0]  # Envoy's regex sees the path less its query
+        assert (rebuilt.fullmatch(envoy_path) is not None) == expected, sample
 
 
 @pytest.mark.parametrize(("pattern", "why"), [
-    (r"^/v\d/chat", "character class"), (r"\bchat", "anchor"), (r"(?i)/CHAT", "inline flags"),
-    (r"/(?=chat)", "construct"), (r"/(a)\1", "construct"), (r"/x\Z", "anchor"), (r"/é", "non-ASCII"),
+    (r"^/v\d/chat", "character class"), (r"\bchat", "anchor"), (r"(?i)/chat", "inline flags"),
+    (r"chat.*", "'.'"), (r"[^/]+/x", "negated"), (r"/v1/$", "'/' not followed"), (r"[a/]", "holding '/'"),
+    (r"^/", "the whole match"), (r"chat[A-Z]", "upper-case letters only"), (r"chat;x", "';'"),
+    (r"x(?=chat)", "construct"), (r"/(a)\1", "construct"), (r"/x\Z", "anchor"), (r"/é", "non-ASCII"),
     (r"a{1001}", "repeat"),
 ])
 def test_a_regex_whose_meaning_could_differ_in_re2_stops_emission(pattern: str, why: str) -> None:
@@ -253,3 +264,18 @@ def test_the_cli_still_takes_the_file_as_the_deprecated_config_option(
     assert "--config FILE is deprecated; use: truthlens envoy-routes FILE" in captured.err
     assert cli.main(["envoy-routes", file, "--config", file]) == 2  # named twice: ambiguous, refused
     assert "name the config file once" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("rule", [path(prefix="/v1/chat/completions"), path(exact="/v1/responses"), path(prefix="/v1/"),
+                                  path(exact="/"), path(exact="/v1/Responses/")])
+def test_prefix_and_exact_routes_hold_exactly_where_the_processors_rule_does(rule: dict[str, Any]) -> None:
+    match = envoy_routes.plan(config(decision("r", rule, off=True))).routes[2]["match"]
+    processor = compile_rules(rule, "r")
+    for sample in ["/v1/chat/completions", "/V1/chat/completions", "/v1/chat/completions/", "/v1/chat/completions;x",
+                   "/v1;a/chat/completions;b/", "/v1/chat/completionsx", "/v1/responses", "/v1/Responses",
+                   "/v1/responses/", "/v1/responses;x", "/v1/responses;x/", "/v1/responses/x", "/v1/responsesx",
+                   "/v1", "/v1/", "/v1/;p", "/v1/;p/x", "/", "/;x", "/x", "/v1/responses?x=1"]:
+        envoy_path = sample.split("?", 1)[0]
+        envoy = match == {"prefix": "/"} or re.fullmatch(match["safe_regex"]["regex"], envoy_path) is not None
+        facts = RequestFacts(path=sample, method="POST", headers={})
+        assert envoy == processor.matches(facts), (rule, sample)

@@ -18,11 +18,13 @@ from truthlens.gateway.openai_body import (
     chunk_event,
     error_event,
     error_json,
+    mentions,
     parse_chat_request,
     parse_chat_response,
     parse_chunk,
     rechunk,
     render_chat_response,
+    without_field,
 )
 from truthlens.gateway.sse import SSEDecoder
 
@@ -326,3 +328,19 @@ def test_chat_response_type_is_frozen() -> None:
     assert isinstance(resp, ChatResponse)
     with pytest.raises(AttributeError):
         resp.contents = ()  # type: ignore[misc]
+
+
+def test_the_context_field_is_found_however_its_key_is_escaped() -> None:
+    escaped = b'{"model": "m", "truthlens\\u005fcontext": ["secret"]}'
+    assert mentions(escaped, "truthlens_context")
+    assert without_field(escaped, "truthlens_context") == b'{"model":"m"}'
+    assert not mentions(b'{"content": "caf\\u00e9"}', "truthlens_context")
+
+
+def test_a_body_that_mentions_the_context_field_but_is_not_json_is_an_error_when_strict() -> None:
+    broken = b'{"model": "m", "truthlens_context": ["secret"],'
+    assert without_field(broken, "truthlens_context") is None
+    with pytest.raises(BodyError) as info:
+        without_field(broken, "truthlens_context", strict=True)
+    assert info.value.reason == "malformed_json" and "truthlens_context" in str(info.value)
+    assert without_field(b"not json at all", "truthlens_context", strict=True) is None  # no mention: as it came

@@ -236,3 +236,36 @@ def test_a_message_without_text_gets_a_text_part_for_its_warning() -> None:
 )
 def test_place_text(old: list[str], new: str, placed: list[tuple[str, int | None]]) -> None:
     assert place_text(old, new) == placed
+
+
+def test_text_parts_are_read_and_rewritten_as_the_answer_they_show() -> None:
+    doc = response_doc({"id": "a", "type": "message", "role": "assistant", "status": "completed",
+                        "content": [{"type": "text", "text": "Berlin is "}, {"type": "refusal", "refusal": "no"},
+                                    {"type": "output_text", "text": "the capital.", "annotations": []}]})
+    resp = parse_responses_response(body(doc))
+    assert resp.contents == ("Berlin is the capital.",)
+    out = json.loads(resp.render(Rewrite(warning=WARN)))
+    assert out["output"][0]["content"][0] == {"type": "text", "text": "Careful: unverified.\n\nBerlin is "}
+    assert out["output"][0]["content"][1] == {"type": "refusal", "refusal": "no"}
+
+
+def test_a_top_level_output_text_that_says_something_else_is_an_answer_of_its_own() -> None:
+    doc = response_doc(message("a", "Paris is the capital."), output_text="Berlin is the capital.")
+    resp = parse_responses_response(body(doc))
+    assert resp.divergent
+    assert resp.contents == ("Paris is the capital.", "Berlin is the capital.")
+    # Only the divergent text flagged: the warning goes on it alone, output[] stays.
+    out = json.loads(resp.render(Rewrite(warning=WARN, warn_indices=frozenset({1}))))
+    assert out["output_text"] == "Careful: unverified.\n\nBerlin is the capital."
+    assert out["output"][0]["content"][0]["text"] == "Paris is the capital."
+    # A rewrite of it replaces only it.
+    out = json.loads(resp.render(Rewrite(contents=[None, "Paris is the capital."])))
+    assert out["output_text"] == "Paris is the capital."
+
+
+def test_a_top_level_output_text_that_agrees_is_not_read_twice() -> None:
+    doc = response_doc(message("a", "Paris ", "is the capital."), output_text="Paris is the capital.")
+    resp = parse_responses_response(body(doc))
+    assert not resp.divergent and resp.contents == ("Paris is the capital.",)
+    out = json.loads(resp.render(Rewrite(warning=WARN)))
+    assert out["output_text"] == "Careful: unverified.\n\nParis is the capital."

@@ -4,15 +4,22 @@ A rule is an AND / OR / NOT tree whose leaves test a header, the path, the reque
 or keywords in the user's text. :func:`compile_rules` turns the YAML mapping into the tree
 (raising :class:`truthlens.options.ConfigError` naming the key); :func:`match` walks the config's
 decisions, highest priority first.
+
+Paths are compared as :func:`truthlens.gateway.paths.normal_path` reads them (no query string
+or ``;params``, lower case, no trailing slash). A header that came more than once holds a value
+or ``contains`` test when one of its values does, as Envoy's route matchers read it (never the
+values joined with ``,``, which no client sent).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from truthlens.gateway import re2_syntax
+from truthlens.gateway.paths import lower_ascii, normal_path, normal_prefix
 from truthlens.options import ConfigError, Section
 
 if TYPE_CHECKING:
@@ -29,11 +36,22 @@ PATH_TESTS: tuple[PathTest, ...] = ("prefix", "exact", "regex")
 
 @dataclass(frozen=True, slots=True)
 class RequestFacts:
-    path: str  # the request's :path (a query string is ignored by path rules)
+    path: str  # the request's :path as sent (path rules read it through normal_path)
     method: str
-    headers: Mapping[str, str]  # lower-case names
+    headers: Mapping[str, str]  # lower-case names; a repeated header's values joined with ","
     model: str = ""
     user_text: str = ""
+    # Each value of a header that came more than once (lower-case names); header rules test
+    # these one by one instead of the joined value.
+    repeated: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def header_values(self, name: str) -> tuple[str, ...]:
+        """The values of header ``name`` as the client sent them (empty: absent)."""
+        values = self.repeated.get(name)
+        if values is not None:
+            return values
+        value = self.headers.get(name)
+        return () if value is None else (value,)
 
 
 class Rule(Protocol):
@@ -111,14 +129,12 @@ class HeaderRule:
     operand: str | bool
 
     def matches(self, facts: RequestFacts) -> bool:
-        value = facts.headers.get(self.name)
+        values = facts.header_values(self.name)
         if self.test == "present":
-            return (value is not None) == self.operand
-        if value is None:
-            return False
+            return bool(values) == self.operand
         if self.test == "value":
-            return value == self.operand
-        return str(self.operand) in value
+            return any(value == self.operand for value in values)
+        return any(str(self.operand) in value for value in values)
 
     def matches_without_body(self, facts: RequestFacts) -> bool | None:
         return self.matches(facts)
@@ -127,11 +143,11 @@ class HeaderRule:
 @dataclass(frozen=True, slots=True)
 class PathRule:
     test: PathTest
-    operand: str
+    operand: str  # prefix / exact: spelt as normal_path spells paths; regex: as written
     pattern: re.Pattern[str] | None = None
 
     def matches(self, facts: RequestFacts) -> bool:
-        path = facts.path.split("?", 1)[0]
+        path = normal_path(facts.path)
         if self.test == "prefix":
             return path.startswith(self.operand)
         if self.test == "exact":
@@ -242,7 +258,12 @@ def _compile_leaf(leaf: Section) -> Rule:
         leaf.allow("type", *PATH_TESTS)
         path_test, _ = leaf.one_of(PATH_TESTS)
         text = leaf.string(path_test)
-        pattern = _regex(text, leaf.key("regex"), 0) if path_test == "regex" else None
+        if path_test != "regex":
+            return PathRule(test=path_test, operand=_path_operand(path_test, text))
+        pattern = _regex(text, leaf.key("regex"), 0)
+        if re2_syntax.has_upper_case_literal(text):
+            raise ConfigError(leaf.key("regex"), "path conditions compare the lower-cased path: write the "
+                              "pattern's letters in lower case")
         return PathRule(test=path_test, operand=text, pattern=pattern)
     if kind == "model":
         leaf.allow("type", "name", "any")
@@ -260,6 +281,14 @@ def _compile_leaf(leaf: Section) -> Rule:
     alternation = "|".join(re.escape(k) for k in sorted(set(keywords), key=len, reverse=True))
     pattern = _regex(rf"(?<!\w)(?:{alternation})(?!\w)", leaf.key("any"), 0 if case_sensitive else re.IGNORECASE)
     return KeywordRule(keywords=tuple(keywords), pattern=pattern)
+
+
+def _path_operand(test: PathTest, text: str) -> str:
+    """A prefix or exact operand spelt as the paths it meets; one holding a query string or a
+    fragment stays as written (the path compared has none, so it never holds)."""
+    if "?" in text or "#" in text:
+        return lower_ascii(text)
+    return normal_prefix(text) if test == "prefix" else normal_path(text)
 
 
 def _regex(pattern: str, path: str, flags: int) -> re.Pattern[str]:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 from truthlens.gateway import openai_body, responses_body
 from truthlens.gateway.chat_stream import ChatStream
+from truthlens.gateway.paths import normal_path
 from truthlens.gateway.responses_stream import ResponsesStream
 
 if TYPE_CHECKING:
@@ -165,6 +166,7 @@ RESPONSES = ResponsesEndpoint()
 
 def for_path(path: str) -> Endpoint:
     """The API a request path speaks: the Responses API for ``.../responses`` (``/v1/responses``,
-    also behind a path prefix), chat completions for everything else, as before it existed."""
-    path = path.split("?", 1)[0].rstrip("/")
-    return RESPONSES if path.endswith("/responses") else CHAT
+    also behind a path prefix), chat completions for everything else, as before it existed. The
+    path is read as path conditions read it (:func:`~truthlens.gateway.paths.normal_path`), so
+    ``/v1/Responses/`` and ``/v1/responses;x`` are the Responses API too."""
+    return RESPONSES if normal_path(path).endswith("/responses") else CHAT

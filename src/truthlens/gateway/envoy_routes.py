@@ -15,16 +15,18 @@ conditions) become one route each. Emission stops at the first decision Envoy ca
 exactly: a rule on the model or the user's text (the body decides), or a condition without an
 exact Envoy equivalent. Every route after that point is the catch-all through the processor.
 
-Condition → Envoy matcher:
+Condition → Envoy matcher (paths are read by one rule on both sides,
+:func:`truthlens.gateway.paths.normal_path`: no query string or ``;params``, lower case, no
+trailing slash; :mod:`truthlens.gateway.re2_syntax` folds that rule into each regex):
 
-- path ``prefix`` / ``exact`` → ``prefix`` / ``path`` (both compare the path without its query
-  string, as the processor does); ``regex`` (Python ``re.search``) → ``safe_regex`` (RE2, which
-  must match the whole path) rebuilt from the parsed pattern as ``.*(?:…).*`` — only the
-  constructs both engines read alike (literals, classes of literals and ranges, ``.``, groups,
-  alternation, repeats, ``^`` and ``$``; ASCII only);
+- path ``prefix`` / ``exact`` / ``regex`` → ``safe_regex`` (RE2, matched on the whole path less
+  its query string) built from ``^prefix``, ``^exact$`` or the pattern, searched as the processor
+  searches (``re.search``) — only the constructs both engines read alike (literals, classes of
+  literals and ranges without ``/`` or ``;``, groups, alternation, repeats, ``^`` and ``$``;
+  ASCII only); the prefix ``/`` stays Envoy's ``prefix: /``;
 - header ``value`` / ``contains`` / ``present`` → ``string_match.exact`` / ``string_match.contains``
-  / ``present_match`` (names lower-case on both sides; repeated headers are joined with ``,`` on
-  both sides); NOT of ``value`` / ``contains`` → ``invert_match`` with
+  / ``present_match`` (names lower-case on both sides; a repeated header holds a test when one of
+  its values does, on both sides); NOT of ``value`` / ``contains`` → ``invert_match`` with
   ``treat_missing_header_as_empty`` (an absent header does not hold the value, so its NOT holds),
   except NOT of an empty ``value`` (an absent header would then read as holding it);
 - NOT of a path condition, two path conditions in one AND branch: no exact equivalent.
@@ -52,6 +54,7 @@ from truthlens.gateway.decisions import (
     PathRule,
     Rule,
 )
+from truthlens.gateway.paths import PARAMS_RE2
 
 DEFAULT_CLUSTER = "llm_upstream"
 DEFAULT_TIMEOUT = "300s"
@@ -269,15 +272,17 @@ def _path_match(rule: PathRule) -> dict[str, Any]:
     if rule.test != "regex" and ("?" in rule.operand or "#" in rule.operand):
         # The processor compares the path without its query string, so such a rule never holds.
         raise _Inexact(f"path {rule.test} {rule.operand!r} holds a '?' or '#'")
-    if rule.test == "prefix":
-        return {"prefix": rule.operand}
+    if rule.test == "prefix" and rule.operand == "/":
+        return {"prefix": "/"}  # every path
+    if rule.test == "exact" and rule.operand == "/":
+        return {"safe_regex": {"regex": f"(?:/(?:{PARAMS_RE2})?)+"}}  # the root, however spelt
+    pattern = rule.operand if rule.test == "regex" else "^" + re.escape(rule.operand)
     if rule.test == "exact":
-        return {"path": rule.operand}
+        pattern += "$"
     try:
-        regex = re2_syntax.to_re2(rule.operand)
+        return {"safe_regex": {"regex": re2_syntax.path_regex(pattern)}}
     except ValueError as exc:
-        raise _Inexact(f"path regex {rule.operand!r}: {exc}") from None
-    return {"safe_regex": {"regex": f".*(?:{regex}).*"}}
+        raise _Inexact(f"path {rule.test} {rule.operand!r}: {exc}") from None
 
 
 def _header_match(rule: HeaderRule, negated: bool) -> dict[str, Any]:

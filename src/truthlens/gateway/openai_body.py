@@ -368,21 +368,37 @@ def changed_texts(originals: Sequence[str], change: Rewrite) -> dict[int, str]:
     return finals
 
 
-def without_field(body: bytes, name: str) -> bytes | None:
+def without_field(body: bytes, name: str, *, strict: bool = False) -> bytes | None:
     """``body`` (a JSON object) without its top-level field ``name``, or None when it has no
     such field or is not a JSON object. Used to strip the context extension field from a
     request that cannot be checked (over the route's limit, a malformed field): it never
-    reaches the upstream, whatever its shape."""
-    if f'"{name}"'.encode() not in body:
+    reaches the upstream, whatever its shape. ``strict``: a body that mentions ``name`` but is
+    not JSON raises :class:`BodyError` (``malformed_json``) instead of reading as "no field"."""
+    if not mentions(body, name):
         return None
     try:
         doc = json.loads(body)
-    except ValueError:
+    except ValueError as exc:
+        if strict:
+            raise BodyError("malformed_json", f"request body is not valid JSON ({exc}) and mentions '{name}', "
+                            "which the gateway cannot remove from it") from None
         return None
     if not isinstance(doc, dict) or name not in doc:
         return None
     del doc[name]
     return encode_json(doc)
+
+
+_ASCII_ESCAPE = re.compile(rb"\\u00([0-7][0-9a-fA-F])")
+
+
+def mentions(body: bytes, name: str) -> bool:
+    """Whether ``body`` may hold the JSON key ``name``: spelt out, or with ASCII ``\\u00XX``
+    escapes (``"truthlens\\u005fcontext"`` is the same key to a JSON reader)."""
+    raw = name.encode()
+    if raw in body:
+        return True
+    return b"\\u00" in body and raw in _ASCII_ESCAPE.sub(lambda m: bytes([int(m.group(1), 16)]), body)
 
 
 def without_details(body: bytes) -> bytes | None:

@@ -9,8 +9,13 @@ system prompt. Grounding passages come from the context extension field, tool re
 ``file_search_call`` result's text; the route's ``tool_messages``) and, with the route's
 ``system_messages``, the paragraphs of ``instructions`` and of system / developer messages.
 Responses: each ``output`` item of type ``message`` is one answer (as chat's choices are), its
-text the ``output_text`` parts joined. Bodies are decoded once; a response nothing changes in
-is handed back as the original bytes; rewrites keep every field they do not touch.
+text the ``output_text`` parts joined (and parts of type ``text``, which clients render as text:
+they are read and checked like ``output_text`` parts, never reported checked unread). A JSON
+response's top-level ``output_text`` is what many clients read instead of ``output``: when it
+says something else than ``output``'s ``output_text`` parts joined (what the SDKs compute), it
+is checked as an answer of its own, after the messages (index ``len(messages)``), so a
+hallucination in either is found. Bodies are decoded once; a response nothing changes in is
+handed back as the original bytes; rewrites keep every field they do not touch.
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ TOOL_OUTPUT_TYPES = frozenset({"function_call_output", "custom_tool_call_output"
 # Content part types that carry text in an input message (assistant turns echo ``output_text``).
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
 _SAMPLING_KEYS = ("temperature", "top_p")
+# Content part types of an output message whose text is the answer.
+ANSWER_PARTS = frozenset({"output_text", "text"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,10 +184,10 @@ def _text(content: Any, where: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class MessageText:
-    """Where one answer lives in a response: its ``message`` item and ``output_text`` parts."""
+    """Where one answer lives in a response: its ``message`` item and text parts."""
 
     position: int  # index in ``output``
-    parts: tuple[int, ...]  # indices of its output_text parts in the item's ``content``
+    parts: tuple[int, ...]  # indices of its output_text / text parts in the item's ``content``
     texts: tuple[str, ...]  # each part's text
 
     @property
@@ -191,9 +198,12 @@ class MessageText:
 @dataclass(frozen=True, slots=True)
 class ResponsesResponse:
     raw: dict[str, Any]
-    contents: tuple[str, ...]  # one answer per message item, in output order
+    # One answer per message item, in output order; then the top-level output_text when it
+    # says something else (see ``divergent``).
+    contents: tuple[str, ...]
     body: bytes  # the bytes parsed, handed back when nothing changes
     messages: tuple[MessageText, ...] = ()
+    divergent: bool = False  # the top-level output_text differs from output's and is the last answer
 
     def render(self, change: Rewrite) -> bytes:
         """:func:`render_responses_response` of this response."""
@@ -209,11 +219,16 @@ def parse_responses_response(body: bytes) -> ResponsesResponse:
     if doc.get("status") == "failed":
         raise BodyError("bad_response", f"the upstream's response failed: {_error_message(doc.get('error'))}")
     messages = message_texts(doc.get("output"), "output")
-    return ResponsesResponse(raw=doc, contents=tuple(m.text for m in messages), body=body, messages=messages)
+    contents = tuple(m.text for m in messages)
+    top = doc.get("output_text")
+    divergent = isinstance(top, str) and top != output_text(doc["output"])
+    if isinstance(top, str) and divergent:
+        contents += (top,)
+    return ResponsesResponse(raw=doc, contents=contents, body=body, messages=messages, divergent=divergent)
 
 
 def message_texts(output: Any, where: str) -> tuple[MessageText, ...]:
-    """The ``message`` items of a response's ``output`` list and their ``output_text`` parts."""
+    """The ``message`` items of a response's ``output`` list and their text parts."""
     if not isinstance(output, list):
         raise BodyError("bad_response", f"response has no '{where}' list")
     messages = []
@@ -227,7 +242,7 @@ def message_texts(output: Any, where: str) -> tuple[MessageText, ...]:
             raise BodyError("bad_response", f"{where}[{pos}].content is not a list")
         parts, texts = [], []
         for j, part in enumerate(content):
-            if isinstance(part, dict) and part.get("type") == "output_text":
+            if isinstance(part, dict) and part.get("type") in ANSWER_PARTS:
                 text = part.get("text")
                 if not isinstance(text, str):
                     raise BodyError("bad_response", f"{where}[{pos}].content[{j}].text is not a string")
@@ -238,17 +253,21 @@ def message_texts(output: Any, where: str) -> tuple[MessageText, ...]:
 
 
 def render_responses_response(resp: ResponsesResponse, change: Rewrite) -> bytes:
-    """The response with ``change`` written into each changed answer's ``output_text`` parts
-    (and into the top-level ``output_text`` when the upstream sent one) and its details as the
+    """The response with ``change`` written into each changed answer's text parts (and into the
+    top-level ``output_text`` when the upstream sent one: recomputed from ``output``, or, when it
+    was divergent, its own answer's final text) and its details as the
     field ``truthlens``; an upstream-written ``truthlens`` field never survives. The original
     bytes when nothing changes."""
     def write(doc: dict[str, Any], finals: Mapping[int, str]) -> None:
         output = list(doc["output"])
         for index, text in finals.items():
+            if index == len(resp.messages):  # the divergent top-level output_text, an answer of its own
+                doc["output_text"] = text
+                continue
             message = resp.messages[index]
             output[message.position] = with_text(output[message.position], message, text)
         doc["output"] = output
-        if isinstance(doc.get("output_text"), str):
+        if isinstance(doc.get("output_text"), str) and not resp.divergent:
             doc["output_text"] = output_text(output)
 
     return render_answers(resp.raw, resp.body, resp.contents, change, write)

@@ -49,6 +49,8 @@ repeats unless ``cycle``). Control endpoints: ``POST /_script`` (replace the rul
 
     decode_paths: false   # serve a path the way a lenient server reads it: percent-decoded (%2F
                           # included), repeated slashes merged, dot segments resolved
+    loose_paths: false    # serve a path the way a loose router reads it: any case, trailing
+                          # slashes and ;params ignored (/V1/Responses/, /v1/responses;x)
     extra_headers: {}     # response headers added to every answer (chat, models, health)
 
 Run: ``truthlens upstream --host 127.0.0.1 --port 8000 [--script FILE]`` (the same as
@@ -76,6 +78,7 @@ from urllib.parse import unquote
 import yaml
 from aiohttp import web
 
+from truthlens.gateway.paths import normal_path
 from truthlens.modes.quoting import read_data
 from truthlens.testing import responses_upstream
 from truthlens.testing.span_judge import JudgeScript, JudgeScriptError, asks_for_spans, judge, parse_judge_script
@@ -382,6 +385,7 @@ class ScriptedUpstream:
         self._ids = 0
         self._runner: web.AppRunner | None = None
         self.decode_paths = decode_paths
+        self.loose_paths = False
         self.extra_headers: dict[str, str] = dict(extra_headers or {})
         self.app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[self._lenient])
         self.app.router.add_post("/v1/chat/completions", self._chat)
@@ -492,21 +496,25 @@ class ScriptedUpstream:
                 self.set_options(await request.json())
             except (ScriptError, ValueError) as exc:
                 return web.json_response({"error": str(exc)}, status=400)
-        return web.json_response({"decode_paths": self.decode_paths, "extra_headers": self.extra_headers})
+        return web.json_response({"decode_paths": self.decode_paths, "loose_paths": self.loose_paths,
+                                  "extra_headers": self.extra_headers})
 
     def set_options(self, raw: Any) -> None:
         """Apply ``/_options`` keys (each optional); a bad key or value changes nothing."""
         if not isinstance(raw, Mapping):
             raise ScriptError("options: expected a mapping")
-        unknown = set(raw) - {"decode_paths", "extra_headers"}
+        unknown = set(raw) - {"decode_paths", "loose_paths", "extra_headers"}
         if unknown:
             raise ScriptError(f"options: unknown keys {sorted(unknown)}")
         decode = _typed(raw, "decode_paths", bool, "options")
+        loose = _typed(raw, "loose_paths", bool, "options")
         headers = _typed(raw, "extra_headers", dict, "options")
         if headers is not None and not all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items()):
             raise ScriptError("options.extra_headers: names and values must be strings")
         if decode is not None:
             self.decode_paths = decode
+        if loose is not None:
+            self.loose_paths = loose
         if headers is not None:
             self.extra_headers = dict(headers)
 
@@ -517,10 +525,15 @@ class ScriptedUpstream:
     @web.middleware
     async def _lenient(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         """A path no route names: with ``decode_paths``, read it as uvicorn-style servers do
-        (fully percent-decoded, slashes merged, dot segments resolved) and serve that."""
+        (fully percent-decoded, slashes merged, dot segments resolved) and serve that; with
+        ``loose_paths``, as a loose router does (any case, no trailing slash or ;params)."""
         if self.decode_paths and request.match_info.http_exception is not None:
             path = posixpath.normpath(unquote(request.raw_path.split("?", 1)[0]))
             served = self._served.get((request.method, "/" + path.lstrip("/")))
+            if served is not None:
+                return await served(request)
+        if self.loose_paths and request.match_info.http_exception is not None:
+            served = self._served.get((request.method, normal_path(request.raw_path)))
             if served is not None:
                 return await served(request)
         return await handler(request)

@@ -39,7 +39,8 @@ async def check(state: StreamState, checked: CheckedRequest, rt: Runtime, answer
     # A check that ran but could not decide is logged once, by its audit line (with the reason).
     reason = (checking.verdict_reason(verdict) or "mode_error") if verdict.status == "unavailable" else None
     audit.record(state, rt, shown, decision=checked.decision.name, mode=verdict.mode, verdict=verdict.status,
-                 score=verdict.score, latency_s=time.monotonic() - started, reason=reason)
+                 score=verdict.score, latency_s=time.monotonic() - started, reason=reason,
+                 original=audit.original_of(verdict))
     if state.span is not None:
         rt.telemetry.annotate_exchange(state.span, decision=checked.decision.name,
                                        model=checked.request.model, verdict=verdict, outcome=shown.outcome)

@@ -46,7 +46,8 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
     config = state.config
 
     with rt.telemetry.span("truthlens.decision", path=info.path) as span:
-        routed = _route(config, state.api, RequestFacts(info.path, info.method, info.headers), body)
+        routed = _route(config, state.api, RequestFacts(info.path, info.method, info.headers,
+                                                          repeated=info.repeated), body)
         decision = routed.decision
         span.set_attribute("truthlens.decision", decision.name if decision is not None else "")
     route = decision.route if decision is not None else None
@@ -91,7 +92,7 @@ def _route(config: Config, api: Endpoint, facts: RequestFacts, body: bytes) -> _
         return _Routed(early if isinstance(early, Decision) else decisions.match(config, facts), None, exc)
     if isinstance(early, Decision):
         return _Routed(early, decoded)
-    facts = RequestFacts(facts.path, facts.method, facts.headers, decoded.model, decoded.question)
+    facts = RequestFacts(facts.path, facts.method, facts.headers, decoded.model, decoded.question, facts.repeated)
     return _Routed(decisions.match(config, facts), decoded)
 
 
@@ -136,7 +137,7 @@ def _forward_unchecked(
     context = config.hallucination.context
     if decoded is None:
         field = context.extension_field
-        if field is None or f'"{field}"'.encode() not in body:
+        if field is None or not openai_body.mentions(body, field):
             return mutations.passthrough("request_body")
     try:
         return _forward((decoded or api.decode_request(body)).read(context))
@@ -146,10 +147,27 @@ def _forward_unchecked(
 
 
 def _without_context_field(body: bytes, field: str | None) -> pb.ProcessingResponse:
-    """The request as it came, less the context extension field (whatever its shape)."""
-    stripped = openai_body.without_field(body, field) if field else None
+    """The request as it came, less the context extension field (whatever its shape); refused
+    with a 400 when the body mentions the field but is not JSON (see :func:`_unremovable`)."""
+    try:
+        stripped = openai_body.without_field(body, field, strict=True) if field else None
+    except openai_body.BodyError as exc:
+        return _unremovable(exc)
     return mutations.body_reply("request_body", body=stripped) if stripped is not None else mutations.passthrough(
         "request_body")
+
+
+UNREMOVABLE_REASON = "context_field_unremovable"
+
+
+def _unremovable(error: openai_body.BodyError) -> pb.ProcessingResponse:
+    """A body that is not JSON but mentions the context field: the field cannot be cut out of
+    it, and forwarding it would hand the upstream the passages (often private documents) the
+    gateway promises to keep from it. The upstream would refuse invalid JSON with a 400 anyway,
+    so the client loses nothing by getting that 400 here, with the reason named."""
+    body = openai_body.error_json(400, str(error), "invalid_request_error", UNREMOVABLE_REASON)
+    return mutations.immediate_response(400, body, set_headers={"x-truthlens-reason": UNREMOVABLE_REASON},
+                                        details="truthlens_" + UNREMOVABLE_REASON)
 
 
 def _forward(request: ParsedRequest) -> pb.ProcessingResponse:

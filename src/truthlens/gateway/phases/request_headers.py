@@ -18,11 +18,23 @@ def header_dict(header_map: pb.HeaderMap) -> dict[str, str]:
     """Envoy sends lower-case names and puts values in ``raw_value``; repeated names are joined
     with ``,`` as HTTP allows."""
     out: dict[str, str] = {}
-    for h in header_map.headers:
-        value = h.raw_value.decode("utf-8", "replace") if h.raw_value else h.value
-        name = h.key.lower()
+    for name, value in _pairs(header_map):
         out[name] = f"{out[name]},{value}" if name in out else value
     return out
+
+
+def repeated_headers(header_map: pb.HeaderMap) -> dict[str, tuple[str, ...]]:
+    """Each value of every header that came more than once (route rules test them one by one,
+    as Envoy's route matchers do)."""
+    values: dict[str, list[str]] = {}
+    for name, value in _pairs(header_map):
+        values.setdefault(name, []).append(value)
+    return {name: tuple(v) for name, v in values.items() if len(v) > 1}
+
+
+def _pairs(header_map: pb.HeaderMap) -> list[tuple[str, str]]:
+    return [(h.key.lower(), h.raw_value.decode("utf-8", "replace") if h.raw_value else h.value)
+            for h in header_map.headers]
 
 
 def handle(state: StreamState, msg: pb.ProcessingRequest) -> tuple[pb.ProcessingResponse, PhasePlan]:
@@ -38,9 +50,11 @@ def handle(state: StreamState, msg: pb.ProcessingRequest) -> tuple[pb.Processing
             path = fields["request.path"].string_value or path
         if "request.method" in fields:
             method = fields["request.method"].string_value or method
-    state.info = RequestInfo(path=path, method=method, headers=headers)
+    repeated = repeated_headers(request.headers)
+    state.info = RequestInfo(path=path, method=method, headers=headers, repeated=repeated)
     state.api = endpoints.for_path(path)
-    needs = phase_plan.plan(state.config, RequestFacts(path, method, headers), has_body=not request.end_of_stream)
+    facts = RequestFacts(path, method, headers, repeated=repeated)
+    needs = phase_plan.plan(state.config, facts, has_body=not request.end_of_stream)
     if needs.matched is not None:
         # Known now; the request body phase (when there is one) decides it again on the body.
         state.matched = needs.matched

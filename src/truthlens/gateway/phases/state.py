@@ -10,6 +10,8 @@ from truthlens.gateway.endpoints import CHAT, Endpoint
 from truthlens.gateway.lifecycle import Lifecycle
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from truthlens.gateway.config import Config, ConfigStore, Decision, RouteSettings
     from truthlens.gateway.endpoints import ParsedRequest, StreamCodec
     from truthlens.gateway.presentation import Presentation
@@ -36,6 +38,8 @@ class RequestInfo:
     path: str
     method: str
     headers: dict[str, str]  # lower-case names
+    # Each value of a header that came more than once (decision rules test them one by one).
+    repeated: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def traceparent(self) -> str | None:
