@@ -33,7 +33,7 @@ def shipped(stack: Stack) -> Iterator[Stack]:
     try:
         yield stack
     finally:
-        if not stack.processor_alive:
+        if not stack.processor_alive():
             stack.start_processor()
             stack.wait_processor()
 
