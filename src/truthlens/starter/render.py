@@ -131,6 +131,8 @@ def _cluster(upstream: Upstream) -> str:
         "    # The model server (`truthlens init --upstream`): the same address as config.yaml's models.",
         "    - name: llm_upstream",
         f"      type: {'STATIC' if upstream.is_ip else 'STRICT_DNS'}",
+        # A name with both an IPv4 and an IPv6 address (localhost): IPv4 first, as most servers listen.
+        *([] if upstream.is_ip else ["      dns_lookup_family: V4_PREFERRED"]),
         "      connect_timeout: 5s",
         "      per_connection_buffer_limit_bytes: 8388608",
         "      load_assignment:",
