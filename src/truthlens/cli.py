@@ -61,8 +61,16 @@ def _parser() -> argparse.ArgumentParser:
     init = sub.add_parser("init", help="write a starter config.yaml, envoy.yaml and docker-compose.yaml")
     init.add_argument("dir", nargs="?", default=".", help="where to write them (default: here)")
     init.add_argument("--force", action="store_true", help="overwrite existing files")
+    init.add_argument("--example", metavar="NAME",
+                      help="write this example config instead of the starter one (standard, premium, acr, auto, "
+                      "cascade, llm-detector, remote)")
+    init.add_argument("--upstream", metavar="URL",
+                      help="the OpenAI-compatible model server, e.g. https://vllm.internal:8443/v1 (default "
+                      "http://127.0.0.1:8000/v1): written into Envoy's llm_upstream cluster and the config's models")
     check = sub.add_parser("check-config", help="validate a config file offline (exit 1 naming the bad key)")
     check.add_argument("file")
+    check.add_argument("--envoy", metavar="ENVOY_YAML",
+                       help="also compare this envoy.yaml's routes with the ones the config needs (warnings)")
     routes = sub.add_parser(
         "envoy-routes",
         help="print Envoy routes that skip the processor for detection-off decisions (YAML, for envoy.yaml)",
@@ -165,7 +173,7 @@ def _init(ns: argparse.Namespace) -> int:
 
     target = Path(ns.dir)
     try:
-        written = write_starter(target, force=ns.force)
+        written = write_starter(target, force=ns.force, example=ns.example, upstream=ns.upstream)
     except (InitError, OSError) as exc:
         print(f"truthlens init: {exc}", file=sys.stderr)
         return 1
@@ -174,11 +182,12 @@ def _init(ns: argparse.Namespace) -> int:
     where = "" if target == Path(".") else f"cd {target} && "
     print(
         "\nnext:\n"
-        f"  {where}truthlens check-config config.yaml\n"
-        "  truthlens upstream --port 8000 &          # a scripted model (test double); or your own on :8000\n"
-        "  truthlens serve --config config.yaml &    # the processor on 127.0.0.1:50051\n"
-        "  envoy -c envoy.yaml                       # clients call http://127.0.0.1:10000/v1\n"
-        "  (or: docker compose up -d)"
+        f"  {where}truthlens check-config config.yaml --envoy envoy.yaml\n"
+        + ("" if ns.upstream else
+           "  truthlens upstream --demo --port 8000 &   # a scripted model (test double); or init --upstream URL\n")
+        + "  truthlens serve --config config.yaml &    # the processor on 127.0.0.1:50051\n"
+        + "  envoy -c envoy.yaml                       # clients call http://127.0.0.1:10000/v1\n"
+        + "  (or: docker compose up -d)"
     )
     return 0
 
@@ -199,8 +208,20 @@ def _check_config(ns: argparse.Namespace) -> int:
     config = _validated(ns.file)
     if config is None:
         return 1
+    from truthlens.gateway import coverage
+
     routes = sum(1 for d in config.decisions if d.route is not None)
     print(f"{ns.file}: ok (digest {config.digest}, {len(config.decisions)} decisions, {routes} checked)")
+    warnings = coverage.api_warnings(config)
+    if ns.envoy:
+        try:
+            envoy_yaml = Path(ns.envoy).read_text(encoding="utf-8")
+        except OSError as exc:
+            print(f"{ns.envoy}: {exc}", file=sys.stderr)
+            return 1
+        warnings += [f"{ns.envoy}: {w}" for w in coverage.envoy_warnings(config, envoy_yaml)]
+    for warning in warnings:
+        print(f"warning: {ns.file}: {warning}", file=sys.stderr)
     return 0
 
 

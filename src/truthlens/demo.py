@@ -1,8 +1,9 @@
 """``truthlens demo``: the shipped stack on its shipped ports (Envoy 10000, processor 50051,
-scripted upstream 8000; ``--free-ports`` picks free loopback ports instead), asked with the
-official ``openai`` client, then everything stopped. Only the packaged files are used (the
-starter config, ``envoy.yaml`` and the scripted upstream's demo script), so it runs from any
-directory without a checkout.
+scripted upstream 8000; ``--free-ports`` picks free loopback ports instead), asked over plain
+HTTP the way any OpenAI-compatible client asks (the standard library's ``urllib``: the demo needs
+only the package's own dependencies, not the ``openai`` SDK), then everything stopped. Only the
+packaged files are used (the starter config, ``envoy.yaml`` and the scripted upstream's demo
+script), so it runs from any directory without a checkout.
 
 Without ``--mode``: one grounded and two hallucinated answers (a made-up designer; the wrong
 Apollo 11 astronaut in lunar orbit), plain and streaming, then the Apollo question once more on
@@ -13,22 +14,20 @@ upstream answering what that mode re-asks, and a line saying what the mode chang
 
 from __future__ import annotations
 
-import contextlib
 import json
 import tempfile
-from collections.abc import Mapping
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from email.message import Message
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
 from truthlens import starter
 from truthlens.testing import launch
-
-if TYPE_CHECKING:
-    from openai import OpenAI  # openai: the dev extra (the demo's client)
-    from openai.types.chat import ChatCompletionMessageParam
 
 DEMO_SCRIPT = starter.DEMO_SCRIPT
 PASSAGE = (
@@ -175,19 +174,55 @@ def run_demo(config: Path, mode: str | None = None, *, free_ports: bool = False)
         except launch.LaunchError as exc:
             print(f"demo failed: {exc}")
             return 1
+        except (urllib.error.URLError, OSError) as exc:  # an HTTPError (a status >= 400) included
+            print(f"demo failed: the gateway's answer: {exc}")
+            return 1
         finally:
             for child in reversed(children):
                 child.stop()
     return 0
 
 
-def _client(port: int) -> OpenAI:
-    from openai import OpenAI
+@dataclass(frozen=True, slots=True)
+class Client:
+    """Chat completions through Envoy over plain HTTP: what the ``openai`` SDK sends, without it."""
 
-    return OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="demo-key-not-used", max_retries=0)
+    base_url: str
+    timeout_s: float = 180.0  # standard and premium re-ask the (scripted) model
+
+    def post(self, body: dict[str, Any], headers: Mapping[str, str]) -> urllib.request.Request:
+        data = json.dumps(body).encode("utf-8")
+        all_headers = {"content-type": "application/json", "authorization": "Bearer demo-key-not-used", **headers}
+        return urllib.request.Request(f"{self.base_url}/chat/completions", data=data, headers=all_headers)
+
+    def complete(self, body: dict[str, Any], headers: Mapping[str, str]) -> tuple[dict[str, str], dict[str, Any]]:
+        """One JSON exchange: the response's headers and its parsed body."""
+        with urllib.request.urlopen(self.post(body, headers), timeout=self.timeout_s) as resp:
+            return _truthlens_headers(resp.headers), json.loads(resp.read())
+
+    def stream(self, body: dict[str, Any], headers: Mapping[str, str]) -> tuple[dict[str, str], Iterator[Any]]:
+        """One SSE exchange: the response's headers and its ``data:`` events, parsed, up to ``[DONE]``."""
+        resp = urllib.request.urlopen(self.post({**body, "stream": True}, headers), timeout=self.timeout_s)
+
+        def events() -> Iterator[Any]:
+            with resp:
+                for raw in resp:
+                    line = raw.decode("utf-8").strip()
+                    if not line.startswith("data:"):
+                        continue
+                    data = line[len("data:"):].strip()
+                    if data == "[DONE]":
+                        return
+                    yield json.loads(data)
+
+        return _truthlens_headers(resp.headers), events()
 
 
-def _ask_all(client: OpenAI, questions: tuple[tuple[str, str, str], ...]) -> None:
+def _client(port: int) -> Client:
+    return Client(f"http://127.0.0.1:{port}/v1")
+
+
+def _ask_all(client: Client, questions: tuple[tuple[str, str, str], ...]) -> None:
     for label, question, passage in questions:
         header = dict([REFINE_HEADER]) if label == REFINED[0] else {}
         print(f"=== {label}: {question}")
@@ -196,7 +231,7 @@ def _ask_all(client: OpenAI, questions: tuple[tuple[str, str, str], ...]) -> Non
         print()
 
 
-def _compare(client: OpenAI, scenario: Scenario) -> None:
+def _compare(client: Client, scenario: Scenario) -> None:
     """The scenario's question on the lightweight route, then on the mode's route."""
     print(f"=== {scenario.mode}: {scenario.does}")
     print(f"question: {scenario.question}")
@@ -215,53 +250,44 @@ def _compare(client: OpenAI, scenario: Scenario) -> None:
         print(f"what {scenario.mode} changed: nothing (the answer stands as lightweight left it)")
 
 
-def _messages(question: str) -> list[ChatCompletionMessageParam]:
-    return [{"role": "user", "content": question}]
+def _request(question: str, passage: str) -> dict[str, Any]:
+    return {"model": "demo-model", "messages": [{"role": "user", "content": question}],
+            "truthlens_context": [passage]}
 
 
-def _ask(client: OpenAI, question: str, passage: str, header: dict[str, str], label: str) -> str:
+def _ask(client: Client, question: str, passage: str, header: dict[str, str], label: str) -> str:
     """One plain request; prints what the client sees and returns the answer's text."""
     headers = {"x-truthlens-include-spans": "true"} | header  # the verdict with its spans and reasons
-    raw = client.chat.completions.with_raw_response.create(
-        model="demo-model", messages=_messages(question), extra_body={"truthlens_context": [passage]},
-        extra_headers=headers,
-    )
-    completion = raw.parse()
-    content = completion.choices[0].message.content or ""
-    print(f"  {label} headers:", _truthlens_headers(raw.headers))
+    shown, completion = client.complete(_request(question, passage), headers)
+    content = str(completion["choices"][0]["message"].get("content") or "")
+    print(f"  {label} headers:", shown)
     print(f"  {label} content:", json.dumps(content, ensure_ascii=False))
     print(f"  {label} spans:  ", json.dumps(_spans(completion), ensure_ascii=False))
     return content
 
 
-def _ask_streaming(client: OpenAI, question: str, passage: str, header: dict[str, str]) -> None:
+def _ask_streaming(client: Client, question: str, passage: str, header: dict[str, str]) -> None:
     headers = {"x-truthlens-include-spans": "true"} | header
-    with client.chat.completions.with_streaming_response.create(
-        model="demo-model", messages=_messages(question), extra_body={"truthlens_context": [passage]},
-        extra_headers=headers, stream=True,
-    ) as resp:
-        print("  streaming headers:", _truthlens_headers(resp.headers))
-        text, verdict = [], None
-        for chunk in resp.parse():
-            for choice in chunk.choices:
-                if choice.delta.content:
-                    text.append(choice.delta.content)
-            extra = getattr(chunk, "model_extra", None) or {}
-            if "truthlens" in extra:
-                verdict = extra["truthlens"]  # the last chunk before [DONE]: the verdict
-        print("  streaming content:", json.dumps("".join(text), ensure_ascii=False))
-        print("  streaming verdict:", json.dumps(verdict))
-def _spans(completion: object) -> list[dict[str, object]]:
+    shown, events = client.stream(_request(question, passage), headers)
+    print("  streaming headers:", shown)
+    text, verdict = [], None
+    for chunk in events:
+        for choice in chunk.get("choices") or []:
+            delta = (choice.get("delta") or {}).get("content")
+            if delta:
+                text.append(delta)
+        if "truthlens" in chunk:
+            verdict = chunk["truthlens"]  # the last chunk before [DONE]: the verdict
+    print("  streaming content:", json.dumps("".join(text), ensure_ascii=False))
+    print("  streaming verdict:", json.dumps(verdict))
+
+
+def _spans(completion: Mapping[str, Any]) -> list[dict[str, object]]:
     """The flagged spans of the first choice: text, probability and what flagged it."""
-    details = (getattr(completion, "model_extra", None) or {}).get("truthlens") or {}
+    details = completion.get("truthlens") or {}
     choices = details.get("choices") or [{}]
     return [{k: s.get(k) for k in ("text", "prob", "reason")} for s in choices[0].get("spans") or []]
 
 
-def _truthlens_headers(headers: object) -> dict[str, str]:
-    items = getattr(headers, "items", None)
-    if items is None:
-        return {}
-    with contextlib.suppress(Exception):
-        return {k: v for k, v in items() if k.lower().startswith("x-truthlens-")}
-    return {}
+def _truthlens_headers(headers: Message) -> dict[str, str]:
+    return {k.lower(): v for k, v in headers.items() if k.lower().startswith("x-truthlens-")}

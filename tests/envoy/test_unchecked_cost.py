@@ -16,11 +16,15 @@ upstream, which here also forges verdict headers and a ``truthlens`` field.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from gateway_routes import CONTEXT, HALLUCINATED
 from harness import Stack, chat_body, decision, parse_sse
+
+from truthlens.gateway import envoy_routes
+from truthlens.gateway.preflight import validate
 
 pytestmark = pytest.mark.envoy
 
@@ -45,6 +49,13 @@ def routes(stack: Stack) -> Iterator[Stack]:
     stack.write_config(stack.config_yaml())  # the shared stack's own config again
 
 
+def own_routes(stack: Stack) -> list[dict[str, Any]]:
+    """Envoy's routes for the running config, as ``truthlens init`` / ``envoy-routes`` write them: the
+    shipped envoy.yaml marks every chat answer as its checked route, while here a chat request
+    without the header matches no decision (the catch-all route, unmarked)."""
+    return envoy_routes.plan(validate(str(stack.config_path)), forward_context_field=True).routes
+
+
 def messages(stack: Stack) -> dict[str, float]:
     return {phase: stack.metric("truthlens_extproc_messages_total", phase=phase) for phase in PHASES}
 
@@ -57,8 +68,10 @@ def counted(stack: Stack, send: Any) -> tuple[Any, dict[str, int]]:
     return resp, {phase: int(after[phase] - before[phase]) for phase in PHASES if after[phase] != before[phase]}
 
 
-def test_an_exchange_no_decision_matches_costs_the_request_headers_and_body_only(routes: Stack) -> None:
-    resp, made = counted(routes, lambda: routes.raw("POST", PATH, chat_body("hallucinated?", context=CONTEXT)))
+def test_an_exchange_no_decision_matches_costs_the_request_headers_and_body_only(routes: Stack, tmp_path: Path) -> None:
+    with routes.second_envoy(own_routes(routes), tmp_path) as port:
+        resp, made = counted(routes, lambda: routes.raw("POST", PATH, chat_body("hallucinated?", context=CONTEXT),
+                                                        port=port))
     assert made == {"request_headers": 1, "request_body": 1}
     assert resp.status == 200
     # Still promised: the context field never reaches the upstream, and the upstream's verdict
@@ -79,8 +92,9 @@ def test_a_streamed_answer_no_decision_matches_is_not_read_at_all(routes: Stack)
     assert text == HALLUCINATED
 
 
-def test_without_a_body_or_a_context_field_the_request_headers_are_the_whole_exchange(routes: Stack) -> None:
-    resp, made = counted(routes, lambda: routes.raw("POST", PATH, headers={"content-length": "0"}))
+def test_without_a_body_or_a_context_field_the_request_headers_are_the_whole_exchange(routes: Stack, tmp_path: Path) -> None:
+    with routes.second_envoy(own_routes(routes), tmp_path) as port:
+        resp, made = counted(routes, lambda: routes.raw("POST", PATH, headers={"content-length": "0"}, port=port))
     assert made == {"request_headers": 1}
     assert resp.status == 400  # the upstream's own answer to an empty chat request, passed through
     assert not any(name.startswith("x-truthlens-") for name in resp.headers)

@@ -30,6 +30,14 @@ trailing slash; :mod:`truthlens.gateway.re2_syntax` folds that rule into each re
   ``treat_missing_header_as_empty`` (an absent header does not hold the value, so its NOT holds),
   except NOT of an empty ``value`` (an absent header would then read as holding it);
 - NOT of a path condition, two path conditions in one AND branch: no exact equivalent.
+
+A checked decision's routes carry the *unchecked mark*: Envoy adds ``x-truthlens-detected:
+unavailable`` and ``x-truthlens-reason: processor_unreachable`` to every answer on them, and the
+processor, which sees the response headers with the mark on every exchange of a checked decision,
+replaces or removes it. An answer the processor never saw (down, unreachable: Envoy fails open)
+keeps the mark, so unchecked is never silent. (The route config needs
+``most_specific_header_mutations_wins: true`` so that the virtual host's removal of forged headers
+runs before the route adds the mark; the shipped ``envoy.yaml`` sets it.)
 """
 
 from __future__ import annotations
@@ -66,6 +74,14 @@ MAX_ROUTES_PER_DECISION = 32
 # The paths of the shipped envoy.yaml that carry no answers and never went through the processor.
 SHIPPED_BYPASSED_PATHS = ("/v1/models", "/health")
 _DURATION = re.compile(r"^[0-9]+(\.[0-9]+)?s$")
+# What Envoy writes on a checked route until the processor replaces it (see the module docstring).
+UNCHECKED_MARK: dict[str, str] = {"x-truthlens-detected": "unavailable", "x-truthlens-reason": "processor_unreachable"}
+
+
+def unchecked_mark() -> list[dict[str, Any]]:
+    """The ``response_headers_to_add`` of a checked route: the mark, overwriting any value."""
+    return [{"header": {"key": k, "value": v}, "append_action": "OVERWRITE_IF_EXISTS_OR_ADD"}
+            for k, v in UNCHECKED_MARK.items()]
 
 
 class RoutesError(ValueError):
@@ -140,6 +156,8 @@ def plan(config: Config, *, cluster: str = DEFAULT_CLUSTER, timeout: str = DEFAU
                                      "match": match, "route": dict(target)}
             if off:
                 route["typed_per_filter_config"] = _disabled()
+            else:
+                route["response_headers_to_add"] = unchecked_mark()
             head = f'decision "{decision.name}" (priority {decision.priority}, {kind})'
             if len(matches) > 1:
                 head += f", OR branch {i + 1} of {len(matches)}"
@@ -173,6 +191,9 @@ def render(result: RoutePlan, *, source: str = "", digest: str = "") -> str:
         "# check, the processor's metrics do not count the exchange, and no body-level scrub of verdict",
         "# fields or stream events the upstream forged (forged X-TruthLens-* headers are still removed by",
         "# the virtual host's response_headers_to_remove), no request body size limit from buffering.",
+        "# A checked decision's routes mark every answer `x-truthlens-detected: unavailable`,",
+        "# `x-truthlens-reason: processor_unreachable` until the processor replaces it (needs",
+        "# most_specific_header_mutations_wins: true on the route_config, as the shipped envoy.yaml has).",
         "# Regenerate whenever the config's decisions change.",
     ]
     lines += [f"# {note}" for note in result.notes]

@@ -52,6 +52,10 @@ REASONS: dict[str, tuple[int, str]] = {
     # the check ran: an answer released without one (the processor stopped, or the answer was
     # larger than Envoy buffers) keeps it.
     "unfinished": (503, "the check did not finish; the answer was released unchanged"),
+    # Written by Envoy, not the processor: the route's unchecked mark (envoy.yaml's checked routes),
+    # which the processor replaces on every exchange it sees; an answer keeps it when the
+    # processor never saw it (down or unreachable, Envoy failing open).
+    "processor_unreachable": (503, "the processor did not see the answer (down or unreachable); Envoy let it through"),
 }
 
 UPSTREAM_STATUS = 502  # a fail-closed refusal caused by the upstream's answer

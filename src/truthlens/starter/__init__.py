@@ -2,41 +2,62 @@
 ``config.yaml`` (the processor), ``envoy.yaml`` (Envoy in front of it) and
 ``docker-compose.yaml`` (both, plus a scripted upstream) agree on their addresses, and
 ``truthlens init`` writes the three of them; ``demo_script.yaml`` is what the scripted upstream
-answers in ``truthlens demo``. In a checkout the first two are the repository's own
-``configs/config.yaml`` and ``envoy.yaml`` (the files the tests run), not copies."""
+answers in ``truthlens demo`` (and ``truthlens upstream --demo``); ``examples/`` holds the example
+configs (``truthlens init --example NAME``). In a checkout these are the repository's own
+``configs/config.yaml``, ``envoy.yaml``, ``deploy/demo_script.yaml`` and ``configs/examples/``
+(the files the tests run), not copies; the wheel holds them as files."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+from truthlens.starter.render import InitError, compose_text, config_text, envoy_text, parse_upstream
+
+__all__ = ["CONFIG", "COMPOSE", "DEMO_SCRIPT", "ENVOY", "EXAMPLES_DIR", "INIT_NAMES", "InitError", "examples",
+           "write_starter"]
 
 STARTER_DIR = Path(__file__).resolve().parent
 CONFIG = STARTER_DIR / "config.yaml"
 ENVOY = STARTER_DIR / "envoy.yaml"
 COMPOSE = STARTER_DIR / "docker-compose.yaml"
 DEMO_SCRIPT = STARTER_DIR / "demo_script.yaml"
-# What ``truthlens init`` writes, by the name it gives each file.
-INIT_FILES: tuple[tuple[str, Path], ...] = (
-    ("config.yaml", CONFIG),
-    ("envoy.yaml", ENVOY),
-    ("docker-compose.yaml", COMPOSE),
-)
+EXAMPLES_DIR = STARTER_DIR / "examples"
+# What ``truthlens init`` writes (the names it gives the files).
+INIT_NAMES = ("config.yaml", "envoy.yaml", "docker-compose.yaml")
 
 
-class InitError(RuntimeError):
-    """``truthlens init`` would overwrite a file (without ``force``) or cannot write."""
+def examples() -> list[str]:
+    """The example configs ``truthlens init --example`` writes, by name."""
+    return sorted(p.stem for p in EXAMPLES_DIR.glob("*.yaml"))
 
 
-def write_starter(target: Path, *, force: bool = False) -> list[Path]:
-    """Write the starter files into ``target`` (created if missing); returns the paths written.
-    Refuses, before writing anything, when one already exists and ``force`` is False."""
-    target.mkdir(parents=True, exist_ok=True)
-    existing = [target / name for name, _ in INIT_FILES if (target / name).exists()]
+def write_starter(target: Path, *, force: bool = False, example: str | None = None,
+                  upstream: str | None = None) -> list[Path]:
+    """Write the starter config (or the example ``example``), the envoy.yaml with its routes and
+    the compose file into ``target`` (created if missing), the model server at ``upstream`` (a URL;
+    default ``http://127.0.0.1:8000/v1``) in both config and Envoy; returns the paths written.
+    Refuses, before writing anything, when one already exists and ``force`` is False, or when
+    what would be written is invalid."""
+    source = CONFIG
+    if example is not None:
+        source = EXAMPLES_DIR / f"{example}.yaml"
+        if example not in examples():
+            raise InitError(f"--example {example!r}: no such example (one of {', '.join(examples())})")
+    where = parse_upstream(upstream) if upstream is not None else None
+    config = config_text(source.read_text(encoding="utf-8"), where)
+    texts = {
+        "config.yaml": config,
+        "envoy.yaml": envoy_text(ENVOY.read_text(encoding="utf-8"), config, where),
+        "docker-compose.yaml": compose_text(COMPOSE.read_text(encoding="utf-8"), where),
+    }
+    existing = [target / name for name in INIT_NAMES if (target / name).exists()]
     if existing and not force:
         names = ", ".join(str(p) for p in existing)
         raise InitError(f"{names} already exist{'s' if len(existing) == 1 else ''} (--force overwrites)")
+    target.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, source in INIT_FILES:
+    for name in INIT_NAMES:
         out = target / name
-        out.write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
+        out.write_text(texts[name], encoding="utf-8")
         written.append(out)
     return written

@@ -783,11 +783,23 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Scripted OpenAI-compatible upstream (a test double, not a model)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--script", help="YAML/JSON file with the rules")
+    scripts = parser.add_mutually_exclusive_group()
+    scripts.add_argument("--script", help="YAML/JSON file with the rules (default: none; every request gets the "
+                         "fallback answer)")
+    scripts.add_argument("--demo", action="store_true",
+                         help="the rules truthlens demo uses (the packaged demo script): the demo's questions get "
+                         "its grounded, hallucinated and re-asked answers")
     parser.add_argument("--decode-paths", action="store_true",
                         help="serve percent-encoded, doubled-slash and dot-segment paths decoded (a lenient server)")
     args = parser.parse_args(argv)
-    rules = load_script(args.script) if args.script else ()
+    script = args.script
+    if args.demo:
+        from truthlens.starter import DEMO_SCRIPT
+
+        script = str(DEMO_SCRIPT)
+    rules = load_script(script) if script else ()
+    print(f"scripted upstream (a test double, not a model) on http://{args.host}:{args.port}/v1, "
+          f"{len(rules)} rules{f' from {script}' if script else ''}", flush=True)
     try:
         asyncio.run(_serve(args.host, args.port, rules, args.decode_paths))
     except KeyboardInterrupt:
