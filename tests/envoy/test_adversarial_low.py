@@ -86,7 +86,9 @@ def test_an_upstream_that_drops_a_held_stream_is_an_explicit_error_not_an_empty_
     # part-way, nothing has reached the client yet and Envoy answers with its own 502.
     resp = _post(low, chat_body("drop-stream", context=CONTEXT, stream=True), route)
     assert resp.status == 502
-    assert "x-truthlens-detected" not in resp.headers  # nothing claims a check
+    # Nothing claims a check: Envoy's own error reply keeps the route's "unchecked" mark, which only
+    # the processor replaces, and the processor never sees a reply Envoy makes itself.
+    assert resp.headers["x-truthlens-detected"] == "unavailable"
 
 
 def test_a_fail_closed_route_blames_the_upstream_for_its_bad_body(low: Stack) -> None:

@@ -50,8 +50,11 @@ def test_processor_down_fails_open_and_comes_back(gateway: Stack) -> None:
         resp = gateway.raw("POST", PATH, chat_body("hallucinated?", context=CONTEXT))
         assert resp.status == 200
         assert resp.json()["choices"][0]["message"]["content"] == HALLUCINATED
-        # Unchecked answers carry no verdict at all: nothing claims they were checked.
-        assert not any(k.startswith("x-truthlens") for k in resp.headers)
+        # Unchecked answers say so: Envoy's route mark, which only the processor replaces.
+        assert resp.headers["x-truthlens-detected"] == "unavailable"
+        assert resp.headers["x-truthlens-reason"] == "processor_unreachable"
+        assert sorted(k for k in resp.headers if k.startswith("x-truthlens")) == [
+            "x-truthlens-detected", "x-truthlens-reason"]
     finally:
         gateway.start_processor()
         gateway.wait_processor()
