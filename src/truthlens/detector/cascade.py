@@ -164,8 +164,9 @@ def _quoted(span: Span, quotes: Iterable[Span]) -> bool:
 def summarize(detections: Iterable[Detection], status: str) -> tuple[Summary, str | None] | None:
     """What the cascade did to an exchange (its choices' detections, the verdict's ``status``):
     ``unavailable`` (with why) when any confirmation failed, else ``confirmed`` when any span
-    was confirmed, else ``facts_stand`` when only fact-check spans stand, else ``cleared``; ``not_needed`` for a clean verdict nobody had to confirm; None
-    when no detection went through the cascade otherwise (an unavailable check)."""
+    was confirmed, else ``facts_stand`` when only fact-check spans stand, else ``cleared``;
+    ``not_needed`` for a clean verdict nobody had to confirm; None when no detection went
+    through the cascade otherwise (an unavailable check)."""
     reasons = [d.reason or "" for d in detections]
     failed = [r[len(_UNAVAILABLE_PREFIX):] for r in reasons if r.startswith(_UNAVAILABLE_PREFIX)]
     if failed:

@@ -16,9 +16,10 @@ endpoint's timeout ran out), ``llm_unavailable`` (connection refused, 5xx after 
 ``max_reply_bytes``), ``llm_bad_output`` (the reply is not the schema's object, was cut off by
 ``max_tokens``, or quotes only text the answer does not contain: a judge that names nothing of
 this answer has not checked it). A reply that quotes some such text besides text the answer
-holds keeps the spans it located, with reason ``llm_invented_quotes``. Anything else a reply can do to the reading is contained the
-same way (``llm_error``): a check never fails as a whole because one reply was odd. ``detect_many`` runs one call per
-answer at once; ``batching.max_in_flight`` bounds the calls in flight across all streams.
+holds keeps the spans it located, with reason ``llm_invented_quotes``. Anything else a reply
+can do to the reading is contained the same way (``llm_error``): a check never fails as a whole
+because one reply was odd. ``detect_many`` runs one call per answer at once;
+``batching.max_in_flight`` bounds the calls in flight across all streams.
 """
 
 from __future__ import annotations
