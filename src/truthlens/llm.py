@@ -4,7 +4,10 @@
 aiohttp session per event loop. Every call has a per-attempt timeout (the endpoint's) and an
 optional absolute ``deadline`` (``time.monotonic()``) that it never waits past; connection
 errors and 5xx answers are retried with full-jitter backoff, bounded by the endpoint's
-``max_retries`` and by the deadline. Each call is one OpenTelemetry client span (GenAI
+``max_retries`` and by the deadline. A reply is read only up to the endpoint's
+``max_reply_bytes`` (a content-length over it is refused before anything is read, a body
+without one is cut off there): the model server decides a reply's size, so it must never decide
+the processor's memory (``LLMError("too_large")``, not retried). Each call is one OpenTelemetry client span (GenAI
 semantic conventions: ``chat {model}``, ``gen_ai.request.model``, ``gen_ai.usage.*``), started
 with the tracer the client is given, and every attempt carries that span's W3C ``traceparent``
 so the model server's own spans join the exchange's trace; and one ``on_call(model, role)``
@@ -34,10 +37,16 @@ from truthlens.tracing import NO_TRACER, inject_trace_context
 
 log = logging.getLogger(__name__)
 
+# A chat reply of n choices with per-token log-probs stays well under this; a reply over it is
+# an endpoint misbehaving (or hostile), not an answer worth holding in memory.
+DEFAULT_MAX_REPLY_BYTES = 8 * 1024 * 1024
+_READ_CHUNK = 64 * 1024
+
 
 class LLMError(Exception):
     """A call failed for good (after retries). ``reason`` is a short metric-safe label:
-    ``timeout``, ``connect``, ``http_5xx``, ``http_4xx``, ``bad_response``, ``budget``, ``unknown_model``."""
+    ``timeout``, ``connect``, ``http_5xx``, ``http_4xx``, ``bad_response``, ``too_large``, ``budget``,
+    ``unknown_model``."""
 
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
@@ -95,9 +104,11 @@ class Endpoint:
     timeout_s: float = 30.0  # per attempt
     max_retries: int = 2  # extra attempts after the first, on connection errors and 5xx
     served_model: str | None = None  # the name sent upstream; None: the configured name
+    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES  # a longer reply is refused (too_large), never held
 
 
 OnCall = Callable[[str, str], None]  # (model, role)
+
 
 _RETRYABLE = frozenset({"connect", "http_5xx"})
 
@@ -212,7 +223,7 @@ class LLMClient:
                     raise LLMError("budget", f"{call.model}: no time left in the exchange budget")
                 timeout = min(timeout, left)
             try:
-                return await self._attempt(url, headers, body, call, timeout, deadline), attempt
+                return await self._attempt(url, headers, body, call, timeout, deadline, ep.max_reply_bytes), attempt
             except LLMError as exc:
                 if exc.reason not in _RETRYABLE or attempt > ep.max_retries:
                     raise
@@ -223,26 +234,46 @@ class LLMClient:
                 await asyncio.sleep(pause)
 
     async def _attempt(
-        self, url: str, headers: Mapping[str, str], body: bytes, call: ChatCall, timeout: float, deadline: float | None
+        self, url: str, headers: Mapping[str, str], body: bytes, call: ChatCall, timeout: float,
+        deadline: float | None, max_reply_bytes: int,
     ) -> ChatResult:
         session = self._session_for_loop()
         start = time.monotonic()
         try:
             async with asyncio.timeout(timeout):
                 async with session.post(url, data=body, headers=headers) as resp:
-                    raw = await resp.read()
+                    raw = await _read_bounded(resp, max_reply_bytes, call.model)
                     status = resp.status
         except TimeoutError as exc:
             budget_hit = deadline is not None and time.monotonic() >= deadline - 1e-3
             reason = "budget" if budget_hit else "timeout"
             raise LLMError(reason, f"{call.model}: no answer within {timeout:.3f}s") from exc
-        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
+        except aiohttp.ClientResponseError as exc:
+            # Not HTTP aiohttp can read (a header line over its limit, a broken status line).
+            raise LLMError("bad_response", f"{call.model}: {type(exc).__name__}: {exc}") from exc
+        except aiohttp.ClientError as exc:
             raise LLMError("connect", f"{call.model}: {type(exc).__name__}: {exc}") from exc
         if status >= 500:
             raise LLMError("http_5xx", f"{call.model}: HTTP {status}: {_snippet(raw)}")
         if status >= 400:
             raise LLMError("http_4xx", f"{call.model}: HTTP {status}: {_snippet(raw)}")
         return _parse_result(raw, call, time.monotonic() - start)
+
+
+async def _read_bounded(resp: aiohttp.ClientResponse, limit: int, model: str) -> bytes:
+    """The reply body, refused once it is known to be over ``limit`` bytes: from its
+    content-length before anything is read, else as soon as the bytes read pass it (the
+    connection is then closed, not drained)."""
+    if resp.content_length is not None and resp.content_length > limit:
+        resp.close()
+        raise LLMError("too_large", f"{model}: the reply is {resp.content_length} bytes, over {limit}")
+    buf = bytearray()
+    while chunk := await resp.content.read(_READ_CHUNK):
+        buf += chunk
+        if len(buf) > limit:
+            resp.close()
+            raise LLMError("too_large", f"{model}: the reply is over {limit} bytes")
+    return bytes(buf)
 
 
 def _request_attributes(call: ChatCall, ep: Endpoint) -> dict[str, Any]:
@@ -294,7 +325,8 @@ def _parse_result(raw: bytes, call: ChatCall, latency_s: float) -> ChatResult:
         payload = json.loads(raw)
         items = sorted(payload["choices"], key=lambda c: c.get("index", 0))
         choices = tuple(_parse_choice(c, call.logprobs) for c in items)
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+        # RecursionError: JSON nested deeper than the parser goes is no completion either.
         raise LLMError("bad_response", f"{call.model}: malformed completion: {exc}") from exc
     if not choices:
         raise LLMError("bad_response", f"{call.model}: completion has no choices")
@@ -314,14 +346,24 @@ def _count(value: Any) -> int | None:
 
 
 def _parse_choice(choice: Mapping[str, Any], want_logprobs: bool) -> ChatChoice:
+    """One choice; raises TypeError/KeyError on any shape but the API's (a content that is a
+    number, an object, parts without text strings): callers read ``text`` as a string."""
     content = choice["message"].get("content")
     if isinstance(content, list):  # content parts
-        content = "".join(p.get("text", "") for p in content if isinstance(p, Mapping))
+        texts = [p.get("text", "") for p in content if isinstance(p, Mapping)]
+        if not all(isinstance(t, str) for t in texts):
+            raise TypeError("a content part's text is not a string")
+        content = "".join(texts)
+    if content is not None and not isinstance(content, str):
+        raise TypeError(f"message content is {type(content).__name__}, not a string")
+    finish = choice.get("finish_reason")
+    if finish is not None and not isinstance(finish, str):
+        raise TypeError("finish_reason is not a string")
     logprobs = None
     if want_logprobs and isinstance(choice.get("logprobs"), Mapping):
         entries = choice["logprobs"].get("content") or []
         logprobs = tuple(float(e["logprob"]) for e in entries)
-    return ChatChoice(text=content or "", token_logprobs=logprobs, finish_reason=choice.get("finish_reason"))
+    return ChatChoice(text=content or "", token_logprobs=logprobs, finish_reason=finish)
 
 
 def _snippet(raw: bytes, limit: int = 200) -> str:

@@ -6,6 +6,7 @@ Scripted part: the upstream LLM (``truthlens.testing.upstream``). Real: aiohttp,
 
 from __future__ import annotations
 
+import json
 import math
 import socket
 import time
@@ -15,7 +16,7 @@ import pytest
 from opentelemetry import trace
 from span_capture import SpanCapture, captured_spans
 
-from truthlens.llm import ChatCall, Endpoint, LLMClient, LLMError
+from truthlens.llm import ChatCall, Endpoint, LLMClient, LLMError, _parse_result
 from truthlens.testing.upstream import ScriptedUpstream
 
 MSGS = ({"role": "user", "content": "Where is the Eiffel Tower?"},)
@@ -223,3 +224,41 @@ async def test_no_tracer_no_traceparent() -> None:
         finally:
             await client.aclose()
         assert "traceparent" not in up.calls[0].headers
+
+
+# ---------------------------------------------------------------- replies the endpoint controls
+
+
+@pytest.mark.parametrize(("payload", "label"), [
+    ({"choices": [{"index": 0, "message": {"content": 12345}}]}, "a number as content"),
+    ({"choices": [{"index": 0, "message": {"content": [{"text": 7}]}}]}, "a part whose text is no string"),
+    ({"choices": [{"index": 0, "message": {"content": "ok"}, "finish_reason": ["stop"]}]}, "a list finish_reason"),
+])
+def test_a_completion_of_the_wrong_shape_is_a_bad_response(payload: dict[str, object], label: str) -> None:
+    with pytest.raises(LLMError) as info:
+        _parse_result(json.dumps(payload).encode(), ChatCall(model="m", messages=[], role="judge"), 0.0)
+    assert info.value.reason == "bad_response", label
+
+
+def test_json_nested_past_the_parsers_depth_is_a_bad_response() -> None:
+    with pytest.raises(LLMError) as info:
+        _parse_result(b"[" * 100_000 + b"]" * 100_000, ChatCall(model="m", messages=[], role="judge"), 0.0)
+    assert info.value.reason == "bad_response"
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+async def test_a_reply_over_the_endpoints_bound_is_refused_and_the_client_keeps_working(chunked: bool) -> None:
+    # With a content-length it is refused unread; chunked (none), once the bytes read pass the bound.
+    rules = [{"match": {"user": "huge"}, "reply": {"content": "x" * 1000, "repeat": 200, "chunked": chunked}},
+             {"match": {"model": "m"}, "reply": {"content": "small"}}]
+    async with ScriptedUpstream(rules) as up:
+        client = LLMClient({"m": Endpoint(base_url=up.base_url, max_reply_bytes=50_000, max_retries=0)})
+        try:
+            huge = ChatCall(model="m", messages=({"role": "user", "content": "huge"},), role="judge")
+            with pytest.raises(LLMError) as err:
+                await client.chat(huge)
+            after = await client.chat(call())
+        finally:
+            await client.aclose()
+    assert err.value.reason == "too_large"
+    assert after.choices[0].text == "small"

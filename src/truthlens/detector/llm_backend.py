@@ -12,9 +12,14 @@ Same contract as the encoder backends: inputs over ``max_answer_chars`` / ``max_
 raise :class:`~truthlens.detector.types.InvalidInput`; everything else that keeps a verdict
 from being made is ``unavailable``, never clean — ``llm_timeout`` (the check's budget or the
 endpoint's timeout ran out), ``llm_unavailable`` (connection refused, 5xx after retries),
-``llm_error`` (4xx, a body that is no chat completion), ``llm_bad_output`` (the reply is not
-the schema's object, or was cut off by ``max_tokens``). ``detect_many`` runs one call per
-answer at once; ``batching.max_in_flight`` bounds the calls in flight across all streams.
+``llm_error`` (4xx, a body that is no chat completion, a reply over the endpoint's
+``max_reply_bytes``), ``llm_bad_output`` (the reply is not the schema's object, was cut off by
+``max_tokens``, or quotes only text the answer does not contain: a judge that names nothing of
+this answer has not checked it). A reply that quotes some such text besides text the answer
+holds keeps the spans it located, with reason ``llm_invented_quotes``. Anything else a reply
+can do to the reading is contained the same way (``llm_error``): a check never fails as a whole
+because one reply was odd. ``detect_many`` runs one call per answer at once;
+``batching.max_in_flight`` bounds the calls in flight across all streams.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from collections.abc import Sequence
 
 from opentelemetry import trace
 
-from truthlens.detector.llm_prompt import RESPONSE_FORMAT, MalformedReply, messages, read_quotes
+from truthlens.detector.llm_prompt import PARTLY_INVENTED, RESPONSE_FORMAT, MalformedReply, messages, read_quotes
 from truthlens.detector.quotes import locate_quotes
 from truthlens.detector.types import (
     Detection,
@@ -109,12 +114,17 @@ class LlmDetector:
             if choice.finish_reason == "length":
                 raise MalformedReply(f"cut off at max_tokens={self.llm.max_tokens}")
             quotes = read_quotes(choice.text)
+            located = locate_quotes(item.answer, quotes)
+            if located.invented:
+                self._report_invented(located.invented)
+            if quotes and not located.ranges and located.invented:
+                raise MalformedReply(f"none of its {len(quotes)} quote(s) is in the answer")
         except MalformedReply as exc:
             log.warning("llm detector %r: malformed reply (%s); the check is unavailable", self.llm.model, exc)
             return Detection.unavailable(BAD_OUTPUT, elapsed_ms())
-        located = locate_quotes(item.answer, quotes)
-        if located.invented:
-            self._report_invented(located.invented)
+        except Exception:  # containment: an odd reply costs this answer's check, not the exchange's
+            log.exception("llm detector %r: the reply could not be read; the check is unavailable", self.llm.model)
+            return Detection.unavailable("llm_error", elapsed_ms())
         spans = tuple(Span(start=s, end=e, text=item.answer[s:e], prob=1.0, reason="llm") for s, e in located.ranges)
         score = 1.0 if spans else 0.0
         return Detection(
@@ -122,6 +132,7 @@ class LlmDetector:
             score=score,
             spans=spans,
             latency_ms=elapsed_ms(),
+            reason=PARTLY_INVENTED if located.invented else None,
             chunks=1,
         )
 

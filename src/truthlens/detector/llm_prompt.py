@@ -10,8 +10,10 @@ OpenAI, vLLM (guided decoding) and other OpenAI-compatible servers enforce::
 
 Each quote is to be copied from the answer; :mod:`truthlens.detector.quotes` maps quotes back
 to offsets and drops the ones the answer does not contain. A reply that is not that object
-(prose, cut off, another shape) raises :class:`MalformedReply`: the check is then
-``unavailable``, never clean.
+(prose, cut off, another shape, JSON nested past the parser's depth) raises
+:class:`MalformedReply`: the check is then ``unavailable``, never clean. So does a reply whose
+quotes the answer contains none of (:mod:`truthlens.detector.llm_backend`): it speaks about
+some other text, so it cannot clear this one.
 """
 
 from __future__ import annotations
@@ -56,6 +58,10 @@ SYSTEM = (
     "places, quote them twice, in the order they appear. When the context supports the whole answer, "
     'reply {"spans": []}.'
 )
+# The reason of a detection whose reply also quoted text the answer does not contain (dropped):
+# its silence on a span is not a clear verdict (truthlens.detector.cascade reads it).
+PARTLY_INVENTED = "llm_invented_quotes"
+
 TASK = "Find the parts of the answer in this data block that its context does not support."
 
 
@@ -76,8 +82,9 @@ def read_quotes(text: str) -> list[str]:
     """The quotes of a reply, in the model's order. Raises :class:`MalformedReply`."""
     try:
         payload = json.loads(text)
-    except ValueError as exc:
-        raise MalformedReply(f"not JSON: {exc}") from None
+    except (ValueError, TypeError, RecursionError) as exc:
+        # RecursionError: nesting deeper than the parser goes; TypeError: not text at all.
+        raise MalformedReply(f"not JSON: {type(exc).__name__}: {str(exc)[:200]}") from None
     if not isinstance(payload, dict) or not isinstance(payload.get("spans"), list):
         raise MalformedReply('not an object with a "spans" list')
     quotes = []

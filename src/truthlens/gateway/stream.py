@@ -89,6 +89,8 @@ class Stream:
         state = self._begin(msg, kind)
         if kind == "request_headers":
             reply, needs = request_headers.handle(state, msg)
+            if self.overloaded:  # a fail-closed route its headers decide is refused now
+                reply = overloaded.refuse_early(state) or reply
             self._unchecked = needs.unchecked
             if not needs.unchecked:
                 info = state.info

@@ -25,7 +25,9 @@
    answer already is the synthesis).
 6. The final answer is re-detected against the context; it replaces the upstream's answer only
    when it scores better. ``require_consensus`` turns a claim without any majority into a
-   warning (the choice stays detected) or an abstention.
+   warning (the choice stays detected) or an abstention. A claim no verifier voted on (every
+   verdict about it unreadable or ``unknown``, and the detector not against it) is kept, but it
+   has no consensus: ``x-truthlens-consensus`` is never ``true`` on the primary's word alone.
 7. With ``max_iterations > 1``, a choice still detected after a round goes another round: the
    verifiers see the current answer and its disputed claims, answer again (the critique step
    of multi-agent debate), and steps 3-6 repeat against their new answers.
@@ -118,7 +120,7 @@ class _CrossCheck:
     replaced: int
     removed: int
     unverified: int  # segments no verifier verdict was available for
-    consensus: bool  # every claim has a majority (the primary's or the replacement's)
+    consensus: bool  # every claim has a verifier's vote and a majority (the primary's or the replacement's)
     judge: str  # "not_needed" | "none" | "ok" | "failed:<reason>"
     disputed: tuple[str, ...]  # the primary's claims without a majority
 
@@ -354,8 +356,10 @@ class PremiumMode:
                 replacements[seg] = chosen[1].text if chosen else None
                 if chosen:
                     pending.append((seg, *chosen))
-            consensus = await self._replacements_have_majority(exchange, services, verifiers, pending, len(segs),
-                                                                  disputed)
+            # A claim no verifier voted on (every reply about it unreadable, or unknown) has the
+            # primary's word alone: that is no consensus, whatever the arithmetic of one vote says.
+            consensus = unverified == 0 and await self._replacements_have_majority(
+                exchange, services, verifiers, pending, len(segs), disputed)
             hybrid = rebuild(primary, replacements) if replacements else primary
             judge = "not_needed"
             if disputed and opts.judge_model:

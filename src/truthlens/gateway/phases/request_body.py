@@ -76,6 +76,11 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
     return _forward(request)
 
 
+def route_request(config: Config, api: Endpoint, facts: RequestFacts, body: bytes) -> Decision | None:
+    """The decision of a request with this body (nothing else is kept of its decoding)."""
+    return _route(config, api, facts, body).decision
+
+
 def _route(config: Config, api: Endpoint, facts: RequestFacts, body: bytes) -> _Routed:
     """The decision for this request, decoding the body only if a route may check it."""
     early = decisions.match_before_body(config, facts)

@@ -28,7 +28,12 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
     if not chunk.end_of_stream:
         # Over Envoy's buffer: the rest flows through unprocessed, so this part goes on
         # unchanged with the provisional headers (no reply: the call ends, see over_buffer).
-        skip(state, rt, checked.route, checked.decision.name, "too_large", upstream=True)
+        # A fail-closed route refuses instead: Envoy still holds the response headers and this
+        # part, so an immediate response replaces the whole answer, and nothing unchecked leaves.
+        shown = skip(state, rt, checked.route, checked.decision.name, "too_large",
+                     "the upstream's body (no content-length) is larger than the gateway buffers", upstream=True)
+        if shown.refusal is not None:
+            return mutations.refusal_response(shown.refusal)
         return over_buffer(state)
     if len(body) > checked.route.max_body_bytes:
         return _unchecked(state, rt, checked, "too_large", body=None)

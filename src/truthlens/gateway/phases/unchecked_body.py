@@ -2,8 +2,8 @@
 extension field, which never reaches the upstream. Nothing else of it is read.
 
 Used when the request headers already showed that no check will run
-(:mod:`truthlens.gateway.phase_plan`), and for every exchange over the worker's stream cap
-(:mod:`truthlens.gateway.phases.overloaded`).
+(:mod:`truthlens.gateway.phase_plan`); an exchange over the worker's stream cap
+(:mod:`truthlens.gateway.phases.overloaded`) is handled the same way unless its route fails closed.
 """
 
 from __future__ import annotations
