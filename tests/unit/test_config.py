@@ -351,3 +351,11 @@ def test_a_bad_file_at_start_is_fatal(tmp_path: Path) -> None:
     path.write_text("version: 2\n")
     with pytest.raises(ConfigError, match="version"):
         ConfigStore(path)
+
+
+def test_a_models_reply_bound_is_read_and_checked() -> None:
+    base = "version: 1\nmodels:\n  judge:\n    base_url: http://127.0.0.1:8000/v1\n"
+    assert parse_config(yaml.safe_load(base)).models["judge"].max_reply_bytes == 8 << 20
+    assert parse_config(yaml.safe_load(base + "    max_reply_bytes: 65536\n")).models["judge"].max_reply_bytes == 65536
+    with pytest.raises(ConfigError, match=r"models\.judge\.max_reply_bytes"):
+        parse_config(yaml.safe_load(base + "    max_reply_bytes: 10\n"))

@@ -32,6 +32,7 @@ from truthlens.detector.types import (
 )
 from truthlens.gateway.decisions import Rule, compile_rules
 from truthlens.gateway.openai_body import ContextSettings, WarningSpec
+from truthlens.llm import DEFAULT_MAX_REPLY_BYTES
 from truthlens.llm import Endpoint as ModelEndpoint
 from truthlens.modes import registry
 from truthlens.options import ConfigError, OptionContext, Section
@@ -370,7 +371,7 @@ def _parse_models(s: Section) -> dict[str, ModelEndpoint]:
                 m.key("api_key"),
                 "keys do not belong in the config file; set api_key_env to the NAME of an environment variable",
             )
-        m.allow("base_url", "api_key_env", "timeout_s", "max_retries", "served_model")
+        m.allow("base_url", "api_key_env", "timeout_s", "max_retries", "served_model", "max_reply_bytes")
         base_url = m.http_url("base_url")
         env = m.optional_string("api_key_env")
         if env is not None and not _ENV_NAME.match(env):
@@ -384,6 +385,8 @@ def _parse_models(s: Section) -> dict[str, ModelEndpoint]:
             timeout_s=m.number("timeout_s", 30.0, positive=True),
             max_retries=m.integer("max_retries", 2, lo=0, hi=10),
             served_model=m.optional_string("served_model"),
+            # A judge's or re-ask's reply is held whole before it is parsed: bound it (1 KiB to 256 MiB).
+            max_reply_bytes=m.integer("max_reply_bytes", DEFAULT_MAX_REPLY_BYTES, lo=1024, hi=256 << 20),
         )
     return models
 

@@ -138,8 +138,8 @@ class _Metrics:
         )
         self.confirmations = Counter(
             "truthlens_confirmations_total",
-            "Flagged answers the cascade's generative confirmer judged, by outcome "
-            "(confirmed, cleared, or why it could not: timeout, bad_output, error, invalid_input, not_loaded)",
+            "Flagged answers the cascade's generative confirmer judged, by outcome (confirmed, cleared, "
+            "facts_stand, or why it could not: timeout, bad_output, error, invalid_input, not_loaded)",
             ["decision", "outcome"], registry=registry,
         )
         self.dropped_quotes = Counter(
