@@ -33,11 +33,12 @@ def span_details(span: Span) -> dict[str, Any]:
 
 
 def choice_reason(detection: Detection, *, with_text: bool) -> dict[str, str | None]:
-    """A choice's ``reason``: why the check did not run (unavailable), what flagged the answer
-    (detected: the strongest span's reason), else None; with ``with_text`` (the client asked for
-    spans: the line quotes the answer and the context) also ``why``, that span in one line."""
+    """A choice's ``reason``: the detector's own where it gives one (why the check did not run;
+    which stage of a confirming cascade decided), else what flagged a detected answer (the
+    strongest span's reason), else None; with ``with_text`` (the client asked for spans: the line
+    quotes the answer and the context) also ``why``, the strongest span in one line."""
     top = strongest(detection.spans) if detection.status == "detected" else None
-    reason = detection.reason if detection.status == "unavailable" else None if top is None else top.reason
+    reason = detection.reason if detection.reason is not None else None if top is None else top.reason
     if not with_text:
         return {"reason": reason}
     return {"reason": reason, "why": None if top is None else summary(top)}
