@@ -43,6 +43,19 @@ async def test_flags_the_wrong_word_with_exact_offsets(tiny_model_dir: Path) -> 
     await detector.close()
 
 
+async def test_each_span_names_its_fact_passage_and_what_the_passage_states(tiny_model_dir: Path) -> None:
+    detector = _detector(tiny_model_dir)
+    context = ("Lyon has a large old town.", *CONTEXT)  # passage 1 is the one about the claims
+    answer = "The capital of France is Berlin, and the tower was finished in 1925."
+    result = await detector.detect(DetectionInput(context, "Capital?", answer), threshold=0.5)
+    found = {s.text: (s.reason, s.fact, s.passage, s.evidence, s.context_fact) for s in result.spans}
+    assert found == {
+        "Berlin": ("unsupported_entity", "Berlin", 1, "Paris is the capital of France.", "Paris"),
+        "1925": ("unsupported_date", "1925", 1, "The tower was finished in 1889.", "1889"),
+    }
+    await detector.close()
+
+
 async def test_threshold_is_applied_per_call(tiny_model_dir: Path) -> None:
     detector = _detector(tiny_model_dir)
     item = DetectionInput(CONTEXT, "Capital?", "It is Lyon.")

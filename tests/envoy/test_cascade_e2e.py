@@ -110,7 +110,7 @@ def test_clean_answers_and_routes_without_confirm_never_call_the_confirmer(stack
     plain = ask(stack, "hallucinated", route="plain")
     assert plain.headers["x-truthlens-detected"] == "true" and plain.headers["x-truthlens-action"] == "warned"
     assert not any(name.startswith("x-truthlens-confirm") for name in plain.headers)
-    assert choice_details(plain)["reason"] is None
+    assert choice_details(plain)["reason"] == "unsupported_date"  # no stage note: what flagged it
     assert span_detector_calls(stack) == []
 
 

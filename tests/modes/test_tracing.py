@@ -116,5 +116,10 @@ async def test_detected_spans_are_span_events_with_text_only_when_asked(
                 for e in events] == [(s.start, s.end) for s in detection.spans]
         texts = [e.attributes.get("truthlens.span.text") for e in events]  # type: ignore[union-attr]
         assert texts == ([s.text for s in detection.spans] if capture_text else [None] * len(events))
+        # Which passage each span rests on is an index, always there; the fact it quotes is text.
+        assert [e.attributes.get("truthlens.span.passage") for e in events] == [0] * len(events)  # type: ignore[union-attr]
+        facts = [e.attributes.get("truthlens.span.fact") for e in events]  # type: ignore[union-attr]
+        assert facts == ([s.fact for s in detection.spans] if capture_text else [None] * len(events))
+        assert "1925" in facts if capture_text else not any(facts)
         assert done.attributes["truthlens.span_count"] == len(detection.spans)  # type: ignore[index]
         assert done.attributes["gen_ai.request.model"] == "m"  # type: ignore[index]

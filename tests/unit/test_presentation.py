@@ -91,3 +91,48 @@ def test_a_check_that_cannot_run_is_marked_or_refused_per_route() -> None:
     assert closed.refusal.error_type == "invalid_request_error"
     # An upstream error is the upstream's own answer, whatever the route says.
     assert unchecked(route(fail_policy="closed"), "d", "upstream_status").refusal is None
+
+
+# Two spans of one answer as the detector explains them (src/truthlens/detector/explain.py).
+WRONG_YEAR = Span(start=34, end=38, text="1925", prob=0.9964, reason="unsupported_date", fact="1925", passage=1,
+                  evidence="It was completed in 1889.", context_fact="1889")
+MADE_UP = Span(start=0, end=5, text="Speer", prob=0.7, reason="model")
+
+
+def flagged(*spans: Span) -> Verdict:
+    detection = Detection(status="detected", score=0.99, spans=spans)
+    return Verdict(mode="lightweight", choices=(ChoiceVerdict(0, detection),))
+
+
+def test_each_span_says_which_fact_which_passage_and_what_it_states() -> None:
+    shown = present(route(), "d", flagged(WRONG_YEAR, MADE_UP), n_choices=1, include_spans=True, latency_s=0)
+    spans = shown.details["choices"][0]["spans"]
+    assert spans[0] == {"start": 34, "end": 38, "text": "1925", "prob": 0.9964, "reason": "unsupported_date",
+                        "fact": "1925", "passage": 1, "evidence": "It was completed in 1889.", "context_fact": "1889"}
+    assert spans[1] == {"start": 0, "end": 5, "text": "Speer", "prob": 0.7, "reason": "model",
+                        "fact": None, "passage": None, "evidence": None, "context_fact": None}
+
+
+def test_a_detected_choice_says_why_after_its_strongest_span() -> None:
+    shown = present(route(), "d", flagged(MADE_UP, WRONG_YEAR), n_choices=1, include_spans=True, latency_s=0)
+    choice = shown.details["choices"][0]
+    assert choice["reason"] == "unsupported_date"
+    assert choice["why"] == 'unsupported_date: the answer says "1925", passage 1 says "1889"'
+    model_only = present(route(), "d", flagged(MADE_UP), n_choices=1, include_spans=True, latency_s=0)
+    assert model_only.details["choices"][0]["reason"] == "model"
+    assert model_only.details["choices"][0]["why"] == 'model: "Speer"; no passage of the context mentions this claim'
+
+
+def test_the_reason_label_goes_in_the_header_the_quoted_why_only_with_spans() -> None:
+    shown = present(route(actions=["header"]), "d", flagged(WRONG_YEAR), n_choices=1, include_spans=False,
+                    latency_s=0)
+    assert shown.headers["x-truthlens-detected"] == "true"
+    assert shown.headers["x-truthlens-reason"] == "unsupported_date"  # a label: no answer text in headers
+    assert shown.details["choices"][0] == {"index": 0, "status": "detected", "score": 0.99,
+                                           "reason": "unsupported_date"}
+    clean = present(route(actions=["header"]), "d", verdict("clean"), n_choices=1, include_spans=True, latency_s=0)
+    assert "x-truthlens-reason" not in clean.headers
+    assert clean.details["choices"][0]["reason"] is None and clean.details["choices"][0]["why"] is None
+    timed_out = present(route(), "d", verdict("unavailable"), n_choices=1, include_spans=True, latency_s=0)
+    assert timed_out.details["choices"][0]["reason"] == "detector_timeout"
+    assert timed_out.details["choices"][0]["why"] is None

@@ -23,6 +23,7 @@ import numpy as np
 from truthlens.detector.batcher import CHECK_DEADLINE, MicroBatcher
 from truthlens.detector.chunking import Plan, plan_rows
 from truthlens.detector.encoding import EncodedText, ModelRow, TextEncoder
+from truthlens.detector.explain import explained
 from truthlens.detector.facts import FactCheck, Finding, check_facts
 from truthlens.detector.fusion import discount_restated, fuse, label
 from truthlens.detector.grounding import plan_grounded
@@ -157,7 +158,7 @@ class DetectorEngine:
             # Nothing to check: an answer without tokens cannot hold a hallucination.
             return Detection(status="clean", score=0.0, latency_ms=elapsed())
         score, spans = score_answer(scores.probs, scores.offsets, item.answer, self._rules)
-        spans = label(spans, findings)
+        spans = await explained(label(spans, findings), findings, item)
         return Detection(
             status="detected" if score >= threshold else "clean",
             score=score,

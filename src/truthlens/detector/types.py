@@ -76,13 +76,24 @@ class Span:
     ``"unsupported_unit"``, ``"unsupported_date"``, ``"unsupported_entity"``), or a name the
     context gives in another role (``"misattributed_entity"``); ``"llm"`` when a generative
     detector quoted it, ``"confirmed_llm"`` when the encoder flagged it and the cascade's
-    generative confirmer agreed."""
+    generative confirmer agreed.
+
+    Where to look (:mod:`truthlens.detector.explain`; ``None`` where there is nothing to say):
+    ``fact`` is the answer's value the fact check could not find (``"1925"``, ``"Buzz Aldrin"``;
+    ``None`` for a span only the model flagged), ``passage`` the index of the context passage
+    closest to the span's claim, ``evidence`` that passage's sentence saying most about the claim,
+    and ``context_fact`` the value of the same kind that sentence states instead (``"1889"``,
+    ``"Michael Collins"``)."""
 
     start: int
     end: int
     text: str
     prob: float
     reason: SpanReason = "model"
+    fact: str | None = None
+    passage: int | None = None
+    evidence: str | None = None
+    context_fact: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

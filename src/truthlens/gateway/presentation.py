@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from truthlens.detector.cascade import summarize as summarize_confirmation
 from truthlens.gateway import errors
 from truthlens.gateway.checking import verdict_reason
+from truthlens.gateway.explanations import choice_reason, flag_reason, span_details
 from truthlens.gateway.openai_body import WarningSpec
 
 if TYPE_CHECKING:
@@ -232,6 +233,9 @@ def _verdict_headers(route: RouteSettings, verdict: Verdict, latency_s: float) -
             "x-truthlens-mode": verdict.mode or route.mode,
             "x-truthlens-detected": "true" if status == "detected" else "false",
         }
+        flagged_by = flag_reason(c.detection for c in verdict.choices)
+        if flagged_by is not None:  # what flagged it; on an unchecked answer, why it was not checked
+            headers["x-truthlens-reason"] = flagged_by
     if verdict.score is not None:
         headers["x-truthlens-score"] = f"{verdict.score:.4f}"
     headers["x-truthlens-iterations"] = str(verdict.iterations)
@@ -261,15 +265,12 @@ def _details(decision: str, verdict: Verdict, *, include_spans: bool, confirm: b
             "index": c.index,
             "status": c.detection.status,
             "score": None if c.detection.score is None else round(c.detection.score, 4),
-            "reason": c.detection.reason,
+            **choice_reason(c.detection, with_text=include_spans),
         }
         if c.original is not None:  # rewritten: what the upstream's own answer scored
             choice["original_score"] = None if c.original.score is None else round(c.original.score, 4)
         if include_spans:
-            choice["spans"] = [
-                {"start": s.start, "end": s.end, "text": s.text, "prob": round(s.prob, 4), "reason": s.reason}
-                for s in c.detection.spans
-            ]
+            choice["spans"] = [span_details(s) for s in c.detection.spans]
         choices.append(choice)
     out: dict[str, Any] = {
         "decision": decision,

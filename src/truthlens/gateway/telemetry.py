@@ -205,8 +205,9 @@ class Telemetry:
 
     def annotate_exchange(self, span: trace.Span, *, decision: str, model: str, verdict: Verdict,
                           outcome: str) -> None:
-        """The exchange span's verdict attributes, and each detected span as a span event (its
-        text only when ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` is true)."""
+        """The exchange span's verdict attributes, and each detected span as a span event: its
+        reason and closest passage, its text, fact and evidence only when
+        ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` is true."""
         attrs: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
             "gen_ai.request.model": model,
@@ -230,8 +231,12 @@ class Telemetry:
                     "truthlens.span.prob": found.prob,
                     "truthlens.span.reason": found.reason,
                 }
+                if found.passage is not None:  # an index: no content
+                    event["truthlens.span.passage"] = found.passage
                 if with_text:
                     event["truthlens.span.text"] = found.text
+                    quoted = {"fact": found.fact, "context_fact": found.context_fact, "evidence": found.evidence}
+                    event.update({f"truthlens.span.{key}": value for key, value in quoted.items() if value is not None})
                 span.add_event("truthlens.detected_span", event)
 
     # -- metrics

@@ -8,6 +8,7 @@ import time
 from typing import TYPE_CHECKING
 
 from truthlens.gateway import audit, checking
+from truthlens.gateway.explanations import flag_reason
 from truthlens.gateway.lifecycle import Draining
 from truthlens.gateway.phases.state import CheckedRequest, Runtime, StreamState
 from truthlens.gateway.presentation import Presentation, present, unchecked
@@ -37,7 +38,12 @@ async def check(state: StreamState, checked: CheckedRequest, rt: Runtime, answer
         )
         span.set_attribute("truthlens.verdict", shown.outcome)
     # A check that ran but could not decide is logged once, by its audit line (with the reason).
-    reason = (checking.verdict_reason(verdict) or "mode_error") if verdict.status == "unavailable" else None
+    # A detected answer's line says what flagged it (a label, never answer text).
+    reason: str | None
+    if verdict.status == "unavailable":
+        reason = checking.verdict_reason(verdict) or "mode_error"
+    else:
+        reason = flag_reason(c.detection for c in verdict.choices)
     audit.record(state, rt, shown, decision=checked.decision.name, mode=verdict.mode, verdict=verdict.status,
                  score=verdict.score, latency_s=time.monotonic() - started, reason=reason,
                  original=audit.original_of(verdict))
