@@ -1,9 +1,12 @@
 """Fine-tunes a pretrained encoder (all-MiniLM-L6-v2 by default) as the 2-label hallucination tagger.
 
 CPU-only recipe sized for a small machine: length-grouped batches (little padding), AdamW
-with linear warm-up and decay, one pass over a few thousand examples, or as much of it as
-fits a time budget (the decay then follows elapsed time). Saves a Hugging Face
-checkpoint (model + tokenizer) that :mod:`truthlens.detector.export` turns into ONNX.
+with linear warm-up and decay over ``--epochs`` passes. A run can span sittings: ``--stop-after-min``
+stops it (state saved) without touching the schedule, ``--resume`` continues it with the same
+batches and learning rate (:mod:`training.resume`), and the rows it trains on are built once and
+kept in ``OUT/rows.pt``. The older single-sitting mode, ``--time-budget-min``, decays the rate by
+elapsed time instead. Saves a Hugging Face checkpoint (model + tokenizer) that
+:mod:`truthlens.detector.export` turns into ONNX.
 
     python -m training.train --corpus training/output/corpus --out training/output/hf
 """
@@ -15,7 +18,9 @@ import json
 import random
 import shutil
 import time
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import torch
 from tokenizers import Tokenizer
@@ -23,6 +28,7 @@ from transformers import AutoModelForTokenClassification
 
 from training.corpus.splits import read_jsonl
 from training.encode import IGNORE, Encoded
+from training.resume import Progress, load, save_full
 from training.rows import RowBuilder
 from truthlens.detector.encoding import TextEncoder
 from truthlens.detector.relevance import load_relevance
@@ -99,17 +105,76 @@ def main(argv: list[str] | None = None) -> int:
         "--save-every-min",
         type=float,
         default=0.0,
-        help="also save a checkpoint to OUT/latest every this many minutes (0: only at the end)",
+        help="also save the resumable state (OUT/state) and a checkpoint (OUT/latest) this often (0: at the end)",
     )
+    parser.add_argument("--stop-after-min", type=float, default=0.0,
+                        help="stop this sitting after this many minutes, state saved, schedule untouched (0: none)")
+    parser.add_argument("--stop-after-steps", type=int, default=0, help="stop this sitting after N steps (0: none)")
+    parser.add_argument("--resume", type=Path, default=None,
+                        help="state directory to continue from (OUT/state, or a compact state in the repository)")
     args = parser.parse_args(argv)
 
+    if args.resume and args.time_budget_min:
+        parser.error("--resume needs a step schedule: use --stop-after-min, not --time-budget-min")
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
-    rng = random.Random(args.seed)
     base = args.base or default_base()
     tokenizer = Tokenizer.from_file(str(base / "tokenizer.json"))
+    encoded = _rows(args, base)
+    print(f"train rows: {len(encoded)}", flush=True)
 
-    examples = read_jsonl(args.corpus / "train.jsonl")
+    model = AutoModelForTokenClassification.from_pretrained(
+        str(base),
+        num_labels=2,
+        id2label={0: "supported", 1: "hallucinated"},
+        label2id={"supported": 0, "hallucinated": 1},
+    )
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    total_steps = int(len(encoded) / args.batch_size * args.epochs)
+    progress = Progress(0, 0, 0, total_steps, max(1, int(total_steps * args.warmup)), args.lr, args.batch_size,
+                        args.seed, 0.0)
+    if args.resume:
+        saved = load(args.resume, model, optimizer)
+        mismatch = {k for k in ("total_steps", "warmup_steps", "lr", "batch_size", "seed")
+                    if getattr(saved, k) != getattr(progress, k)}
+        if mismatch:
+            parser.error(f"--resume {args.resume}: this run's {sorted(mismatch)} differ from the saved run's")
+        progress = saved
+        print(f"resumed at step {progress.step}/{total_steps} (epoch {progress.epoch}, batch "
+              f"{progress.batch_in_epoch})", flush=True)
+    progress = _loop(args, model, optimizer, encoded, tokenizer.token_to_id("[PAD]") or 0, progress, base)
+
+    finished = progress.step >= progress.total_steps or bool(args.time_budget_min)
+    target = args.out if finished else args.out / "latest"
+    _save(model, base, target)
+    save_full(args.out / "state", model, optimizer, progress)
+    recipe = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()} | {
+        "base": str(base.name),
+        "base_dir": str(args.base or ""),
+        "steps": progress.step,
+        "total_steps": progress.total_steps,
+        "train_examples": len(encoded),
+        "seconds": round(progress.seconds),
+    }
+    (target / "training_args.json").write_text(json.dumps(recipe, indent=2))
+    print(f"saved {target} at step {progress.step}/{progress.total_steps} after {recipe['seconds']}s"
+          f"{'' if finished else ' (resume with --resume ' + str(args.out / 'state') + ')'}", flush=True)
+    return 0
+
+
+def _rows(args: argparse.Namespace, base: Path) -> list[Encoded]:
+    """The serving rows of the corpus, built once per output directory (``OUT/rows.pt``)."""
+    corpus = args.corpus / "train.jsonl"
+    key = {"corpus": str(corpus.resolve()), "bytes": corpus.stat().st_size, "max_length": args.max_length,
+           "rows_per_example": args.rows_per_example, "limit": args.limit, "seed": args.seed}
+    cache = args.out / "rows.pt"
+    if cache.exists():
+        saved = torch.load(cache, weights_only=False)
+        if saved["key"] == key:
+            return [Encoded(*row) for row in saved["rows"]]
+    rng = random.Random(args.seed)
+    examples = read_jsonl(corpus)
     if args.limit:
         examples = examples[: args.limit]
     # The rows serving would run for each example (grounded claim rows over long contexts),
@@ -124,65 +189,73 @@ def main(argv: list[str] | None = None) -> int:
             rng.shuffle(clean)
             rows = (flagged + clean)[: args.rows_per_example]
         encoded.extend(rows)
-    print(f"train rows: {len(encoded)} from {len(examples)} examples", flush=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows_out = [(e.input_ids, e.token_type_ids, e.labels, e.answer_offsets) for e in encoded]
+    torch.save({"key": key, "rows": rows_out}, cache)
+    return encoded
 
-    model = AutoModelForTokenClassification.from_pretrained(
-        str(base),
-        num_labels=2,
-        id2label={0: "supported", 1: "hallucinated"},
-        label2id={"supported": 0, "hallucinated": 1},
-    )
-    model.train()
-    total_steps = int(len(encoded) / args.batch_size * args.epochs)
-    warmup = max(1, int(total_steps * args.warmup))
+
+def learning_rate(progress: Progress, done: float | None = None) -> float:
+    """Linear warm-up over the first steps, then linear decay to 0 at ``done`` = 1 (by steps unless given)."""
+    fraction = progress.step / progress.total_steps if done is None else done
+    warm = (progress.step + 1) / progress.warmup_steps
+    warm_fraction = progress.warmup_steps / progress.total_steps
+    decay = (1.0 - fraction) / (1.0 - min(fraction, warm_fraction)) if fraction > warm_fraction else 1.0
+    return progress.lr * max(0.0, min(warm, decay))
+
+
+def epoch_batches(encoded: list[Encoded], batch_size: int, seed: int, epoch: int) -> list[list[Encoded]]:
+    """One epoch's batches: the same for a seed and epoch in every process (what resuming relies on)."""
+    return _batches(encoded, batch_size, random.Random(f"{seed}:{epoch}"))
+
+
+def _loop(
+    args: argparse.Namespace, model: Any, optimizer: torch.optim.Optimizer, encoded: list[Encoded], pad_id: int,
+    progress: Progress, base: Path,
+) -> Progress:
+    started = time.monotonic() - progress.seconds
+    sitting_started, sitting_first_step = time.monotonic(), progress.step
     budget_s = args.time_budget_min * 60 if args.time_budget_min else None
-    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
-    pad_id = tokenizer.token_to_id("[PAD]") or 0
-    step, started, running = 0, time.monotonic(), 0.0
-    last_save = started
+    last_save, running = time.monotonic(), 0.0
 
-    def progress() -> float:
-        # on a shared CPU the step rate varies: a time budget decays the rate by elapsed time
-        by_steps = step / total_steps
-        return max(by_steps, (time.monotonic() - started) / budget_s) if budget_s else by_steps
+    def now(p: Progress, epoch: int, batch: int) -> Progress:
+        return replace(p, epoch=epoch, batch_in_epoch=batch, seconds=time.monotonic() - started)
 
-    while progress() < 1.0:
-        for batch in _batches(encoded, args.batch_size, rng):
-            done = progress()
-            if done >= 1.0:
-                break
+    epoch, first = progress.epoch, progress.batch_in_epoch
+    while progress.step < progress.total_steps:
+        batches = epoch_batches(encoded, args.batch_size, args.seed, epoch)
+        for index in range(first, len(batches)):
+            by_time = (time.monotonic() - started) / budget_s if budget_s else None
+            done = None if by_time is None else max(progress.step / progress.total_steps, by_time)
+            if (done is not None and done >= 1.0) or progress.step >= progress.total_steps:
+                return now(progress, epoch, index)
+            if args.stop_after_min and time.monotonic() - sitting_started >= args.stop_after_min * 60:
+                return now(progress, epoch, index)
+            if args.stop_after_steps and progress.step - sitting_first_step >= args.stop_after_steps:
+                return now(progress, epoch, index)
             for group in optimizer.param_groups:
-                group["lr"] = args.lr * min(
-                    (step + 1) / warmup, (1.0 - done) / (1.0 - min(done, args.warmup)) if done > args.warmup else 1.0
-                )
-            loss = model(**_collate(batch, pad_id)).loss
+                group["lr"] = learning_rate(progress, done)
+            loss = model(**_collate(batches[index], pad_id)).loss
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
             optimizer.zero_grad()
-            step += 1
-            running = 0.9 * running + 0.1 * loss.item() if step > 1 else loss.item()
+            progress = replace(progress, step=progress.step + 1, epoch=epoch, batch_in_epoch=index + 1)
+            running = 0.9 * running + 0.1 * loss.item() if running else loss.item()
             if args.save_every_min and time.monotonic() - last_save >= args.save_every_min * 60:
+                state = now(progress, epoch, index + 1)
+                save_full(args.out / "state", model, optimizer, state)
                 _save(model, base, args.out / "latest")
                 last_save = time.monotonic()
-            if step % 10 == 0:
+            if progress.step % 10 == 0:
+                elapsed = time.monotonic() - sitting_started
                 print(
-                    f"step {step}/{total_steps} progress {progress():.2f} loss {running:.4f} elapsed "
-                    f"{time.monotonic() - started:.0f}s",
+                    f"step {progress.step}/{progress.total_steps} epoch {epoch} loss {running:.4f} "
+                    f"lr {optimizer.param_groups[0]['lr']:.2e} sitting {elapsed:.0f}s",
                     flush=True,
                 )
-
-    _save(model, base, args.out)
-    recipe = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()} | {
-        "base": str(base.name),
-        "base_dir": str(args.base or ""),
-        "steps": step,
-        "train_examples": len(encoded),
-        "seconds": round(time.monotonic() - started),
-    }
-    (args.out / "training_args.json").write_text(json.dumps(recipe, indent=2))
-    print(f"saved {args.out} after {recipe['seconds']}s", flush=True)
-    return 0
+        epoch, first = epoch + 1, 0
+    return now(progress, epoch, first)
 
 
 if __name__ == "__main__":

@@ -9,10 +9,15 @@
 - JSON records of the RAGTruth train fold verbalised, faithfully or with one error (:mod:`records`);
 - multi-paragraph answers: two or three restatement examples of different sources joined, with
   their contexts;
-- a few template-generator examples (paraphrased numbers, units and dates).
+- a few template-generator examples (paraphrased numbers, units and dates);
+- with ``--faithjudge`` and the clones named, the human-labelled sets of :mod:`human_sets`
+  (Quintd-1, XSum hallucination annotations, the accuracy shared task), screened against
+  every RAGTruth and FaithBench source and split train / dev by document.
 
-Writes ``train.jsonl``, ``dev.jsonl`` (RAGTruth dev fold and HaluEval dev fold, relabelled) and
-``mix.json`` (counts). The evaluation folds of both data sets are never read.
+Writes ``train.jsonl``, ``dev.jsonl`` (RAGTruth dev fold and HaluEval dev fold, relabelled),
+``dev_<set>.jsonl`` for each human-labelled set (its dev part, kept apart) and ``mix.json``
+(counts, documents the overlap check removed). The evaluation folds of RAGTruth and HaluEval
+are never read as training data.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import random
 from collections import Counter
 from pathlib import Path
 
-from training.corpus import halueval, ragtruth, records, relabel, roles
+from training.corpus import halueval, human_sets, ragtruth, records, relabel, roles, sources
 from training.corpus.builder import Example, LabelSpan
 from training.corpus.splits import generate, write_jsonl
 
@@ -77,7 +82,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--multi", type=int, default=250, help="multi-paragraph answers")
     parser.add_argument("--synthetic", type=int, default=400, help="template-generator examples")
     parser.add_argument("--seed", type=int, default=17)
+    parser.add_argument("--faithjudge", type=Path, default=None, help="FaithJudge clone (overlap check's sources)")
+    parser.add_argument("--quintd", type=Path, default=None, help="kasnerz/quintd clone")
+    parser.add_argument(
+        "--xsum", type=Path, default=None, help="google-research-datasets/xsum_hallucination_annotations clone"
+    )
+    parser.add_argument("--aggrefact", type=Path, default=None, help="Liyan06/AggreFact clone (the XSum articles)")
+    parser.add_argument("--rotowire", type=Path, default=None, help="ehudreiter/accuracySharedTask clone")
+    parser.add_argument(
+        "--human-repeat", type=int, default=1, help="times each human-labelled set's train answer appears"
+    )
     args = parser.parse_args(argv)
+    roots = (args.quintd, args.xsum, args.rotowire)
+    if any(r is not None for r in roots) and args.faithjudge is None:
+        parser.error("the human-labelled sets need --faithjudge: their sources are screened against RAGTruth "
+                     "and FaithBench")
 
     if not ragtruth.available(args.ragtruth):
         parser.error(f"RAGTruth files not in {args.ragtruth}: run python -m training.corpus.ragtruth --faithjudge DIR")
@@ -108,6 +127,18 @@ def main(argv: list[str] | None = None) -> int:
         if len(parts) >= 2:
             train.append(_joined(parts, f"multi-{n}"))
     train.extend(generate("train", args.synthetic, seed=args.seed, word_budget=200))
+    human: list[human_sets.SetParts] = []
+    if args.faithjudge is not None:
+        index = sources.load_evaluation_sources(args.faithjudge / "eval_data")
+        human = human_sets.load_all(
+            index, quintd_root=args.quintd, xsum_root=args.xsum, aggrefact_root=args.aggrefact,
+            rotowire_root=args.rotowire,
+        )
+        for labelled in human:
+            train.extend(labelled.train * args.human_repeat)
+            write_jsonl(iter(labelled.dev), args.out / f"dev_{labelled.name}.jsonl")
+            print(f"{labelled.name}: removed {len(labelled.removed_documents)} source documents "
+                  f"({labelled.removed_examples} answers) overlapping RAGTruth/FaithBench sources", flush=True)
     rng.shuffle(train)
     write_jsonl(iter(train), args.out / "train.jsonl")
 
@@ -120,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         "train": dict(Counter(ex.domain for ex in train)),
         "train_hallucinated": sum(ex.hallucinated for ex in train),
         "dev": dict(Counter(ex.domain for ex in dev)),
+        "human_sets": {p.name: p.counts() | {"removed": list(p.removed_documents)} for p in human},
         "args": {k: str(v) for k, v in vars(args).items()},
     }
     (args.out / "mix.json").write_text(json.dumps(mix, indent=2))

@@ -57,3 +57,37 @@ def test_an_int8_graph_gives_back_its_weights_within_rounding(tmp_path: Path) ->
         assert torch.allclose(original(input_ids=ids).logits, rebuilt(input_ids=ids).logits, atol=0.05)
     assert json.loads((out / RECOVERED).read_text())["training"] == [{"corpus": "c", "steps": 7}]
     assert (out / "tokenizer.json").is_file()
+
+
+def test_an_attention_fused_int8_graph_gives_back_its_weights_within_rounding(tmp_path: Path) -> None:
+    """The shipped graph's form: ONNX Runtime's BERT fusion packs Q/K/V into one QAttention node."""
+    from transformers import AutoModelForTokenClassification, BertConfig, BertForTokenClassification
+
+    torch.manual_seed(4)
+    config = BertConfig(
+        vocab_size=30522, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+        max_position_embeddings=512, num_labels=2,
+    )
+    original = BertForTokenClassification(config).eval()
+    with torch.no_grad():
+        for parameter in original.parameters():
+            parameter.add_(torch.randn_like(parameter) * 0.02)
+    checkpoint = tmp_path / "checkpoint"
+    original.save_pretrained(checkpoint)
+    shutil.copyfile(DEFAULT_MODEL_DIR / "tokenizer.json", checkpoint / "tokenizer.json")
+    export_model(checkpoint, tmp_path / "int8", quantize="int8", max_length=128, optimize=True)
+    fused = json.loads((tmp_path / "int8" / "manifest.json").read_text())["source"]["graph_optimization"]["fused"]
+    assert fused.get("Attention") == 2  # the case under test: packed query/key/value
+
+    out = recover(tmp_path / "int8", tmp_path / "recovered", checkpoint)
+
+    rebuilt = AutoModelForTokenClassification.from_pretrained(out).eval()
+    want, got = original.state_dict(), rebuilt.state_dict()
+    for name, tensor in want.items():
+        if name.endswith("position_ids"):
+            continue
+        scale = float(tensor.abs().max()) or 1.0
+        assert np.abs((got[name] - tensor).numpy()).max() <= scale / 50, name
+    ids = torch.tensor([[101, 2023, 2003, 1037, 3231, 102]])
+    with torch.no_grad():
+        assert torch.allclose(original(input_ids=ids).logits, rebuilt(input_ids=ids).logits, atol=0.05)
