@@ -3,7 +3,7 @@
 CPU-only recipe sized for a small machine: length-grouped batches (little padding), AdamW
 with linear warm-up and decay, one pass over a few thousand examples, or as much of it as
 fits a time budget (the decay then follows elapsed time). Saves a Hugging Face
-checkpoint (model + tokenizer) that :mod:`truthlens.detector.export` turns into ONNX.
+checkpoint (model + tokenizer) that :mod:`truthlens.detector.export.checkpoint` turns into ONNX.
 
     python -m training.train --corpus training/output/corpus --out training/output/hf
 """

@@ -23,8 +23,8 @@ from tokenizers import (
     trainers,
 )
 
-from truthlens.detector.export import ExportError, export_model, main
-from truthlens.detector.factory import create_detector
+from truthlens.detector.backends.factory import create_detector
+from truthlens.detector.export.checkpoint import ExportError, export_model, main
 from truthlens.detector.manifest import load_manifest
 from truthlens.detector.prompt import build_prompt
 from truthlens.detector.types import Detection, DetectionInput, Detector, DetectorSettings

@@ -17,7 +17,7 @@ import onnxruntime as ort
 import pytest
 from tokenizers import Tokenizer
 
-from truthlens.detector.export import ExportError, GraphShape, export_model, main, optimize_onnx
+from truthlens.detector.export.checkpoint import ExportError, GraphShape, export_model, main, optimize_onnx
 
 torch = pytest.importorskip("torch", reason="export needs torch and transformers: pip install -e '.[export]'")
 pytest.importorskip("transformers", reason="export needs transformers: pip install -e '.[export]'")

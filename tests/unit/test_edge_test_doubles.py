@@ -8,7 +8,7 @@ import aiohttp
 import pytest
 from prometheus_client import CollectorRegistry
 
-from truthlens.gateway.telemetry import OTHER_LABEL, Telemetry
+from truthlens.gateway.core.telemetry import OTHER_LABEL, Telemetry
 from truthlens.testing.upstream import ScriptedUpstream, ScriptError
 
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}

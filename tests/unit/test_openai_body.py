@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from truthlens.gateway.openai_body import (
+from truthlens.gateway.apis.chat.body import (
     BodyError,
     ChatResponse,
     ContextSettings,
@@ -26,7 +26,7 @@ from truthlens.gateway.openai_body import (
     render_chat_response,
     without_field,
 )
-from truthlens.gateway.sse import SSEDecoder
+from truthlens.gateway.apis.sse import SSEDecoder
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 CTX = ContextSettings()

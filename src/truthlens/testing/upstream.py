@@ -78,7 +78,7 @@ from urllib.parse import unquote
 import yaml
 from aiohttp import web
 
-from truthlens.gateway.paths import normal_path
+from truthlens.gateway.core.paths import normal_path
 from truthlens.modes.quoting import read_data
 from truthlens.testing import responses_upstream
 from truthlens.testing.span_judge import JudgeScript, JudgeScriptError, asks_for_spans, judge, parse_judge_script
