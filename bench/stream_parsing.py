@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 
 from truthlens.gateway.apis.chat.stream import ChatStream
-from truthlens.gateway.apis.endpoints import StreamCodec
+from truthlens.gateway.apis.interface import StreamCodec
 from truthlens.gateway.apis.responses.stream import ResponsesStream
 from truthlens.gateway.apis.sse import SSEDecoder
 from truthlens.testing import responses_upstream

@@ -21,9 +21,9 @@ import openai
 import pytest
 
 from truthlens.gateway.apis.chat.body import BodyError, WarningSpec
+from truthlens.gateway.apis.interface import Presentation, Refusal
 from truthlens.gateway.apis.responses.stream import ResponsesStream
 from truthlens.gateway.apis.sse import SSEDecoder, SSEEvent
-from truthlens.gateway.policy.presentation import Presentation, Refusal
 from truthlens.testing import responses_upstream
 
 FIXTURE = (Path(__file__).resolve().parents[1] / "fixtures" / "openai_responses_stream.sse").read_bytes()

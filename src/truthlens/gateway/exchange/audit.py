@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 from truthlens.logs import FIELDS
 
 if TYPE_CHECKING:
+    from truthlens.gateway.apis.interface import Presentation
     from truthlens.gateway.exchange.phases.state import Runtime, StreamState
-    from truthlens.gateway.policy.presentation import Presentation
     from truthlens.modes.base import Verdict
 
 log = logging.getLogger("truthlens.audit")

@@ -14,7 +14,7 @@ from truthlens._proto import truthlens_ext_proc_pb2 as pb
 from truthlens.gateway.apis.chat import body as openai_body
 
 if TYPE_CHECKING:
-    from truthlens.gateway.policy.presentation import Refusal
+    from truthlens.gateway.apis.interface import Refusal
 
 HeaderPhase = Literal["request_headers", "response_headers"]
 BodyPhase = Literal["request_body", "response_body"]

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from truthlens.gateway.apis.interface import Presentation, Refusal
 from truthlens.gateway.exchange import audit
-from truthlens.gateway.policy.presentation import Presentation, Refusal, with_action
+from truthlens.gateway.policy.presentation import with_action
 
 if TYPE_CHECKING:
-    from truthlens.gateway.apis.endpoints import ParsedRequest
+    from truthlens.gateway.apis.interface import ParsedRequest
     from truthlens.gateway.exchange.phases.state import Runtime, StreamState
     from truthlens.gateway.policy.config import RouteSettings
 

@@ -26,7 +26,7 @@ from truthlens.modes.base import ChoiceVerdict, Exchange, GroundedQuery, Mode, S
 
 if TYPE_CHECKING:
     from truthlens.evidence.gating import EvidenceSettings
-    from truthlens.gateway.apis.endpoints import ParsedRequest
+    from truthlens.gateway.apis.interface import ParsedRequest
     from truthlens.gateway.core.telemetry import Telemetry
     from truthlens.gateway.policy.config import Decision, RouteSettings
 

@@ -16,14 +16,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 from truthlens.gateway.core import re2_syntax
 from truthlens.gateway.core.paths import lower_ascii, normal_path, normal_prefix
 from truthlens.options import ConfigError, Section
-
-if TYPE_CHECKING:
-    from truthlens.gateway.policy.config import Config, Decision
 
 CONDITION_TYPES = ("header", "keyword", "model", "path")
 OPERATORS = ("AND", "OR", "NOT")
@@ -182,7 +179,28 @@ class KeywordRule:
         return None
 
 
-def match_before_body(config: Config, facts: RequestFacts) -> Decision | None | _NeedsBody:
+class Ruled(Protocol):
+    """A decision as the matcher reads it: its compiled rules (the config's ``Decision``)."""
+
+    @property
+    def rules(self) -> Rule: ...
+
+
+D_co = TypeVar("D_co", bound=Ruled, covariant=True)
+
+
+class Decisions(Protocol[D_co]):
+    """What the matcher reads of a config: its decisions by priority (the config's ``Config``).
+    The rules never import the config they are part of."""
+
+    @property
+    def decisions(self) -> tuple[D_co, ...]: ...
+
+
+D = TypeVar("D", bound=Ruled)
+
+
+def match_before_body(config: Decisions[D], facts: RequestFacts) -> D | None | _NeedsBody:
     """:func:`match` on what the request headers tell: the decision, None when none can match
     whatever the body says, or :data:`NEEDS_BODY` when a rule on the model or the user's text
     decides (the gateway then decodes the body; a request no route checks is never parsed)."""
@@ -195,7 +213,7 @@ def match_before_body(config: Config, facts: RequestFacts) -> Decision | None | 
     return None
 
 
-def match(config: Config, facts: RequestFacts) -> Decision | None:
+def match(config: Decisions[D], facts: RequestFacts) -> D | None:
     """The first decision (by priority, then file order) whose rules hold, or None."""
     for decision in config.decisions:
         if decision.rules.matches(facts):

@@ -10,11 +10,11 @@ into a body mutation or an immediate response, a stream into events.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from truthlens.detector.backends.cascade import summarize as summarize_confirmation
-from truthlens.gateway.apis.chat.body import WarningSpec
+from truthlens.gateway.apis.interface import WARNING_POSITION_KEY, Outcome, Presentation, Refusal
 from truthlens.gateway.core import errors
 from truthlens.gateway.policy.checking import verdict_reason
 
@@ -30,78 +30,12 @@ VERDICT_HEADER_PREFIX = "x-truthlens-"  # every header of this prefix is the gat
 PROVISIONAL_REASON = "unfinished"
 _PROVISIONAL_NAMES = ("x-truthlens-enabled", "x-truthlens-mode", "x-truthlens-detected", "x-truthlens-reason")
 
-Outcome = Literal["block", "refuse", "rewrite", "annotate", "unchecked", "skipped"]
 # On routes with confirm: true, what the cascade's second stage did (confirmed, cleared,
 # unavailable: the detector's verdict stands, why in CONFIRM_REASON_HEADER; not_needed).
 CONFIRM_HEADER = "x-truthlens-confirm"
 CONFIRM_REASON_HEADER = "x-truthlens-confirm-reason"
-# What was done to the answer (x-truthlens-action, the details' "action", the actions metric).
-Action = Literal["none", "warned", "blocked", "rewritten"]
+# What was done to the answer (:attr:`~truthlens.gateway.apis.interface.Presentation.action`).
 ACTION_HEADER = "x-truthlens-action"
-# Where the warning went: the route's warning_position on JSON and held streams, "append" on a
-# passthrough stream, whose content is out before the verdict exists.
-WARNING_POSITION_KEY = "warning_position"
-
-
-@dataclass(frozen=True, slots=True)
-class Refusal:
-    """The client gets an OpenAI-style error instead of the answer."""
-
-    status: int
-    message: str
-    error_type: str  # the error body's ``type``
-    code: str  # the error body's ``code``: ``hallucination_detected`` or a failure reason
-    headers: Mapping[str, str]
-    envoy_details: str  # Envoy's response-code details, for its access log
-
-
-@dataclass(frozen=True, slots=True)
-class Presentation:
-    """Everything the client sees of one exchange; no protobuf, no JSON bytes."""
-
-    headers: Mapping[str, str]
-    contents: tuple[str | None, ...] | None  # per choice; None: the upstream's contents stand
-    warning: WarningSpec | None  # added to every choice (body action on a detection)
-    details: Mapping[str, Any]  # the verdict as the ``truthlens`` field / a stream's verdict chunk
-    # A JSON body carries ``details`` only when the client asked for spans; a checked stream
-    # always ends with its verdict chunk.
-    attach_details: bool
-    refusal: Refusal | None
-    outcome: Outcome
-    warned: frozenset[int] | None = None  # the choices the warning goes on (None: every choice)
-
-    @property
-    def action(self) -> Action:
-        """What was done to the answer: refused, rewritten by the mode, warned, or nothing."""
-        if self.refusal is not None:
-            return "blocked"
-        if self.contents is not None:
-            return "rewritten"
-        return "warned" if self.warning is not None else "none"
-
-    def warns(self, index: int) -> bool:
-        return self.warning is not None and (self.warned is None or index in self.warned)
-
-    def late_warning(self) -> str | None:
-        """The warning as it follows content that already went out (a passthrough stream): after
-        a blank line, whatever the route's position."""
-        return None if self.warning is None else "\n\n" + self.warning.text.strip()
-
-    def late_details(self) -> Mapping[str, Any]:
-        """The details as a passthrough stream's verdict chunk: a warning there was appended
-        (the content was out before the verdict), and the chunk says so."""
-        if self.warning is None:
-            return self.details
-        return {**self.details, WARNING_POSITION_KEY: "append"}
-
-    def final_contents(self, answers: tuple[str, ...]) -> tuple[str, ...]:
-        """What each choice finally says: rewritten where the mode rewrote, warned where warned."""
-        contents = list(answers)
-        if self.contents is not None:
-            contents = [new if new is not None else old for new, old in zip(self.contents, answers, strict=False)]
-        if self.warning is not None:
-            contents = [self.warning.apply(c) if self.warns(i) else c for i, c in enumerate(contents)]
-        return tuple(contents)
 
 
 def present(

@@ -12,8 +12,7 @@ from truthlens.gateway.apis.chat import body as openai_body
 from truthlens.gateway.apis.sse import SSEEvent
 
 if TYPE_CHECKING:
-    from truthlens.gateway.apis.endpoints import Strategy
-    from truthlens.gateway.policy.presentation import Presentation, Refusal
+    from truthlens.gateway.apis.interface import Presentation, Refusal, Strategy
 
 
 # The most choices (``n``) and tool calls per choice a checked stream may have. The stream's
@@ -25,7 +24,7 @@ MAX_TOOL_CALLS = 128
 
 
 class ChatStream:
-    """One chat completion stream (see :class:`truthlens.gateway.apis.endpoints.StreamCodec`)."""
+    """One chat completion stream (see :class:`truthlens.gateway.apis.interface.StreamCodec`)."""
 
     holding = False  # a passthrough chat stream forwards every event before [DONE] at once
     answer_complete = False  # only data: [DONE] ends a chat answer

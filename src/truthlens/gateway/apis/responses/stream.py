@@ -32,8 +32,7 @@ from truthlens.gateway.apis.responses.rendered import Part, RenderedText
 from truthlens.gateway.apis.sse import SSEDecoder, SSEError, SSEEvent, encode_event
 
 if TYPE_CHECKING:
-    from truthlens.gateway.apis.endpoints import Strategy
-    from truthlens.gateway.policy.presentation import Presentation, Refusal
+    from truthlens.gateway.apis.interface import Presentation, Refusal, Strategy
 
 VERDICT_EVENT = "truthlens.verdict"
 TERMINAL_EVENTS = frozenset({"response.completed", "response.incomplete"})
@@ -52,7 +51,7 @@ class _Change:
 
 
 class ResponsesStream:
-    """One Responses API stream (see :class:`truthlens.gateway.apis.endpoints.StreamCodec`)."""
+    """One Responses API stream (see :class:`truthlens.gateway.apis.interface.StreamCodec`)."""
 
     def __init__(self, strategy: Strategy, *, warns: bool = False) -> None:
         self.strategy = strategy

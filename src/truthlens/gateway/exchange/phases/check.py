@@ -1,5 +1,5 @@
 """Runs the route's mode on one exchange's answers, or records why it could not, and returns
-the exchange's :class:`~truthlens.gateway.policy.presentation.Presentation` (metrics of a run are
+the exchange's :class:`~truthlens.gateway.apis.interface.Presentation` (metrics of a run are
 recorded by :func:`truthlens.gateway.policy.checking.run_check`; the outcome goes on the exchange span)."""
 
 from __future__ import annotations
@@ -7,11 +7,12 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from truthlens.gateway.apis.interface import Presentation
 from truthlens.gateway.exchange import audit
 from truthlens.gateway.exchange.lifecycle import Draining
 from truthlens.gateway.exchange.phases.state import CheckedRequest, Runtime, StreamState
 from truthlens.gateway.policy import checking
-from truthlens.gateway.policy.presentation import Presentation, present, unchecked
+from truthlens.gateway.policy.presentation import present, unchecked
 
 if TYPE_CHECKING:
     from truthlens.gateway.policy.config import RouteSettings

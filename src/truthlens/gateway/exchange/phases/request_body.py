@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
 from truthlens.gateway.apis.chat import body as openai_body
-from truthlens.gateway.apis.endpoints import DecodedRequest, Endpoint, ParsedRequest
+from truthlens.gateway.apis.interface import DecodedRequest, Endpoint, ParsedRequest
 from truthlens.gateway.exchange import mutations, ungrounded
 from truthlens.gateway.exchange.phases.check import skip
 from truthlens.gateway.exchange.phases.state import CheckedRequest, Runtime, StreamState

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
 from truthlens.gateway.apis.chat import body as openai_body
-from truthlens.gateway.apis.endpoints import ParsedResponse
+from truthlens.gateway.apis.interface import ParsedResponse, Presentation
 from truthlens.gateway.exchange import mutations
 from truthlens.gateway.exchange.phases.check import check, skip
 from truthlens.gateway.exchange.phases.state import CheckedRequest, Runtime, StreamState
-from truthlens.gateway.policy.presentation import Presentation, final_headers
+from truthlens.gateway.policy.presentation import final_headers
 
 
 async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> pb.ProcessingResponse:

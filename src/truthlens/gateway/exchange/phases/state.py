@@ -6,18 +6,18 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from truthlens.gateway.apis.endpoints import CHAT, Endpoint
+from truthlens.gateway.apis.endpoints import CHAT
+from truthlens.gateway.apis.interface import Endpoint
 from truthlens.gateway.exchange.lifecycle import Lifecycle
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from truthlens.gateway.apis.endpoints import ParsedRequest, StreamCodec
+    from truthlens.gateway.apis.interface import ParsedRequest, Presentation, StreamCodec
     from truthlens.gateway.apis.sse import SSEDecoder
     from truthlens.gateway.core.telemetry import Telemetry
     from truthlens.gateway.exchange.services import ServiceLease, ServiceProvider
     from truthlens.gateway.policy.config import Config, ConfigStore, Decision, RouteSettings
-    from truthlens.gateway.policy.presentation import Presentation
     from truthlens.modes.base import Services
 
 
