@@ -28,12 +28,11 @@ from collections.abc import Callable
 
 from truthlens.gateway.apis.chat.body import (
     ContextSettings,
-    StreamAccumulator,
     parse_chat_request,
     parse_chat_response,
-    parse_chunk,
     render_chat_response,
 )
+from truthlens.gateway.apis.chat.chunks import StreamAccumulator, parse_chunk
 from truthlens.gateway.apis.sse import SSEDecoder
 
 ANSWER = "The Eiffel Tower is a wrought-iron lattice tower in Paris, completed in 1889. " * 200

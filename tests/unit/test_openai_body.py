@@ -13,19 +13,16 @@ from truthlens.gateway.apis.chat.body import (
     BodyError,
     ChatResponse,
     ContextSettings,
-    StreamAccumulator,
     WarningSpec,
-    chunk_event,
     error_event,
     error_json,
     mentions,
     parse_chat_request,
     parse_chat_response,
-    parse_chunk,
-    rechunk,
     render_chat_response,
     without_field,
 )
+from truthlens.gateway.apis.chat.chunks import StreamAccumulator, chunk_event, parse_chunk, rechunk
 from truthlens.gateway.apis.sse import SSEDecoder
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -9,6 +9,7 @@ import json
 from typing import TYPE_CHECKING
 
 from truthlens.gateway.apis.chat import body as openai_body
+from truthlens.gateway.apis.chat import chunks
 from truthlens.gateway.apis.sse import SSEEvent
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ class ChatStream:
 
     def __init__(self, strategy: Strategy) -> None:
         self.strategy = strategy
-        self.accumulator = openai_body.StreamAccumulator()
+        self.accumulator = chunks.StreamAccumulator()
 
     def add(self, event: SSEEvent) -> bool:
         if event.is_done:
@@ -69,7 +70,7 @@ class ChatStream:
             # Not checked (a drain): the held events go out as they came.
             return withheld + self._after_content(shown, 0) + end_raw
         acc = self.accumulator
-        return openai_body.rechunk(
+        return chunks.rechunk(
             acc.meta, shown.final_contents(answers), dict(shown.details),
             finish_reasons=acc.finish_reasons(), usage=acc.usage, source=acc,
         )
@@ -90,8 +91,8 @@ class ChatStream:
         if note is not None:
             deltas = {i: note for i in range(n_answers) if shown.warns(i)}
             if deltas:
-                out += openai_body.chunk_event(meta, deltas=deltas)
-        out += openai_body.chunk_event(meta, details=dict(shown.late_details()))
+                out += chunks.chunk_event(meta, deltas=deltas)
+        out += chunks.chunk_event(meta, details=dict(shown.late_details()))
         if shown.refusal is not None:
             out += self.refusal_events(shown.refusal)
         return bytes(out)
