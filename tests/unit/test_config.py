@@ -18,7 +18,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 
 from truthlens.gateway.core.telemetry import Telemetry
-from truthlens.gateway.policy.config import ConfigStore, load_config, parse_config
+from truthlens.gateway.policy.config import load_config, parse_config
+from truthlens.gateway.policy.config_store import ConfigStore
 from truthlens.modes import registry
 from truthlens.options import ConfigError
 

@@ -27,7 +27,7 @@ from truthlens.gateway.core.telemetry import Telemetry, mark_process_dead
 from truthlens.gateway.exchange.lifecycle import Lifecycle
 from truthlens.gateway.exchange.phases.state import Runtime
 from truthlens.gateway.exchange.services import ServiceProvider
-from truthlens.gateway.policy.config import ConfigStore
+from truthlens.gateway.policy.config_store import ConfigStore
 from truthlens.gateway.server.processor import SERVICE_NAME, ExternalProcessor
 from truthlens.options import ConfigError
 

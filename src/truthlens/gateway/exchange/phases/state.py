@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from truthlens.gateway.apis.sse import SSEDecoder
     from truthlens.gateway.core.telemetry import Telemetry
     from truthlens.gateway.exchange.services import ServiceLease, ServiceProvider
-    from truthlens.gateway.policy.config import Config, ConfigStore, Decision, RouteSettings
+    from truthlens.gateway.policy.config import Config, Decision, RouteSettings
+    from truthlens.gateway.policy.config_store import ConfigStore
     from truthlens.modes.base import Services
 
 
