@@ -2,7 +2,7 @@
 
 int8 is shipped when its held-out example F1 stays within ``--max-f1-drop`` of fp32 and the
 file fits ``--max-mb``; otherwise fp32 (if it fits). The int8 graph is optimised first (fused
-attention, ``truthlens.detector.export.checkpoint.optimize_graph``) unless ``--no-optimize``.
+attention, ``truthlens.detector.export.onnx_graph.optimize_graph``) unless ``--no-optimize``.
 The chosen directory is copied to
 ``src/truthlens/detector/default_model/`` with the scores and provenance in ``manifest.json``.
 

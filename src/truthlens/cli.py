@@ -27,7 +27,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return int(detect_main(args[1:]) or 0)
     if args[:1] == ["export"]:
-        from truthlens.detector.export.checkpoint import main as export_main
+        from truthlens.detector.export.cli import main as export_main
 
         return int(export_main(args[1:]) or 0)
     if args[:1] == ["upstream"]:

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from truthlens.detector.export.checkpoint import main as export_main
+from truthlens.detector.export.cli import main as export_main
 from truthlens.gateway.policy.config import load_config, parse_config
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"

@@ -219,7 +219,7 @@ def test_triton_repo_fp16_adds_the_tensorrt_accelerator(tiny_model_dir: Path, tm
 
 def test_export_cli_writes_a_repository_without_torch(tiny_model_dir: Path, tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    from truthlens.detector.export.checkpoint import main
+    from truthlens.detector.export.cli import main
 
     assert main(["--triton-repo", str(tmp_path / "r"), "--model", str(tiny_model_dir), "--triton-kind", "cpu",
                  "--no-embedder"]) == 0

@@ -27,38 +27,36 @@ Needs the ``export`` extra (torch, transformers, onnx); serving never imports th
 
 from __future__ import annotations
 
-import argparse
 import inspect
 import json
 import shutil
-import sys
 import tempfile
 import time
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
+from truthlens.detector.export.onnx_graph import (
+    DEFAULT_SHAPE,
+    QUANTIZATION_NAMES,
+    ExportError,
+    GraphShape,
+    Quantize,
+    check_quantize,
+    optimize_graph,
+    quantize_graph,
+)
+from truthlens.detector.export.verify import Verification, max_diff, onnx_logits, verify_int8, verify_optimized
 from truthlens.detector.prompt import TEMPLATE_NAME, build_prompt
 
-Quantize = Literal["none", "int8", "int8-blockwise"]
-# What each choice writes as the manifest's "quantization".
-QUANTIZATION_NAMES: dict[Quantize, str] = {
-    "none": "none", "int8": "int8-dynamic-per-channel", "int8-blockwise": "int8-blockwise-32",
-}
-# Input-axis block of the blockwise form: weights and activations get one scale per 32 values.
-BLOCKWISE_BLOCK = 32
 MANIFEST_FORMAT = "truthlens-detector/1"
 FP32_LOGIT_TOLERANCE = 1e-3
-# Fused kernels reorder float sums: the optimised fp32 graph gets a little more room.
-OPTIMIZED_LOGIT_TOLERANCE = 5e-3
 # Architectures whose attention ONNX Runtime's "bert" optimizer fuses (config.model_type).
 BERT_FAMILY = frozenset({"bert", "roberta", "xlm-roberta", "distilbert", "electra", "camembert"})
-INT8_MAX_PROB_TOLERANCE = 0.35
-INT8_MEAN_PROB_TOLERANCE = 0.05
 
 # Sample inputs for verification: one short, one padded to the window, both in a batch.
 _SAMPLE_CONTEXT = (
@@ -67,21 +65,6 @@ _SAMPLE_CONTEXT = (
 )
 _SAMPLE_QUESTION = "How tall is the Eiffel Tower and when was it finished?"
 _SAMPLE_ANSWER = "The Eiffel Tower is 330 metres tall. It was completed in 1901 by Gustave Eiffel's company."
-
-
-class ExportError(RuntimeError):
-    """The export or its verification failed."""
-
-
-@dataclass(frozen=True, slots=True)
-class Verification:
-    lengths: tuple[int, ...]  # sequence lengths of the samples checked (the last is a padded batch)
-    max_abs_logit_diff: float  # fp32 ONNX vs torch
-    int8_max_prob_diff: float | None = None
-    int8_mean_prob_diff: float | None = None
-    int8_label_agreement: float | None = None
-    optimized_max_abs_logit_diff: float | None = None  # optimised fp32 graph vs the reference
-    int8_verdict_agreement: float | None = None  # samples whose any-token > 0.5 verdict matches
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,22 +179,6 @@ def _torch_logits(model: Any, feed: Mapping[str, np.ndarray]) -> np.ndarray:
     return logits
 
 
-def _onnx_logits(path: Path, feeds: Sequence[Mapping[str, np.ndarray]]) -> list[np.ndarray]:
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    return [session.run(["logits"], dict(feed))[0] for feed in feeds]
-
-
-def _softmax_hallucinated(logits: np.ndarray, index: int) -> np.ndarray:
-    shifted = logits - logits.max(axis=-1, keepdims=True)
-    exp = np.exp(shifted)
-    probs: np.ndarray = exp[..., index] / exp.sum(axis=-1)
-    return probs
-
-
 def _export_graph(
     wrapper: Any, feed: Mapping[str, np.ndarray], input_names: Sequence[str], path: Path, opset: int, dynamo: bool
 ) -> None:
@@ -238,96 +205,6 @@ def _export_graph(
             wrapper, args, str(path), dynamo=False, opset_version=opset, input_names=list(input_names),
             output_names=["logits"], dynamic_axes=axes, do_constant_folding=True,
         )
-
-
-def _check_quantize(quantize: str) -> None:
-    if quantize not in QUANTIZATION_NAMES:
-        raise ExportError(f"quantize must be one of {', '.join(QUANTIZATION_NAMES)}; got {quantize!r}")
-
-
-def _quantize(quantize: Quantize, src: Path, dst: Path) -> None:
-    if quantize == "int8-blockwise":
-        _quantize_blockwise(src, dst)
-    else:
-        _quantize_int8(src, dst)
-
-
-def _quantize_blockwise(src: Path, dst: Path) -> None:
-    """Every MatMul with a constant weight as ``MatMulNBits``: 8-bit symmetric weight blocks, and
-    accuracy level 4 (int8 compute, activations quantised per block at run time). The embedding
-    tables (``Gather``, which MatMulNBits takes only at 4 bits) are stored as per-tensor uint8, as
-    in the ``int8`` form: they are most of a small encoder's bytes (MiniLM: 59 MB -> 24 MB), and
-    the measured agreement with fp32 stays at 99%."""
-    import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-    from onnxruntime.quantization.matmul_nbits_quantizer import DefaultWeightOnlyQuantConfig, MatMulNBitsQuantizer
-
-    try:
-        config = DefaultWeightOnlyQuantConfig(block_size=BLOCKWISE_BLOCK, is_symmetric=True, accuracy_level=4, bits=8)
-        quantizer = MatMulNBitsQuantizer(onnx.load(str(src)), algo_config=config)
-        quantizer.process()
-    except (TypeError, ValueError, NotImplementedError) as exc:  # an onnxruntime without 8-bit blocks
-        raise ExportError(f"this onnxruntime cannot write 8-bit MatMulNBits ({exc})") from exc
-    quantized = {node.op_type for node in quantizer.model.model.graph.node}
-    if "MatMulNBits" not in quantized:
-        raise ExportError(f"{src}: no MatMul with a constant weight to quantise blockwise")
-    blocks = dst.with_name(dst.stem + ".blocks.onnx")
-    quantizer.model.save_model_to_file(str(blocks), use_external_data_format=False)
-    quantize_dynamic(
-        str(blocks), str(dst), op_types_to_quantize=["Gather"], weight_type=QuantType.QUInt8,
-        extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
-    )
-    blocks.unlink()
-
-
-def _quantize_int8(src: Path, dst: Path) -> None:
-    import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    quantize_dynamic(
-        str(src), str(dst), per_channel=True, weight_type=QuantType.QInt8,
-        # fused graphs carry value infos without types; without a default the quantiser fails
-        extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class GraphShape:
-    """What the optimizer cannot always read off a traced graph."""
-
-    num_heads: int = 0  # 0: let the optimizer detect it
-    hidden_size: int = 0
-
-
-def optimize_graph(src: Path, dst: Path, shape: GraphShape = GraphShape()) -> dict[str, int]:
-    """ONNX Runtime's transformer optimizer (``model_type="bert"``) over the fp32 graph ``src``,
-    written to ``dst``; returns the fused operators it made (name → count, zeros left out).
-    Refuses an already quantised graph: its matmuls no longer form the patterns it fuses."""
-    import logging
-
-    import onnx
-    from onnxruntime.transformers.fusion_options import FusionOptions
-    from onnxruntime.transformers.optimizer import optimize_model
-
-    ops = {node.op_type for node in onnx.load(str(src), load_external_data=False).graph.node}
-    if ops & {"MatMulInteger", "DynamicQuantizeMatMul", "QAttention", "DynamicQuantizeLinear"}:
-        raise ExportError(f"{src}: the graph is already quantised; optimise its fp32 graph instead")
-    # the optimizer logs every pattern it did not find at WARNING; the counts below say what it did
-    quiet = logging.getLogger("onnxruntime.transformers")
-    level = quiet.level
-    quiet.setLevel(logging.ERROR)
-    try:
-        optimized = optimize_model(
-            str(src), model_type="bert", num_heads=shape.num_heads, hidden_size=shape.hidden_size,
-            optimization_options=FusionOptions("bert"), use_gpu=False,
-        )
-    except Exception as exc:  # the optimizer raises assorted errors on graphs it cannot walk
-        raise ExportError(f"{src}: ONNX Runtime's transformer optimizer failed ({exc})") from exc
-    finally:
-        quiet.setLevel(level)
-    optimized.save_model_to_file(str(dst))
-    stats = optimized.get_fused_operator_statistics()
-    return {name: int(count) for name, count in stats.items() if count}
 
 
 def _hallucinated_index(config: Any) -> tuple[list[str], int]:
@@ -364,7 +241,7 @@ def export_model(
     checkpoint, out = Path(checkpoint_dir), Path(out_dir)
     if not (checkpoint / "config.json").exists():
         raise ExportError(f"{checkpoint}: not a Hugging Face checkpoint (no config.json)")
-    _check_quantize(quantize)
+    check_quantize(quantize)
     model_type = str(json.loads((checkpoint / "config.json").read_text()).get("model_type", ""))
     # Fused attention only for dynamic int8: blockwise quantises MatMul nodes, and the fused
     # Attention's QKV weights would stay float (measured slower than the unfused blockwise graph).
@@ -392,7 +269,7 @@ def export_model(
         expected: list[np.ndarray] = []
         if verify:
             expected = [_torch_logits(model, feed) for feed in feeds]
-            diff = _max_diff(expected, _onnx_logits(fp32, feeds), feeds)
+            diff = max_diff(expected, onnx_logits(fp32, feeds), feeds)
             if not diff <= FP32_LOGIT_TOLERANCE:
                 raise ExportError(f"ONNX logits differ from torch by {diff:.3g} (> {FP32_LOGIT_TOLERANCE})")
             verification = Verification(tuple(int(f["input_ids"].shape[1]) for f in feeds), diff)
@@ -402,13 +279,13 @@ def export_model(
             shape = GraphShape(int(model.config.num_attention_heads), int(model.config.hidden_size))
             graph_note = _graph_note(optimize_graph(fp32, graph, shape))
             if verification is not None:
-                verification = _verify_optimized(expected, graph, feeds, verification)
+                verification = verify_optimized(expected, graph, feeds, verification)
         final = graph
         if quantize != "none":
             final = Path(tmp) / "model.int8.onnx"
-            _quantize(quantize, graph, final)
+            quantize_graph(quantize, graph, final)
             if verification is not None:
-                verification = _verify_int8(expected, final, feeds, hallucinated, verification)
+                verification = verify_int8(expected, final, feeds, hallucinated, verification)
         shutil.copyfile(final, out / "model.onnx")
     tokenizer.save(str(out / "tokenizer.json"))
 
@@ -446,7 +323,7 @@ def export_model(
 
 
 def optimize_onnx(
-    model_path: str | Path, out_dir: str | Path, *, quantize: Quantize = "int8", shape: GraphShape = GraphShape(),
+    model_path: str | Path, out_dir: str | Path, *, quantize: Quantize = "int8", shape: GraphShape = DEFAULT_SHAPE,
     verify: bool = True,
 ) -> ExportReport:
     """Re-optimise an existing fp32 model: ``model_path`` is a ``model.onnx`` (or its model
@@ -457,7 +334,7 @@ def optimize_onnx(
     src = Path(model_path)
     src = src / "model.onnx" if src.is_dir() else src
     source_dir, out = src.parent, Path(out_dir)
-    _check_quantize(quantize)
+    check_quantize(quantize)
     for needed in (src, source_dir / "tokenizer.json", source_dir / "manifest.json"):
         if not needed.is_file():
             raise ExportError(f"{needed}: not found (a model directory has model.onnx, tokenizer.json, manifest.json)")
@@ -478,16 +355,16 @@ def optimize_onnx(
         note = _graph_note(optimize_graph(src, graph, shape))
         verification = None
         if verify:
-            expected = _onnx_logits(src, feeds)
+            expected = onnx_logits(src, feeds)
             verification = Verification(tuple(int(f["input_ids"].shape[1]) for f in feeds), 0.0)
-            verification = _verify_optimized(expected, graph, feeds, verification)
+            verification = verify_optimized(expected, graph, feeds, verification)
         final = graph
         if quantize != "none":
             final = Path(tmp) / "model.int8.onnx"
-            _quantize(quantize, graph, final)
+            quantize_graph(quantize, graph, final)
             if verify:
                 assert verification is not None
-                verification = _verify_int8(expected, final, feeds, hallucinated, verification)
+                verification = verify_int8(expected, final, feeds, hallucinated, verification)
         shutil.copyfile(final, out / "model.onnx")
     if source_dir.resolve() != out.resolve():
         shutil.copyfile(source_dir / "tokenizer.json", out / "tokenizer.json")
@@ -519,166 +396,3 @@ def _fused(note: Mapping[str, object]) -> dict[str, int] | None:
     return dict(fused) if isinstance(fused, dict) else None
 
 
-def _max_diff(
-    expected: Sequence[np.ndarray], got: Sequence[np.ndarray], feeds: Sequence[Mapping[str, np.ndarray]]
-) -> float:
-    return max(_masked_max_diff(e, g, f["attention_mask"]) for e, g, f in zip(expected, got, feeds, strict=True))
-
-
-def _verify_optimized(
-    expected: Sequence[np.ndarray], path: Path, feeds: Sequence[Mapping[str, np.ndarray]], base: Verification
-) -> Verification:
-    diff = _max_diff(expected, _onnx_logits(path, feeds), feeds)
-    if not diff <= OPTIMIZED_LOGIT_TOLERANCE:
-        raise ExportError(
-            f"the optimised graph's logits differ from the reference by {diff:.3g} (> {OPTIMIZED_LOGIT_TOLERANCE})"
-        )
-    return replace(base, optimized_max_abs_logit_diff=diff)
-
-
-def _masked_max_diff(expected: np.ndarray, got: np.ndarray, mask: np.ndarray) -> float:
-    if expected.shape != got.shape:
-        raise ExportError(f"ONNX logits shape {got.shape} != torch {expected.shape}")
-    keep = mask.astype(bool)
-    return float(np.abs(expected[keep] - got[keep]).max())
-
-
-def _verify_int8(
-    expected: Sequence[np.ndarray], path: Path, feeds: Sequence[Mapping[str, np.ndarray]], index: int,
-    base: Verification,
-) -> Verification:
-    """int8 probabilities against the reference logits ``expected`` (torch, or the input graph)."""
-    diffs, agree, total, verdicts, rows = [], 0, 0, 0, 0
-    for feed, want, got in zip(feeds, expected, _onnx_logits(path, feeds), strict=True):
-        keep = feed["attention_mask"].astype(bool)
-        p_ref_rows, p_int8_rows = _softmax_hallucinated(want, index), _softmax_hallucinated(got, index)
-        p_ref, p_int8 = p_ref_rows[keep], p_int8_rows[keep]
-        diffs.append(np.abs(p_ref - p_int8))
-        agree += int(((p_ref > 0.5) == (p_int8 > 0.5)).sum())
-        total += int(keep.sum())
-        for r in range(keep.shape[0]):  # a row's verdict: any token over 0.5
-            verdicts += int(bool((p_ref_rows[r][keep[r]] > 0.5).any()) == bool((p_int8_rows[r][keep[r]] > 0.5).any()))
-            rows += 1
-    all_diffs = np.concatenate(diffs)
-    max_diff, mean_diff = float(all_diffs.max()), float(all_diffs.mean())
-    if max_diff > INT8_MAX_PROB_TOLERANCE or mean_diff > INT8_MEAN_PROB_TOLERANCE:
-        raise ExportError(
-            f"int8 probabilities drift from the reference: max {max_diff:.3f} (limit {INT8_MAX_PROB_TOLERANCE}), "
-            f"mean {mean_diff:.3f} (limit {INT8_MEAN_PROB_TOLERANCE})"
-        )
-    return replace(
-        base, int8_max_prob_diff=max_diff, int8_mean_prob_diff=mean_diff, int8_label_agreement=agree / total,
-        int8_verdict_agreement=verdicts / rows,
-    )
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``truthlens export --checkpoint DIR --out DIR [--int8 | --int8-blockwise] [--no-optimize] [--opset N]
-    [--triton-repo DIR]``, ``truthlens export --optimize-onnx MODEL --out DIR [--keep-fp32]`` to re-optimise
-    an existing fp32 model, or ``truthlens export --triton-repo DIR [--model DIR]`` for an existing model directory."""
-    parser = argparse.ArgumentParser(
-        prog="truthlens export", description="Export a token-classification checkpoint to a detector model directory."
-    )
-    parser.add_argument("--checkpoint", type=Path, help="Hugging Face checkpoint directory")
-    parser.add_argument("--out", type=Path, help="model directory to write")
-    precision = parser.add_mutually_exclusive_group()
-    precision.add_argument("--int8", action="store_true", help="dynamic int8 quantisation (per channel): fastest")
-    precision.add_argument(
-        "--int8-blockwise", action="store_true",
-        help="int8 in blocks of 32 for weights and activations: ~99%% of the float verdicts, ~1.6x int8's time",
-    )
-    parser.add_argument("--opset", type=int, default=17)
-    parser.add_argument("--dynamo", action="store_true", help="use the dynamo exporter (opset >= 18)")
-    parser.add_argument(
-        "--max-length", type=int, default=512, help="window recorded in the manifest (capped by the model)"
-    )
-    parser.add_argument("--no-verify", action="store_true", help="skip the ONNX-vs-torch check")
-    graph = parser.add_argument_group("graph optimisation (ONNX Runtime's transformer optimizer, before int8)")
-    graph.add_argument("--no-optimize", action="store_true", help="int8 export without fused attention")
-    graph.add_argument("--optimize", action="store_true", help="fuse the fp32 export as well")
-    graph.add_argument("--optimize-onnx", type=Path, default=None, metavar="MODEL",
-                       help="re-optimise an existing fp32 model.onnx (or its model directory) into --out")
-    graph.add_argument("--keep-fp32", action="store_true", help="with --optimize-onnx: do not quantise to int8")
-    graph.add_argument("--num-heads", type=int, default=0,
-                       help="with --optimize-onnx: attention heads (0: the manifest's, else detect)")
-    graph.add_argument("--hidden-size", type=int, default=0,
-                       help="with --optimize-onnx: hidden size (0: the manifest's, else detect)")
-    triton = parser.add_argument_group("Triton model repository (src/truthlens/detector/export/triton_repo.py)")
-    triton.add_argument("--triton-repo", type=Path, help="also write a Triton model repository here")
-    triton.add_argument("--model", default=None,
-                        help="without --checkpoint: the model directory to serve (default: the shipped model)")
-    triton.add_argument("--triton-max-batch", type=int, default=32, help="max_batch_size of each model")
-    triton.add_argument("--triton-queue-delay-us", type=int, default=500, help="dynamic batching queue delay")
-    triton.add_argument("--triton-kind", choices=("gpu", "cpu"), default="gpu", help="instance group kind")
-    triton.add_argument("--triton-instances", type=int, default=1, help="model instances per device")
-    triton.add_argument("--triton-fp16", action="store_true", help="TensorRT execution accelerator in fp16 (GPU)")
-    triton.add_argument("--no-embedder", action="store_true", help="leave the relevance embedder out")
-    args = parser.parse_args(argv)
-    if args.optimize_onnx is not None:
-        if args.out is None or args.checkpoint is not None:
-            parser.error("--optimize-onnx needs --out (and no --checkpoint)")
-        try:
-            report = optimize_onnx(
-                args.optimize_onnx, args.out,
-                quantize="none" if args.keep_fp32 else _chosen_quantize(args, default="int8"),
-                shape=GraphShape(args.num_heads, args.hidden_size), verify=not args.no_verify,
-            )
-        except (ExportError, OSError, ValueError) as exc:
-            print(f"optimisation failed: {exc}", file=sys.stderr)
-            return 1
-        print(report.to_json())
-        return 0
-    if args.checkpoint is None and args.triton_repo is None:
-        parser.error("--checkpoint and --out are required (or --triton-repo alone, for an existing model)")
-    if args.checkpoint is not None and args.out is None:
-        parser.error("--checkpoint needs --out")
-    model_dir = args.model
-    if args.checkpoint is not None:
-        try:
-            report = export_model(
-                args.checkpoint, args.out, quantize=_chosen_quantize(args, default="none"), opset=args.opset,
-                max_length=args.max_length, verify=not args.no_verify, dynamo=args.dynamo,
-                optimize=False if args.no_optimize else (True if args.optimize else None),
-            )
-        except (ExportError, OSError) as exc:
-            print(f"export failed: {exc}", file=sys.stderr)
-            return 1
-        print(report.to_json())
-        model_dir = str(args.out)
-    if args.triton_repo is not None:
-        return _export_triton_repo(args, model_dir)
-    return 0
-
-
-def _chosen_quantize(args: argparse.Namespace, *, default: Quantize) -> Quantize:
-    """The int8 form the flags name, else ``default`` (a checkpoint exports fp32, an
-    ``--optimize-onnx`` run dynamic int8)."""
-    if args.int8_blockwise:
-        return "int8-blockwise"
-    return "int8" if args.int8 else default
-
-
-def _export_triton_repo(args: argparse.Namespace, model_dir: str | None) -> int:
-    from truthlens.detector.export.triton_repo import RepoOptions, write_triton_repo
-    from truthlens.detector.types import DetectorError
-
-    options = RepoOptions(
-        max_batch_size=args.triton_max_batch,
-        preferred_batch_sizes=tuple(b for b in (8, 16, 32, 64) if b <= args.triton_max_batch),
-        max_queue_delay_us=args.triton_queue_delay_us,
-        kind=args.triton_kind,
-        instances=args.triton_instances,
-        tensorrt_fp16=args.triton_fp16,
-        embedder=not args.no_embedder,
-    )
-    try:
-        written = write_triton_repo(model_dir, args.triton_repo, options)
-    except (DetectorError, ValueError, OSError) as exc:
-        print(f"triton repository export failed: {exc}", file=sys.stderr)
-        return 1
-    print(json.dumps({"triton_repo": str(args.triton_repo), "models": [p.name for p in written]}))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
