@@ -9,7 +9,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from truthlens.gateway.core.telemetry import OTHER_LABEL, Telemetry
-from truthlens.testing.upstream import ScriptedUpstream, ScriptError
+from truthlens.testing.script import ScriptError
+from truthlens.testing.upstream import ScriptedUpstream
 
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 

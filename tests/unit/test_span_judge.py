@@ -15,8 +15,9 @@ import aiohttp
 import pytest
 
 from truthlens.detector.backends.llm_prompt import RESPONSE_FORMAT, messages, read_quotes
+from truthlens.testing.script import ScriptError, parse_script
 from truthlens.testing.span_judge import unsupported_quotes
-from truthlens.testing.upstream import ScriptedUpstream, ScriptError, parse_script
+from truthlens.testing.upstream import ScriptedUpstream
 
 CONTEXT = ["The Harbour Pavilion in Rotterdam was designed by Antoni Gaudi and opened in 1998."]
 ANSWER = "The Harbour Pavilion opened in 2004. Isambard Brunel designed it, and in 2004 it won a prize."
