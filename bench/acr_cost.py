@@ -16,7 +16,7 @@ import statistics
 import time
 from typing import Any
 
-from truthlens.detector.factory import create_detector
+from truthlens.detector.backends.factory import create_detector
 from truthlens.detector.types import DetectorSettings
 from truthlens.evidence.embedder import OnnxEmbedder
 from truthlens.llm import Endpoint, LLMClient

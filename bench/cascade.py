@@ -2,7 +2,7 @@
 
 The shipped encoder (ONNX Runtime, in this process) checks the same answers twice per cell:
 alone (``detector.backend: onnx``), and as the first stage of the cascade
-(:class:`truthlens.detector.cascade.CascadeDetector`), whose flagged answers go over real HTTP
+(:class:`truthlens.detector.backends.cascade.CascadeDetector`), whose flagged answers go over real HTTP
 to the scripted OpenAI-compatible server (``truthlens upstream``, a child process: its span
 judge answers the strict-schema request in a few milliseconds — a test double, not a model).
 So the numbers are the gateway's cost of the hop (prompt, HTTP, JSON, quote mapping) plus
@@ -31,8 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from truthlens.detector.cascade import CascadeDetector
-from truthlens.detector.factory import create_detector
+from truthlens.detector.backends.cascade import CascadeDetector
+from truthlens.detector.backends.factory import create_detector
 from truthlens.detector.types import DetectionInput, Detector, DetectorSettings, LlmSettings
 from truthlens.llm import Endpoint
 from truthlens.testing import launch

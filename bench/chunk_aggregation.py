@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 
 from training.corpus import halueval, long_context
+from truthlens.detector.backends.factory import create_detector
 from truthlens.detector.engine import DetectorEngine
-from truthlens.detector.factory import create_detector
 from truthlens.detector.relevance import LexicalRelevance
 from truthlens.detector.types import ChunkAggregation, DetectionInput, DetectorSettings
 

@@ -26,15 +26,14 @@ import sys
 import time
 from collections.abc import Callable
 
-from truthlens.gateway.openai_body import (
+from truthlens.gateway.apis.chat.body import (
     ContextSettings,
-    StreamAccumulator,
     parse_chat_request,
     parse_chat_response,
-    parse_chunk,
     render_chat_response,
 )
-from truthlens.gateway.sse import SSEDecoder
+from truthlens.gateway.apis.chat.chunks import StreamAccumulator, parse_chunk
+from truthlens.gateway.apis.sse import SSEDecoder
 
 ANSWER = "The Eiffel Tower is a wrought-iron lattice tower in Paris, completed in 1889. " * 200
 
@@ -60,8 +59,8 @@ def protobuf_timings(repeats: int) -> dict[str, float]:
     from google.protobuf.internal import api_implementation
 
     from truthlens._proto import truthlens_ext_proc_pb2 as pb
-    from truthlens.gateway import mutations
-    from truthlens.gateway.phases.request_headers import header_dict
+    from truthlens.gateway.exchange import mutations
+    from truthlens.gateway.exchange.phases.request_headers import header_dict
 
     headers = pb.ProcessingRequest()
     for key, value in (

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from bench.detector_quality import PREVIOUS_DIR
 from training.corpus import halueval, lexical, ragtruth
+from truthlens.detector.backends.factory import create_detector
 from truthlens.detector.encoding import TextEncoder
-from truthlens.detector.factory import create_detector
 from truthlens.detector.manifest import load_manifest, resolve_model_dir
 from truthlens.detector.types import DetectionInput, Detector, DetectorSettings
 

@@ -19,9 +19,9 @@ import random
 import statistics
 import time
 
+from truthlens.detector.backends.factory import create_detector
 from truthlens.detector.encoding import TextEncoder
 from truthlens.detector.engine import DetectorEngine
-from truthlens.detector.factory import create_detector
 from truthlens.detector.manifest import load_manifest, resolve_model_dir
 from truthlens.detector.types import CHUNK_AGGREGATIONS, ChunkAggregation, DetectionInput, DetectorSettings
 

@@ -38,8 +38,8 @@ from pathlib import Path
 
 from training.corpus import halueval, long_context, ragtruth
 from training.scoring import Case, Decision, Metrics, Scored, halueval_cases, metrics, ragtruth_cases, score_cases
+from truthlens.detector.backends.factory import create_detector
 from truthlens.detector.engine import DetectorEngine
-from truthlens.detector.factory import create_detector
 from truthlens.detector.types import DetectionInput, DetectorSettings
 
 PREVIOUS_DIR = Path(__file__).with_name("baselines") / "halueval-v2"

@@ -58,11 +58,11 @@ from typing import Any
 import numpy as np
 
 from training.corpus import halueval, ragtruth
+from truthlens.detector.backends.factory import create_detector
+from truthlens.detector.backends.onnx import usable_cores
 from truthlens.detector.encoding import TextEncoder
 from truthlens.detector.engine import DetectorEngine
-from truthlens.detector.factory import create_detector
 from truthlens.detector.manifest import load_manifest
-from truthlens.detector.onnx_backend import usable_cores
 from truthlens.detector.prompt import build_prompt
 from truthlens.detector.types import Detection, DetectionInput, DetectorSettings
 
@@ -111,7 +111,7 @@ def percentile(values: Sequence[float], q: float) -> float:
 def export_dirs(hf: Path, fp32: Path | None, int8: Path | None, tmp: Path) -> dict[str, Path]:
     """fp32, int8 without fused attention, int8 (the default export: fused, then quantised),
     blockwise int8 (``truthlens export --int8-blockwise``)."""
-    from truthlens.detector.export import export_model
+    from truthlens.detector.export.checkpoint import export_model
 
     if fp32 is None:
         fp32 = tmp / "fp32"
@@ -248,7 +248,7 @@ def spread(values: Sequence[float]) -> str:
 
 
 def engines(dirs: dict[str, Path]) -> dict[str, DetectorEngine]:
-    # The in-process default (src/truthlens/gateway/config.py): two runs in flight, the cores
+    # The in-process default (src/truthlens/gateway/policy/config.py): two runs in flight, the cores
     # split between them, a lone row on every core.
     default = DetectorSettings(provider="cpu", max_in_flight=2)
     # The previous setting: the same split, every row on its half of the cores.

@@ -18,8 +18,8 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
-from truthlens.gateway import mutations
-from truthlens.gateway.processor import SERVICE_NAME
+from truthlens.gateway.exchange import mutations
+from truthlens.gateway.server.processor import SERVICE_NAME
 
 
 async def process(

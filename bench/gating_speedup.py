@@ -21,7 +21,7 @@ import time
 from tokenizers import Tokenizer
 
 from bench.gating_data import PROBES
-from truthlens.detector.factory import create_detector
+from truthlens.detector.backends.factory import create_detector
 from truthlens.detector.manifest import resolve_model_dir
 from truthlens.detector.types import DetectionInput, DetectorSettings
 from truthlens.evidence.embedder import OnnxEmbedder

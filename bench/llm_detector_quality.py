@@ -37,8 +37,8 @@ from pathlib import Path
 from bench.detector_quality import describe, evaluation_sets, print_table
 from training.corpus import halueval, ragtruth
 from training.scoring import Case, Metrics, verdict_metrics
-from truthlens.detector.cascade import CascadeDetector
-from truthlens.detector.factory import create_detector
+from truthlens.detector.backends.cascade import CascadeDetector
+from truthlens.detector.backends.factory import create_detector
 from truthlens.detector.types import Detection, Detector, DetectorError, DetectorSettings, LlmSettings
 from truthlens.llm import Endpoint
 

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from truthlens.detector.factory import create_detector
+from truthlens.detector.backends.factory import create_detector
 from truthlens.detector.types import DetectorSettings
 from truthlens.llm import ChatCall, Endpoint, LLMClient
 from truthlens.modes.base import Exchange, GroundedQuery, Services

@@ -31,7 +31,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from truthlens.detector.factory import create_detector
+from truthlens.detector.backends.factory import create_detector
 from truthlens.detector.manifest import resolve_model_dir
 from truthlens.detector.types import Detection, DetectionInput, Detector, DetectorSettings, RemoteSettings
 from truthlens.testing import model_server

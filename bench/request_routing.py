@@ -1,6 +1,6 @@
 """The request body phase: match the route before decoding vs decode first, side by side.
 
-Ours is the real phase (``truthlens.gateway.phases.request_body.handle``) on a real stream state.
+Ours is the real phase (``truthlens.gateway.exchange.phases.request_body.handle``) on a real stream state.
 The reference is the order the phase had before: decode the whole request with the global
 context settings, match, and decode again when the route reads its context differently
 (composed here from the same public functions). Same config, same bodies, one process.
@@ -25,14 +25,15 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
-from truthlens.detector.factory import create_detector
-from truthlens.gateway import mutations, openai_body
-from truthlens.gateway.config import Config, parse_config
-from truthlens.gateway.decisions import RequestFacts, match
-from truthlens.gateway.phases import request_body
-from truthlens.gateway.phases.state import CheckedRequest, RequestInfo, Runtime, StreamState
-from truthlens.gateway.services import ServiceProvider
-from truthlens.gateway.telemetry import Telemetry
+from truthlens.detector.backends.factory import create_detector
+from truthlens.gateway.apis.chat import body as openai_body
+from truthlens.gateway.core.telemetry import Telemetry
+from truthlens.gateway.exchange import mutations
+from truthlens.gateway.exchange.phases import request_body
+from truthlens.gateway.exchange.phases.state import CheckedRequest, RequestInfo, Runtime, StreamState
+from truthlens.gateway.exchange.services import ServiceProvider
+from truthlens.gateway.policy.config import Config, parse_config
+from truthlens.gateway.policy.decisions import RequestFacts, match
 
 CONFIG: dict[str, Any] = {
     "version": 1,

@@ -17,12 +17,12 @@ import json
 from collections.abc import Callable
 
 from bench.codec_hot_path import per_call_us
-from truthlens.gateway.chat_stream import ChatStream
-from truthlens.gateway.endpoints import CHAT, RESPONSES, StreamCodec
-from truthlens.gateway.openai_body import ContextSettings, Rewrite, WarningSpec
-from truthlens.gateway.presentation import Presentation
-from truthlens.gateway.responses_stream import ResponsesStream
-from truthlens.gateway.sse import SSEDecoder, SSEEvent
+from truthlens.gateway.apis.chat.body import ContextSettings, Rewrite, WarningSpec
+from truthlens.gateway.apis.chat.stream import ChatStream
+from truthlens.gateway.apis.endpoints import CHAT, RESPONSES
+from truthlens.gateway.apis.interface import Presentation, StreamCodec
+from truthlens.gateway.apis.responses.stream import ResponsesStream
+from truthlens.gateway.apis.sse import SSEDecoder, SSEEvent
 from truthlens.testing import responses_upstream
 
 PASSAGES = ["The Eiffel Tower is a wrought-iron lattice tower in Paris, completed in 1889. " * 6] * 8

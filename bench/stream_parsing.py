@@ -3,7 +3,7 @@ side by side, for the chat and the Responses codecs (no network, no check: what 
 response phase spends reading events before the answer is checked).
 
 Each stream is fed to the SSE decoder in 16 KiB chunks (about what Envoy forwards at a time) and
-every event to the endpoint's codec, as ``gateway/phases/response_stream.py`` does. Passthrough
+every event to the endpoint's codec, as ``gateway/exchange/phases/response_stream.py`` does. Passthrough
 runs up to 64 MB (the phase itself stops reading at the route's ``max_body_bytes``); a held
 stream is what Envoy buffers (8 MiB in the shipped ``envoy.yaml``), so hold runs up to 8 MB.
 Linear reading shows as a flat ms/MB column; the last column is the largest size's ms/MB over
@@ -19,10 +19,10 @@ import json
 import time
 from collections.abc import Callable
 
-from truthlens.gateway.chat_stream import ChatStream
-from truthlens.gateway.endpoints import StreamCodec
-from truthlens.gateway.responses_stream import ResponsesStream
-from truthlens.gateway.sse import SSEDecoder
+from truthlens.gateway.apis.chat.stream import ChatStream
+from truthlens.gateway.apis.interface import StreamCodec
+from truthlens.gateway.apis.responses.stream import ResponsesStream
+from truthlens.gateway.apis.sse import SSEDecoder
 from truthlens.testing import responses_upstream
 
 MB = 1024 * 1024

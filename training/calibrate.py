@@ -40,8 +40,8 @@ import numpy as np
 from training.corpus import halueval, ragtruth
 from training.corpus.splits import generate
 from training.scoring import Case, Decision, Metrics, Scored, halueval_cases, metrics, ragtruth_cases, score_cases
+from truthlens.detector.backends.factory import create_detector
 from truthlens.detector.engine import DetectorEngine
-from truthlens.detector.factory import create_detector
 from truthlens.detector.facts import role_findings
 from truthlens.detector.fusion import REASON_WEIGHTS, fuse
 from truthlens.detector.manifest import resolve_model_dir

@@ -2,7 +2,8 @@
 
 int8 is shipped when its held-out example F1 stays within ``--max-f1-drop`` of fp32 and the
 file fits ``--max-mb``; otherwise fp32 (if it fits). The int8 graph is optimised first (fused
-attention, ``truthlens.detector.export.optimize_graph``) unless ``--no-optimize``. The chosen directory is copied to
+attention, ``truthlens.detector.export.onnx_graph.optimize_graph``) unless ``--no-optimize``.
+The chosen directory is copied to
 ``src/truthlens/detector/default_model/`` with the scores and provenance in ``manifest.json``.
 
     python -m training.ship --checkpoint training/output/hf
@@ -20,7 +21,7 @@ from training.corpus.splits import read_jsonl
 from training.evaluate import OnnxTagger, score
 from training.handchecks import run as run_handchecks
 from training.recover import RECOVERED
-from truthlens.detector.export import export_model
+from truthlens.detector.export.checkpoint import export_model
 
 DEFAULT_MODEL = Path("src/truthlens/detector/default_model")
 

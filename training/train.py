@@ -6,7 +6,7 @@ stops it (state saved) without touching the schedule, ``--resume`` continues it 
 batches and learning rate (:mod:`training.resume`), and the rows it trains on are built once and
 kept in ``OUT/rows.pt``. The older single-sitting mode, ``--time-budget-min``, decays the rate by
 elapsed time instead. Saves a Hugging Face checkpoint (model + tokenizer) that
-:mod:`truthlens.detector.export` turns into ONNX.
+:mod:`truthlens.detector.export.checkpoint` turns into ONNX.
 
     python -m training.train --corpus training/output/corpus --out training/output/hf
 """

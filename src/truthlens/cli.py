@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the CLI imports the gateway only for the commands that need it
-    from truthlens.gateway.config import Config
+    from truthlens.gateway.policy.config import Config
 
 # ``serve`` without ``--config``: the first of these that exists, else the packaged starter config.
 CONFIG_SEARCH = ("config.yaml", "configs/config.yaml")
@@ -27,7 +27,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return int(detect_main(args[1:]) or 0)
     if args[:1] == ["export"]:
-        from truthlens.detector.export import main as export_main
+        from truthlens.detector.export.cli import main as export_main
 
         return int(export_main(args[1:]) or 0)
     if args[:1] == ["upstream"]:
@@ -131,11 +131,11 @@ def _serve(ns: argparse.Namespace) -> int:
     logs.configure(ns.log_level, log_format)
     own_metrics_dir = None
     if ns.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        # Must be set before prometheus_client is imported (by truthlens.gateway.server below) so every
+        # Must be set before prometheus_client is imported (by truthlens.gateway.server.serve below) so every
         # worker writes its samples where the supervisor's /metrics reads them.
         own_metrics_dir = tempfile.mkdtemp(prefix="truthlens-metrics-")
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = own_metrics_dir
-    from truthlens.gateway.server import ServerSettings, run
+    from truthlens.gateway.server.serve import ServerSettings, run
 
     config = ns.config or default_config()
     logging.getLogger("truthlens").info("config: %s", config)
@@ -194,7 +194,7 @@ def _init(ns: argparse.Namespace) -> int:
 
 def _validated(path: str) -> Config | None:
     """The config at ``path``, or None after printing why it is invalid (the offending key)."""
-    from truthlens.gateway.preflight import validate
+    from truthlens.gateway.policy.preflight import validate
     from truthlens.options import ConfigError
 
     try:
@@ -208,7 +208,7 @@ def _check_config(ns: argparse.Namespace) -> int:
     config = _validated(ns.file)
     if config is None:
         return 1
-    from truthlens.gateway import coverage
+    from truthlens.gateway.envoy import coverage
 
     routes = sum(1 for d in config.decisions if d.route is not None)
     print(f"{ns.file}: ok (digest {config.digest}, {len(config.decisions)} decisions, {routes} checked)")
@@ -226,7 +226,7 @@ def _check_config(ns: argparse.Namespace) -> int:
 
 
 def _envoy_routes(ns: argparse.Namespace) -> int:
-    from truthlens.gateway import envoy_routes
+    from truthlens.gateway.envoy import routes as envoy_routes
 
     if (ns.file is None) == (ns.config_option is None):
         print("truthlens envoy-routes: name the config file once: truthlens envoy-routes FILE", file=sys.stderr)

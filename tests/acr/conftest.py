@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 from span_capture import SpanCapture, captured_spans
 
-from truthlens.detector.factory import create_detector
+from truthlens.detector.backends.factory import create_detector
 from truthlens.detector.manifest import DEFAULT_MODEL_DIR
 from truthlens.detector.types import Detector, DetectorSettings
 from truthlens.evidence.embedder import OnnxEmbedder

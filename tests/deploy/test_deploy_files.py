@@ -20,8 +20,8 @@ import pytest
 import yaml
 
 from truthlens import cli
-from truthlens.gateway.config import load_config
-from truthlens.gateway.telemetry import Telemetry
+from truthlens.gateway.core.telemetry import Telemetry
+from truthlens.gateway.policy.config import load_config
 from truthlens.testing import launch
 
 REPO = Path(__file__).resolve().parents[2]

@@ -12,8 +12,8 @@ from typing import Any
 
 import yaml
 
-from truthlens.detector.export import main as export_main
-from truthlens.gateway.config import load_config, parse_config
+from truthlens.detector.export.cli import main as export_main
+from truthlens.gateway.policy.config import load_config, parse_config
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 OVERLAY = DEPLOY / "k8s" / "overlays" / "triton"

@@ -1,4 +1,4 @@
-"""The encoder→LLM cascade (:mod:`truthlens.detector.cascade`): the shipped encoder flags, a
+"""The encoder→LLM cascade (:mod:`truthlens.detector.backends.cascade`): the shipped encoder flags, a
 generative confirmer keeps or clears its spans, and which stage decided is on the detection.
 
 Scripted part: the confirmer's model server (``truthlens.testing.upstream`` with its span judge,
@@ -16,8 +16,8 @@ import pytest_asyncio
 from shipped_inputs import CONTEXT, GROUNDED, HALLUCINATED, QUESTION, WRONG_FACTS, require_shipped_model
 from span_capture import captured_spans
 
-from truthlens.detector.cascade import CascadeDetector, summarize
-from truthlens.detector.factory import create_detector
+from truthlens.detector.backends.cascade import CascadeDetector, summarize
+from truthlens.detector.backends.factory import create_detector
 from truthlens.detector.types import Detection, DetectionInput, Detector, DetectorHooks, DetectorSettings, LlmSettings
 from truthlens.llm import Endpoint
 from truthlens.testing.upstream import ScriptedUpstream

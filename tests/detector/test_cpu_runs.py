@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from truthlens.detector.backends.factory import create_detector
+from truthlens.detector.backends.onnx import CPU, OnnxRunner, intra_op_threads
 from truthlens.detector.engine import DetectorEngine
-from truthlens.detector.factory import create_detector
 from truthlens.detector.manifest import load_manifest
-from truthlens.detector.onnx_backend import CPU, OnnxRunner, intra_op_threads
 from truthlens.detector.types import DetectionInput, DetectorSettings
 
 CONTEXT = (

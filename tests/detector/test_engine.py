@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from truthlens.detector.backends.factory import create_detector
 from truthlens.detector.engine import DetectorEngine
-from truthlens.detector.factory import create_detector
 from truthlens.detector.types import DetectionInput, DetectorSettings, InvalidInput
 
 from .conftest import write_lookup_model
@@ -193,7 +193,7 @@ async def test_huge_answer_is_refused_quickly(tiny_model_dir: Path) -> None:
 
 
 async def test_provider_is_logged_at_start(tiny_model_dir: Path, caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.INFO, logger="truthlens.detector.onnx_backend"):
+    with caplog.at_level(logging.INFO, logger="truthlens.detector.backends.onnx"):
         detector = _detector(tiny_model_dir)
     assert detector.provider == "CPUExecutionProvider"
     assert "CPUExecutionProvider" in caplog.text

@@ -23,8 +23,10 @@ from tokenizers import (
     trainers,
 )
 
-from truthlens.detector.export import ExportError, export_model, main
-from truthlens.detector.factory import create_detector
+from truthlens.detector.backends.factory import create_detector
+from truthlens.detector.export.checkpoint import export_model
+from truthlens.detector.export.cli import main
+from truthlens.detector.export.onnx_graph import ExportError
 from truthlens.detector.manifest import load_manifest
 from truthlens.detector.prompt import build_prompt
 from truthlens.detector.types import Detection, DetectionInput, Detector, DetectorSettings

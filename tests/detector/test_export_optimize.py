@@ -17,7 +17,9 @@ import onnxruntime as ort
 import pytest
 from tokenizers import Tokenizer
 
-from truthlens.detector.export import ExportError, GraphShape, export_model, main, optimize_onnx
+from truthlens.detector.export.checkpoint import export_model, optimize_onnx
+from truthlens.detector.export.cli import main
+from truthlens.detector.export.onnx_graph import ExportError, GraphShape
 
 torch = pytest.importorskip("torch", reason="export needs torch and transformers: pip install -e '.[export]'")
 pytest.importorskip("transformers", reason="export needs transformers: pip install -e '.[export]'")

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from truthlens.detector.factory import backend_names, check_settings, create_detector
+from truthlens.detector.backends.factory import backend_names, check_settings, create_detector
+from truthlens.detector.backends.onnx import CPU, CUDA, choose_providers
 from truthlens.detector.manifest import ModelDirError
-from truthlens.detector.onnx_backend import CPU, CUDA, choose_providers
 from truthlens.detector.types import ConfirmSettings, DetectorSettings, LlmSettings
 from truthlens.llm import Endpoint
 
@@ -44,7 +44,7 @@ def test_provider_choice() -> None:
 def test_serving_imports_no_torch_or_transformers(tiny_model_dir: Path) -> None:
     code = (
         "import sys, asyncio\n"
-        "from truthlens.detector.factory import create_detector\n"
+        "from truthlens.detector.backends.factory import create_detector\n"
         "from truthlens.detector.types import DetectorSettings, DetectionInput\n"
         "import truthlens.detector.cli\n"
         f"d = create_detector(DetectorSettings(model_dir={str(tiny_model_dir)!r}))\n"

@@ -16,14 +16,14 @@ import numpy as np
 import pytest
 import yaml
 
+from truthlens.detector.backends.factory import check_settings, create_detector
 from truthlens.detector.cli import main as detect_main
 from truthlens.detector.engine import DetectorEngine
-from truthlens.detector.factory import check_settings, create_detector
 from truthlens.detector.facts import Finding
 from truthlens.detector.fusion import REASON_WEIGHTS, RESTATED_KEEP, discount_restated, fuse, label
 from truthlens.detector.spans import SpanRules, score_answer
 from truthlens.detector.types import DetectionInput, DetectorSettings
-from truthlens.gateway.config import parse_config
+from truthlens.gateway.policy.config import parse_config
 from truthlens.options import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]

@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from truthlens.detector.backends.factory import check_settings, create_detector
 from truthlens.detector.chunking import Plan, Window
 from truthlens.detector.encoding import TextEncoder
 from truthlens.detector.engine import DetectorEngine, aggregate, distinct_rows
-from truthlens.detector.factory import check_settings, create_detector
 from truthlens.detector.grounding import (
     MAX_CLAIM_ROWS,
     PIECE_TOKENS,

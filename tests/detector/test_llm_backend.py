@@ -17,8 +17,8 @@ import pytest
 import pytest_asyncio
 from span_capture import captured_spans
 
-from truthlens.detector.factory import create_detector
-from truthlens.detector.llm_backend import LlmDetector
+from truthlens.detector.backends.factory import create_detector
+from truthlens.detector.backends.llm import LlmDetector
 from truthlens.detector.types import (
     DetectionInput,
     DetectorHooks,

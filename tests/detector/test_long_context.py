@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
+from truthlens.detector.backends.factory import create_detector
 from truthlens.detector.encoding import TextEncoder
 from truthlens.detector.engine import DetectorEngine
-from truthlens.detector.factory import create_detector
 from truthlens.detector.types import DetectionInput, DetectorSettings
 
 SYLLABLES = ("tor", "vel", "mar", "zen", "kai", "sol", "lux", "dra", "pen", "qui", "bar", "nor")

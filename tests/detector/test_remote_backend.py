@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 import yaml
 
+from truthlens.detector.backends.factory import check_settings, create_detector
+from truthlens.detector.backends.oip import RemoteError
 from truthlens.detector.batcher import CHECK_DEADLINE, MicroBatcher, batch_time_left
-from truthlens.detector.factory import check_settings, create_detector
-from truthlens.detector.oip import RemoteError
-from truthlens.detector.triton_repo import RepoOptions, model_config, write_triton_repo
+from truthlens.detector.export.triton_repo import RepoOptions, model_config, write_triton_repo
 from truthlens.detector.types import DetectionInput, DetectorSettings, RemoteSettings
-from truthlens.gateway import errors
-from truthlens.gateway.config import load_config, parse_config
+from truthlens.gateway.core import errors
+from truthlens.gateway.policy.config import load_config, parse_config
 from truthlens.options import ConfigError
 from truthlens.testing import launch
 
@@ -219,7 +219,7 @@ def test_triton_repo_fp16_adds_the_tensorrt_accelerator(tiny_model_dir: Path, tm
 
 def test_export_cli_writes_a_repository_without_torch(tiny_model_dir: Path, tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    from truthlens.detector.export import main
+    from truthlens.detector.export.cli import main
 
     assert main(["--triton-repo", str(tmp_path / "r"), "--model", str(tiny_model_dir), "--triton-kind", "cpu",
                  "--no-embedder"]) == 0
@@ -230,7 +230,7 @@ def test_export_cli_writes_a_repository_without_torch(tiny_model_dir: Path, tmp_
 
 
 def test_model_config_lists_every_tensor_once() -> None:
-    from truthlens.detector.triton_repo import _Tensor
+    from truthlens.detector.export.triton_repo import _Tensor
 
     text = model_config("m", [_Tensor("a", "TYPE_INT64", (-1,)), _Tensor("b", "TYPE_INT32", (-1,))],
                         [_Tensor("out", "TYPE_FP32", (-1, 3))], RepoOptions(max_batch_size=4))
@@ -243,7 +243,7 @@ def test_model_config_lists_every_tensor_once() -> None:
 
 
 def _metadata(inputs: list[tuple[str, str]], outputs: list[tuple[str, str, tuple[int, ...]]]) -> Any:
-    from truthlens.detector.oip import ModelMetadata, TensorSpec
+    from truthlens.detector.backends.oip import ModelMetadata, TensorSpec
 
     return ModelMetadata("truthlens_detector", "onnxruntime_onnx",
                          tuple(TensorSpec(n, t, (-1, -1)) for n, t in inputs),
@@ -251,8 +251,8 @@ def _metadata(inputs: list[tuple[str, str]], outputs: list[tuple[str, str, tuple
 
 
 def test_signature_check_accepts_the_served_model_and_names_each_mismatch(tiny_model_dir: Path) -> None:
+    from truthlens.detector.backends.remote import plan_io
     from truthlens.detector.manifest import load_manifest
-    from truthlens.detector.remote_backend import plan_io
 
     manifest = load_manifest(tiny_model_dir)  # labels: 2; inputs: input_ids
     io = plan_io(_metadata([("input_ids", "INT64")], [("logits", "FP32", (-1, -1, 2))]), manifest)

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from shipped_inputs import CONTEXT, GROUNDED, HALLUCINATED, QUESTION
 
-from truthlens.detector.factory import create_detector
-from truthlens.detector.remote_backend import RemoteDetector
+from truthlens.detector.backends.factory import create_detector
+from truthlens.detector.backends.remote import RemoteDetector
 from truthlens.detector.types import Detection, DetectionInput, DetectorSettings, RemoteSettings
 from truthlens.testing import model_server
 

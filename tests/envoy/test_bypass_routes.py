@@ -24,9 +24,9 @@ import yaml
 from gateway_routes import CONTEXT, HALLUCINATED
 from harness import RawResponse, Stack, chat_body
 
-from truthlens.gateway import decisions as matcher
-from truthlens.gateway.config import load_config
-from truthlens.gateway.decisions import RequestFacts
+from truthlens.gateway.policy import decisions as matcher
+from truthlens.gateway.policy.config import load_config
+from truthlens.gateway.policy.decisions import RequestFacts
 
 pytestmark = pytest.mark.envoy
 

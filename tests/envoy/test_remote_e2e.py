@@ -22,9 +22,9 @@ from gateway_routes import CONTEXT, GROUNDED, HALLUCINATED, SCRIPT
 from harness import Stack, chat_body, parse_sse
 from shipped_inputs import QUESTION, require_shipped_model
 
-from truthlens.detector.factory import create_detector
+from truthlens.detector.backends.factory import create_detector
 from truthlens.detector.types import DetectionInput
-from truthlens.gateway.config import parse_config
+from truthlens.gateway.policy.config import parse_config
 from truthlens.testing import model_server
 
 _REASON = model_server.unavailable_reason()

@@ -23,8 +23,8 @@ import pytest
 from gateway_routes import CONTEXT, HALLUCINATED
 from harness import Stack, chat_body, decision, parse_sse
 
-from truthlens.gateway import envoy_routes
-from truthlens.gateway.preflight import validate
+from truthlens.gateway.envoy import routes as envoy_routes
+from truthlens.gateway.policy.preflight import validate
 
 pytestmark = pytest.mark.envoy
 

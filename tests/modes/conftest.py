@@ -14,7 +14,7 @@ import pytest
 import pytest_asyncio
 from shipped_inputs import require_shipped_model
 
-from truthlens.detector.factory import create_detector
+from truthlens.detector.backends.factory import create_detector
 from truthlens.detector.types import Detection, DetectionInput, Detector, DetectorSettings
 from truthlens.llm import Endpoint, LLMClient
 from truthlens.modes.base import Exchange, GroundedQuery, Services

@@ -1,7 +1,7 @@
 """The gateway's tracer reaches the modes and the LLM client through the services they are given.
 
 No global tracer provider is installed here (nor anywhere in the suite): the spans below exist
-only because :class:`truthlens.gateway.services.ServiceProvider` hands the processor's own tracer over.
+only because :class:`truthlens.gateway.exchange.services.ServiceProvider` hands the processor's own tracer over.
 Real: the shipped detector, HTTP, the LLM client, the OpenTelemetry SDK and Prometheus client.
 Scripted: the upstream LLM only.
 """
@@ -20,9 +20,9 @@ from prometheus_client.openmetrics.exposition import generate_latest as openmetr
 from span_capture import SpanCapture, captured_spans
 
 from truthlens.detector.types import Detector
-from truthlens.gateway.config import parse_config
-from truthlens.gateway.services import ServiceProvider
-from truthlens.gateway.telemetry import Telemetry
+from truthlens.gateway.core.telemetry import Telemetry
+from truthlens.gateway.exchange.services import ServiceProvider
+from truthlens.gateway.policy.config import parse_config
 from truthlens.modes import standard
 from truthlens.modes.base import Services
 from truthlens.modes.prompts import REFINE_MARKER

@@ -9,7 +9,7 @@ import shlex
 import pytest
 
 from truthlens.detector.types import Detection
-from truthlens.gateway import audit
+from truthlens.gateway.exchange import audit
 from truthlens.logs import FIELDS
 from truthlens.modes.base import ChoiceVerdict, Verdict
 

@@ -25,15 +25,15 @@ from shipped_inputs import (
 )
 
 from truthlens.detector.types import Detection, DetectionInput
-from truthlens.gateway.checking import (
+from truthlens.gateway.apis.chat.body import ChatRequest, ContextSettings, parse_chat_request
+from truthlens.gateway.core.telemetry import Telemetry
+from truthlens.gateway.policy.checking import (
     BudgetedDetector,
     record_escalations,
     run_check,
     verdict_reason,
 )
-from truthlens.gateway.config import Budgets, Config, Decision, parse_config
-from truthlens.gateway.openai_body import ChatRequest, ContextSettings, parse_chat_request
-from truthlens.gateway.telemetry import Telemetry
+from truthlens.gateway.policy.config import Budgets, Config, Decision, parse_config
 from truthlens.modes.base import ChoiceVerdict, Services, Verdict
 
 PASSAGES = [
@@ -160,7 +160,7 @@ async def test_gating_hands_the_held_back_passages_on() -> None:
     """What gating sets aside is what ACR may bring back as more evidence (Exchange.held_back_passages)."""
     from truthlens.evidence import embedder as embedder_module
     from truthlens.evidence.gating import EvidenceSettings
-    from truthlens.gateway.checking import _gate
+    from truthlens.gateway.policy.checking import _gate
     embedder = embedder_module.OnnxEmbedder.load()
     t, _ = telemetry()
     try:
@@ -177,7 +177,7 @@ async def test_gating_hands_the_held_back_passages_on() -> None:
 
 async def test_verdicts_on_the_shipped_onnx_detector() -> None:
     """The shipped trained model, fed answers it judges with a wide margin (tests/shipped_inputs.py)."""
-    from truthlens.detector.factory import create_detector
+    from truthlens.detector.backends.factory import create_detector
     from truthlens.detector.types import DetectorSettings
 
     require_shipped_model()

@@ -17,8 +17,9 @@ import yaml
 from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 
-from truthlens.gateway.config import ConfigStore, load_config, parse_config
-from truthlens.gateway.telemetry import Telemetry
+from truthlens.gateway.core.telemetry import Telemetry
+from truthlens.gateway.policy.config import load_config, parse_config
+from truthlens.gateway.policy.config_store import ConfigStore
 from truthlens.modes import registry
 from truthlens.options import ConfigError
 
@@ -305,7 +306,7 @@ def test_reload_swaps_and_pinned_snapshots_stay(tmp_path: Path, caplog: pytest.L
     good = store.current
     doc["decisions"][0]["rules"]["conditions"][0]["type"] = "domian"
     write(path, doc)
-    with caplog.at_level(logging.ERROR, logger="truthlens.gateway.config"):
+    with caplog.at_level(logging.ERROR, logger="truthlens.gateway.policy.config"):
         assert store.reload() is False
     assert store.current is good
     assert reloads(t, "rejected") == 1
@@ -314,7 +315,7 @@ def test_reload_swaps_and_pinned_snapshots_stay(tmp_path: Path, caplog: pytest.L
     doc["decisions"][0]["rules"]["conditions"][0]["type"] = "path"
     doc["detector"]["token_threshold"] = 0.6
     write(path, doc)
-    with caplog.at_level(logging.WARNING, logger="truthlens.gateway.config"):
+    with caplog.at_level(logging.WARNING, logger="truthlens.gateway.policy.config"):
         assert store.reload() is True
     assert "after a restart" in caplog.text
 

@@ -16,7 +16,7 @@ import yaml
 
 from truthlens import cli, starter
 from truthlens.detector.manifest import DEFAULT_MODEL_DIR
-from truthlens.gateway.preflight import validate
+from truthlens.gateway.policy.preflight import validate
 from truthlens.options import ConfigError
 
 SRC = Path(__file__).resolve().parents[2] / "src"

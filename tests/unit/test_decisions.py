@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from truthlens.gateway.config import parse_config
-from truthlens.gateway.decisions import NEEDS_BODY, RequestFacts, compile_rules, match, match_before_body
+from truthlens.gateway.policy.config import parse_config
+from truthlens.gateway.policy.decisions import NEEDS_BODY, RequestFacts, compile_rules, match, match_before_body
 from truthlens.options import ConfigError
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 
 from truthlens.demo import REFINE_HEADER, demo_config
-from truthlens.gateway.config import load_config
+from truthlens.gateway.policy.config import load_config
 from truthlens.testing.launch import REPO_ROOT
 
 

@@ -8,8 +8,9 @@ import aiohttp
 import pytest
 from prometheus_client import CollectorRegistry
 
-from truthlens.gateway.telemetry import OTHER_LABEL, Telemetry
-from truthlens.testing.upstream import ScriptedUpstream, ScriptError
+from truthlens.gateway.core.telemetry import OTHER_LABEL, Telemetry
+from truthlens.testing.script import ScriptError
+from truthlens.testing.upstream import ScriptedUpstream
 
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from truthlens.gateway.endpoints import CHAT, RESPONSES, for_path
-from truthlens.gateway.openai_body import BodyError, ContextSettings
+from truthlens.gateway.apis.chat.body import BodyError, ContextSettings
+from truthlens.gateway.apis.endpoints import CHAT, RESPONSES, for_path
 
 
 @pytest.mark.parametrize(

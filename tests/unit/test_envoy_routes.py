@@ -12,10 +12,10 @@ import pytest
 import yaml
 
 from truthlens import cli
-from truthlens.gateway import envoy_routes
-from truthlens.gateway.config import parse_config
-from truthlens.gateway.decisions import RequestFacts, compile_rules
-from truthlens.gateway.paths import normal_path
+from truthlens.gateway.core.paths import normal_path
+from truthlens.gateway.envoy import routes as envoy_routes
+from truthlens.gateway.policy.config import parse_config
+from truthlens.gateway.policy.decisions import RequestFacts, compile_rules
 
 CHECK = [{"type": "hallucination", "configuration": {"mode": "lightweight"}}]
 OFF = [{"type": "hallucination", "configuration": {"enabled": False}}]

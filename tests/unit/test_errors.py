@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from truthlens.detector.types import DetectorError, InvalidInput, Overloaded
-from truthlens.gateway.errors import (
+from truthlens.gateway.core.errors import (
     CLIENT_REASONS,
     REASONS,
     GatewayError,

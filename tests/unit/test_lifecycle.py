@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from truthlens.gateway.config import DEFAULT_MAX_STREAMS, parse_config
-from truthlens.gateway.lifecycle import Draining, Lifecycle
+from truthlens.gateway.exchange.lifecycle import Draining, Lifecycle
+from truthlens.gateway.policy.config import DEFAULT_MAX_STREAMS, parse_config
 from truthlens.options import ConfigError
 from truthlens.testing.launch import SHIPPED_CONFIG
 

@@ -16,10 +16,10 @@ from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 
 from truthlens.detector.types import Detector, DetectorSettings
-from truthlens.gateway.checking import run_check, verdict_reason
-from truthlens.gateway.config import Budgets, parse_config
-from truthlens.gateway.openai_body import ContextSettings, parse_chat_request
-from truthlens.gateway.telemetry import Telemetry
+from truthlens.gateway.apis.chat.body import ContextSettings, parse_chat_request
+from truthlens.gateway.core.telemetry import Telemetry
+from truthlens.gateway.policy.checking import run_check, verdict_reason
+from truthlens.gateway.policy.config import Budgets, parse_config
 from truthlens.modes import lightweight
 from truthlens.modes.base import Exchange, GroundedQuery, Services
 from truthlens.options import ConfigError, OptionContext
@@ -37,7 +37,7 @@ HALLUCINATED = "The Eiffel Tower is in Berlin, Germany, and it was completed in 
 
 
 async def load_detector(**overrides: Any) -> Detector:
-    from truthlens.detector import factory
+    from truthlens.detector.backends import factory
     return factory.create_detector(dataclasses.replace(DetectorSettings(), **overrides))
 
 

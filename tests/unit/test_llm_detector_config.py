@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 from truthlens.detector.types import Detection, Span
-from truthlens.gateway.config import RouteSettings, parse_config
-from truthlens.gateway.presentation import present
+from truthlens.gateway.policy.config import RouteSettings, parse_config
+from truthlens.gateway.policy.presentation import present
 from truthlens.modes.base import ChoiceVerdict, Verdict
 from truthlens.options import ConfigError
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
-from truthlens.gateway import mutations
+from truthlens.gateway.exchange import mutations
 
 
 def _roundtrip(reply: pb.ProcessingResponse) -> pb.ProcessingResponse:

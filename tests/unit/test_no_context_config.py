@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from truthlens import starter
-from truthlens.gateway.config import parse_config
+from truthlens.gateway.policy.config import parse_config
 from truthlens.options import ConfigError
 
 

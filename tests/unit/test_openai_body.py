@@ -9,24 +9,21 @@ from pathlib import Path
 
 import pytest
 
-from truthlens.gateway.openai_body import (
+from truthlens.gateway.apis.chat.body import (
     BodyError,
     ChatResponse,
     ContextSettings,
-    StreamAccumulator,
     WarningSpec,
-    chunk_event,
     error_event,
     error_json,
     mentions,
     parse_chat_request,
     parse_chat_response,
-    parse_chunk,
-    rechunk,
     render_chat_response,
     without_field,
 )
-from truthlens.gateway.sse import SSEDecoder
+from truthlens.gateway.apis.chat.chunks import StreamAccumulator, chunk_event, parse_chunk, rechunk
+from truthlens.gateway.apis.sse import SSEDecoder
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 CTX = ContextSettings()

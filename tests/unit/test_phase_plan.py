@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
-from truthlens.gateway import mutations
-from truthlens.gateway.config import parse_config
-from truthlens.gateway.decisions import RequestFacts
-from truthlens.gateway.phase_plan import PhasePlan, plan
+from truthlens.gateway.exchange import mutations
+from truthlens.gateway.exchange.phase_plan import PhasePlan, plan
+from truthlens.gateway.policy.config import parse_config
+from truthlens.gateway.policy.decisions import RequestFacts
 
 CHECK = [{"type": "hallucination", "configuration": {"mode": "lightweight"}}]
 OFF = [{"type": "hallucination", "configuration": {"enabled": False}}]

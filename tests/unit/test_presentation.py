@@ -1,4 +1,4 @@
-"""The one decision of what the client sees (``truthlens.gateway.presentation``): pure, no I/O.
+"""The one decision of what the client sees (``truthlens.gateway.policy.presentation``): pure, no I/O.
 
 Real parts: the shipped config parsed into route settings; verdicts are built here as a mode
 would return them."""
@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from truthlens.detector.types import Detection, Span
-from truthlens.gateway.config import RouteSettings, parse_config
-from truthlens.gateway.presentation import BLOCK_STATUS, present, unchecked
+from truthlens.gateway.policy.config import RouteSettings, parse_config
+from truthlens.gateway.policy.presentation import BLOCK_STATUS, present, unchecked
 from truthlens.modes.base import ChoiceVerdict, Verdict
 
 SHIPPED = Path(__file__).resolve().parents[2] / "configs" / "config.yaml"

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from openai.types.responses import Response
 
-from truthlens.gateway.openai_body import BodyError, ContextSettings, Rewrite, WarningSpec
-from truthlens.gateway.responses_body import (
+from truthlens.gateway.apis.chat.body import BodyError, ContextSettings, Rewrite, WarningSpec
+from truthlens.gateway.apis.responses.body import (
     parse_responses_request,
     parse_responses_response,
     place_text,

@@ -20,10 +20,10 @@ from typing import Any
 import openai
 import pytest
 
-from truthlens.gateway.openai_body import BodyError, WarningSpec
-from truthlens.gateway.presentation import Presentation, Refusal
-from truthlens.gateway.responses_stream import ResponsesStream
-from truthlens.gateway.sse import SSEDecoder, SSEEvent
+from truthlens.gateway.apis.chat.body import BodyError, WarningSpec
+from truthlens.gateway.apis.interface import Presentation, Refusal
+from truthlens.gateway.apis.responses.stream import ResponsesStream
+from truthlens.gateway.apis.sse import SSEDecoder, SSEEvent
 from truthlens.testing import responses_upstream
 
 FIXTURE = (Path(__file__).resolve().parents[1] / "fixtures" / "openai_responses_stream.sse").read_bytes()

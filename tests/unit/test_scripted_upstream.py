@@ -15,7 +15,8 @@ import aiohttp
 import openai
 import pytest
 
-from truthlens.testing.upstream import ScriptedUpstream, ScriptError, parse_script, tokens_of
+from truthlens.testing.script import ScriptError, parse_script, tokens_of
+from truthlens.testing.upstream import ScriptedUpstream
 
 QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
 

@@ -10,7 +10,8 @@ import aiohttp
 import pytest
 
 from truthlens.modes.prompts import VERDICT_MARKER, parse_verdicts, verdict_messages
-from truthlens.testing.upstream import ScriptedUpstream, ScriptError, parse_script
+from truthlens.testing.script import ScriptError, parse_script
+from truthlens.testing.upstream import ScriptedUpstream
 
 CLAIMS = ["It was designed by Isambard Brunel.", "It is in Rotterdam.", "It is 40 metres long."]
 

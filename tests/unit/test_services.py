@@ -15,10 +15,10 @@ import pytest
 import pytest_asyncio
 from prometheus_client import CollectorRegistry
 
-from truthlens.detector.llm_backend import LlmDetector
-from truthlens.gateway.config import Config, parse_config
-from truthlens.gateway.services import ServiceProvider
-from truthlens.gateway.telemetry import Telemetry
+from truthlens.detector.backends.llm import LlmDetector
+from truthlens.gateway.core.telemetry import Telemetry
+from truthlens.gateway.exchange.services import ServiceProvider
+from truthlens.gateway.policy.config import Config, parse_config
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

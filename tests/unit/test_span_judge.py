@@ -2,7 +2,7 @@
 span-detection requests as an OpenAI-compatible server with structured outputs would.
 
 Scripted part: the upstream itself (the test double under test). Real: HTTP (aiohttp), the
-``llm`` backend's own prompt builder and schema (``truthlens.detector.llm_prompt``).
+``llm`` backend's own prompt builder and schema (``truthlens.detector.backends.llm_prompt``).
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from typing import Any
 import aiohttp
 import pytest
 
-from truthlens.detector.llm_prompt import RESPONSE_FORMAT, messages, read_quotes
+from truthlens.detector.backends.llm_prompt import RESPONSE_FORMAT, messages, read_quotes
+from truthlens.testing.script import ScriptError, parse_script
 from truthlens.testing.span_judge import unsupported_quotes
-from truthlens.testing.upstream import ScriptedUpstream, ScriptError, parse_script
+from truthlens.testing.upstream import ScriptedUpstream
 
 CONTEXT = ["The Harbour Pavilion in Rotterdam was designed by Antoni Gaudi and opened in 1998."]
 ANSWER = "The Harbour Pavilion opened in 2004. Isambard Brunel designed it, and in 2004 it won a prize."

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from truthlens.gateway.sse import DONE_EVENT, SSEDecoder, SSEError, encode_event
+from truthlens.gateway.apis.sse import DONE_EVENT, SSEDecoder, SSEError, encode_event
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

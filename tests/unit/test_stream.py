@@ -25,9 +25,9 @@ from shipped_inputs import CONTEXT as PASSAGE
 from shipped_inputs import GROUNDED, HALLUCINATED, WRONG_FACTS, require_shipped_model
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
-from truthlens.gateway.processor import METHOD_PATH
-from truthlens.gateway.server import ProcessorServer, ServerSettings
-from truthlens.gateway.telemetry import Telemetry
+from truthlens.gateway.core.telemetry import Telemetry
+from truthlens.gateway.server.processor import METHOD_PATH
+from truthlens.gateway.server.serve import ProcessorServer, ServerSettings
 from truthlens.testing.launch import config_yaml
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -237,7 +237,7 @@ async def test_detection_off_keeps_the_response_phase_and_a_checked_route_every_
 async def test_a_request_no_route_checks_is_never_decoded_as_a_chat_request(
     channel: grpc.aio.Channel, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from truthlens.gateway import openai_body
+    from truthlens.gateway.apis.chat import body as openai_body
 
     decoded: list[int] = []
     real = openai_body.decode_chat_request

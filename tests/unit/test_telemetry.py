@@ -17,8 +17,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry
 
-from truthlens.gateway import telemetry as tm
-from truthlens.gateway.telemetry import Telemetry, build_tracer_provider, parse_listen
+from truthlens.gateway.core import telemetry as tm
+from truthlens.gateway.core.telemetry import Telemetry, build_tracer_provider, parse_listen
 
 REPO = Path(__file__).resolve().parents[2]
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -138,7 +138,7 @@ def test_metrics_endpoint_serves_over_http() -> None:
 _WORKER = textwrap.dedent(
     """
     import sys
-    from truthlens.gateway.telemetry import Telemetry
+    from truthlens.gateway.core.telemetry import Telemetry
     t = Telemetry()
     for _ in range(int(sys.argv[1])):
         t.record_detection("d", "lightweight", "clean", 0.1)
@@ -148,7 +148,7 @@ _WORKER = textwrap.dedent(
 _PARENT = textwrap.dedent(
     """
     import subprocess, sys
-    from truthlens.gateway.telemetry import Telemetry, mark_process_dead
+    from truthlens.gateway.core.telemetry import Telemetry, mark_process_dead
     procs = [subprocess.Popen([sys.executable, "-c", sys.argv[1], str(n)]) for n in (2, 3)]
     for p in procs:
         assert p.wait() == 0

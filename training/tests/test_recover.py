@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch", reason="recovery needs torch: pip install -
 pytest.importorskip("transformers", reason="recovery needs transformers: pip install -e '.[export]'")
 
 from training.recover import RECOVERED, recover  # noqa: E402
-from truthlens.detector.export import export_model  # noqa: E402
+from truthlens.detector.export.checkpoint import export_model  # noqa: E402
 from truthlens.detector.manifest import DEFAULT_MODEL_DIR  # noqa: E402
 
 

@@ -97,7 +97,7 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, st
         min_span_length=args.min_span_length,
         chunk_aggregation=args.chunk_aggregation,
         evidence_checks=args.evidence_checks,
-        max_in_flight=2,  # the gateway's in-process default (src/truthlens/gateway/config.py)
+        max_in_flight=2,  # the gateway's in-process default (src/truthlens/gateway/policy/config.py)
     )
     try:
         source = sys.stdin.buffer if args.input == "-" else open(args.input, "rb")  # closed by the with below
@@ -109,7 +109,7 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, st
 
 
 async def _run(settings: DetectorSettings, threshold: float, source: IO[bytes], out: IO[str], err: IO[str]) -> int:
-    from truthlens.detector.factory import create_detector
+    from truthlens.detector.backends.factory import create_detector
 
     try:
         detector = create_detector(settings)

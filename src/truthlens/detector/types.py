@@ -125,7 +125,7 @@ class Detection:
 class RemoteSettings:
     """Where ``backend: remote`` sends model rows: an Open Inference Protocol (KServe v2) gRPC
     server (Triton, KServe, any v2 server) hosting the same model as the local ``model`` dir,
-    which still supplies the tokenizer and manifest (src/truthlens/detector/remote_backend.py)."""
+    which still supplies the tokenizer and manifest (src/truthlens/detector/backends/remote.py)."""
 
     url: str = "127.0.0.1:8001"  # host:port of the server's gRPC endpoint
     model_name: str = "truthlens_detector"
@@ -140,7 +140,7 @@ class RemoteSettings:
 class LlmSettings:
     """Where ``backend: llm`` (or the cascade's confirmer) asks for unsupported spans: a chat
     model of the config's ``models:`` section, under a strict JSON schema
-    (src/truthlens/detector/llm_backend.py)."""
+    (src/truthlens/detector/backends/llm.py)."""
 
     model: str  # the ``models:`` entry (metric label, endpoint)
     endpoint: Endpoint  # that entry, copied at load: detector settings change only on restart
@@ -156,7 +156,7 @@ ConfirmWhen = Literal["flagged"]
 @dataclass(frozen=True, slots=True)
 class ConfirmSettings:
     """``detector.confirm``: a generative detector that confirms or clears the encoder's spans
-    on routes that opt in (``confirm: true``; src/truthlens/detector/cascade.py)."""
+    on routes that opt in (``confirm: true``; src/truthlens/detector/backends/cascade.py)."""
 
     detector: DetectorSettings  # backend "llm", with its own size limits and concurrency
     when: ConfirmWhen = "flagged"

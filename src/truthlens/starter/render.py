@@ -82,8 +82,8 @@ def config_text(source: str, upstream: Upstream | None) -> str:
 
 def envoy_text(template: str, config: str, upstream: Upstream | None) -> str:
     """The packaged envoy.yaml with ``config``'s routes and ``upstream`` in its cluster."""
-    from truthlens.gateway import envoy_routes
-    from truthlens.gateway.preflight import validate
+    from truthlens.gateway.envoy import routes as envoy_routes
+    from truthlens.gateway.policy.preflight import validate
     from truthlens.options import ConfigError
 
     with tempfile.TemporaryDirectory(prefix="truthlens-init-") as tmp:

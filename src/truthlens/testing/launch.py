@@ -78,7 +78,7 @@ def with_routes(envoy_config: str, routes: Sequence[Mapping[str, Any]]) -> str:
     doc: dict[str, Any] = yaml.safe_load(envoy_config)
     hcm = doc["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
     hcm["route_config"]["virtual_hosts"][0]["routes"] = copy.deepcopy(list(routes))
-    from truthlens.gateway.envoy_routes import dump_yaml  # quotes strings Envoy's YAML would misread
+    from truthlens.gateway.envoy.routes import dump_yaml  # quotes strings Envoy's YAML would misread
 
     return dump_yaml(doc)
 

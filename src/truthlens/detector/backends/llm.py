@@ -1,0 +1,177 @@
+"""The ``llm`` backend: a generative span detector on any OpenAI-compatible chat endpoint.
+
+Each answer is one chat call (:mod:`truthlens.detector.backends.llm_prompt`: fixed system text, the
+untrusted texts in a fenced data block, a strict JSON schema) through the project's one
+:class:`~truthlens.llm.LLMClient`, so the endpoint's per-attempt timeout and retries, the
+OpenTelemetry client span (``chat {model}``, role ``detect`` or ``confirm``) and the
+``truthlens_models_used`` count are the same as every re-ask's. The quotes that come back
+become spans (:mod:`truthlens.detector.quotes`; reason ``llm``, probability 1.0: the model
+gives no confidence) and the answer's score is 1.0 with spans, 0.0 without.
+
+Same contract as the encoder backends: inputs over ``max_answer_chars`` / ``max_context_chars``
+raise :class:`~truthlens.detector.types.InvalidInput`; everything else that keeps a verdict
+from being made is ``unavailable``, never clean — ``llm_timeout`` (the check's budget or the
+endpoint's timeout ran out), ``llm_unavailable`` (connection refused, 5xx after retries),
+``llm_error`` (4xx, a body that is no chat completion, a reply over the endpoint's
+``max_reply_bytes``), ``llm_bad_output`` (the reply is not the schema's object, was cut off by
+``max_tokens``, or quotes only text the answer does not contain: a judge that names nothing of
+this answer has not checked it). A reply that quotes some such text besides text the answer
+holds keeps the spans it located, with reason ``llm_invented_quotes``. Anything else a reply
+can do to the reading is contained the same way (``llm_error``): a check never fails as a whole
+because one reply was odd. ``detect_many`` runs one call per answer at once;
+``batching.max_in_flight`` bounds the calls in flight across all streams.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+
+from opentelemetry import trace
+
+from truthlens.detector.backends.llm_prompt import (
+    PARTLY_INVENTED,
+    RESPONSE_FORMAT,
+    MalformedReply,
+    messages,
+    read_quotes,
+)
+from truthlens.detector.quotes import locate_quotes
+from truthlens.detector.types import (
+    Detection,
+    DetectionInput,
+    DetectorHooks,
+    DetectorSettings,
+    LlmSettings,
+    Span,
+)
+from truthlens.detector.validation import validate, validate_threshold
+from truthlens.llm import ChatCall, Endpoint, LLMClient, LLMError
+
+log = logging.getLogger(__name__)
+
+# LLMClient failure → this backend's unavailable reason (mapped to gateway reasons in
+# truthlens.gateway.core.errors, like the remote backend's).
+_FAILURES = {
+    "timeout": "llm_timeout",
+    "budget": "llm_timeout",
+    "connect": "llm_unavailable",
+    "http_5xx": "llm_unavailable",
+}
+BAD_OUTPUT = "llm_bad_output"
+
+
+class LlmDetector:
+    """The :class:`~truthlens.detector.types.Detector` of one chat model (safe across streams)."""
+
+    def __init__(self, settings: DetectorSettings, client: LLMClient, hooks: DetectorHooks | None = None) -> None:
+        if settings.llm is None:
+            raise ValueError("invalid detector settings: backend 'llm' needs llm settings (model)")
+        self.settings = settings
+        self.llm: LlmSettings = settings.llm
+        self._client = client
+        self._hooks = hooks or DetectorHooks()
+        self._gates: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
+
+    def _gate(self) -> asyncio.Semaphore:
+        # A semaphore belongs to one event loop; each worker loop (and test loop) gets its own.
+        loop = asyncio.get_running_loop()
+        gate = self._gates.get(loop)
+        if gate is None:
+            gate = self._gates[loop] = asyncio.Semaphore(self.settings.max_in_flight)
+        return gate
+
+    async def detect(self, item: DetectionInput, *, threshold: float, timeout_s: float | None = None) -> Detection:
+        validate(item, self.settings)
+        return await self._check(item, threshold, timeout_s)
+
+    async def _check(self, item: DetectionInput, threshold: float, timeout_s: float | None) -> Detection:
+        """One answer already validated (:func:`validate`): one chat call."""
+        validate_threshold(threshold)
+        started = time.monotonic()
+
+        def elapsed_ms() -> float:
+            return (time.monotonic() - started) * 1000.0
+
+        if not item.answer.strip():
+            return Detection(status="clean", score=0.0)  # nothing to check, as the encoder says
+        deadline = None if timeout_s is None else started + timeout_s
+        call = ChatCall(
+            model=self.llm.model,
+            messages=messages(item.context, item.question, item.answer),
+            role=self.llm.role,
+            temperature=0.0,
+            max_tokens=self.llm.max_tokens,
+            extra={"response_format": RESPONSE_FORMAT},
+        )
+        try:
+            async with asyncio.timeout(timeout_s):
+                async with self._gate():  # waiting for a slot counts against the check's budget
+                    result = await self._client.chat(call, deadline=deadline)
+        except TimeoutError:
+            return Detection.unavailable("llm_timeout", elapsed_ms())
+        except LLMError as exc:
+            log.debug("llm detector %r: %s", self.llm.model, exc)
+            return Detection.unavailable(_FAILURES.get(exc.reason, "llm_error"), elapsed_ms())
+        choice = result.choices[0]
+        try:
+            if choice.finish_reason == "length":
+                raise MalformedReply(f"cut off at max_tokens={self.llm.max_tokens}")
+            quotes = read_quotes(choice.text)
+            located = locate_quotes(item.answer, quotes)
+            if located.invented:
+                self._report_invented(located.invented)
+            if quotes and not located.ranges and located.invented:
+                raise MalformedReply(f"none of its {len(quotes)} quote(s) is in the answer")
+        except MalformedReply as exc:
+            log.warning("llm detector %r: malformed reply (%s); the check is unavailable", self.llm.model, exc)
+            return Detection.unavailable(BAD_OUTPUT, elapsed_ms())
+        except Exception:  # containment: an odd reply costs this answer's check, not the exchange's
+            log.exception("llm detector %r: the reply could not be read; the check is unavailable", self.llm.model)
+            return Detection.unavailable("llm_error", elapsed_ms())
+        spans = tuple(Span(start=s, end=e, text=item.answer[s:e], prob=1.0, reason="llm") for s, e in located.ranges)
+        score = 1.0 if spans else 0.0
+        return Detection(
+            status="detected" if spans and score >= threshold else "clean",
+            score=score,
+            spans=spans,
+            latency_ms=elapsed_ms(),
+            reason=PARTLY_INVENTED if located.invented else None,
+            chunks=1,
+        )
+
+    def _report_invented(self, count: int) -> None:
+        log.info("llm detector %r quoted %d text(s) the answer does not contain; dropped", self.llm.model, count)
+        trace.get_current_span().set_attribute("truthlens.llm_detector.invented_quotes", count)
+        if self._hooks.on_dropped_quotes is not None:
+            self._hooks.on_dropped_quotes(self.llm.role, count)
+
+    async def detect_many(
+        self, items: Sequence[DetectionInput], *, threshold: float, timeout_s: float | None = None
+    ) -> list[Detection]:
+        for item in items:  # refuse the whole call before any request goes out
+            validate(item, self.settings)
+        return list(await asyncio.gather(*(self._check(i, threshold, timeout_s) for i in items)))
+
+    async def close(self) -> None:
+        await self._client.aclose()
+
+
+def client_for(llm: LlmSettings, hooks: DetectorHooks) -> LLMClient:
+    """The chat client of one detector: its one endpoint, the process's tracer and counters."""
+    endpoints: dict[str, Endpoint] = {llm.model: llm.endpoint}
+    return LLMClient(endpoints, on_call=hooks.on_model_call, tracer=hooks.tracer)
+
+
+def load(settings: DetectorSettings, hooks: DetectorHooks | None = None) -> LlmDetector:
+    """The ``llm`` detector for ``settings``; nothing is called until the first check (the
+    model server may start after the gateway: until it answers, checks are unavailable)."""
+    if settings.llm is None:
+        raise ValueError("invalid detector settings: backend 'llm' needs llm settings (model)")
+    hooks = hooks or DetectorHooks()
+    detector = LlmDetector(settings, client_for(settings.llm, hooks), hooks)
+    log.info("detector: generative spans from model %r at %s (role %s, %d calls at once)", settings.llm.model,
+             settings.llm.endpoint.base_url, settings.llm.role, settings.max_in_flight)
+    return detector

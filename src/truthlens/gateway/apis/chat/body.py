@@ -1,0 +1,440 @@
+"""OpenAI chat completion bodies: parse requests and responses, render rewrites and OpenAI-shaped
+error bodies; the JSON helpers both APIs share. Stream chunks: :mod:`~truthlens.gateway.apis.chat.chunks`.
+
+Hot path: bodies are decoded once with the standard ``json`` module, and a response nothing
+changes in is handed back as the original bytes, never re-serialised. Rewrites keep every
+field they do not touch (unknown ones included).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from truthlens.gateway.apis.sse import encode_event
+from truthlens.gateway.core.errors import GatewayError
+from truthlens.modes.base import GroundedQuery
+
+# Request fields forwarded to re-asks (refine, verify, ...) so they sample like the client asked.
+SAMPLING_KEYS = (
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "max_completion_tokens",
+    "presence_penalty",
+    "frequency_penalty",
+    "seed",
+    "stop",
+)
+
+_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
+
+
+class BodyError(GatewayError):
+    """A body that is not the OpenAI shape expected; ``reason`` is one of
+    :data:`truthlens.gateway.core.errors.REASONS` (``malformed_json``, ``not_an_object``, ``bad_messages``,
+    ``bad_field``, ``bad_context``, ``too_large``, ``bad_response``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ContextSettings:
+    """Where a route finds the grounding passages of a request."""
+
+    # Request field holding passages; stripped before the body goes upstream. None: not used.
+    extension_field: str | None = "truthlens_context"
+    tool_messages: bool = True  # ``role: tool`` message contents are passages
+    system_messages: bool = False  # system message paragraphs are passages
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    model: str
+    messages: tuple[Mapping[str, Any], ...]  # as forwarded upstream
+    question: str  # text of the last user message ("" when there is none)
+    passages: tuple[str, ...]
+    stream: bool
+    n: int
+    sampling: Mapping[str, Any]
+    # The body to send upstream when the extension field was stripped; None: send the original.
+    forward_body: bytes | None = None
+    include_usage: bool = False  # stream_options.include_usage
+
+    def grounded_query(self) -> GroundedQuery:
+        return GroundedQuery(
+            model=self.model,
+            question=self.question,
+            passages=self.passages,
+            messages=self.messages,
+            sampling=self.sampling,
+        )
+
+
+def decode_json(body: bytes | str, what: str) -> Any:
+    """``body`` as JSON; anything else is a :class:`BodyError` (``malformed_json``) naming ``what``."""
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError
+        raise BodyError("malformed_json", f"{what} is not valid JSON: {exc}") from None
+
+
+def encode_json(value: Any) -> bytes:
+    """Compact UTF-8 JSON, as every rewritten body is sent."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedRequest:
+    """A chat request decoded and validated once: what routing reads (model, question) and the
+    document each route's :class:`ContextSettings` then reads its passages from."""
+
+    doc: Mapping[str, Any]
+    model: str
+    question: str  # text of the last user message ("" when there is none)
+    stream: bool
+    n: int
+    include_usage: bool
+
+    def read(self, ctx: ContextSettings) -> ChatRequest:
+        """:func:`read_chat_request` (the request as a route with context settings ``ctx`` sees it)."""
+        return read_chat_request(self, ctx)
+
+
+def decode_chat_request(body: bytes, *, max_bytes: int | None = None) -> DecodedRequest:
+    """Decode ``body``; over ``max_bytes`` it is refused before any JSON is parsed."""
+    if max_bytes is not None and len(body) > max_bytes:
+        raise BodyError("too_large", f"request body is {len(body)} bytes, over the limit of {max_bytes}")
+    doc = decode_json(body, "request body")
+    if not isinstance(doc, dict):
+        raise BodyError("not_an_object", f"request body is a JSON {type(doc).__name__}, not an object")
+    messages = doc.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise BodyError("bad_messages", "'messages' must be a non-empty list")
+    question = ""
+    for i, msg in enumerate(messages):
+        if not isinstance(msg, dict) or not isinstance(msg.get("role"), str):
+            raise BodyError("bad_messages", f"messages[{i}] must be an object with a string 'role'")
+        if msg["role"] == "user":
+            question = _message_text(msg, i)
+
+    model = doc.get("model", "")
+    if not isinstance(model, str):
+        raise BodyError("bad_field", "'model' must be a string")
+    stream = doc.get("stream", False)
+    if stream is None:
+        stream = False
+    if not isinstance(stream, bool):
+        raise BodyError("bad_field", "'stream' must be a boolean")
+    n = doc.get("n", 1)
+    if n is None:
+        n = 1
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise BodyError("bad_field", "'n' must be a positive integer")
+    stream_options = doc.get("stream_options")
+    include_usage = isinstance(stream_options, dict) and stream_options.get("include_usage") is True
+    return DecodedRequest(doc=doc, model=model, question=question, stream=stream, n=n, include_usage=include_usage)
+
+
+def read_chat_request(decoded: DecodedRequest, ctx: ContextSettings) -> ChatRequest:
+    """The request as a route with context settings ``ctx`` sees it; ``decoded`` is not changed."""
+    doc = decoded.doc
+    messages: list[dict[str, Any]] = doc["messages"]
+    passages, forward_body = read_extension(doc, ctx)
+    if ctx.tool_messages:
+        for i, msg in enumerate(messages):
+            if msg["role"] == "tool":
+                text = _message_text(msg, i)
+                if text.strip():
+                    passages.append(text)
+    if ctx.system_messages:
+        for i, msg in enumerate(messages):
+            if msg["role"] in ("system", "developer"):
+                passages.extend(paragraphs(_message_text(msg, i)))
+
+    return ChatRequest(
+        model=decoded.model,
+        messages=tuple(messages),
+        question=decoded.question,
+        passages=tuple(passages),
+        stream=decoded.stream,
+        n=decoded.n,
+        sampling={k: doc[k] for k in SAMPLING_KEYS if doc.get(k) is not None},
+        forward_body=forward_body,
+        include_usage=decoded.include_usage,
+    )
+
+
+def parse_chat_request(body: bytes, ctx: ContextSettings, *, max_bytes: int | None = None) -> ChatRequest:
+    """:func:`decode_chat_request` then :func:`read_chat_request`."""
+    return read_chat_request(decode_chat_request(body, max_bytes=max_bytes), ctx)
+
+
+def paragraphs(text: str) -> list[str]:
+    """A system prompt read as context: its paragraphs, each a passage."""
+    return [p.strip() for p in _PARAGRAPH_BREAK.split(text) if p.strip()]
+
+
+def _message_text(msg: Mapping[str, Any], i: int) -> str:
+    return content_text(msg.get("content"), f"messages[{i}].content", "bad_messages")
+
+
+_CHAT_TEXT_PARTS = frozenset({"text"})
+
+
+def content_text(content: Any, where: str, reason: str, text_parts: frozenset[str] = _CHAT_TEXT_PARTS) -> str:
+    """A message content as text: a string, the parts of a part list whose type is one of
+    ``text_parts`` joined, or "" (null); anything else is a :class:`BodyError` ``reason``."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts: list[str] = []
+        for j, part in enumerate(content):
+            if not isinstance(part, dict):
+                raise BodyError(reason, f"{where}[{j}] must be an object")
+            if part.get("type") in text_parts:
+                text = part.get("text")
+                if not isinstance(text, str):
+                    raise BodyError(reason, f"{where}[{j}].text must be a string")
+                texts.append(text)
+        return "\n".join(texts)
+    raise BodyError(reason, f"{where} must be a string, a list of parts or null")
+
+
+def read_extension(doc: Mapping[str, Any], ctx: ContextSettings) -> tuple[list[str], bytes | None]:
+    """The passages of the request's context extension field and the request without it (None:
+    it has none, the original body goes upstream)."""
+    field = ctx.extension_field
+    if field is None or field not in doc:
+        return [], None
+    return extension_passages(doc[field], field), encode_json({k: v for k, v in doc.items() if k != field})
+
+
+def extension_passages(value: Any, name: str) -> list[str]:
+    """The passages of the context extension field ``name`` (a list of strings or text objects)."""
+    if value is None:  # "no context" stated explicitly; the field is still stripped
+        return []
+    if not isinstance(value, list):
+        raise BodyError("bad_context", f"'{name}' must be a list of strings or {{\"text\": ...}} objects")
+    passages: list[str] = []
+    for i, item in enumerate(value):
+        if isinstance(item, dict):
+            item = item.get("text", item.get("content"))
+        if not isinstance(item, str):
+            raise BodyError(
+                "bad_context", f"'{name}[{i}]' must be a string or an object with a string 'text' or 'content'"
+            )
+        if item.strip():
+            passages.append(item)
+    return passages
+
+
+# ---------------------------------------------------------------------------- responses
+
+
+@dataclass(frozen=True, slots=True)
+class WarningSpec:
+    """The route's warning and where it goes in each choice's content."""
+
+    text: str
+    position: Literal["prepend", "append"] = "prepend"
+
+    def apply(self, content: str) -> str:
+        note = self.text.strip()
+        if not content:
+            return note
+        if self.position == "prepend":
+            return f"{note}\n\n{content}"
+        return f"{content}\n\n{note}"
+
+
+@dataclass(frozen=True, slots=True)
+class Rewrite:
+    """What a presentation changes in a JSON answer: new contents per answer (None: keep), the
+    warning on the answers in ``warn_indices`` (None: every one), ``details`` as the field
+    ``truthlens``."""
+
+    contents: Sequence[str | None] | None = None
+    warning: WarningSpec | None = None
+    details: Mapping[str, Any] | None = None
+    warn_indices: frozenset[int] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChatResponse:
+    raw: dict[str, Any]
+    contents: tuple[str, ...]  # by choice index; null content reads as ""
+    body: bytes  # the bytes parsed, handed back when nothing changes
+    positions: tuple[int, ...] = ()  # choice index → position in raw["choices"]
+
+    def render(self, change: Rewrite) -> bytes:
+        """:func:`render_chat_response` of this response."""
+        return render_chat_response(self, contents=change.contents, warning=change.warning,
+                                    details=change.details, warn_indices=change.warn_indices)
+
+
+def parse_chat_response(body: bytes) -> ChatResponse:
+    doc = decode_json(body, "response body")
+    if not isinstance(doc, dict):
+        raise BodyError("bad_response", f"response body is a JSON {type(doc).__name__}, not an object")
+    choices = doc.get("choices")
+    if not isinstance(choices, list):
+        raise BodyError("bad_response", "response has no 'choices' list")
+    by_index: dict[int, int] = {}
+    contents: dict[int, str] = {}
+    for pos, choice in enumerate(choices):
+        if not isinstance(choice, dict):
+            raise BodyError("bad_response", f"choices[{pos}] is not an object")
+        index = choice.get("index", pos)
+        if not isinstance(index, int) or index in by_index:
+            raise BodyError("bad_response", f"choices[{pos}].index is missing, not an integer or repeated")
+        message = choice.get("message")
+        if not isinstance(message, dict):
+            raise BodyError("bad_response", f"choices[{pos}].message is not an object")
+        by_index[index] = pos
+        contents[index] = content_text(message.get("content"), f"choices[{pos}].message.content", "bad_response")
+    if sorted(by_index) != list(range(len(by_index))):
+        raise BodyError("bad_response", f"choice indices {sorted(by_index)} are not 0..{len(by_index) - 1}")
+    return ChatResponse(
+        raw=doc,
+        contents=tuple(contents[i] for i in range(len(contents))),
+        body=body,
+        positions=tuple(by_index[i] for i in range(len(by_index))),
+    )
+
+
+def render_chat_response(
+    resp: ChatResponse,
+    *,
+    contents: Sequence[str | None] | None = None,
+    warning: WarningSpec | None = None,
+    details: Mapping[str, Any] | None = None,
+    warn_indices: frozenset[int] | None = None,
+) -> bytes:
+    """The response with new contents (None per choice: keep), the warning on each choice in
+    ``warn_indices`` (None: every choice) and ``details`` as the field ``truthlens``; a
+    ``truthlens`` field the upstream wrote never survives (the verdict is the gateway's alone).
+    Returns the original bytes when nothing changes."""
+    def write(doc: dict[str, Any], finals: Mapping[int, str]) -> None:
+        choices = list(doc["choices"])
+        for index, text in finals.items():
+            pos = resp.positions[index]
+            choices[pos] = {**choices[pos], "message": {**choices[pos]["message"], "content": text}}
+        doc["choices"] = choices
+
+    return render_answers(resp.raw, resp.body, resp.contents, Rewrite(contents, warning, details, warn_indices), write)
+
+
+def render_answers(
+    raw: Mapping[str, Any],
+    body: bytes,
+    originals: Sequence[str],
+    change: Rewrite,
+    write: Callable[[dict[str, Any], Mapping[int, str]], None],
+) -> bytes:
+    """What every JSON answer's rendering shares: ``body`` (its document ``raw``, its answers
+    ``originals``) when ``change`` changes nothing and the upstream wrote no verdict; else the
+    document without the upstream's ``truthlens`` field, ``write`` called with each changed
+    answer's final text (by index), and the change's details as the field ``truthlens``."""
+    finals = changed_texts(originals, change)
+    if not finals and change.details is None and DETAILS_FIELD not in raw:
+        return body
+    doc = dict(raw)
+    doc.pop(DETAILS_FIELD, None)
+    if finals:
+        write(doc, finals)
+    if change.details is not None:
+        doc[DETAILS_FIELD] = change.details
+    return encode_json(doc)
+
+
+def changed_texts(originals: Sequence[str], change: Rewrite) -> dict[int, str]:
+    """The answers ``change`` rewrites or warns, by index, each with its final text."""
+    contents, warning = change.contents, change.warning
+    if contents is not None and len(contents) != len(originals):
+        raise ValueError(f"{len(contents)} contents for {len(originals)} answers")
+    finals: dict[int, str] = {}
+    for index, original in enumerate(originals):
+        new = contents[index] if contents is not None else None
+        warn = warning is not None and (change.warn_indices is None or index in change.warn_indices)
+        if new is None and not warn:
+            continue
+        text = original if new is None else new
+        finals[index] = warning.apply(text) if warn and warning is not None else text
+    return finals
+
+
+def without_field(body: bytes, name: str, *, strict: bool = False) -> bytes | None:
+    """``body`` (a JSON object) without its top-level field ``name``, or None when it has no
+    such field or is not a JSON object. Used to strip the context extension field from a
+    request that cannot be checked (over the route's limit, a malformed field): it never
+    reaches the upstream, whatever its shape. ``strict``: a body that mentions ``name`` but is
+    not JSON raises :class:`BodyError` (``malformed_json``) instead of reading as "no field"."""
+    if not mentions(body, name):
+        return None
+    try:
+        doc = json.loads(body)
+    except ValueError as exc:
+        if strict:
+            raise BodyError("malformed_json", f"request body is not valid JSON ({exc}) and mentions '{name}', "
+                            "which the gateway cannot remove from it") from None
+        return None
+    if not isinstance(doc, dict) or name not in doc:
+        return None
+    del doc[name]
+    return encode_json(doc)
+
+
+_ASCII_ESCAPE = re.compile(rb"\\u00([0-7][0-9a-fA-F])")
+
+
+def mentions(body: bytes, name: str) -> bool:
+    """Whether ``body`` may hold the JSON key ``name``: spelt out, or with ASCII ``\\u00XX``
+    escapes (``"truthlens\\u005fcontext"`` is the same key to a JSON reader)."""
+    raw = name.encode()
+    if raw in body:
+        return True
+    return b"\\u00" in body and raw in _ASCII_ESCAPE.sub(lambda m: bytes([int(m.group(1), 16)]), body)
+
+
+def without_details(body: bytes) -> bytes | None:
+    """``body`` (a JSON object) without a top-level ``truthlens`` field the upstream wrote, or
+    None when it has none (or is not a JSON object: nothing of ours to protect there)."""
+    return without_field(body, DETAILS_FIELD)  # cheap when the body never mentions it
+
+
+DETAILS_FIELD = "truthlens"  # the gateway's verdict field in a body or a stream's chunk
+
+
+# ---------------------------------------------------------------------------- events
+
+
+def event_object(data: str) -> dict[str, Any]:
+    """The JSON object of one SSE event's data. Not JSON: ``ValueError`` (the stream is broken,
+    reason ``sse_framing``); JSON but not an object: :class:`BodyError` ``bad_response``."""
+    value = json.loads(data)
+    if not isinstance(value, dict):
+        raise BodyError("bad_response", "an SSE event's data is not a JSON object")
+    return value
+
+
+# ---------------------------------------------------------------------------- errors
+
+
+def _error_doc(status: int, message: str, type: str | None, code: str | None) -> dict[str, Any]:
+    if type is None:
+        type = "invalid_request_error" if 400 <= status < 500 else "server_error"
+    return {"error": {"message": message, "type": type, "param": None, "code": code}}
+
+
+def error_json(status: int, message: str, type: str | None = None, code: str | None = None) -> bytes:
+    """An OpenAI error body: ``{"error": {"message", "type", "param", "code"}}``."""
+    return encode_json(_error_doc(status, message, type, code))
+
+
+def error_event(status: int, message: str, type: str | None = None, code: str | None = None) -> bytes:
+    """The same error as one SSE event (for a stream whose headers already went out)."""
+    return encode_event(json.dumps(_error_doc(status, message, type, code), ensure_ascii=False))

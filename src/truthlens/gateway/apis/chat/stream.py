@@ -1,0 +1,120 @@
+"""The chat completions stream as the streamed-response phase needs it: ``chat.completion.chunk``
+events accumulated into choices, ``data: [DONE]`` as the end of the answer, and what goes around
+a checked answer (the warning delta and the verdict chunk after content already sent, the held
+answer re-chunked, the error event of a refusal). The byte bookkeeping stays in the phase."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from truthlens.gateway.apis.chat import body as openai_body
+from truthlens.gateway.apis.chat import chunks
+from truthlens.gateway.apis.sse import SSEEvent
+
+if TYPE_CHECKING:
+    from truthlens.gateway.apis.interface import Presentation, Refusal, Strategy
+
+
+# The most choices (``n``) and tool calls per choice a checked stream may have. The stream's
+# state, the verdict chunk and a held answer's re-chunking are sized by the highest index seen,
+# so an index is refused before it can allocate anything (one chunk with index 1e9 once grew a
+# worker to 24 GB). The API's own ``n`` limit is 128.
+MAX_STREAM_CHOICES = 128
+MAX_TOOL_CALLS = 128
+
+
+class ChatStream:
+    """One chat completion stream (see :class:`truthlens.gateway.apis.interface.StreamCodec`)."""
+
+    holding = False  # a passthrough chat stream forwards every event before [DONE] at once
+    answer_complete = False  # only data: [DONE] ends a chat answer
+
+    def __init__(self, strategy: Strategy) -> None:
+        self.strategy = strategy
+        self.accumulator = chunks.StreamAccumulator()
+
+    def add(self, event: SSEEvent) -> bool:
+        if event.is_done:
+            return True
+        if event.has_data:
+            chunk = openai_body.event_object(event.data)
+            _check_indexes(chunk)
+            self.accumulator.add(chunk)
+        return False
+
+    def ends_answer(self, event: SSEEvent) -> bool:
+        return event.is_done
+
+    def answers(self) -> tuple[str, ...]:
+        return self.accumulator.contents()
+
+    def scrub(self, event: SSEEvent) -> SSEEvent | None:
+        """None for a verdict chunk the upstream wrote (the verdict is the gateway's alone)."""
+        if not event.has_data or f'"{openai_body.DETAILS_FIELD}"' not in event.data:
+            return event
+        try:
+            value = json.loads(event.data)
+        except ValueError:
+            return event
+        return None if isinstance(value, dict) and openai_body.DETAILS_FIELD in value else event
+
+    def finish(self, shown: Presentation, withheld: bytes, end: SSEEvent | None) -> bytes:
+        answers = self.answers()
+        end_raw = end.raw if end is not None else b""
+        if self.strategy == "passthrough":
+            return self._after_content(shown, len(answers)) + end_raw
+        if shown.refusal is not None:
+            return self.refusal_events(shown.refusal)
+        if shown.outcome == "unchecked":
+            # Not checked (a drain): the held events go out as they came.
+            return withheld + self._after_content(shown, 0) + end_raw
+        acc = self.accumulator
+        return chunks.rechunk(
+            acc.meta, shown.final_contents(answers), dict(shown.details),
+            finish_reasons=acc.finish_reasons(), usage=acc.usage, source=acc,
+        )
+
+    def unchecked_events(self, shown: Presentation) -> bytes:
+        return self._after_content(shown, 0)
+
+    def refusal_events(self, refusal: Refusal) -> bytes:
+        return openai_body.error_event(refusal.status, refusal.message, refusal.error_type, refusal.code)
+
+    def _after_content(self, shown: Presentation, n_answers: int) -> bytes:
+        """What follows answer content that already went out: the warning (it can only follow
+        the content now), the verdict chunk, and the refusal (too late to withhold, but the
+        client learns of it)."""
+        meta = self.accumulator.meta
+        out = bytearray()
+        note = shown.late_warning()
+        if note is not None:
+            deltas = {i: note for i in range(n_answers) if shown.warns(i)}
+            if deltas:
+                out += chunks.chunk_event(meta, deltas=deltas)
+        out += chunks.chunk_event(meta, details=dict(shown.late_details()))
+        if shown.refusal is not None:
+            out += self.refusal_events(shown.refusal)
+        return bytes(out)
+
+
+def _check_indexes(chunk: dict[str, object]) -> None:
+    """``BodyError`` (``bad_response``) for a choice or tool call index over its bound."""
+    choices = chunk.get("choices")
+    if not isinstance(choices, list):
+        return  # the accumulator says what is wrong with it
+    for pos, choice in enumerate(choices):
+        if not isinstance(choice, dict):
+            continue
+        _bounded(choice.get("index", pos), MAX_STREAM_CHOICES, f"choices[{pos}].index")
+        delta = choice.get("delta")
+        calls = delta.get("tool_calls") if isinstance(delta, dict) else None
+        for k, call in enumerate(calls if isinstance(calls, list) else ()):
+            if isinstance(call, dict):
+                _bounded(call.get("index", k), MAX_TOOL_CALLS, f"choices[{pos}].delta.tool_calls[{k}].index")
+
+
+def _bounded(index: object, limit: int, where: str) -> None:
+    if isinstance(index, int) and not isinstance(index, bool) and index >= limit:
+        raise openai_body.BodyError(
+            "bad_response", f"stream chunk {where} is {index}, over the gateway's limit of {limit - 1}")

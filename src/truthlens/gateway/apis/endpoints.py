@@ -1,0 +1,72 @@
+"""The API an exchange speaks: one typed interface from request and response bytes to what a
+check needs (question, passages, answers) and from a presentation back to bytes, with one
+implementation per endpoint — chat completions (:mod:`~truthlens.gateway.apis.chat.body`,
+:mod:`~truthlens.gateway.apis.chat.stream`) and the Responses API
+(:mod:`~truthlens.gateway.apis.responses.body`, :mod:`~truthlens.gateway.apis.responses.stream`).
+
+The request headers phase picks the endpoint once per exchange from the path
+(:func:`for_path`); the other phases talk only to this interface, and the stream state machine
+(bytes withheld, released, in order) stays in :mod:`truthlens.gateway.exchange.phases.response_stream`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from truthlens.gateway.apis.chat import body as openai_body
+from truthlens.gateway.apis.chat.stream import ChatStream
+from truthlens.gateway.apis.responses import body as responses_body
+from truthlens.gateway.apis.responses.stream import ResponsesStream
+from truthlens.gateway.core.paths import normal_path
+
+if TYPE_CHECKING:
+    from truthlens.gateway.apis.interface import (
+        DecodedRequest,
+        Endpoint,
+        EndpointName,
+        ParsedResponse,
+        Strategy,
+        StreamCodec,
+    )
+
+
+class ChatEndpoint:
+    """``POST /v1/chat/completions``."""
+
+    name: EndpointName = "chat"
+
+    def decode_request(self, body: bytes, *, max_bytes: int | None = None) -> DecodedRequest:
+        return openai_body.decode_chat_request(body, max_bytes=max_bytes)
+
+    def parse_response(self, body: bytes) -> ParsedResponse:
+        return openai_body.parse_chat_response(body)
+
+    def stream(self, strategy: Strategy, *, warns: bool) -> StreamCodec:
+        return ChatStream(strategy)
+
+
+class ResponsesEndpoint:
+    """``POST /v1/responses``."""
+
+    name: EndpointName = "responses"
+
+    def decode_request(self, body: bytes, *, max_bytes: int | None = None) -> DecodedRequest:
+        return responses_body.decode_responses_request(body, max_bytes=max_bytes)
+
+    def parse_response(self, body: bytes) -> ParsedResponse:
+        return responses_body.parse_responses_response(body)
+
+    def stream(self, strategy: Strategy, *, warns: bool) -> StreamCodec:
+        return ResponsesStream(strategy, warns=warns)
+
+
+CHAT = ChatEndpoint()
+RESPONSES = ResponsesEndpoint()
+
+
+def for_path(path: str) -> Endpoint:
+    """The API a request path speaks: the Responses API for ``.../responses`` (``/v1/responses``,
+    also behind a path prefix), chat completions for everything else, as before it existed. The
+    path is read as path conditions read it (:func:`~truthlens.gateway.core.paths.normal_path`), so
+    ``/v1/Responses/`` and ``/v1/responses;x`` are the Responses API too."""
+    return RESPONSES if normal_path(path).endswith("/responses") else CHAT

@@ -1,0 +1,62 @@
+"""Request headers: remember path, method and headers, and the API the path speaks; tell Envoy
+which later phases the exchange needs (:mod:`truthlens.gateway.exchange.phase_plan`); never changes the
+request."""
+
+from __future__ import annotations
+
+from truthlens._proto import truthlens_ext_proc_pb2 as pb
+from truthlens.gateway.apis import endpoints
+from truthlens.gateway.exchange import mutations, phase_plan
+from truthlens.gateway.exchange.phase_plan import PhasePlan
+from truthlens.gateway.exchange.phases.state import RequestInfo, StreamState
+from truthlens.gateway.policy.decisions import RequestFacts
+
+# request_attributes arrive under the filter's name on the first message.
+_ATTRIBUTES_KEY = "envoy.filters.http.ext_proc"
+
+
+def header_dict(header_map: pb.HeaderMap) -> dict[str, str]:
+    """Envoy sends lower-case names and puts values in ``raw_value``; repeated names are joined
+    with ``,`` as HTTP allows."""
+    out: dict[str, str] = {}
+    for name, value in _pairs(header_map):
+        out[name] = f"{out[name]},{value}" if name in out else value
+    return out
+
+
+def repeated_headers(header_map: pb.HeaderMap) -> dict[str, tuple[str, ...]]:
+    """Each value of every header that came more than once (route rules test them one by one,
+    as Envoy's route matchers do)."""
+    values: dict[str, list[str]] = {}
+    for name, value in _pairs(header_map):
+        values.setdefault(name, []).append(value)
+    return {name: tuple(v) for name, v in values.items() if len(v) > 1}
+
+
+def _pairs(header_map: pb.HeaderMap) -> list[tuple[str, str]]:
+    return [(h.key.lower(), h.raw_value.decode("utf-8", "replace") if h.raw_value else h.value)
+            for h in header_map.headers]
+
+
+def handle(state: StreamState, msg: pb.ProcessingRequest) -> tuple[pb.ProcessingResponse, PhasePlan]:
+    """The reply, and the phases it asks Envoy for."""
+    request = msg.request_headers
+    headers = header_dict(request.headers)
+    path = headers.get(":path", "")
+    method = headers.get(":method", "")
+    attrs = msg.attributes.get(_ATTRIBUTES_KEY) if _ATTRIBUTES_KEY in msg.attributes else None
+    if attrs is not None:
+        fields = attrs.fields
+        if "request.path" in fields:
+            path = fields["request.path"].string_value or path
+        if "request.method" in fields:
+            method = fields["request.method"].string_value or method
+    repeated = repeated_headers(request.headers)
+    state.info = RequestInfo(path=path, method=method, headers=headers, repeated=repeated)
+    state.api = endpoints.for_path(path)
+    facts = RequestFacts(path, method, headers, repeated=repeated)
+    needs = phase_plan.plan(state.config, facts, has_body=not request.end_of_stream)
+    if needs.matched is not None:
+        # Known now; the request body phase (when there is one) decides it again on the body.
+        state.matched = needs.matched
+    return mutations.request_headers_reply(request_body=needs.request_body, response=needs.response), needs

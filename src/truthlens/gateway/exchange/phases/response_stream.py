@@ -1,0 +1,235 @@
+"""Response body (SSE): answer every chunk in order, release only whole events, and put the
+verdict before the event that ends the answer (chat: ``data: [DONE]``; Responses:
+``response.completed``). What the events mean and the bytes that replace them are the
+endpoint's (``state.streamed.codec``, :mod:`truthlens.gateway.apis.endpoints`); this module keeps the
+bytes: every byte received and not released is in ``pending``, released in order.
+
+``passthrough`` forwards each whole event at once and checks the accumulated answer at the end;
+``hold`` has Envoy buffer the stream (so Envoy, not the processor, keeps the bytes: a processor
+that goes away loses nothing), checks it, and sends the final (possibly rewritten) answer
+re-chunked in one reply that also carries the verdict's headers. Broken framing or a truncated
+stream releases what arrived, unchanged, with an "unavailable" verdict: nothing is lost and
+nothing hangs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from truthlens._proto import truthlens_ext_proc_pb2 as pb
+from truthlens.gateway.apis import sse
+from truthlens.gateway.apis.chat import body as openai_body
+from truthlens.gateway.exchange import mutations
+from truthlens.gateway.exchange.phases.check import check, skip
+from truthlens.gateway.exchange.phases.response_buffered import over_buffer
+from truthlens.gateway.exchange.phases.state import CheckedRequest, Runtime, StreamedResponse, StreamState
+from truthlens.gateway.policy.presentation import final_headers
+
+
+async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> pb.ProcessingResponse:
+    st = state.streamed
+    checked = state.checked
+    assert st is not None
+    chunk = msg.response_body
+    if st.finished:
+        return mutations.passthrough("response_body")
+    if checked is None:
+        return _scrub_only(st, chunk.body, chunk.end_of_stream)
+    if st.buffered and not chunk.end_of_stream:
+        # Over Envoy's buffer. Nothing has reached the client yet (Envoy holds the headers with
+        # the body): a fail-closed route answers an explicit error instead of the unchecked
+        # answer. Otherwise the rest flows through unprocessed, so this part goes on unchanged
+        # with the provisional headers (no reply: the call ends, see over_buffer).
+        st.finished = True
+        shown = skip(state, rt, checked.route, checked.decision.name, "too_large",
+                     "the held stream is larger than Envoy buffers", upstream=True)
+        if shown.refusal is not None:
+            return mutations.refusal_response(shown.refusal)
+        return over_buffer(state)
+    st.received += len(chunk.body)
+    if st.buffered and st.received > checked.route.max_body_bytes:
+        st.pending += chunk.body
+        released = give_up(state, st, checked, rt, "too_large", "the stream is over the route's max_body_bytes")
+        return _reply(st, chunk.body, released)
+    st.pending += chunk.body
+    out = bytearray()
+    try:
+        events = _feed(st, chunk.body, chunk.end_of_stream)
+    except sse.SSEError as exc:
+        return _reply(st, chunk.body, give_up(state, st, checked, rt, exc.reason, str(exc)))
+    try:
+        await _consume(state, st, checked, rt, events, out, chunk.end_of_stream)
+    except Exception:
+        # A bug: hand what was built back to ``pending`` so the service's fallback releases
+        # every byte in order.
+        st.pending[:0] = out
+        raise
+    if not st.finished and st.received > checked.route.max_body_bytes:
+        # A passthrough stream is read (and its answer kept) only up to the route's limit: the
+        # rest flows unchanged, marked unavailable. The verdict goes after the last whole event.
+        tail = st.decoder.drain()
+        del st.pending[len(st.pending) - len(tail) :]
+        out += give_up(state, st, checked, rt, "too_large",
+                       f"the stream is over the route's max_body_bytes ({checked.route.max_body_bytes})")
+        out += tail
+    if chunk.end_of_stream and not st.finished:
+        out += give_up(state, st, checked, rt, "sse_framing", "the stream ended before the answer did "
+                        "(no data: [DONE], no response.completed)")
+    return _reply(st, chunk.body, out)
+
+
+async def _consume(
+    state: StreamState,
+    st: StreamedResponse,
+    checked: CheckedRequest,
+    rt: Runtime,
+    events: list[sse.SSEEvent],
+    out: bytearray,
+    end_of_stream: bool,
+) -> None:
+    """Feed whole events to the endpoint's codec; append the bytes to release now to ``out``.
+    The answer ends with the event that ends it (chat: ``data: [DONE]``), or with the stream
+    once the codec says the answer is complete (Responses: a terminal event was seen)."""
+    codec = st.codec
+    for i, event in enumerate(events):
+        try:
+            ends = codec.add(event)
+        except (openai_body.BodyError, ValueError) as exc:
+            # Unreadable event: release it and everything withheld, then say why.
+            out += give_up(state, st, checked, rt, getattr(exc, "reason", "sse_framing"), str(exc))
+            return
+        if ends:
+            st.done_seen = True
+            # The withheld events (hold: the whole answer; passthrough: none, or a Responses
+            # message's done events on) and the one that ended the answer are replaced by what
+            # the codec renders; ``pending`` is trimmed only once the replacement exists.
+            tail = sum(len(e.raw) for e in events[i + 1 :]) + st.decoder.pending_bytes
+            withheld = len(st.pending) - tail
+            before_end = bytes(st.pending[: withheld - len(event.raw)])
+            replacement = await _finish(state, st, checked, rt, before_end, event)
+            del st.pending[:withheld]
+            out += replacement
+            break
+        if st.strategy == "passthrough" and not codec.holding:
+            out += event.raw
+            _forwarded(st, event.raw)
+    if end_of_stream and not st.finished and codec.answer_complete:
+        st.done_seen = True
+        # The decoder was flushed: every byte left is withheld.
+        replacement = await _finish(state, st, checked, rt, bytes(st.pending), None)
+        st.pending.clear()
+        out += replacement
+    if st.finished:
+        # Whatever follows the end of the answer is not part of it: it flows unchanged from here on.
+        out += st.pending
+        st.pending.clear()
+
+
+async def _finish(
+    state: StreamState, st: StreamedResponse, checked: CheckedRequest, rt: Runtime, withheld: bytes,
+    end: sse.SSEEvent | None,
+) -> bytes:
+    """Check the accumulated answer; return what replaces the ``withheld`` events and ``end``."""
+    st.finished = True
+    answers = st.codec.answers()
+    if not answers:
+        shown = skip(state, rt, checked.route, checked.decision.name, "no_choices", upstream=True)
+    else:
+        shown = await check(state, checked, rt, answers)
+    st.shown = shown
+    return st.codec.finish(shown, withheld, end)
+
+
+def give_up(
+    state: StreamState, st: StreamedResponse, checked: CheckedRequest, rt: Runtime, reason: str, detail: str
+) -> bytes:
+    """Release every withheld byte unchanged with the "unavailable" verdict: before the event
+    that ends the answer among them, never glued onto an event the upstream left unterminated."""
+    shown = skip(state, rt, checked.route, checked.decision.name, reason, detail, upstream=True)
+    st.shown = shown
+    if st.buffered and shown.refusal is not None:
+        # Nothing has reached the client yet: the refusal replaces the held answer.
+        release_pending(st)
+        return st.codec.refusal_events(shown.refusal)
+    return place_verdict(release_pending(st), st.codec.unchecked_events(shown), st.codec.ends_answer,
+                         tail_open=st.tail_open)
+
+
+def place_verdict(
+    released: bytes, verdict: bytes, ends_answer: Callable[[sse.SSEEvent], bool], *, tail_open: bool = False
+) -> bytes:
+    """``released`` with ``verdict`` before its first event that ends an answer, else after it,
+    and then after a blank line when ``released`` ends inside an event (``tail_open``: the bytes
+    already sent did, when ``released`` is empty)."""
+    try:
+        decoder = sse.SSEDecoder(max_event_bytes=len(released) + 1)
+        events = decoder.feed(released) + decoder.flush()
+    except sse.SSEError:
+        events = [sse.SSEEvent("", None, None, released, has_data=False)]
+    out = bytearray()
+    for event in events:
+        if verdict and ends_answer(event):
+            out += verdict
+            verdict = b""
+        out += event.raw
+    if verdict:
+        if (out and not sse.ends_event(bytes(out))) or (not out and tail_open):
+            out += b"\n\n"
+        out += verdict
+    return bytes(out)
+
+
+def release_pending(st: StreamedResponse) -> bytes:
+    """Everything received and not yet forwarded, unchanged (failure containment too)."""
+    st.finished = True
+    out = bytes(st.pending)
+    st.pending.clear()
+    return out
+
+
+def _feed(st: StreamedResponse, body: bytes, end_of_stream: bool) -> list[sse.SSEEvent]:
+    """The whole events ``body`` completes, less any verdict the upstream wrote (its bytes leave
+    ``pending`` too: the verdict is the gateway's alone)."""
+    events = st.decoder.feed(body)
+    if end_of_stream:
+        events += st.decoder.flush()
+    scrubbed = [st.codec.scrub(e) for e in events]
+    if all(s is e for s, e in zip(scrubbed, events, strict=True)):
+        return events
+    # ``pending`` is what was withheld before, these events' bytes, then the decoder's unfinished rest.
+    n_rest = st.decoder.pending_bytes
+    rest = bytes(st.pending[len(st.pending) - n_rest :]) if n_rest else b""
+    before = len(st.pending) - n_rest - sum(len(e.raw) for e in events)
+    kept = [e for e in scrubbed if e is not None]
+    st.pending[before:] = b"".join(e.raw for e in kept) + rest
+    return kept
+
+
+def _scrub_only(st: StreamedResponse, body: bytes, end_of_stream: bool) -> pb.ProcessingResponse:
+    """An unchecked stream: every whole event goes on unchanged but a verdict the upstream
+    wrote; broken framing releases everything and stops looking."""
+    st.pending += body
+    try:
+        events = _feed(st, body, end_of_stream)
+    except sse.SSEError:
+        return _reply(st, body, release_pending(st))
+    out = b"".join(e.raw for e in events)
+    del st.pending[: len(out)]
+    return _reply(st, body, out)
+
+
+def _forwarded(st: StreamedResponse, raw: bytes) -> None:
+    # Every event's raw bytes are exactly the bytes received (sse.py guarantees it), so the
+    # released prefix of ``pending`` is exactly this event.
+    del st.pending[: len(raw)]
+    st.tail_open = not sse.ends_event(raw)
+
+
+def _reply(st: StreamedResponse, received: bytes, out: bytes | bytearray) -> pb.ProcessingResponse:
+    if st.buffered:
+        # The one message of a held stream: the verdict's headers replace the provisional ones.
+        headers, remove = final_headers(st.shown.headers if st.shown is not None else {})
+        return mutations.body_reply("response_body", body=bytes(out), set_headers=headers, remove=remove)
+    if out == received:
+        return mutations.passthrough("response_body")  # cheapest: nothing to mutate
+    return mutations.chunk_reply("response_body", bytes(out))

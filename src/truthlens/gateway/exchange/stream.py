@@ -1,0 +1,181 @@
+"""One ext_proc exchange: legal phase order, the pinned config snapshot, dispatch to the phases,
+and the reply that stands in for a phase that failed.
+
+Envoy sends, per HTTP exchange: request headers, request body chunk(s), request trailers,
+response headers, response body chunk(s), response trailers, in that order (any may be
+absent). A message out of order is a protocol error: it is answered unchanged and the rest of
+the exchange is passed through unchecked.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Literal
+
+from opentelemetry import trace
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+from truthlens._proto import truthlens_ext_proc_pb2 as pb
+from truthlens.gateway.core import errors
+from truthlens.gateway.core.telemetry import EXT_PROC_PHASES
+from truthlens.gateway.exchange import mutations, request_id
+from truthlens.gateway.exchange.phases import (
+    overloaded,
+    request_body,
+    request_headers,
+    response_buffered,
+    response_headers,
+    response_stream,
+    unchecked_body,
+)
+from truthlens.gateway.exchange.phases.state import Runtime, StreamState
+from truthlens.gateway.policy.presentation import unchecked
+
+MessageKind = Literal[
+    "request_headers",
+    "request_body",
+    "request_trailers",
+    "response_headers",
+    "response_body",
+    "response_trailers",
+]
+_RANK: dict[str, int] = {kind: rank for rank, kind in enumerate(EXT_PROC_PHASES)}
+_REPEATABLE = frozenset({"request_body", "response_body"})
+# Replies that can still replace the exchange with an error (nothing has gone to the client).
+_REFUSABLE = frozenset({"request_body", "response_headers", "response_body"})
+_PROPAGATOR = TraceContextTextMapPropagator()
+
+
+@functools.cache
+def _tracer(provider: Any) -> trace.Tracer:
+    return trace.get_tracer("truthlens.extproc", tracer_provider=provider)
+
+
+class ProtocolError(Exception):
+    """Envoy sent a message this exchange cannot accept here."""
+
+    reason = "internal"
+
+
+class Stream:
+    """State machine of one ``Process`` call. Not shared between calls."""
+
+    def __init__(self, runtime: Runtime, *, overloaded: bool = False) -> None:
+        self._rt = runtime
+        # Over the worker's stream cap: nothing of this exchange is checked (phases.overloaded).
+        self.overloaded = overloaded
+        self._rank = -1
+        self._last: str | None = None
+        self._state: StreamState | None = None
+        # Known from the request headers: no check will run (phase_plan). Such an exchange is
+        # not traced, and its request body only loses the context field.
+        self._unchecked = False
+
+    @property
+    def state(self) -> StreamState | None:
+        return self._state
+
+    @property
+    def ends_call(self) -> bool:
+        """The last message needs no reply: the call ends instead, and Envoy lets the rest of
+        the exchange through unprocessed (``phases.response_buffered.over_buffer``)."""
+        return self._state is not None and self._state.end_call
+
+    async def handle(self, msg: pb.ProcessingRequest) -> pb.ProcessingResponse | None:
+        """The reply to ``msg``; ``None`` in observability mode (Envoy ignores replies)."""
+        kind = msg.WhichOneof("request")
+        if kind is None:
+            raise ProtocolError("a ProcessingRequest without a request message")
+        self._rt.telemetry.record_message(kind)
+        state = self._begin(msg, kind)
+        if kind == "request_headers":
+            reply, needs = request_headers.handle(state, msg)
+            if self.overloaded:  # a fail-closed route its headers decide is refused now
+                reply = overloaded.refuse_early(state) or reply
+            self._unchecked = needs.unchecked
+            if not needs.unchecked:
+                info = state.info
+                assert info is not None
+                state.span = self._start_span(info.traceparent, info.headers.get("tracestate"))
+                state.span.set_attribute("http.path", info.path)
+        elif state.span is None:
+            reply = await self._dispatch(state, msg, kind)
+        else:
+            # The exchange span is current only while one message is handled: a gRPC stream's
+            # messages may run in different contexts, and a context attached in one cannot be
+            # detached in another.
+            with trace.use_span(state.span, end_on_exit=False):
+                reply = await self._dispatch(state, msg, kind)
+        return None if msg.observability_mode else reply
+
+    async def _dispatch(self, state: StreamState, msg: pb.ProcessingRequest, kind: str) -> pb.ProcessingResponse:
+        if self.overloaded:
+            return overloaded.handle(state, msg, kind)
+        if kind == "request_body":
+            if self._unchecked:
+                return unchecked_body.handle(state, msg)
+            reply = await request_body.handle(state, msg, self._rt)
+        elif kind == "response_headers":
+            reply = response_headers.handle(state, msg, self._rt)
+        elif kind == "response_body":
+            # The response headers phase chose the body's form: one buffered JSON message, or
+            # SSE chunks that each need an answer.
+            if state.streamed is not None:
+                reply = await response_stream.handle(state, msg, self._rt)
+            else:
+                reply = await response_buffered.handle(state, msg, self._rt)
+        else:
+            reply = mutations.passthrough(kind)  # type: ignore[arg-type]
+        request_id.echo(reply, msg, state.info.headers.get(request_id.REQUEST_ID_HEADER) if state.info else None)
+        return reply
+
+    def _start_span(self, traceparent: str | None, tracestate: str | None) -> Any:
+        """The exchange's span, a child of the client's W3C trace; ended by :meth:`close`."""
+        carrier = {}
+        if traceparent:
+            carrier["traceparent"] = traceparent
+            if tracestate:
+                carrier["tracestate"] = tracestate
+        return _tracer(self._rt.telemetry.tracer_provider).start_span(
+            "truthlens.exchange", context=_PROPAGATOR.extract(carrier), kind=trace.SpanKind.SERVER
+        )
+
+    def fallback(self, msg: pb.ProcessingRequest, exc: BaseException) -> pb.ProcessingResponse | None:
+        """The reply when handling ``msg`` raised: unchanged ("continue") on a fail-open route,
+        an error on a fail-closed one; the rest of the exchange passes through."""
+        kind = msg.WhichOneof("request")
+        if kind is None or msg.observability_mode:
+            return None
+        state = self._state
+        if state is None:
+            return mutations.passthrough(kind)
+        streamed = state.streamed
+        if kind == "response_body" and streamed is not None:
+            # Headers already went out: release every withheld byte, in order, unchanged.
+            state.checked = None
+            return mutations.chunk_reply("response_body", response_stream.release_pending(streamed))
+        checked = state.checked
+        state.checked = None
+        if checked is not None and checked.route.fail_policy == "closed" and kind in _REFUSABLE:
+            refusal = unchecked(checked.route, checked.decision.name, errors.reason_for_exception(exc)).refusal
+            if refusal is not None:
+                return mutations.refusal_response(refusal)
+        return mutations.passthrough(kind)
+
+    def close(self) -> None:
+        if self._state is not None:
+            self._state.lease.release()
+            if self._state.span is not None:
+                self._state.span.end()
+
+    def _begin(self, msg: pb.ProcessingRequest, kind: str) -> StreamState:
+        rank = _RANK[kind]
+        if rank < self._rank or (rank == self._rank and kind not in _REPEATABLE):
+            raise ProtocolError(f"{kind} after {self._last}")
+        self._rank, self._last = rank, kind
+        if self._state is None:
+            # Pinned for the whole exchange: a config reload never changes a running exchange,
+            # and the services of that config stay open until the exchange ends.
+            config = self._rt.config.current
+            self._state = StreamState(config=config, lease=self._rt.services.acquire(config))
+        return self._state

@@ -1,0 +1,427 @@
+"""YAML → validated, versioned, frozen :class:`Config` (hot reload:
+:class:`~truthlens.gateway.policy.config_store.ConfigStore`; the ``detector:`` and ``models:``
+sections: :mod:`~truthlens.gateway.policy.backend_config`).
+
+Every error names its key path (``decisions[1].rules.conditions[0].type: ...``); unknown keys
+are errors. A decision's ``configuration`` is merged over the global ``hallucination``
+section into a :class:`RouteSettings`; the keys a mode owns are validated by the mode module
+itself (``parse_options``), with the global ``hallucination.<mode>`` section as defaults.
+A reload swaps one reference: streams keep the snapshot they pinned at their first message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal
+
+import yaml
+
+from truthlens.detector.types import (
+    DetectorSettings,
+)
+from truthlens.gateway.apis.chat.body import ContextSettings, WarningSpec
+from truthlens.gateway.policy.backend_config import parse_detector, parse_models
+from truthlens.gateway.policy.decisions import Rule, compile_rules
+from truthlens.llm import Endpoint as ModelEndpoint
+from truthlens.modes import registry
+from truthlens.options import ConfigError, OptionContext, Section
+
+if TYPE_CHECKING:
+    from truthlens.evidence.gating import EvidenceSettings
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+DEFAULT_MAX_STREAMS = 2048  # per worker; an idle held stream costs about 20 KB
+ACTIONS = ("header", "body", "block")
+Action = Literal["header", "body", "block"]
+StreamingMode = Literal["passthrough", "hold"]
+WarningPosition = Literal["prepend", "append"]
+FailPolicy = Literal["open", "closed"]
+
+DEFAULT_WARNING = (
+    "⚠️ Warning: parts of this answer could not be verified against the provided context. "
+    "Check key facts before acting on them."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Budgets:
+    detection_s: float  # one detector call
+    total_s: float  # the whole check of one exchange (refinement loops included)
+
+
+# What a route does with a request that carries no grounding context (no extension field
+# passages, no tool messages, no system context where the route reads it): "skip" answers it
+# unchecked and says so (x-truthlens-detected: skipped, reason no_context), "check" checks it
+# anyway (every claim is then unsupported), "block" refuses it before it reaches the upstream.
+NoContextPolicy = Literal["skip", "check", "block"]
+NO_CONTEXT_POLICIES: tuple[NoContextPolicy, ...] = ("skip", "check", "block")
+
+
+@dataclass(frozen=True, slots=True)
+class RouteSettings:
+    mode: str
+    threshold: float
+    actions: frozenset[Action]
+    warning_template: str
+    warning_position: WarningPosition
+    fail_policy: FailPolicy
+    streaming: StreamingMode  # "auto" resolved at load
+    budgets: Budgets
+    context: ContextSettings
+    spans_request_header: str  # lower-case
+    max_body_bytes: int
+    options: Any  # the mode's parsed options
+    evidence: EvidenceSettings | None = None  # gating settings (truthlens.evidence), None: off
+    enabled: bool = True  # only the global defaults can be disabled (a decision is then None)
+    # A request with no grounding context: skip (not checked, said so), check, or block (refused).
+    no_context: NoContextPolicy = "skip"
+    # Flagged answers go to detector.confirm, which confirms or clears each span (the cascade).
+    confirm: bool = False
+
+    @property
+    def warning(self) -> WarningSpec:
+        return WarningSpec(self.warning_template, self.warning_position)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    name: str
+    priority: int
+    rules: Rule
+    route: RouteSettings | None  # None: detection disabled on this route
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    version: int
+    detector: DetectorSettings
+    models: Mapping[str, ModelEndpoint]
+    hallucination: RouteSettings  # the global defaults, resolved with the default mode
+    decisions: tuple[Decision, ...]  # by priority, highest first (ties: file order)
+    digest: str = ""  # sha256 prefix of the file's bytes: names the version in logs
+    source: str | None = None
+    # gateway.max_streams: ext_proc streams one worker keeps open at once; beyond it an exchange
+    # is not checked at all (reason worker_overloaded) instead of holding more memory.
+    max_streams: int = DEFAULT_MAX_STREAMS
+
+
+# ---------------------------------------------------------------------------- loading
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A repeated key silently overrides the first in plain YAML: here it is an error."""
+
+
+def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}", key_node.start_mark
+            )
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def yaml_error(exc: yaml.YAMLError) -> ConfigError:
+    """A YAML syntax error as a config error whose key is the line and column (the caller names
+    the file, as for every config error): ``line 5, column 4: invalid YAML: expected ',' or ']',
+    but got ':' (while parsing a flow sequence started at line 4, column 12)``."""
+    if not isinstance(exc, yaml.MarkedYAMLError) or exc.problem_mark is None:
+        return ConfigError("file", f"invalid YAML: {exc}")
+    mark = exc.problem_mark
+    problem = exc.problem or "syntax error"
+    context = exc.context
+    if context and exc.context_mark is not None and exc.context_mark.line != mark.line:
+        context = f"{context} started at line {exc.context_mark.line + 1}, column {exc.context_mark.column + 1}"
+    text = f"invalid YAML: {problem}" + (f" ({context})" if context else "")
+    return ConfigError(f"line {mark.line + 1}, column {mark.column + 1}", text)
+
+
+def load_config(path: str | os.PathLike[str]) -> Config:
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise ConfigError(str(p), f"cannot read: {exc.strerror or exc}") from None
+    return parse_bytes(data, p)
+
+
+def parse_bytes(data: bytes, p: Path) -> Config:
+    try:
+        raw = yaml.load(data, Loader=_UniqueKeyLoader)  # safe: _UniqueKeyLoader is a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        raise yaml_error(exc) from None
+    return parse_config(
+        raw,
+        base_dir=Path(os.path.abspath(p)).parent,  # relative paths: from the file's folder, whatever the cwd
+        source=str(p),
+        digest=hashlib.sha256(data).hexdigest()[:12],
+    )
+
+
+def parse_config(
+    mapping: Any,
+    *,
+    base_dir: str | os.PathLike[str] | None = None,
+    source: str | None = None,
+    digest: str = "",
+) -> Config:
+    """Validate a loaded YAML document. ``base_dir`` anchors relative paths (the model dir)."""
+    root = Section(mapping, "")
+    root.allow("version", "gateway", "detector", "models", "hallucination", "decisions")
+    version = root.get("version")
+    if version != SCHEMA_VERSION:
+        raise ConfigError("version", f"unsupported schema version {version!r} (expected {SCHEMA_VERSION})")
+    models = parse_models(root.section("models"))
+    detector = parse_detector(root.section("detector"), Path(base_dir) if base_dir is not None else None, models)
+    model_names = frozenset(models)
+    global_section = root.section("hallucination")
+    mode_defaults = _parse_mode_sections(global_section, model_names)
+    confirmer = detector.confirm is not None
+    hallucination = _resolve_route(None, global_section, mode_defaults, model_names, confirmer)
+    decisions = _parse_decisions(root.get("decisions", []), global_section, mode_defaults, model_names, confirmer)
+    gateway = root.section("gateway")
+    gateway.allow("max_streams")
+    return Config(
+        max_streams=gateway.integer("max_streams", DEFAULT_MAX_STREAMS, lo=1),
+        version=SCHEMA_VERSION,
+        detector=detector,
+        models=MappingProxyType(models),
+        hallucination=hallucination,
+        decisions=decisions,
+        digest=digest,
+        source=source,
+    )
+
+
+_GENERIC_KEYS = (
+    "enabled", "mode", "threshold", "actions", "warning_template", "warning_position",
+    "fail_policy", "streaming", "spans_request_header", "context", "budgets",
+    "max_body_bytes", "evidence", "no_context", "confirm",
+)
+_NESTED_KEYS = ("context", "budgets", "evidence")
+
+
+def _parse_mode_sections(g: Section, models: frozenset[str]) -> dict[str, Mapping[str, Any]]:
+    """Validate the global ``hallucination.<mode>`` sections; return them raw, as defaults."""
+    g.allow("default_mode", *(k for k in _GENERIC_KEYS if k != "mode"), *registry.mode_names())
+    defaults: dict[str, Mapping[str, Any]] = {}
+    for mode in registry.mode_names():
+        if mode in g:
+            section = g.section(mode)
+            _parse_options(mode, section.raw, section.path, models)
+            defaults[mode] = section.raw
+    return defaults
+
+
+def _mode_module(mode: str, path: str) -> registry.ModeModule:
+    """The module of a known mode; a mode whose dependencies are missing is a config error
+    at ``path`` (the section that asked for it), not a crash."""
+    try:
+        return registry.load_mode_module(mode)
+    except ImportError as exc:
+        raise ConfigError(path, f"mode {mode!r} is not available: {exc}") from None
+
+
+def _parse_options(mode: str, raw: Mapping[str, Any], path: str, models: frozenset[str]) -> Any:
+    return _mode_module(mode, path).parse_options(raw, OptionContext(path=path, models=models))
+
+
+class _Layers:
+    """A key's value from the decision's configuration, else the global section; remembers
+    which one it came from so errors name the right path."""
+
+    def __init__(self, *sections: Section) -> None:
+        self.sections = sections
+
+    def pick(self, name: str) -> Section:
+        for s in self.sections:
+            if name in s:
+                return s
+        return self.sections[-1]
+
+    def nested(self, name: str) -> _Layers:
+        return _Layers(*(s.section(name) for s in self.sections))
+
+
+def _resolve_route(
+    decision: Section | None,
+    g: Section,
+    mode_defaults: Mapping[str, Mapping[str, Any]],
+    models: frozenset[str],
+    confirmer: bool,
+) -> RouteSettings:
+    layers = _Layers(decision, g) if decision is not None else _Layers(g)
+    if decision is not None:
+        mode = decision.get("mode", g.get("default_mode", "lightweight"))
+        mode_key = decision.key("mode") if "mode" in decision else g.key("default_mode")
+    else:
+        mode = g.get("default_mode", "lightweight")
+        mode_key = g.key("default_mode")
+    if mode not in registry.mode_names():
+        raise ConfigError(mode_key, f"unknown mode {mode!r} (expected one of {', '.join(registry.mode_names())})")
+
+    def one(name: str) -> Section:
+        return layers.pick(name)
+
+    threshold = one("threshold").number("threshold", 0.5, lo=0.0, hi=1.0)
+    actions = _parse_actions(one("actions"))
+    warning_template = one("warning_template").string("warning_template", DEFAULT_WARNING)
+    position: WarningPosition = one("warning_position").choice("warning_position", "prepend", ("prepend", "append"))
+    fail_policy: FailPolicy = one("fail_policy").choice("fail_policy", "open", ("open", "closed"))
+    streaming = _resolve_streaming(one("streaming"), mode, _mode_module(mode, mode_key).REWRITES, actions)
+    spans_header = one("spans_request_header").string("spans_request_header", "x-truthlens-include-spans")
+    max_body = one("max_body_bytes").integer("max_body_bytes", 8 * 1024 * 1024, lo=1)
+    confirm = one("confirm").boolean("confirm", False)
+    if confirm and not confirmer:
+        raise ConfigError(one("confirm").key("confirm"), "needs detector.confirm (the model that confirms or clears "
+                                                         "the detector's spans); add it or remove this key")
+
+    budgets = layers.nested("budgets")
+    for s in budgets.sections:
+        s.allow("detection_ms", "total_ms")
+    detection_s = budgets.pick("detection_ms").number("detection_ms", 5000, positive=True) / 1000
+    total_s = budgets.pick("total_ms").number("total_ms", 60_000, positive=True) / 1000
+    if detection_s > total_s:
+        raise ConfigError(budgets.pick("detection_ms").key("detection_ms"), "must not exceed budgets.total_ms")
+
+    ctx = layers.nested("context")
+    for s in ctx.sections:
+        s.allow("extension_field", "tool_messages", "system_messages")
+    context = ContextSettings(
+        extension_field=ctx.pick("extension_field").optional_string("extension_field", "truthlens_context"),
+        tool_messages=ctx.pick("tool_messages").boolean("tool_messages", True),
+        system_messages=ctx.pick("system_messages").boolean("system_messages", False),
+    )
+
+    ev = layers.nested("evidence")
+    for s in ev.sections:
+        s.allow("enabled", "min_gate", "max_passages", "mode")
+    evidence: EvidenceSettings | None = None
+    if ev.pick("enabled").boolean("enabled", False):
+        # Imported only when a route gates evidence: the gating module brings numpy.
+        from truthlens.evidence.gating import EvidenceSettings
+
+        evidence = EvidenceSettings(
+            enabled=True,
+            min_gate=ev.pick("min_gate").number("min_gate", 0.5, lo=0.0, hi=1.0),
+            max_passages=ev.pick("max_passages").optional_integer("max_passages", lo=1),
+            mode=ev.pick("mode").choice("mode", "drop", ("drop", "rank")),
+        )
+
+    # The mode's own keys: the global hallucination.<mode> section, overridden per decision.
+    if decision is not None:
+        own = {k: v for k, v in decision.raw.items() if k not in _GENERIC_KEYS}
+        options = _parse_options(mode, {**mode_defaults.get(mode, {}), **own}, decision.path, models)
+    else:
+        section = g.section(mode)
+        options = _parse_options(mode, mode_defaults.get(mode, {}), section.path, models)
+
+    return RouteSettings(
+        mode=mode,
+        threshold=threshold,
+        actions=actions,
+        warning_template=warning_template,
+        warning_position=position,
+        fail_policy=fail_policy,
+        streaming=streaming,
+        budgets=Budgets(detection_s=detection_s, total_s=total_s),
+        context=context,
+        spans_request_header=spans_header.lower(),
+        max_body_bytes=max_body,
+        options=options,
+        evidence=evidence,
+        enabled=one("enabled").boolean("enabled", True),
+        no_context=one("no_context").choice("no_context", "skip", NO_CONTEXT_POLICIES),
+        confirm=confirm,
+    )
+
+
+def _resolve_streaming(s: Section, mode: str, rewrites: bool, actions: frozenset[Action]) -> StreamingMode:
+    """``streaming: auto`` streams through only when nothing can change the answer after its
+    first bytes went out: a mode that rewrites answers, or the block action, must hold it."""
+    requested: Literal["auto", StreamingMode] = s.choice("streaming", "auto", ("auto", "passthrough", "hold"))
+    must_hold = rewrites or "block" in actions
+    if requested == "auto":
+        return "hold" if must_hold else "passthrough"
+    if requested == "passthrough" and must_hold:
+        why = f"mode {mode!r} rewrites answers" if rewrites else "the block action withholds answers"
+        raise ConfigError(s.key("streaming"), f"passthrough cannot be used here: {why}; use hold or auto")
+    return requested
+
+
+def _parse_actions(s: Section) -> frozenset[Action]:
+    value = s.get("actions", ["header", "body"])
+    key = s.key("actions")
+    if not isinstance(value, list):
+        raise ConfigError(key, f"must be a list of {', '.join(ACTIONS)} (or [])")
+    for i, a in enumerate(value):
+        if a not in ACTIONS:
+            raise ConfigError(f"{key}[{i}]", f"unknown action {a!r} (expected one of {', '.join(ACTIONS)})")
+    if len(set(value)) != len(value):
+        raise ConfigError(key, "lists an action twice")
+    return frozenset(value)
+
+
+def _parse_decisions(
+    raw: Any, g: Section, mode_defaults: Mapping[str, Mapping[str, Any]], models: frozenset[str], confirmer: bool
+) -> tuple[Decision, ...]:
+    if not isinstance(raw, list):
+        raise ConfigError("decisions", "must be a list")
+    decisions: list[Decision] = []
+    names: set[str] = set()
+    for i, item in enumerate(raw):
+        d = Section(item, f"decisions[{i}]")
+        d.allow("name", "description", "priority", "rules", "plugins")
+        name = d.string("name")
+        if name in names:
+            raise ConfigError(d.key("name"), f"duplicate decision name {name!r}")
+        names.add(name)
+        description = d.get("description", "")
+        if not isinstance(description, str):
+            raise ConfigError(d.key("description"), "must be a string")
+        decisions.append(
+            Decision(
+                name=name,
+                priority=d.integer("priority", 0),
+                rules=compile_rules(d.get("rules"), d.key("rules")),
+                route=_decision_route(d, g, mode_defaults, models, confirmer),
+                description=description,
+            )
+        )
+    # sorted() is stable: equal priorities keep file order.
+    return tuple(sorted(decisions, key=lambda x: -x.priority))
+
+
+def _decision_route(
+    d: Section, g: Section, mode_defaults: Mapping[str, Mapping[str, Any]], models: frozenset[str], confirmer: bool
+) -> RouteSettings | None:
+    plugins = d.get("plugins", [])
+    if not isinstance(plugins, list):
+        raise ConfigError(d.key("plugins"), "must be a list")
+    if len(plugins) > 1:
+        raise ConfigError(d.key("plugins"), "a decision takes one hallucination plugin")
+    for j, item in enumerate(plugins):
+        p = Section(item, d.key(f"plugins[{j}]"))
+        p.allow("type", "configuration")
+        if p.get("type") != "hallucination":
+            raise ConfigError(p.key("type"), f"unknown plugin type {p.get('type')!r} (expected hallucination)")
+        # A disabled route's settings are still validated: a typo must not wait for the day
+        # someone enables it.
+        policy = _resolve_route(p.section("configuration"), g, mode_defaults, models, confirmer)
+        return policy if policy.enabled else None
+    return None
