@@ -63,11 +63,11 @@ def test_envoy_marks_checked_answers_unavailable_when_the_processor_is_down_and_
     plain = _chat(shipped, stream=False)
     assert plain.status == 200
     assert plain.headers["x-truthlens-detected"] == "true"
-    assert "x-truthlens-reason" not in plain.headers
+    assert plain.headers["x-truthlens-reason"] == "unsupported_date"  # what flagged it, not the mark
     responses = _responses(shipped, stream=False)
     assert responses.status == 200
     assert responses.headers["x-truthlens-detected"] == "true"
-    assert "x-truthlens-reason" not in responses.headers
+    assert responses.headers["x-truthlens-reason"] == "unsupported_date"
     # No context: the processor's own "skipped" replaces the mark's "unavailable" and its reason.
     skipped = shipped.raw("POST", "/v1/chat/completions", chat_body(QUESTION))
     assert (skipped.headers["x-truthlens-detected"], skipped.headers["x-truthlens-reason"]) == ("skipped", "no_context")
