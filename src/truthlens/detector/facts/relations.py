@@ -26,7 +26,9 @@ from dataclasses import dataclass
 
 _WORD = re.compile(r"[^\W_][\w'’]*")
 _CLAUSE = re.compile(r"[^.!?;\n]+")
-_SUB_CLAUSE = re.compile(r"[^,;:]+|(?<=,)\s*")
+# Sub-clauses: cut at commas, colons and the conjunctions that join two statements ("... easily
+# but one cannot ..."), so a negation is read in the clause it belongs to.
+_SUB_CLAUSE_CUT = re.compile(r"[,;:]|\s(?:but|while|whereas|although|though|yet)\s", re.IGNORECASE)
 # Scales: (words meaning "more of it", words meaning "less of it").
 _SCALES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     name: (frozenset(up.split()), frozenset(down.split()))
@@ -98,14 +100,14 @@ class _Clause:
 def _content(text: str) -> list[str]:
     words = []
     for m in _WORD.finditer(text):
-        w = m.group(0).lower().removesuffix("'s").removesuffix("’s")
+        w = m.group(0).lower().replace("’", "'").removesuffix("'s")
         if w not in _STOP and w not in _NEGATIONS and not w.endswith("n't") and len(w) > 1:
             words.append(w[:-1] if len(w) > 4 and w.endswith("s") and not w.endswith("ss") else w)
     return words
 
 
 def _negated(text: str) -> bool:
-    words = [m.group(0).lower() for m in _WORD.finditer(text)]
+    words = [m.group(0).lower().replace("’", "'") for m in _WORD.finditer(text)]
     for i, w in enumerate(words):
         if w.endswith("n't") or (w in _NEGATIONS and not (w == "not" and words[i + 1 : i + 2] == ["only"])):
             return True
@@ -135,10 +137,14 @@ def _comparisons(text: str) -> list[_Comparison]:
 def _clauses(text: str) -> list[_Clause]:
     out = []
     for sentence in _CLAUSE.finditer(text):
-        for part in _SUB_CLAUSE.finditer(sentence.group(0)):
-            body = part.group(0)
+        at = 0
+        sentence_text = sentence.group(0)
+        for cut in [*_SUB_CLAUSE_CUT.finditer(sentence_text), None]:
+            end = cut.start() if cut is not None else len(sentence_text)
+            body, part_start = sentence_text[at:end], at
+            at = cut.end() if cut is not None else end
             if body.strip():
-                start = sentence.start() + part.start() + len(body) - len(body.lstrip())
+                start = sentence.start() + part_start + len(body) - len(body.lstrip())
                 out.append(_Clause(frozenset(_content(body)), _negated(body), start, start + len(body.strip())))
     return out
 

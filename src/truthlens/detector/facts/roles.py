@@ -137,7 +137,9 @@ class ContextSentences:
 
     sentences: tuple[_Sentence, ...]
     lower_words: frozenset[str]  # words the context writes in lower case
-    name_words: frozenset[str] = frozenset()  # every word of every name the context gives
+    # Words of the context's names of two words or more ("Buzz Aldrin"), but for words it also
+    # writes in lower case: what a bare surname in the answer may be.
+    name_words: frozenset[str] = frozenset()
 
 
 def context_sentences(context: Sequence[str]) -> ContextSentences:
@@ -147,8 +149,9 @@ def context_sentences(context: Sequence[str]) -> ContextSentences:
             text = passage[start:end]
             names = find_names(text, frozenset(), skip_sentence_starts=False)
             sentences.append(_Sentence(_relation_words(text, [], 0), tuple(frozenset(n.words) for n in names)))
-    name_words = frozenset(w for s in sentences for name in s.names for w in name)
-    return ContextSentences(tuple(sentences), lower_case_words("\n".join(context)), name_words)
+    lower = lower_case_words("\n".join(context))
+    name_words = frozenset(w for s in sentences for name in s.names if len(name) > 1 for w in name if w not in lower)
+    return ContextSentences(tuple(sentences), lower, name_words)
 
 
 def _answer_names(answer: str, index: ContextSentences) -> list[Name]:
