@@ -29,7 +29,7 @@ from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.facts import Finding
 from truthlens.detector.spans import SpanRules, score_answer
 from truthlens.detector.types import DetectionInput, Span
-from truthlens.detector.verdict import Signals, Verdict, task_shape
+from truthlens.detector.verdict import Verdict, signals_for
 
 BLOCK = 16  # answers in flight at once (the engine's micro-batcher fills batches from them)
 
@@ -105,9 +105,7 @@ class Decision:
 
     def verdict_score(self, s: Scored) -> float:
         assert self.verdict is not None
-        item = s.case.item
-        shape = task_shape(item.context, item.question)
-        return self.verdict.score(Signals(s.probs, s.offsets, s.findings, item.answer, shape, s.support))
+        return self.verdict.score(signals_for(s.case.item, s.probs, s.offsets, s.findings, s.support))
 
     def ranking(self, s: Scored) -> float:
         """The threshold-free signal AUROC is computed from: the verdict's score, else the

@@ -10,7 +10,8 @@ model is scored afresh.
 Sets (development data only; the evaluation folds are never read here):
 
 - RAGTruth odd ``source_id``: the dev part (``(source_id // 2) % 5 == 0``) and the train part;
-- HaluEval dev fold (i % 10 == 1): QA, summarization, dialogue (right and hallucinated answer).
+- HaluEval dev fold (i % 10 == 1): QA, summarization, dialogue (right and hallucinated answer),
+  and the QA items' faithful twins (the hallucinated sentence with the right answer put in).
 """
 
 from __future__ import annotations
@@ -23,12 +24,13 @@ from pathlib import Path
 
 import numpy as np
 
-from training.corpus import ragtruth
+from training.corpus import halueval, ragtruth
 from training.scoring import BLOCK, Case, halueval_cases, ragtruth_cases
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.facts import FactCheck, check_facts
 from truthlens.detector.fusion import discount_restated, fuse
-from truthlens.detector.verdict import Shape, Signals, support_scores, task_shape
+from truthlens.detector.types import DetectionInput
+from truthlens.detector.verdict import Shape, Signals, signals_for, support_scores, task_shape
 
 CACHE_DIR = Path("training/output/verdict")
 
@@ -54,6 +56,17 @@ def development_sets(hal_root: Path, rag_root: Path, items: int, summarization_i
         sets[f"ragtruth {task} (train)"] = ragtruth_cases(task, ("train",), rag_root)
     for task, n in (("qa", items), ("summarization", summarization_items), ("dialogue", items)):
         sets[f"halueval {task} (dev)"] = halueval_cases(task, ("dev",), hal_root, n)  # type: ignore[arg-type]
+    # HaluEval's right QA answers are phrases and its hallucinated ones sentences: without the
+    # faithful sentence twins the verdict learns "a sentence is a hallucination".
+    twins = []
+    for _, row in halueval.items("qa", ("dev",), hal_root):
+        given = (row["knowledge"], row["question"])
+        twin = halueval.faithful_twin(row["hallucinated_answer"], row["right_answer"], given)
+        if twin is not None:
+            twins.append(Case(DetectionInput((row["knowledge"],), row["question"], twin), False))
+        if len(twins) >= items:
+            break
+    sets["halueval qa faithful twins (dev)"] = twins
     return sets
 
 
@@ -101,4 +114,4 @@ def signals(raw: Raw, roles: bool = True) -> Signals:
         (), ()
     )
     probs = fuse(discount_restated(raw.probs, raw.offsets, facts.restated), raw.offsets, facts.findings)
-    return Signals(probs, raw.offsets, facts.findings, item.answer, raw.shape, raw.support)
+    return signals_for(item, probs, raw.offsets, facts.findings, raw.support)

@@ -38,7 +38,7 @@ from truthlens.detector.types import (
     InvalidInput,
 )
 from truthlens.detector.validation import validate, validate_threshold
-from truthlens.detector.verdict import Signals, Verdict, support_scores, task_shape
+from truthlens.detector.verdict import Verdict, signals_for, support_scores
 
 log = logging.getLogger(__name__)
 
@@ -165,8 +165,7 @@ class DetectorEngine:
             return Detection(status="clean", score=0.0, latency_ms=elapsed())
         score, spans = score_answer(scores.probs, scores.offsets, item.answer, self._rules)
         if self.verdict is not None:
-            shape = task_shape(item.context, item.question)
-            score = self.verdict.score(Signals(scores.probs, scores.offsets, findings, item.answer, shape, support))
+            score = self.verdict.score(signals_for(item, scores.probs, scores.offsets, findings, support))
         spans = label(spans, findings)
         return Detection(
             status="detected" if score >= threshold else "clean",

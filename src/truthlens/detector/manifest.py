@@ -14,7 +14,7 @@ from typing import Any
 from truthlens.detector.prompt import TEMPLATE_NAME
 from truthlens.detector.spans import SpanRules
 from truthlens.detector.types import AGGREGATIONS, Aggregation, DetectorError
-from truthlens.detector.verdict import Verdict, VerdictModel
+from truthlens.detector.verdict import SHAPES, Shape, Verdict, VerdictModel
 
 MANIFEST_FORMAT = "truthlens-detector/1"
 KNOWN_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
@@ -156,12 +156,18 @@ def _parse(directory: Path, path: Path, raw: dict[str, Any]) -> ModelManifest:
 def _verdict(path: Path, raw: Any) -> Verdict | None:
     if raw is None:
         return None
-    if not isinstance(raw, dict):
-        raise ModelDirError(f"{path}: 'verdict' must be an object")
-    try:
-        model = VerdictModel.from_json(raw)
-    except ValueError as exc:
-        raise ModelDirError(f"{path}: 'verdict': {exc}") from exc
+    models = raw.get("models") if isinstance(raw, dict) else None
+    if not isinstance(models, dict) or set(models) != set(SHAPES):
+        raise ModelDirError(f"{path}: 'verdict.models' must give one model per task shape ({', '.join(SHAPES)})")
+    parsed: dict[Shape, VerdictModel] = {}
+    for shape in SHAPES:
+        try:
+            if not isinstance(models[shape], dict):
+                raise ValueError("must be an object")
+            parsed[shape] = VerdictModel.from_json(models[shape])
+        except ValueError as exc:
+            raise ModelDirError(f"{path}: 'verdict.models.{shape}': {exc}") from exc
+    assert isinstance(raw, dict)
     rules = raw.get("token_rules", {})
     threshold = rules.get("token_threshold") if isinstance(rules, dict) else None
     aggregation = rules.get("aggregation") if isinstance(rules, dict) else None
@@ -173,4 +179,4 @@ def _verdict(path: Path, raw: Any) -> Verdict | None:
             f"{path}: 'verdict.token_rules' must give token_threshold in (0, 1), aggregation "
             f"({', '.join(AGGREGATIONS)}) and min_span_length >= 1"
         )
-    return Verdict(model, SpanRules(float(threshold), aggregation, min_span))
+    return Verdict(parsed, SpanRules(float(threshold), aggregation, min_span))

@@ -1,4 +1,4 @@
-"""The answer's verdict: a small logistic model over signals the check already has.
+"""The answer's verdict: small logistic models over signals the check already has.
 
 The token classifier says *where* an answer may be unsupported; whether the answer as a whole
 is, is a second question. A hand-picked rule (noisy-OR of flagged tokens) grows with answer
@@ -10,15 +10,18 @@ length and flags most long faithful summaries. The verdict instead weighs, per a
 - how well the answer's *weakest* sentence is supported: the cosine between each answer
   sentence and its best context sentence under the shipped sentence embedder (the one the
   grounded planner already loads), whose minimum and mean over the sentences are features;
+- the share of the answer's content words the context never uses (overall and in its most
+  novel sentence): a record verbalised with an invented attribute, a summary with an added claim;
 - the answer's length, and the task's shape: passages with a question, one article to
   summarise, or a structured record (JSON).
 
-A logistic regression over these (standardised; weights fitted on development data by
-``training/verdict.py`` and stored in the model's ``manifest.json`` under ``verdict``) gives
-P(hallucinated). The manifest also stores the operating point chosen on development data
-(at most a quarter of faithful answers flagged): the served score is the model's log-odds
-shifted so that the routes' default threshold 0.5 sits at that point, so a route that raises
-its ``threshold`` asks for more evidence, and the README's table gives the trade per threshold.
+One logistic regression per task shape (the signals mean different things over a record than
+over passages; standardised; weights fitted on development data by ``training/verdict.py`` and
+stored in the model's ``manifest.json`` under ``verdict``) gives P(hallucinated). Each also
+stores its operating point chosen on development data (at most a quarter of faithful answers
+flagged): the served score is the log-odds shifted so that the routes' default threshold 0.5
+sits at that point, so a route that raises its ``threshold`` asks for more evidence, and the
+README's table gives the trade per threshold.
 
 Inference is numpy: a dot product of about twenty numbers. The support features cost one
 embedder pass over the answer's sentences and each one's shortlist of context sentences
@@ -28,6 +31,7 @@ features take their training mean, so they neither raise nor lower the verdict.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -37,8 +41,9 @@ from typing import Any, Literal
 import numpy as np
 
 from truthlens.detector.facts import Finding
-from truthlens.detector.relevance import SentenceEncoder, lexical_overlap
+from truthlens.detector.relevance import SentenceEncoder, content_terms, lexical_overlap
 from truthlens.detector.spans import SpanRules, score_answer
+from truthlens.detector.types import DetectionInput
 
 Shape = Literal["passages", "article", "record"]
 SHAPES: tuple[Shape, ...] = ("passages", "article", "record")
@@ -55,12 +60,13 @@ FEATURES: tuple[str, ...] = (
     "roles",
     "support_min",
     "support_mean",
+    "novel_share",
+    "novel_sentence",
     "log_tokens",
     "log_sentences",
-    "shape_article",
-    "shape_record",
-    "peak_x_article",
-    "peak_x_record",
+    "short",
+    "peak_x_short",
+    "novel_x_short",
 )
 # Context sentences embedded per answer sentence, picked by word overlap (the rest cannot be
 # its best support in practice); bounds the embedder's work on a long context.
@@ -73,12 +79,20 @@ def task_shape(context: Sequence[str], question: str) -> Shape:
     """What the check is about: a structured record (a JSON object), one article with no real
     question (a summary), or passages with a question."""
     if len(context) == 1:
-        text = context[0].lstrip()
-        if text.startswith(("{", "[")):
+        text = context[0].strip()
+        if text.startswith(("{", "[")) and text.endswith(("}", "]")) and _parses(text):
             return "record"
         if len(text) > 600 and (not question.strip() or _SUMMARY_ASK.search(question)):
             return "article"
     return "passages"
+
+
+def _parses(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
 
 
 _SUMMARY_ASK = re.compile(r"\b(summar|overview|key points|what is this (article|text|story) about)", re.I)
@@ -116,6 +130,28 @@ def support_scores(
     return min(best), float(np.mean(best))
 
 
+def _terms(text: str) -> set[str]:
+    # "restaurants" meets "restaurant": a plural is the same content word here.
+    return {t[:-1] if len(t) > 4 and t.endswith("s") and not t.endswith("ss") else t for t in content_terms(text)}
+
+
+def known_terms(context: Sequence[str], question: str) -> frozenset[str]:
+    """The content words and numbers the context and question use (records' keys split apart)."""
+    text = "\n".join([*context, question])
+    return frozenset(_terms(re.sub(r"(?<=[a-z])(?=[A-Z])|_", " ", text)))
+
+
+def novelty(answer: str, known: frozenset[str]) -> tuple[float, float]:
+    """The share of the answer's content words the context never uses, over the whole answer
+    and in its most novel sentence (0 when nothing is known: the feature then says nothing)."""
+    if not known:
+        return 0.0, 0.0
+    words = _terms(answer)
+    share = len(words - known) / len(words) if words else 0.0
+    per_sentence = [len(t - known) / len(t) for t in map(_terms, sentences(answer)) if len(t) >= 3]
+    return share, max(per_sentence, default=share)
+
+
 @dataclass(frozen=True, slots=True)
 class Signals:
     """Everything the verdict reads of one checked answer."""
@@ -126,6 +162,7 @@ class Signals:
     answer: str
     shape: Shape
     support: tuple[float, float] | None
+    known: frozenset[str] = frozenset()  # the context's and question's content terms (:func:`known_terms`)
 
 
 def features(s: Signals, rules: SpanRules) -> dict[str, float]:
@@ -137,6 +174,9 @@ def features(s: Signals, rules: SpanRules) -> dict[str, float]:
     kinds = [f.reason for f in s.findings]
     peak = float(probs.max()) if n else 0.0
     support = s.support if s.support is not None else (math.nan, math.nan)
+    novel_share, novel_sentence = novelty(s.answer, s.known)
+    n_sentences = len(sentences(s.answer))
+    short = n_sentences <= 1
     return {
         "peak": peak,
         "span_mean": span_mean,
@@ -149,12 +189,15 @@ def features(s: Signals, rules: SpanRules) -> dict[str, float]:
         "roles": math.log1p(sum(k == "misattributed_entity" for k in kinds)),
         "support_min": support[0],
         "support_mean": support[1],
+        "novel_share": novel_share,
+        "novel_sentence": novel_sentence,
         "log_tokens": math.log1p(n),
-        "log_sentences": math.log1p(len(sentences(s.answer))),
-        "shape_article": float(s.shape == "article"),
-        "shape_record": float(s.shape == "record"),
-        "peak_x_article": peak * (s.shape == "article"),
-        "peak_x_record": peak * (s.shape == "record"),
+        "log_sentences": math.log1p(n_sentences),
+        # A one-sentence answer (a QA phrase, a chat reply) is judged apart from a multi-sentence
+        # one: the model's peak means more on the first, the novelty less.
+        "short": float(short),
+        "peak_x_short": peak * short,
+        "novel_x_short": novel_share * short,
     }
 
 
@@ -226,11 +269,26 @@ def _sigmoid(z: float) -> float:
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """A fitted model with the token rules its features were computed under (the ones it was
-    fitted with, whatever span rules a deployment configures for the spans it shows)."""
+    """One fitted model per task shape, with the token rules its features were computed under
+    (the ones it was fitted with, whatever span rules a deployment configures for the spans it
+    shows)."""
 
-    model: VerdictModel
+    models: Mapping[Shape, VerdictModel]
     rules: SpanRules
 
     def score(self, s: Signals) -> float:
-        return self.model.score(features(s, self.rules))
+        return self.models[s.shape].score(features(s, self.rules))
+
+
+def signals_for(
+    item: DetectionInput,
+    probs: np.ndarray,
+    offsets: np.ndarray,
+    findings: Sequence[Finding],
+    support: tuple[float, float] | None,
+) -> Signals:
+    """What the verdict reads of one checked answer (serving and the benches build it the same way)."""
+    return Signals(
+        probs, offsets, findings, item.answer, task_shape(item.context, item.question), support,
+        known_terms(item.context, item.question),
+    )
