@@ -42,19 +42,33 @@ def test_features_count_findings_by_kind_and_measure_the_flagged_tokens() -> Non
     got = features(Signals(probs, offsets, findings, answer, "passages", (0.4, 0.7)), RULES)
     assert set(got) == set(FEATURES)
     assert got["peak"] == pytest.approx(0.95)
+    assert (got["short"], got["peak_x_short"]) == (1.0, pytest.approx(0.95))  # one sentence
     assert got["flagged_share"] == pytest.approx(2 / 7)
     assert got["noisy_or"] == pytest.approx(1 - 0.05 * 0.1)
     assert (got["numbers_dates"], got["roles"], got["names"]) == (math.log1p(1), math.log1p(1), 0.0)
     assert (got["support_min"], got["support_mean"]) == (0.4, 0.7)
     no_support = features(Signals(probs, offsets, (), answer, "record", None), RULES)
-    assert math.isnan(no_support["support_min"]) and no_support["shape_record"] == 1.0
+    assert math.isnan(no_support["support_min"]) and math.isnan(no_support["support_mean"])
+    # Novelty: the share of content words the context never uses ("berlin" and "1925" here).
+    known = features(Signals(probs, offsets, (), answer, "passages", None, frozenset({"opened"})), RULES)
+    assert known["novel_share"] == pytest.approx(2 / 3)
 
 
 def _model(**overrides: object) -> dict[str, object]:
+    """One shape's model: all-zero weights unless overridden."""
     n = len(FEATURES)
     raw: dict[str, object] = {
         "features": list(FEATURES), "mean": [0.0] * n, "scale": [1.0] * n, "weights": [0.0] * n,
         "bias": 0.0, "shift": 0.0,
+    }
+    raw.update(overrides)
+    return raw
+
+
+def _verdict(model: dict[str, object], **overrides: object) -> dict[str, object]:
+    """A manifest ``verdict`` entry with ``model`` for every task shape."""
+    raw: dict[str, object] = {
+        "models": {shape: model for shape in ("passages", "article", "record")},
         "token_rules": {"token_threshold": 0.5, "aggregation": "noisy_or", "min_span_length": 1},
     }
     raw.update(overrides)
@@ -74,19 +88,20 @@ def test_the_served_score_is_one_half_at_the_operating_point() -> None:
 
 
 @pytest.mark.parametrize(
-    ("change", "message"),
+    ("verdict", "message"),
     [
-        ({"features": ["peak", "shoe_size"]}, "'features' must list known features"),
-        ({"weights": [1.0]}, "'weights' must list one finite number per feature"),
-        ({"scale": [0.0] * len(FEATURES)}, "'scale' must be positive"),
-        ({"bias": "high"}, "'bias' must be a finite number"),
-        ({"token_rules": {"token_threshold": 2}}, "'verdict.token_rules' must give"),
+        (_verdict(_model(features=["peak", "shoe_size"])), "'verdict.models.passages': 'features' must list known"),
+        (_verdict(_model(weights=[1.0])), "'weights' must list one finite number per feature"),
+        (_verdict(_model(scale=[0.0] * len(FEATURES))), "'scale' must be positive"),
+        (_verdict(_model(bias="high")), "'bias' must be a finite number"),
+        (_verdict(_model(), models={"passages": _model()}), "'verdict.models' must give one model per task shape"),
+        (_verdict(_model(), token_rules={"token_threshold": 2}), "'verdict.token_rules' must give"),
     ],
 )
 def test_a_bad_verdict_in_the_manifest_is_named_at_start_up(
-    tmp_path: Path, tiny_model_dir: Path, change: dict[str, object], message: str
+    tmp_path: Path, tiny_model_dir: Path, verdict: dict[str, object], message: str
 ) -> None:
-    directory = _with_verdict(tmp_path, tiny_model_dir, _model(**change))
+    directory = _with_verdict(tmp_path, tiny_model_dir, verdict)
     with pytest.raises(ModelDirError, match=message):
         load_manifest(directory)
 
@@ -108,7 +123,7 @@ async def test_the_engine_scores_the_answer_with_the_manifests_verdict(tmp_path:
     # flags only the one whose year the context does not state.
     weights = [0.0] * len(FEATURES)
     weights[FEATURES.index("numbers_dates")] = 10.0
-    directory = _with_verdict(tmp_path, tiny_model_dir, _model(weights=weights, bias=-1.0))
+    directory = _with_verdict(tmp_path, tiny_model_dir, _verdict(_model(weights=weights, bias=-1.0)))
     context = ["The museum in Berlin opened in 1931."]
     wrong = DetectionInput(context, "When did it open?", "The museum in Berlin opened in 1925.")
     right = DetectionInput(context, "Where is it?", "The museum is in Berlin.")
