@@ -9,7 +9,7 @@ i % 10 == 0) are never read here; ``python -m bench.detector_quality`` reports t
    fact check and fusion as serving does, and turned into the verdict's features.
 2. One logistic regression per task shape (passages, article, record; standardised features,
    L2, Newton steps; every set weighs the same whatever its size, and within a set both classes
-   weigh the same) is fitted. Its choices are
+   weigh the same; evidence of an error may only raise the score) is fitted. Its choices are
    made on **out-of-fold** predictions for the dev parts: the dev answers are cut into
    :data:`FOLDS` groups by source (the six responses to one RAGTruth source, or HaluEval's right
    and hallucinated answer to one item, stay together), and each group is predicted by a model
@@ -82,6 +82,39 @@ def fit(x: np.ndarray, y: np.ndarray, w: np.ndarray, names: Sequence[str]) -> Ve
         if np.abs(step).max() < 1e-8:
             break
     return VerdictModel(tuple(names), mean, scale, beta[:-1], float(beta[-1]), 0.0)
+
+
+# Signs the weights must keep: more evidence of an error never lowers the score (a higher token
+# probability, more spans, an unsupported fact, more novel words), a better-supported weakest
+# sentence never raises it. Without this the fit learns that unsupported names and role findings
+# are mostly false alarms on summaries, and a refined answer that adds a wrong name scores better
+# than the one it replaces (standard mode keeps the better-scored answer). Features that share
+# what they measure with another (span_mean with peak, support_mean with support_min) are free.
+# Cost on the dev parts: mean balanced accuracy over the six sets 0.714 -> 0.707.
+RISING = ("peak", "spans", "numbers_dates", "units", "names", "roles", "relations", "novel_share")
+FALLING = ("support_min",)
+
+
+def fit_signed(x: np.ndarray, y: np.ndarray, w: np.ndarray, names: Sequence[str]) -> VerdictModel:
+    """:func:`fit` with the signs of :data:`RISING` and :data:`FALLING` kept: a feature whose
+    weight comes out the wrong way is left out (weight 0) and the rest refitted."""
+    kept = list(names)
+    while True:
+        model = fit(x[:, [names.index(n) for n in kept]], y, w, kept)
+        wrong = [n for n, v in zip(kept, model.weights, strict=True)
+                 if (n in RISING and v < 0) or (n in FALLING and v > 0)]
+        if not wrong:
+            break
+        kept = [n for n in kept if n not in wrong]
+    full = {n: (m, sc, wt) for n, m, sc, wt in zip(kept, model.mean, model.scale, model.weights, strict=True)}
+    return VerdictModel(
+        tuple(names),
+        np.array([full[n][0] if n in full else np.nanmean(x[:, i]) for i, n in enumerate(names)]),
+        np.array([full[n][1] if n in full else 1.0 for n in names]),
+        np.array([full[n][2] if n in full else 0.0 for n in names]),
+        model.bias,
+        0.0,
+    )
 
 
 def log_odds(model: VerdictModel, x: np.ndarray) -> np.ndarray:
@@ -190,13 +223,14 @@ def main(argv: list[str] | None = None) -> int:
         mine = shapes == shape
         for g in range(FOLDS):
             held = mine & is_dev & (groups == g)
-            model = fit(x[mine & fitting & ~held], y[mine & fitting & ~held], w[mine & fitting & ~held], FEATURES)
+            train = mine & fitting & ~held
+            model = fit_signed(x[train], y[train], w[train], list(FEATURES))
             shifted[held] = log_odds(model, x[held])
         dev = mine & is_dev
         families = tuple(f for f in ("ragtruth", "halueval") if np.char.startswith(labels[dev].astype(str), f).any())
         cut = operating_point(shifted[dev], y[dev], list(labels[dev]), families)
         shifted[dev] -= cut
-        final = fit(x[mine & fitting], y[mine & fitting], w[mine & fitting], FEATURES)
+        final = fit_signed(x[mine & fitting], y[mine & fitting], w[mine & fitting], list(FEATURES))
         models[shape] = VerdictModel(final.names, final.mean, final.scale, final.weights, final.bias, cut)
         print(f"{shape}: fitted on {int((mine & fitting).sum())} answers, chosen on {int(dev.sum())} "
               f"(operating point at log-odds {cut:.3f})")

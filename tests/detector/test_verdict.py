@@ -42,7 +42,6 @@ def test_features_count_findings_by_kind_and_measure_the_flagged_tokens() -> Non
     got = features(Signals(probs, offsets, findings, answer, "passages", (0.4, 0.7)), RULES)
     assert set(got) == set(FEATURES)
     assert got["peak"] == pytest.approx(0.95)
-    assert (got["short"], got["peak_x_short"]) == (1.0, pytest.approx(0.95))  # one sentence
     assert got["flagged_share"] == pytest.approx(2 / 7)
     assert got["noisy_or"] == pytest.approx(1 - 0.05 * 0.1)
     assert (got["numbers_dates"], got["roles"], got["names"]) == (math.log1p(1), math.log1p(1), 0.0)

@@ -58,15 +58,13 @@ FEATURES: tuple[str, ...] = (
     "units",
     "names",
     "roles",
+    "relations",
     "support_min",
     "support_mean",
     "novel_share",
     "novel_sentence",
     "log_tokens",
     "log_sentences",
-    "short",
-    "peak_x_short",
-    "novel_x_short",
 )
 # Context sentences embedded per answer sentence, picked by word overlap (the rest cannot be
 # its best support in practice); bounds the embedder's work on a long context.
@@ -176,7 +174,6 @@ def features(s: Signals, rules: SpanRules) -> dict[str, float]:
     support = s.support if s.support is not None else (math.nan, math.nan)
     novel_share, novel_sentence = novelty(s.answer, s.known)
     n_sentences = len(sentences(s.answer))
-    short = n_sentences <= 1
     return {
         "peak": peak,
         "span_mean": span_mean,
@@ -187,17 +184,13 @@ def features(s: Signals, rules: SpanRules) -> dict[str, float]:
         "units": math.log1p(sum(k == "unsupported_unit" for k in kinds)),
         "names": math.log1p(sum(k == "unsupported_entity" for k in kinds)),
         "roles": math.log1p(sum(k == "misattributed_entity" for k in kinds)),
+        "relations": math.log1p(sum(k == "contradicted_relation" for k in kinds)),
         "support_min": support[0],
         "support_mean": support[1],
         "novel_share": novel_share,
         "novel_sentence": novel_sentence,
         "log_tokens": math.log1p(n),
         "log_sentences": math.log1p(n_sentences),
-        # A one-sentence answer (a QA phrase, a chat reply) is judged apart from a multi-sentence
-        # one: the model's peak means more on the first, the novelty less.
-        "short": float(short),
-        "peak_x_short": peak * short,
-        "novel_x_short": novel_share * short,
     }
 
 
