@@ -98,10 +98,8 @@ in_module_loop = pytest.mark.asyncio(loop_scope="module")
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def grounded() -> AsyncIterator[DetectorEngine]:
-    """The default settings but the model alone (no rule-based fact check) and the span rule's
-    score: these tests are about which context each claim's row holds, read in the model's own
-    token probabilities (the learned verdict weighs them with signals this fixture turns off)."""
-    detector = create_detector(DetectorSettings(provider="cpu", evidence_checks=False, learned_verdict=False))
+    """The default settings but the model alone (no rule-based fact check)."""
+    detector = create_detector(DetectorSettings(provider="cpu", evidence_checks=False))
     assert isinstance(detector, DetectorEngine)
     assert detector.settings.chunk_aggregation == "grounded" and detector.relevance.name == "embedding"
     yield detector
@@ -153,8 +151,7 @@ async def test_without_the_embedder_grounded_ranks_by_word_overlap(
     (broken / "tokenizer.json").write_text("{}")
     monkeypatch.setattr(embedder, "DEFAULT_MODEL_DIR", broken)
     with caplog.at_level(logging.WARNING, logger="truthlens.detector.relevance"):
-        # The model alone and the span rule's score, as in ``grounded`` above.
-        detector = create_detector(DetectorSettings(provider="cpu", evidence_checks=False, learned_verdict=False))
+        detector = create_detector(DetectorSettings(provider="cpu", evidence_checks=False))
     assert isinstance(detector, DetectorEngine)
     assert detector.relevance.name == "lexical"
     assert "embedder could not load" in caplog.text and "word overlap" in caplog.text
