@@ -48,8 +48,9 @@ from truthlens.detector.verdict import FEATURES, SHAPES, VerdictModel, features
 FOLDS = 5
 MAX_FALSE_ALARMS = 0.25
 # HaluEval's sets beside RAGTruth's. Chosen on the dev parts by the mean balanced accuracy over
-# the six sets (out-of-fold, before the twins and sign constraints): 1.0 gave 0.727, 0.3 gave 0.714 (RAGTruth better: QA 0.755 -> 0.775,
-# summary 0.688 -> 0.719; HaluEval worse: QA 0.892 -> 0.860, summarization 0.753 -> 0.703).
+# the six sets (out-of-fold, before the twins and sign constraints): 1.0 gave 0.727, 0.3 gave
+# 0.714 (RAGTruth better: QA 0.755 -> 0.775, summary 0.688 -> 0.719; HaluEval worse: QA 0.892 ->
+# 0.860, summarization 0.753 -> 0.703).
 HALUEVAL_WEIGHT = 1.0
 MIN_FAITHFUL = 20  # a family's faithful dev answers needed for it to bind the operating point
 L2 = 10.0  # on standardised features; the sets are small (chosen on the dev parts: 0.3-10 differ little)
