@@ -4,7 +4,8 @@ The typical request: a ~400-token context of real retrieved passages (RAGTruth Q
 HaluEval knowledge when RAGTruth is not at hand) and a three-sentence answer. Both detectors
 run in one process, alternating check by check so machine noise falls on both; prints each
 one's p50 / p90 and the ratio. The previous detector is ``bench/baselines/halueval-v2`` with the
-defaults it shipped with (no role check).
+defaults it shipped with (no role check); "span rule alone" is the shipped model without its learned
+verdict, so the verdict's own cost (the support score's embedder pass) is the difference.
 
     python -m bench.detector_check_latency [--checks 60] [--threads 0]
 """
@@ -63,6 +64,11 @@ async def run(items: list[DetectionInput], threads: int) -> dict[str, list[float
             DetectorSettings(model_dir=str(PREVIOUS_DIR), provider="cpu", intra_op_threads=threads, role_checks=False)
         ),
         "shipped": create_detector(DetectorSettings(provider="cpu", intra_op_threads=threads)),
+        # What the learned verdict adds (its support score is an embedder pass): the same model
+        # with the span rule deciding alone.
+        "shipped, span rule alone": create_detector(
+            DetectorSettings(provider="cpu", intra_op_threads=threads, learned_verdict=False)
+        ),
     }
     times: dict[str, list[float]] = {name: [] for name in detectors}
     try:
@@ -91,8 +97,10 @@ def main(argv: list[str] | None = None) -> int:
     for name, values in times.items():
         p50[name] = statistics.median(values)
         p90 = statistics.quantiles(values, n=10)[-1]
-        print(f"{name:<24} p50 {p50[name]:7.1f} ms   p90 {p90:7.1f} ms")
-    print(f"ratio shipped / previous p50: {p50['shipped'] / p50['previous (halueval-v2)']:.2f}x")
+        print(f"{name:<26} p50 {p50[name]:7.1f} ms   p90 {p90:7.1f} ms")
+    print(f"ratio shipped / previous p50: {p50['shipped'] / p50['previous (halueval-v2)']:.2f}x; "
+          f"shipped / span rule alone: {p50['shipped'] / p50['shipped, span rule alone']:.2f}x "
+          f"(+{p50['shipped'] - p50['shipped, span rule alone']:.1f} ms for the verdict)")
     return 0
 
 

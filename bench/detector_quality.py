@@ -79,14 +79,17 @@ def configurations() -> list[Config]:
 
 async def evaluate(
     config: Config, data: dict[str, list[Case]], pair: long_context.LongContextPair, threshold: float
-) -> tuple[dict[str, Metrics], dict[str, str]]:
+) -> dict[str, tuple[dict[str, Metrics], dict[str, str]]]:
+    """Each decision's metrics over the same scored answers: the configuration's own, and for a
+    model with a learned verdict also its span rule alone (what decided before the verdict)."""
     engine = create_detector(config.settings)
     assert isinstance(engine, DetectorEngine), "the bench scores tokens in process (backend: onnx)"
-    decision = Decision(engine.rules, threshold)
+    decisions = {config.name: Decision(engine.rules, threshold, engine.verdict)}
+    if engine.verdict is not None:
+        decisions[f"{config.name}, span rule alone"] = Decision(engine.rules, threshold)
     started = time.perf_counter()
     try:
         scored: dict[str, list[Scored]] = {name: await score_cases(engine, cases) for name, cases in data.items()}
-        extra: dict[str, str] = {}
         faithful, wrong = await score_cases(
             engine,
             [
@@ -96,20 +99,26 @@ async def evaluate(
         )
     finally:
         await engine.close()
-    results = {name: metrics(s, decision) for name, s in scored.items()}
-    pooled = [one for name, answers in scored.items() if name.startswith("ragtruth ") for one in answers]
-    results["ragtruth all"] = metrics(pooled, decision)
-    flagged, _ = decision.judge(faithful)
-    extra["20k faithful"] = "detected" if flagged else "clean"
-    flagged, spans = decision.judge(wrong)
-    year = pair.wrong.index(long_context.WRONG_YEAR)
-    on_year = any(s.start <= year < s.end for s in spans)
-    extra["20k wrong year"] = ("detected" if flagged else "clean") + (" @year" if on_year else "")
-    extra["decision"] = (
-        f"{decision.rules.aggregation} tau {decision.rules.token_threshold:g} min {decision.rules.min_span_length}"
-    )
-    extra["s"] = f"{time.perf_counter() - started:.0f}"
-    return results, extra
+    seconds = f"{time.perf_counter() - started:.0f}"
+    out = {}
+    for name, decision in decisions.items():
+        results = {set_name: metrics(s, decision) for set_name, s in scored.items()}
+        pooled = [one for set_name, answers in scored.items() if set_name.startswith("ragtruth ") for one in answers]
+        results["ragtruth all"] = metrics(pooled, decision)
+        extra: dict[str, str] = {}
+        flagged, _ = decision.judge(faithful)
+        extra["20k faithful"] = "detected" if flagged else "clean"
+        flagged, spans = decision.judge(wrong)
+        year = pair.wrong.index(long_context.WRONG_YEAR)
+        on_year = any(s.start <= year < s.end for s in spans)
+        extra["20k wrong year"] = ("detected" if flagged else "clean") + (" @year" if on_year else "")
+        extra["decision"] = (
+            "learned verdict" if decision.verdict is not None else
+            f"{decision.rules.aggregation} tau {decision.rules.token_threshold:g} min {decision.rules.min_span_length}"
+        )
+        extra["s"] = seconds
+        out[name] = (results, extra)
+    return out
 
 
 def print_table(title: str, columns: Sequence[str], rows: dict[str, dict[str, str]]) -> None:
@@ -143,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--items", type=int, default=300, help="HaluEval QA and dialogue items (x2 answers each)")
     parser.add_argument("--summarization-items", type=int, default=150, help="HaluEval summarization items (x2)")
     parser.add_argument("--threshold", type=float, default=0.5, help="response score threshold (the routes' default)")
+    parser.add_argument("--shipped-only", action="store_true", help="leave the previous model out (half the time)")
     args = parser.parse_args(argv)
     if not ragtruth.available(args.ragtruth):
         parser.error(f"RAGTruth files not in {args.ragtruth}: python -m training.corpus.ragtruth --faithjudge DIR")
@@ -152,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"answers: {describe(data)}; long-context pair {len(pair.context)} passages; "
           f"response threshold {args.threshold}\n")
 
-    results = {c.name: asyncio.run(evaluate(c, data, pair, args.threshold)) for c in configurations()}
+    chosen = [c for c in configurations() if not args.shipped_only or not c.name.startswith("previous")]
+    results = {name: row for c in chosen for name, row in asyncio.run(evaluate(c, data, pair, args.threshold)).items()}
     rag_rows: dict[str, dict[str, str]] = {}
     for name, (m, extra) in results.items():
         row = {"decision": extra["decision"]}

@@ -212,6 +212,9 @@ def main(argv: list[str] | None = None) -> int:
         }
         path.write_text(json.dumps(manifest, indent=2) + "\n")
         print(f"decision -> {path}")
+        if "verdict" in manifest:
+            # The verdict's features were computed under the previous token rules.
+            print("the model has a learned verdict: refit it with python -m training.verdict --write")
     return 0
 
 

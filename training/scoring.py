@@ -9,7 +9,8 @@ a response threshold) then turns them into the verdict and spans ``detect`` woul
 
 Metrics of the "hallucinated" class: example precision/recall/F1, balanced accuracy (the mean
 of the recalls of both classes: the sets are not balanced), AUROC of a threshold-free ranking
-signal (the answer's highest fused token probability) and character-level span F1 where spans
+signal (the learned verdict's score where the model has one, else the answer's highest fused
+token probability) and character-level span F1 where spans
 are labelled.
 """
 
@@ -28,6 +29,7 @@ from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.facts import Finding
 from truthlens.detector.spans import SpanRules, score_answer
 from truthlens.detector.types import DetectionInput, Span
+from truthlens.detector.verdict import Verdict, signals_for
 
 BLOCK = 16  # answers in flight at once (the engine's micro-batcher fills batches from them)
 
@@ -59,6 +61,7 @@ class Scored:
     probs: np.ndarray
     offsets: np.ndarray
     findings: tuple[Finding, ...] = ()  # what the fact check found (already fused into probs)
+    support: tuple[float, float] | None = None  # the verdict's support score, where it has one
 
     @property
     def peak(self) -> float:
@@ -67,8 +70,11 @@ class Scored:
 
 async def score_cases(engine: DetectorEngine, cases: Sequence[Case]) -> list[Scored]:
     async def one(case: Case) -> Scored:
-        scores, findings = await engine.fused_token_scores(case.item)
-        return Scored(case, scores.probs, scores.offsets, findings)
+        (scores, findings), support = await asyncio.gather(
+            engine.fused_token_scores(case.item),
+            engine.support(case.item) if engine.verdict is not None else _nothing(),
+        )
+        return Scored(case, scores.probs, scores.offsets, findings, support)
 
     out: list[Scored] = []
     for i in range(0, len(cases), BLOCK):
@@ -76,18 +82,35 @@ async def score_cases(engine: DetectorEngine, cases: Sequence[Case]) -> list[Sco
     return out
 
 
+async def _nothing() -> None:
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """How token probabilities become a verdict: span rules plus the route's response threshold."""
+    """How token probabilities become a verdict: span rules plus the route's response threshold,
+    and the model's learned verdict where it has one (then it gives the score, as in serving)."""
 
     rules: SpanRules
     threshold: float
+    verdict: Verdict | None = None
 
     def judge(self, s: Scored) -> tuple[bool, tuple[Span, ...]]:
         if len(s.probs) == 0:
             return False, ()
         score, spans = score_answer(s.probs, s.offsets, s.case.item.answer, self.rules)
+        if self.verdict is not None:
+            score = self.verdict_score(s)
         return score >= self.threshold, spans
+
+    def verdict_score(self, s: Scored) -> float:
+        assert self.verdict is not None
+        return self.verdict.score(signals_for(s.case.item, s.probs, s.offsets, s.findings, s.support))
+
+    def ranking(self, s: Scored) -> float:
+        """The threshold-free signal AUROC is computed from: the verdict's score, else the
+        answer's highest fused token probability."""
+        return self.verdict_score(s) if self.verdict is not None and len(s.probs) else s.peak
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +128,9 @@ class Metrics:
 
 
 def metrics(scored: Sequence[Scored], decision: Decision) -> Metrics:
-    return verdict_metrics([s.case for s in scored], [decision.judge(s) for s in scored], [s.peak for s in scored])
+    return verdict_metrics(
+        [s.case for s in scored], [decision.judge(s) for s in scored], [decision.ranking(s) for s in scored]
+    )
 
 
 def verdict_metrics(

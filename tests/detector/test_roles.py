@@ -68,3 +68,32 @@ def test_values_written_in_another_format_are_restated_not_unsupported() -> None
     assert same.restated == ()
     dated = check_facts("It opened on March 14, 1879.", ["It opened on 14 March 1879."])
     assert dated.findings == () and len(dated.restated) == 1
+
+
+@pytest.mark.parametrize(
+    ("answer", "faithful", "context", "wrong"),
+    [
+        # Passive voice: the agent after "by" is who did it.
+        ("Columbia was flown by Buzz Aldrin.", "Columbia was flown by Michael Collins.", APOLLO, "Buzz Aldrin"),
+        (
+            "The Command Module Columbia was flown by Buzz Aldrin alone in lunar orbit.",
+            "The Command Module Columbia was flown by Collins alone in lunar orbit.",
+            APOLLO,
+            "Buzz Aldrin",
+        ),
+        # A possessive copula: "Australia's capital" speaks of Australia.
+        ("Australia's capital is Sydney.", "Australia's capital is Canberra.", AUSTRALIA, "Sydney"),
+        # A bare surname opening the sentence, a word of a name the context gives.
+        (
+            "Aldrin stayed in lunar orbit aboard Columbia.",
+            "Collins stayed in lunar orbit aboard Columbia.",
+            APOLLO,
+            "Aldrin",
+        ),
+    ],
+)
+def test_role_swaps_in_other_sentence_shapes_are_flagged_and_their_faithful_twins_are_not(
+    answer: str, faithful: str, context: str, wrong: str
+) -> None:
+    assert flagged(answer, context) == [wrong]
+    assert flagged(faithful, context) == []

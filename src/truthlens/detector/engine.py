@@ -39,6 +39,7 @@ from truthlens.detector.types import (
     InvalidInput,
 )
 from truthlens.detector.validation import validate, validate_threshold
+from truthlens.detector.verdict import Verdict, signals_for, support_scores
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +116,11 @@ class DetectorEngine:
         return configured if configured is not None else self.manifest.role_checks
 
     @property
+    def verdict(self) -> Verdict | None:
+        """The learned verdict that scores answers, or None (the span rule's score decides)."""
+        return self.manifest.verdict if self.settings.learned_verdict else None
+
+    @property
     def rules(self) -> SpanRules:
         """How token probabilities become spans and a score: configured, else the model's own."""
         return self._rules
@@ -140,7 +146,8 @@ class DetectorEngine:
                 # A remote model call is capped by this check's budget (src/truthlens/detector/batcher.py).
                 deadline = CHECK_DEADLINE.set(budget.when())
                 try:
-                    scores, findings = await self._fused_scores(item)
+                    # The support score (an embedder pass) runs beside the model and the fact check.
+                    (scores, findings), support = await asyncio.gather(self._fused_scores(item), self._support(item))
                 finally:
                     CHECK_DEADLINE.reset(deadline)
         except TimeoutError:
@@ -158,6 +165,8 @@ class DetectorEngine:
             # Nothing to check: an answer without tokens cannot hold a hallucination.
             return Detection(status="clean", score=0.0, latency_ms=elapsed())
         score, spans = score_answer(scores.probs, scores.offsets, item.answer, self._rules)
+        if self.verdict is not None:
+            score = self.verdict.score(signals_for(item, scores.probs, scores.offsets, findings, support))
         spans = await explained(label(spans, findings), findings, item)
         return Detection(
             status="detected" if score >= threshold else "clean",
@@ -180,6 +189,21 @@ class DetectorEngine:
         scores, facts = await asyncio.gather(self._score_tokens(item), self._check_facts(item))
         probs = discount_restated(scores.probs, scores.offsets, facts.restated)
         return replace(scores, probs=fuse(probs, scores.offsets, facts.findings)), facts.findings
+
+    async def _support(self, item: DetectionInput) -> tuple[float, float] | None:
+        return await self.support(item) if self.verdict is not None else None
+
+    async def support(self, item: DetectionInput) -> tuple[float, float] | None:
+        """How well the answer's sentences are supported under the sentence embedder (the
+        verdict's support features); None without an embedder or when it fails."""
+        encoder = getattr(self.relevance, "encoder", None)
+        if encoder is None or not item.answer.strip():
+            return None
+        try:
+            return await asyncio.to_thread(support_scores, item.answer, item.context, encoder)
+        except Exception:  # a signal, not the check: without it the verdict uses its mean
+            log.warning("detector: the support score failed; the verdict goes without it", exc_info=True)
+            return None
 
     async def _check_facts(self, item: DetectionInput) -> FactCheck:
         if not self.settings.evidence_checks or not item.answer.strip():

@@ -29,6 +29,7 @@ REASON_WEIGHTS: Mapping[FactReason, float] = {
     "unsupported_unit": 0.8,
     "unsupported_entity": 0.8,
     "misattributed_entity": 0.8,
+    "contradicted_relation": 0.8,
 }
 # What is left of the model's probability inside a value the context states in another format
 # ("1280" against "1,280"): the value is supported, so a flag there is the model reacting to

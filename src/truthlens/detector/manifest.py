@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from truthlens.detector.prompt import TEMPLATE_NAME
+from truthlens.detector.spans import SpanRules
 from truthlens.detector.types import AGGREGATIONS, Aggregation, DetectorError
+from truthlens.detector.verdict import SHAPES, Shape, Verdict, VerdictModel
 
 MANIFEST_FORMAT = "truthlens-detector/1"
 KNOWN_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
@@ -49,6 +51,8 @@ class ModelManifest:
     min_span_length: int = 1
     # Whether the fact check's role check helped on the development data.
     role_checks: bool = True
+    # The answer's learned verdict (training/verdict.py); None: the span rule decides alone.
+    verdict: Verdict | None = None
 
     @property
     def model_path(self) -> Path:
@@ -130,6 +134,7 @@ def _parse(directory: Path, path: Path, raw: dict[str, Any]) -> ModelManifest:
     role_checks = calibration.get("role_checks", True)
     if not isinstance(role_checks, bool):
         raise ModelDirError(f"{path}: 'calibration.role_checks' must be true or false")
+    verdict = _verdict(path, raw.get("verdict"))
     return ModelManifest(
         directory=directory,
         labels=tuple(labels),
@@ -144,4 +149,34 @@ def _parse(directory: Path, path: Path, raw: dict[str, Any]) -> ModelManifest:
         aggregation=aggregation,
         min_span_length=min_span,
         role_checks=role_checks,
+        verdict=verdict,
     )
+
+
+def _verdict(path: Path, raw: Any) -> Verdict | None:
+    if raw is None:
+        return None
+    models = raw.get("models") if isinstance(raw, dict) else None
+    if not isinstance(models, dict) or set(models) != set(SHAPES):
+        raise ModelDirError(f"{path}: 'verdict.models' must give one model per task shape ({', '.join(SHAPES)})")
+    parsed: dict[Shape, VerdictModel] = {}
+    for shape in SHAPES:
+        try:
+            if not isinstance(models[shape], dict):
+                raise ValueError("must be an object")
+            parsed[shape] = VerdictModel.from_json(models[shape])
+        except ValueError as exc:
+            raise ModelDirError(f"{path}: 'verdict.models.{shape}': {exc}") from exc
+    assert isinstance(raw, dict)
+    rules = raw.get("token_rules", {})
+    threshold = rules.get("token_threshold") if isinstance(rules, dict) else None
+    aggregation = rules.get("aggregation") if isinstance(rules, dict) else None
+    min_span = rules.get("min_span_length") if isinstance(rules, dict) else None
+    if (isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 < threshold < 1.0
+            or aggregation not in AGGREGATIONS or isinstance(min_span, bool) or not isinstance(min_span, int)
+            or min_span < 1):
+        raise ModelDirError(
+            f"{path}: 'verdict.token_rules' must give token_threshold in (0, 1), aggregation "
+            f"({', '.join(AGGREGATIONS)}) and min_span_length >= 1"
+        )
+    return Verdict(parsed, SpanRules(float(threshold), aggregation, min_span))

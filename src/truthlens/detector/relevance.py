@@ -119,6 +119,11 @@ class EmbeddingRelevance:
     def __init__(self, encoder: SentenceEncoder) -> None:
         self._encoder = encoder
 
+    @property
+    def encoder(self) -> SentenceEncoder:
+        """The sentence embedder (the verdict's support score reuses it and its cache)."""
+        return self._encoder
+
     def scores(self, claims: Sequence[str], pieces: Sequence[str]) -> np.ndarray:
         lexical = lexical_overlap(claims, pieces)
         chosen = shortlist(lexical)

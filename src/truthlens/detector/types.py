@@ -19,7 +19,8 @@ AGGREGATIONS: tuple[Aggregation, ...] = ("noisy_or", "max_span", "span_mean")
 # What the detector's fact check found missing from the context (src/truthlens/detector/facts/),
 # and what flagged a span: the model alone, or such a fact inside it.
 FactReason = Literal[
-    "unsupported_number", "unsupported_unit", "unsupported_date", "unsupported_entity", "misattributed_entity"
+    "unsupported_number", "unsupported_unit", "unsupported_date", "unsupported_entity", "misattributed_entity",
+    "contradicted_relation",
 ]
 # "llm": a generative detector on a chat endpoint quoted it (backend "llm"); "confirmed_llm": the
 # encoder flagged it and the cascade's generative confirmer quoted it too (detector.confirm).
@@ -74,7 +75,8 @@ class Span:
     ``reason`` says what flagged it: ``"model"`` (the token classifier alone) or the fact check's
     reason for a fact inside it the context never states (``"unsupported_number"``,
     ``"unsupported_unit"``, ``"unsupported_date"``, ``"unsupported_entity"``), or a name the
-    context gives in another role (``"misattributed_entity"``); ``"llm"`` when a generative
+    context gives in another role (``"misattributed_entity"``), or a comparison it reverses or a
+    negation it flips (``"contradicted_relation"``); ``"llm"`` when a generative
     detector quoted it, ``"confirmed_llm"`` when the encoder flagged it and the cascade's
     generative confirmer agreed.
 
@@ -202,6 +204,10 @@ class DetectorSettings:
     # With evidence checks: also flag a name the context gives in another role
     # (src/truthlens/detector/facts/roles.py). None: the model's calibrated choice.
     role_checks: bool | None = None
+    # The answer's score from the model's learned verdict (its manifest's ``verdict``,
+    # src/truthlens/detector/verdict.py) rather than from the span rule alone; a model without
+    # one always uses the span rule.
+    learned_verdict: bool = True
     # Batches run at once (``batching.max_in_flight``): 1 for an in-process session; more for
     # a remote server, so round trips overlap and its own dynamic batcher sees the load.
     max_in_flight: int = 1

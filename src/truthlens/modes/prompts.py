@@ -78,6 +78,7 @@ _WHY = {
     "unsupported_date": "a date the context does not state",
     "unsupported_entity": "a name the context does not mention",
     "misattributed_entity": "the context says this of another name",
+    "contradicted_relation": "the context states the opposite (a reversed comparison or negation)",
 }
 
 

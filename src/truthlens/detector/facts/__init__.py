@@ -34,7 +34,8 @@ word when the text also uses it in lower case, and a lone capitalised word openi
 unless a verb such as "is" follows it (no dictionary tells "Exactly" from "Mumbai").
 
 Numbers and dates are read by :mod:`.numbers`, names by :mod:`.names`; this module puts the
-answer's against the context's.
+answer's against the context's. Names in another role (:mod:`.roles`) and reversed comparisons
+or flipped negations (:mod:`.relations`) are checked between things the context does state.
 """
 
 from __future__ import annotations
@@ -45,10 +46,11 @@ from dataclasses import dataclass
 
 from truthlens.detector.facts.names import KnownNames, find_names, lower_case_words
 from truthlens.detector.facts.numbers import KnownNumbers, find_dates, find_quantities, find_times
+from truthlens.detector.facts.relations import ContextRelations, context_relations, contradicted_relations
 from truthlens.detector.facts.roles import ContextSentences, context_sentences, misattributed_names
 from truthlens.detector.types import FactReason
 
-__all__ = ["Finding", "FactCheck", "check_facts", "role_findings", "unsupported_facts"]
+__all__ = ["Finding", "FactCheck", "check_facts", "relation_findings", "role_findings", "unsupported_facts"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +114,7 @@ def check_facts(
             findings.append(Finding(name.start, name.end, answer[name.start : name.end], "unsupported_entity"))
     if roles:
         findings.extend(role_findings(answer, context, findings))
+    findings.extend(relation_findings(answer, context, findings))
     return FactCheck(tuple(sorted(findings, key=lambda f: (f.start, f.end))), tuple(restated))
 
 
@@ -128,6 +131,19 @@ def role_findings(answer: str, context: Sequence[str], found: Sequence[Finding])
     ]
 
 
+def relation_findings(answer: str, context: Sequence[str], found: Sequence[Finding]) -> list[Finding]:
+    """Comparisons the answer reverses and negations it flips, but for those overlapping a
+    finding already in ``found`` (one wrong fact is one finding)."""
+    passages = tuple(context)
+    index = _relations(passages) if sum(map(len, passages)) <= _CACHED_CHARS else context_relations(passages)
+    taken = [(f.start, f.end) for f in found]
+    return [
+        Finding(c.start, c.end, c.text, "contradicted_relation")
+        for c in contradicted_relations(answer, index)
+        if not any(s < c.end and c.start < e for s, e in taken)
+    ]
+
+
 def _read(source: str) -> tuple[KnownNumbers, KnownNames]:
     """Everything the context states, indexed for the answer's look-ups."""
     return KnownNumbers.of(source), KnownNames.of(source)
@@ -139,6 +155,7 @@ def _read(source: str) -> tuple[KnownNumbers, KnownNames]:
 _CACHED_CHARS = 100_000
 _index = functools.lru_cache(maxsize=32)(_read)
 _sentences: functools._lru_cache_wrapper[ContextSentences] = functools.lru_cache(maxsize=32)(context_sentences)
+_relations: functools._lru_cache_wrapper[ContextRelations] = functools.lru_cache(maxsize=32)(context_relations)
 
 
 def _inside(start: int, end: int, spans: list[tuple[int, int]]) -> bool:

@@ -37,6 +37,30 @@ _SENTENCE_CUT = re.compile(r"(?<=[.!?])\s+|\n+")
 # A name right after a preposition is a place or an object ("landed on the Moon"), not the
 # clause's actor or the value it asserts; those are left to the model.
 _AFTER_PREPOSITION = re.compile(r"\b(?:on|in|at|to|from|into|onto|of|for|with|by|near|across)\s+(?:the\s+)?$", re.I)
+# ... except the agent of a passive verb: "Columbia was flown by Buzz Aldrin" says who flew it.
+_PASSIVE_AGENT = re.compile(r"\b(?:\w+(?:ed|en|wn|ght)|made|led|held|won|built|sold|run|done|set|hit)\s+by\s+$", re.I)
+# Past forms that share no stem with their verb: "flew" / "flown" must meet "fly" (and each other).
+_IRREGULAR = {
+    form: base
+    for base, forms in {
+        "fly": "flew flown flies", "lead": "led leads", "win": "won wins", "lose": "lost loses",
+        "build": "built builds", "buy": "bought buys", "sell": "sold sells", "make": "made makes",
+        "take": "took taken takes", "give": "gave given gives", "write": "wrote written writes",
+        "drive": "drove driven drives", "ride": "rode ridden rides", "begin": "began begun begins",
+        "become": "became becomes", "come": "came comes", "go": "went gone goes", "see": "saw seen sees",
+        "hold": "held holds", "find": "found finds", "found": "founded founds", "teach": "taught teaches",
+        "think": "thought thinks", "bring": "brought brings", "catch": "caught catches", "fight": "fought fights",
+        "send": "sent sends", "spend": "spent spends", "leave": "left leaves", "meet": "met meets",
+        "pay": "paid pays", "say": "said says", "tell": "told tells", "keep": "kept keeps", "sit": "sat sits",
+        "stand": "stood stands", "run": "ran runs", "swim": "swam swum swims", "sing": "sang sung sings",
+        "speak": "spoke spoken speaks", "steal": "stole stolen steals", "choose": "chose chosen chooses",
+        "break": "broke broken breaks", "fall": "fell fallen falls", "grow": "grew grown grows",
+        "know": "knew known knows", "throw": "threw thrown throws", "draw": "drew drawn draws",
+        "shoot": "shot shoots", "strike": "struck strikes", "beat": "beaten beats", "bear": "bore born bears",
+        "rise": "rose risen rises", "eat": "ate eaten eats", "hit": "hits", "wear": "wore worn wears",
+    }.items()
+    for form in forms.split()
+}
 _STOP = frozenset(
     """a an the and or but of to in on at by for with from as is was are were be been being has have had do does
     did it its this that these those he she they them his her their who whom which what when where while also
@@ -61,7 +85,12 @@ class Misattribution:
 
 
 def _stem(word: str) -> str:
-    w = word.lower().strip("'’")
+    w = word.lower()
+    for possessive in ("'s", "’s"):  # "Australia's capital" speaks of Australia
+        w = w.removesuffix(possessive)
+    w = w.strip("'’")
+    if w in _IRREGULAR:
+        return _IRREGULAR[w]
     for suffix in ("ing", "ed", "es", "s"):
         if len(w) > len(suffix) + 3 and w.endswith(suffix):
             return w[: -len(suffix)]
@@ -108,6 +137,9 @@ class ContextSentences:
 
     sentences: tuple[_Sentence, ...]
     lower_words: frozenset[str]  # words the context writes in lower case
+    # Words of the context's names of two words or more ("Buzz Aldrin"), but for words it also
+    # writes in lower case: what a bare surname in the answer may be.
+    name_words: frozenset[str] = frozenset()
 
 
 def context_sentences(context: Sequence[str]) -> ContextSentences:
@@ -117,7 +149,21 @@ def context_sentences(context: Sequence[str]) -> ContextSentences:
             text = passage[start:end]
             names = find_names(text, frozenset(), skip_sentence_starts=False)
             sentences.append(_Sentence(_relation_words(text, [], 0), tuple(frozenset(n.words) for n in names)))
-    return ContextSentences(tuple(sentences), lower_case_words("\n".join(context)))
+    lower = lower_case_words("\n".join(context))
+    name_words = frozenset(w for s in sentences for name in s.names if len(name) > 1 for w in name if w not in lower)
+    return ContextSentences(tuple(sentences), lower, name_words)
+
+
+def _answer_names(answer: str, index: ContextSentences) -> list[Name]:
+    """The answer's names, with one a name look-up leaves out: a lone capitalised word opening a
+    sentence ("Aldrin stayed in orbit") that the context uses as a word of one of its names."""
+    lower = lower_case_words(answer) | index.lower_words
+    names = find_names(answer, lower, skip_sentence_starts=True)
+    starts = {n.start for n in names}
+    for name in find_names(answer, lower, skip_sentence_starts=False):
+        if name.start not in starts and len(name.words) == 1 and name.words[0] in index.name_words:
+            names.append(name)
+    return sorted(names, key=lambda n: n.start)
 
 
 def misattributed_names(answer: str, context: Sequence[str] | ContextSentences) -> tuple[Misattribution, ...]:
@@ -126,15 +172,17 @@ def misattributed_names(answer: str, context: Sequence[str] | ContextSentences) 
     sentences = index.sentences
     if not sentences:
         return ()
-    answer_names = find_names(answer, lower_case_words(answer) | index.lower_words, skip_sentence_starts=True)
+    answer_names = _answer_names(answer, index)
     found: list[Misattribution] = []
     for c_start, c_end in _spans(answer, _CLAUSE_CUT):
         clause_names = [n for n in answer_names if c_start <= n.start and n.end <= c_end]
         if not clause_names or len(clause_names) > MAX_CLAUSE_NAMES:
             continue
         clause_words = {w for n in clause_names for w in n.words}
+        name_stems = {_stem(w) for w in clause_words}
         for name in clause_names:
-            if _AFTER_PREPOSITION.search(answer[c_start : name.start]):
+            before = answer[c_start : name.start]
+            if _AFTER_PREPOSITION.search(before) and not _PASSIVE_AGENT.search(before):
                 continue
             # The clause's words apart from this name (other names included: "capital of
             # Australia" must meet "Canberra is the capital of Australia" on both words).
@@ -149,7 +197,9 @@ def misattributed_names(answer: str, context: Sequence[str] | ContextSentences) 
             if best < max(MIN_SHARED_WORDS, -(-len(relation) // 2)) or len(evidence) != 1:
                 continue
             (sentence,) = evidence
-            if _mentions(sentence, name):
+            # The evidence must share what is said, not only who is named: "Columbia was flown
+            # by Buzz Aldrin" meets Aldrin's landing sentence on his name alone.
+            if _mentions(sentence, name) or not (relation - name_stems) & sentence.words:
                 continue
             # A swap puts one wrong name into what is otherwise the evidence's sentence; a clause
             # whose other names the evidence lacks too draws on more than one sentence.

@@ -1,0 +1,149 @@
+"""The learned verdict (:mod:`truthlens.detector.verdict`): its features, its manifest entry, and
+the engine scoring answers with it.
+
+The parsing and feature tests are pure. The engine test runs the tiny hand-weighted ONNX model
+(conftest) through the real pipeline with a verdict written into its manifest, so which signal
+decides is known exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from truthlens.detector.backends.factory import create_detector
+from truthlens.detector.facts import Finding
+from truthlens.detector.manifest import ModelDirError, load_manifest
+from truthlens.detector.spans import SpanRules
+from truthlens.detector.types import DetectionInput, DetectorSettings
+from truthlens.detector.verdict import FEATURES, Signals, VerdictModel, features, sentences, task_shape
+
+RULES = SpanRules(token_threshold=0.5, aggregation="noisy_or", min_span_length=1)
+
+
+def test_the_task_shape_is_read_from_the_context_and_question() -> None:
+    article = "The council met on Tuesday. " * 40
+    assert task_shape([json.dumps({"name": "Cafe", "city": "Reno"})], "Write an overview.") == "record"
+    assert task_shape([article], "Summarize the following news article.") == "article"
+    assert task_shape([article], "") == "article"
+    assert task_shape([article], "When did the council meet?") == "passages"
+    assert task_shape(["Paris is the capital of France.", "Lyon is a city."], "Capital?") == "passages"
+
+
+def test_features_count_findings_by_kind_and_measure_the_flagged_tokens() -> None:
+    answer = "It opened in 1925 in Berlin."
+    offsets = np.array([[0, 2], [3, 9], [10, 12], [13, 17], [18, 20], [21, 27], [27, 28]])
+    probs = np.array([0.1, 0.1, 0.1, 0.95, 0.1, 0.9, 0.0], dtype=np.float32)
+    findings = (Finding(13, 17, "1925", "unsupported_date"), Finding(21, 27, "Berlin", "misattributed_entity"))
+    got = features(Signals(probs, offsets, findings, answer, "passages", (0.4, 0.7)), RULES)
+    assert set(got) == set(FEATURES)
+    assert got["peak"] == pytest.approx(0.95)
+    assert got["flagged_share"] == pytest.approx(2 / 7)
+    assert got["noisy_or"] == pytest.approx(1 - 0.05 * 0.1)
+    assert (got["numbers_dates"], got["roles"], got["names"]) == (math.log1p(1), math.log1p(1), 0.0)
+    assert (got["support_min"], got["support_mean"]) == (0.4, 0.7)
+    no_support = features(Signals(probs, offsets, (), answer, "record", None), RULES)
+    assert math.isnan(no_support["support_min"]) and math.isnan(no_support["support_mean"])
+    # Novelty: the share of content words the context never uses ("berlin" and "1925" here).
+    known = features(Signals(probs, offsets, (), answer, "passages", None, frozenset({"opened"})), RULES)
+    assert known["novel_share"] == pytest.approx(2 / 3)
+
+
+def _model(**overrides: object) -> dict[str, object]:
+    """One shape's model: all-zero weights unless overridden."""
+    n = len(FEATURES)
+    raw: dict[str, object] = {
+        "features": list(FEATURES), "mean": [0.0] * n, "scale": [1.0] * n, "weights": [0.0] * n,
+        "bias": 0.0, "shift": 0.0,
+    }
+    raw.update(overrides)
+    return raw
+
+
+def _verdict(model: dict[str, object], **overrides: object) -> dict[str, object]:
+    """A manifest ``verdict`` entry with ``model`` for every task shape."""
+    raw: dict[str, object] = {
+        "models": {shape: model for shape in ("passages", "article", "record")},
+        "token_rules": {"token_threshold": 0.5, "aggregation": "noisy_or", "min_span_length": 1},
+    }
+    raw.update(overrides)
+    return raw
+
+
+def test_the_served_score_is_one_half_at_the_operating_point() -> None:
+    weights = [0.0] * len(FEATURES)
+    weights[FEATURES.index("peak")] = 4.0
+    model = VerdictModel.from_json(_model(weights=weights, bias=-2.0, shift=1.0))
+    values = {name: 0.0 for name in FEATURES}
+    values["peak"] = 0.75  # log-odds 4 * 0.75 - 2 = 1.0, the shift
+    assert model.score(values) == pytest.approx(0.5)
+    assert model.probability(values) == pytest.approx(1 / (1 + math.exp(-1.0)))
+    values["support_min"] = math.nan  # a missing signal counts as its mean: no effect
+    assert model.score(values) == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize(
+    ("verdict", "message"),
+    [
+        (_verdict(_model(features=["peak", "shoe_size"])), "'verdict.models.passages': 'features' must list known"),
+        (_verdict(_model(weights=[1.0])), "'weights' must list one finite number per feature"),
+        (_verdict(_model(scale=[0.0] * len(FEATURES))), "'scale' must be positive"),
+        (_verdict(_model(bias="high")), "'bias' must be a finite number"),
+        (_verdict(_model(), models={"passages": _model()}), "'verdict.models' must give one model per task shape"),
+        (_verdict(_model(), token_rules={"token_threshold": 2}), "'verdict.token_rules' must give"),
+    ],
+)
+def test_a_bad_verdict_in_the_manifest_is_named_at_start_up(
+    tmp_path: Path, tiny_model_dir: Path, verdict: dict[str, object], message: str
+) -> None:
+    directory = _with_verdict(tmp_path, tiny_model_dir, verdict)
+    with pytest.raises(ModelDirError, match=message):
+        load_manifest(directory)
+
+
+def _with_verdict(tmp_path: Path, source: Path, verdict: dict[str, object]) -> Path:
+    directory = tmp_path / "m"
+    directory.mkdir()
+    for name in ("model.onnx", "tokenizer.json"):
+        (directory / name).write_bytes((source / name).read_bytes())
+    raw = json.loads((source / "manifest.json").read_text())
+    raw["verdict"] = verdict
+    (directory / "manifest.json").write_text(json.dumps(raw))
+    return directory
+
+
+async def test_the_engine_scores_the_answer_with_the_manifests_verdict(tmp_path: Path, tiny_model_dir: Path) -> None:
+    # A verdict that reads only the number/date findings: the tiny model flags "berlin" and
+    # "1925" whatever the context, so the span rule flags both answers below; the verdict
+    # flags only the one whose year the context does not state.
+    weights = [0.0] * len(FEATURES)
+    weights[FEATURES.index("numbers_dates")] = 10.0
+    directory = _with_verdict(tmp_path, tiny_model_dir, _verdict(_model(weights=weights, bias=-1.0)))
+    context = ["The museum in Berlin opened in 1931."]
+    wrong = DetectionInput(context, "When did it open?", "The museum in Berlin opened in 1925.")
+    right = DetectionInput(context, "Where is it?", "The museum is in Berlin.")
+    with_verdict = create_detector(DetectorSettings(model_dir=str(directory), chunk_aggregation="max"))
+    rule_only = create_detector(DetectorSettings(model_dir=str(directory), chunk_aggregation="max",
+                                                 learned_verdict=False))
+    try:
+        flagged = await with_verdict.detect(wrong, threshold=0.5)
+        clean = await with_verdict.detect(right, threshold=0.5)
+        by_rule = await rule_only.detect(right, threshold=0.5)
+    finally:
+        await with_verdict.close()
+        await rule_only.close()
+    assert flagged.status == "detected"
+    assert flagged.score == pytest.approx(1 / (1 + math.exp(-(10 * math.log(2) - 1))))
+    assert [(s.text, s.reason) for s in flagged.spans] == [("Berlin", "model"), ("1925", "unsupported_date")]
+    assert clean.status == "clean" and clean.score == pytest.approx(1 / (1 + math.e))
+    assert [s.text for s in clean.spans] == ["Berlin"]  # the spans still show what the model flagged
+    assert by_rule.status == "detected"
+
+
+def test_sentences_are_cut_and_short_fragments_dropped() -> None:
+    assert sentences("Paris. It is the capital of France! Is it big?\nYes") == ["It is the capital of France!",
+                                                                             "Is it big?"]

@@ -1,0 +1,117 @@
+"""The answers the verdict is fitted and chosen on, each scored once by the model, cached.
+
+A set's answers are run through the shipped model the way serving runs them (grounded rows,
+:meth:`DetectorEngine.token_scores`: the model's own token probabilities) and through the
+sentence embedder for the support score; both are kept in ``training/output/verdict/`` so the
+fact check, fusion and the verdict itself can be changed and refitted without another model
+pass. The cache is keyed by the model's graph (size and modification time): a retrained
+model is scored afresh.
+
+Sets (development data only; the evaluation folds are never read here):
+
+- RAGTruth odd ``source_id``: the dev part (``(source_id // 2) % 5 == 0``) and the train part;
+- HaluEval dev fold (i % 10 == 1): QA, summarization, dialogue (right and hallucinated answer),
+  and the QA items' faithful twins (the hallucinated sentence with the right answer put in).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import pickle
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from training.corpus import halueval, ragtruth
+from training.scoring import BLOCK, Case, halueval_cases, ragtruth_cases
+from truthlens.detector.engine import DetectorEngine
+from truthlens.detector.facts import FactCheck, check_facts
+from truthlens.detector.fusion import discount_restated, fuse
+from truthlens.detector.types import DetectionInput
+from truthlens.detector.verdict import Shape, Signals, signals_for, support_scores, task_shape
+
+CACHE_DIR = Path("training/output/verdict")
+
+
+@dataclass(frozen=True, slots=True)
+class Raw:
+    """One answer as the model and the embedder saw it (no fact check yet)."""
+
+    case: Case
+    probs: np.ndarray
+    offsets: np.ndarray
+    support: tuple[float, float] | None
+
+    @property
+    def shape(self) -> Shape:
+        return task_shape(self.case.item.context, self.case.item.question)
+
+
+def development_sets(hal_root: Path, rag_root: Path, items: int, summarization_items: int) -> dict[str, list[Case]]:
+    sets: dict[str, list[Case]] = {}
+    for task in ragtruth.TASKS:
+        sets[f"ragtruth {task} (dev)"] = ragtruth_cases(task, ("dev",), rag_root)
+        sets[f"ragtruth {task} (train)"] = ragtruth_cases(task, ("train",), rag_root)
+    for task, n in (("qa", items), ("summarization", summarization_items), ("dialogue", items)):
+        sets[f"halueval {task} (dev)"] = halueval_cases(task, ("dev",), hal_root, n)  # type: ignore[arg-type]
+    # HaluEval's right QA answers are phrases and its hallucinated ones sentences: without the
+    # faithful sentence twins the verdict learns "a sentence is a hallucination".
+    twins = []
+    for _, row in halueval.items("qa", ("dev",), hal_root):
+        given = (row["knowledge"], row["question"])
+        twin = halueval.faithful_twin(row["hallucinated_answer"], row["right_answer"], given)
+        if twin is not None:
+            twins.append(Case(DetectionInput((row["knowledge"],), row["question"], twin), False))
+        if len(twins) >= items:
+            break
+    sets["halueval qa faithful twins (dev)"] = twins
+    return sets
+
+
+def _key(engine: DetectorEngine, name: str, cases: list[Case]) -> str:
+    graph = engine.manifest.model_path.stat()
+    digest = hashlib.sha1(f"{graph.st_size}:{graph.st_mtime_ns}:{len(cases)}".encode())
+    for c in cases[:5]:
+        digest.update(c.item.answer.encode())
+    return f"{name.replace(' ', '_').replace('(', '').replace(')', '')}-{digest.hexdigest()[:10]}.pkl"
+
+
+async def _score(engine: DetectorEngine, cases: list[Case]) -> list[Raw]:
+    encoder = getattr(engine.relevance, "encoder", None)
+
+    async def one(case: Case) -> Raw:
+        scores = await engine.token_scores(case.item)
+        support = await asyncio.to_thread(support_scores, case.item.answer, case.item.context, encoder)
+        return Raw(case, scores.probs, scores.offsets, support)
+
+    out: list[Raw] = []
+    for i in range(0, len(cases), BLOCK):
+        out.extend(await asyncio.gather(*(one(c) for c in cases[i : i + BLOCK])))
+    return out
+
+
+def load_or_score(engine: DetectorEngine, sets: dict[str, list[Case]]) -> dict[str, list[Raw]]:
+    """Every set's raw scores, from the cache where the same model scored it before."""
+    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    out: dict[str, list[Raw]] = {}
+    for name, cases in sets.items():
+        path = CACHE_DIR / _key(engine, name, cases)
+        if path.exists():
+            out[name] = pickle.loads(path.read_bytes())
+            continue
+        out[name] = asyncio.run(_score(engine, cases))
+        path.write_bytes(pickle.dumps(out[name]))
+        print(f"scored {name}: {len(cases)} answers -> {path}", flush=True)
+    return out
+
+
+def signals(raw: Raw, roles: bool = True) -> Signals:
+    """What serving would hand the verdict for this answer: the fact check run and fused in."""
+    item = raw.case.item
+    facts = check_facts(item.answer, item.context, item.question, roles=roles) if item.answer.strip() else FactCheck(
+        (), ()
+    )
+    probs = fuse(discount_restated(raw.probs, raw.offsets, facts.restated), raw.offsets, facts.findings)
+    return signals_for(item, probs, raw.offsets, facts.findings, raw.support)
