@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -22,7 +23,7 @@ from truthlens.detector.manifest import DEFAULT_MODEL_DIR  # noqa: E402
 
 
 def test_an_int8_graph_gives_back_its_weights_within_rounding(tmp_path: Path) -> None:
-    from transformers import AutoModelForTokenClassification, BertConfig, BertForTokenClassification
+    from transformers import BertConfig, BertForTokenClassification
 
     torch.manual_seed(3)
     config = BertConfig(
@@ -44,24 +45,14 @@ def test_an_int8_graph_gives_back_its_weights_within_rounding(tmp_path: Path) ->
 
     out = recover(tmp_path / "int8", tmp_path / "recovered", checkpoint)
 
-    rebuilt = AutoModelForTokenClassification.from_pretrained(out).eval()
-    want, got = original.state_dict(), rebuilt.state_dict()
-    for name, tensor in want.items():
-        if name.endswith("position_ids"):
-            continue
-        scale = float(tensor.abs().max()) or 1.0
-        # int8 keeps ~1/127 of each channel's range; a transposed or misplaced weight is far off.
-        assert np.abs((got[name] - tensor).numpy()).max() <= scale / 50, name
-    ids = torch.tensor([[101, 2023, 2003, 1037, 3231, 102]])
-    with torch.no_grad():
-        assert torch.allclose(original(input_ids=ids).logits, rebuilt(input_ids=ids).logits, atol=0.05)
+    _assert_same_model(original, out)
     assert json.loads((out / RECOVERED).read_text())["training"] == [{"corpus": "c", "steps": 7}]
     assert (out / "tokenizer.json").is_file()
 
 
 def test_an_attention_fused_int8_graph_gives_back_its_weights_within_rounding(tmp_path: Path) -> None:
     """The shipped graph's form: ONNX Runtime's BERT fusion packs Q/K/V into one QAttention node."""
-    from transformers import AutoModelForTokenClassification, BertConfig, BertForTokenClassification
+    from transformers import BertConfig, BertForTokenClassification
 
     torch.manual_seed(4)
     config = BertConfig(
@@ -81,12 +72,20 @@ def test_an_attention_fused_int8_graph_gives_back_its_weights_within_rounding(tm
 
     out = recover(tmp_path / "int8", tmp_path / "recovered", checkpoint)
 
+    _assert_same_model(original, out)
+
+
+def _assert_same_model(original: Any, out: Path) -> None:
+    """The rebuilt checkpoint holds the original's weights within int8 rounding and gives its logits."""
+    from transformers import AutoModelForTokenClassification
+
     rebuilt = AutoModelForTokenClassification.from_pretrained(out).eval()
     want, got = original.state_dict(), rebuilt.state_dict()
     for name, tensor in want.items():
         if name.endswith("position_ids"):
             continue
         scale = float(tensor.abs().max()) or 1.0
+        # int8 keeps ~1/127 of each channel's range; a transposed or misplaced weight is far off.
         assert np.abs((got[name] - tensor).numpy()).max() <= scale / 50, name
     ids = torch.tensor([[101, 2023, 2003, 1037, 3231, 102]])
     with torch.no_grad():
