@@ -18,9 +18,10 @@ from shipped_inputs import QUESTION as EIFFEL_QUESTION
 pytestmark = pytest.mark.envoy
 
 PATH = "/v1/chat/completions"
-# What the shipped detector says of "2 + 2 = 4." against no passage at all: nothing flagged (it
-# flags what the passages contradict or do not state; with none there is nothing to weigh).
-PINNED_NO_CONTEXT_VERDICT = "false"
+# What the shipped detector says of "2 + 2 = 4." against no passage at all: flagged, since no
+# passage supports it (the learned verdict weighs support; an answer nothing stands on is not
+# verified, which is what an operator who chose `no_context: check` is asking).
+PINNED_NO_CONTEXT_VERDICT = "true"
 QUESTION = "What is 2+2?"
 ANSWER = "2 + 2 = 4."
 SCRIPT = [{"name": "sum", "match": {"user": QUESTION}, "reply": {"content": ANSWER}}]
@@ -101,7 +102,8 @@ def test_no_context_check_checks_anyway(gateway: Stack) -> None:
     assert resp.status == 200
     # Checked against nothing: the detector gave its verdict (not skipped, not unavailable).
     assert resp.headers["x-truthlens-detected"] == PINNED_NO_CONTEXT_VERDICT
-    assert "x-truthlens-reason" not in resp.headers
+    # No span stands out (there is no passage to contradict it): the answer as a whole is the reason.
+    assert resp.headers["x-truthlens-reason"] == "unsupported_answer"
     assert 0.0 <= float(resp.headers["x-truthlens-score"]) <= 1.0
 
 

@@ -136,3 +136,12 @@ def test_the_reason_label_goes_in_the_header_the_quoted_why_only_with_spans() ->
     timed_out = present(route(), "d", verdict("unavailable"), n_choices=1, include_spans=True, latency_s=0)
     assert timed_out.details["choices"][0]["reason"] == "detector_timeout"
     assert timed_out.details["choices"][0]["why"] is None
+
+
+def test_a_detected_choice_without_a_span_is_flagged_as_a_whole() -> None:
+    # The learned verdict can flag an answer on its support alone, with no span over the threshold.
+    shown = present(route(actions=["header"]), "d", flagged(), n_choices=1, include_spans=True, latency_s=0)
+    assert shown.headers["x-truthlens-reason"] == "unsupported_answer"
+    choice = shown.details["choices"][0]
+    assert choice["reason"] == "unsupported_answer"
+    assert choice["why"].startswith("unsupported_answer: no single span stands out")

@@ -15,6 +15,12 @@ from typing import Any
 from truthlens.detector.types import Detection, Span
 
 _QUOTED_CHARS = 80  # longest value quoted in a ``why`` line
+# A detected answer with no flagged span: the learned verdict weighed the answer as a whole (its
+# support by the context, its novel words) and no single span stands out. Still a reason to give.
+WHOLE_ANSWER_REASON = "unsupported_answer"
+_WHOLE_ANSWER_WHY = (
+    f"{WHOLE_ANSWER_REASON}: no single span stands out; the context supports the answer as a whole too weakly"
+)
 
 
 def span_details(span: Span) -> dict[str, Any]:
@@ -37,19 +43,29 @@ def choice_reason(detection: Detection, *, with_text: bool) -> dict[str, str | N
     which stage of a confirming cascade decided), else what flagged a detected answer (the
     strongest span's reason), else None; with ``with_text`` (the client asked for spans: the line
     quotes the answer and the context) also ``why``, the strongest span in one line."""
-    top = strongest(detection.spans) if detection.status == "detected" else None
-    reason = detection.reason if detection.reason is not None else None if top is None else top.reason
+    detected = detection.status == "detected"
+    top = strongest(detection.spans) if detected else None
+    if detection.reason is not None:
+        reason: str | None = detection.reason
+    elif top is not None:
+        reason = top.reason
+    else:
+        reason = WHOLE_ANSWER_REASON if detected else None
     if not with_text:
         return {"reason": reason}
-    return {"reason": reason, "why": None if top is None else summary(top)}
+    why = summary(top) if top is not None else _WHOLE_ANSWER_WHY if detected else None
+    return {"reason": reason, "why": why}
 
 
 def flag_reason(detections: Iterable[Detection]) -> str | None:
     """What flagged an answer, as a label for headers and logs (no answer text): the strongest
-    span's reason over the detected choices; None when none was detected."""
+    span's reason over the detected choices (``unsupported_answer`` when none has a span); None
+    when none was detected."""
     flagged = [d for d in detections if d.status == "detected"]
+    if not flagged:
+        return None
     top = strongest([s for d in flagged for s in d.spans])
-    return None if top is None else top.reason
+    return WHOLE_ANSWER_REASON if top is None else top.reason
 
 
 def strongest(spans: Sequence[Span]) -> Span | None:
