@@ -210,6 +210,17 @@ class Stack:
             raise ValueError(f"the scripted upstream refused the options: {resp.body.decode()}")
         return dict(resp.json())
 
+    @contextmanager
+    def upstream_options(self, **options: Any) -> Iterator[Stack]:
+        """The scripted upstream with ``options`` set for the block, and what they were put back
+        after it (options outlive scripts, so one test's would leak into the next)."""
+        before = self.upstream_raw("GET", "/_options").json()
+        self.set_upstream_options(**options)
+        try:
+            yield self
+        finally:
+            self.set_upstream_options(**{key: before[key] for key in options})
+
     def upstream_calls(self) -> list[dict[str, Any]]:
         return list(self.upstream_raw("GET", "/_calls").json())
 

@@ -43,11 +43,8 @@ def forged(resp: RawResponse) -> dict[str, str]:
 
 @pytest.fixture
 def lenient_upstream(gateway: Stack) -> Iterator[Stack]:
-    gateway.set_upstream_options(decode_paths=True)
-    try:
-        yield gateway
-    finally:
-        gateway.set_upstream_options(decode_paths=False)
+    with gateway.upstream_options(decode_paths=True) as stack:
+        yield stack
 
 
 # Each variant names /v1/chat/completions to a server that decodes paths. Expected outcome of the
@@ -118,11 +115,8 @@ def test_routes_without_answers_skip_the_processor_and_others_do_not(lenient_ups
 
 @pytest.fixture
 def forging_upstream(gateway: Stack) -> Iterator[Stack]:
-    gateway.set_upstream_options(extra_headers={name: FORGED for name in PRODUCT_HEADERS})
-    try:
-        yield gateway
-    finally:
-        gateway.set_upstream_options(extra_headers={})
+    with gateway.upstream_options(extra_headers={name: FORGED for name in PRODUCT_HEADERS}) as stack:
+        yield stack
 
 
 def test_the_upstream_really_sends_the_forged_headers(forging_upstream: Stack) -> None:

@@ -117,11 +117,8 @@ def test_the_audit_line_of_a_rewritten_answer_keeps_the_original_verdict_and_sco
 @pytest.fixture
 def loose_upstream(lows: Stack) -> Iterator[Stack]:
     """The upstream routes paths loosely, as many servers do (any case, no trailing slash or ;params)."""
-    lows.set_upstream_options(loose_paths=True)
-    try:
-        yield lows
-    finally:
-        lows.set_upstream_options(loose_paths=False)
+    with lows.upstream_options(loose_paths=True) as stack:
+        yield stack
 
 
 @pytest.mark.parametrize("path", ["/V1/chat/completions", "/v1/Chat/Completions"])
