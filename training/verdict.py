@@ -37,7 +37,7 @@ import numpy as np
 
 from training.corpus import halueval, ragtruth
 from training.scoring import auroc
-from training.verdict_data import Raw, development_sets, load_or_score, signals
+from training.verdict_data import HUMAN_DEV_SETS, Raw, development_sets, load_or_score, signals
 from truthlens.detector.backends.factory import create_detector
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.manifest import resolve_model_dir
@@ -195,12 +195,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--items", type=int, default=300, help="HaluEval dev QA and dialogue items (x2 answers)")
     parser.add_argument("--summarization-items", type=int, default=150)
     parser.add_argument("--no-train-part", action="store_true", help="fit on the dev parts only")
+    parser.add_argument("--human-dev", type=Path, default=None,
+                        help="a training mix (python -m training.corpus.llm_mix --out DIR): also fit and report "
+                             "on its human-labelled sets' dev parts")
     parser.add_argument("--write", action="store_true", help="store the verdict in the model's manifest.json")
     args = parser.parse_args(argv)
     if not ragtruth.available(args.ragtruth):
         parser.error(f"RAGTruth files not in {args.ragtruth}: run python -m training.corpus.ragtruth --faithjudge DIR")
 
-    sets = development_sets(halueval.fetch(args.halueval), args.ragtruth, args.items, args.summarization_items)
+    sets = development_sets(halueval.fetch(args.halueval), args.ragtruth, args.items, args.summarization_items,
+                            args.human_dev)
     engine = create_detector(DetectorSettings(model_dir=args.model, provider="cpu"))
     assert isinstance(engine, DetectorEngine), "the verdict is fitted on in-process token scores (backend: onnx)"
     raw = load_or_score(engine, sets)
@@ -238,7 +242,8 @@ def main(argv: list[str] | None = None) -> int:
         print("  weights (standardised): " + ", ".join(
             f"{n} {v:+.2f}" for n, v in zip(FEATURES, final.weights, strict=True)))
     print(f"\ntoken rules: {rules.aggregation} tau {rules.token_threshold} min {rules.min_span_length}; "
-          f"fitted on {'the train part and ' if not args.no_train_part else ''}the dev parts\n")
+          f"fitted on {'the train part and ' if not args.no_train_part else ''}the dev parts"
+          f"{' (with ' + ', '.join(HUMAN_DEV_SETS) + ')' if args.human_dev else ''}\n")
     at_choice = report("dev parts, out-of-fold, at the chosen operating points (route threshold 0.5)",
                        shifted[is_dev], y[is_dev], list(labels[is_dev]), 0.0)
     print("route threshold -> faithful answers flagged / recall (dev parts, out-of-fold)")
@@ -263,8 +268,10 @@ def main(argv: list[str] | None = None) -> int:
             "operating_point": f"per task shape: at most {MAX_FALSE_ALARMS:.0%} of faithful answers flagged on "
                                "the RAGTruth dev part and on the HaluEval dev fold (out-of-fold), at route "
                                "threshold 0.5",
-            "data": "fit: RAGTruth odd source_id (train and dev parts) + HaluEval dev fold (i % 10 == 1); "
-                    "chosen on the dev parts' out-of-fold predictions",
+            "data": f"fit: RAGTruth odd source_id ({'dev part' if args.no_train_part else 'train and dev parts'}) "
+                    "+ HaluEval dev fold (i % 10 == 1)"
+                    + (f" + the dev parts of {', '.join(HUMAN_DEV_SETS)}" if args.human_dev else "")
+                    + "; chosen on the dev parts' out-of-fold predictions",
             "command": "python -m training.verdict --write",
             "at_choice": at_choice,
             "route_thresholds": trade,

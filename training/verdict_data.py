@@ -11,13 +11,16 @@ Sets (development data only; the evaluation folds are never read here):
 
 - RAGTruth odd ``source_id``: the dev part (``(source_id // 2) % 5 == 0``) and the train part;
 - HaluEval dev fold (i % 10 == 1): QA, summarization, dialogue (right and hallucinated answer),
-  and the QA items' faithful twins (the hallucinated sentence with the right answer put in).
+  and the QA items' faithful twins (the hallucinated sentence with the right answer put in);
+- with a training mix given (``--human-dev``): the dev parts of the human-labelled sets it wrote
+  (``dev_<set>.jsonl``: Quintd-1 data-to-text, XSum summaries), split by source document.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import pickle
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +52,28 @@ class Raw:
         return task_shape(self.case.item.context, self.case.item.question)
 
 
-def development_sets(hal_root: Path, rag_root: Path, items: int, summarization_items: int) -> dict[str, list[Case]]:
+# The human-labelled sets whose dev parts the verdict reads. The accuracy shared task's 11 dev
+# reports are all hallucinated (one class: nothing to fit or choose on), so it is left out.
+HUMAN_DEV_SETS = ("quintd", "xsum_faith")
+
+
+def human_dev_cases(mix: Path, name: str) -> list[Case]:
+    """The dev part of one human-labelled set, as ``training.corpus.llm_mix`` wrote it."""
+    path = mix / f"dev_{name}.jsonl"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} missing: build the mix with python -m training.corpus.llm_mix "
+                                f"and the set's clone (see training/README.md)")
+    cases = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        spans = tuple((int(s["start"]), int(s["end"])) for s in row["labels"])
+        cases.append(Case(DetectionInput(tuple(row["context"]), row["question"], row["answer"]), bool(spans), spans))
+    return cases
+
+
+def development_sets(
+    hal_root: Path, rag_root: Path, items: int, summarization_items: int, human_dev: Path | None = None
+) -> dict[str, list[Case]]:
     sets: dict[str, list[Case]] = {}
     for task in ragtruth.TASKS:
         sets[f"ragtruth {task} (dev)"] = ragtruth_cases(task, ("dev",), rag_root)
@@ -67,6 +91,9 @@ def development_sets(hal_root: Path, rag_root: Path, items: int, summarization_i
         if len(twins) >= items:
             break
     sets["halueval qa faithful twins (dev)"] = twins
+    if human_dev is not None:
+        for name in HUMAN_DEV_SETS:
+            sets[f"{name} (dev)"] = human_dev_cases(human_dev, name)
     return sets
 
 
