@@ -43,7 +43,7 @@ from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.manifest import resolve_model_dir
 from truthlens.detector.spans import SpanRules
 from truthlens.detector.types import DetectorSettings
-from truthlens.detector.verdict import FEATURES, SHAPES, VerdictModel, features
+from truthlens.detector.verdict import FEATURES, SHAPES, SUPPORT_FEATURES, VerdictModel, features
 
 FOLDS = 5
 MAX_FALSE_ALARMS = 0.25
@@ -198,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--human-dev", type=Path, default=None,
                         help="a training mix (python -m training.corpus.llm_mix --out DIR): also fit and report "
                              "on its human-labelled sets' dev parts")
+    parser.add_argument("--support", action="store_true",
+                        help="also fit the embedder's support features (serving then runs the embedder pass)")
     parser.add_argument("--write", action="store_true", help="store the verdict in the model's manifest.json")
     args = parser.parse_args(argv)
     if not ragtruth.available(args.ragtruth):
@@ -211,7 +213,10 @@ def main(argv: list[str] | None = None) -> int:
     rules = engine.rules
     answers = [(name, r) for name, rs in raw.items() for r in rs]
     labels = np.array([name for name, _ in answers])
-    x = design([r for _, r in answers], rules, FEATURES)
+    # Without --support the models leave the embedder's features out: on the dev parts they
+    # added nothing (training/README.md) and serving would pay an embedder pass per answer.
+    names = [n for n in FEATURES if args.support or n not in SUPPORT_FEATURES]
+    x = design([r for _, r in answers], rules, names)
     y = np.array([float(r.case.hallucinated) for _, r in answers])
     w = weights(list(labels), y)
     is_dev = np.array([not name.endswith("(train)") for name in labels])
@@ -229,18 +234,18 @@ def main(argv: list[str] | None = None) -> int:
         for g in range(FOLDS):
             held = mine & is_dev & (groups == g)
             train = mine & fitting & ~held
-            model = fit_signed(x[train], y[train], w[train], list(FEATURES))
+            model = fit_signed(x[train], y[train], w[train], names)
             shifted[held] = log_odds(model, x[held])
         dev = mine & is_dev
         families = tuple(f for f in ("ragtruth", "halueval") if np.char.startswith(labels[dev].astype(str), f).any())
         cut = operating_point(shifted[dev], y[dev], list(labels[dev]), families)
         shifted[dev] -= cut
-        final = fit_signed(x[mine & fitting], y[mine & fitting], w[mine & fitting], list(FEATURES))
+        final = fit_signed(x[mine & fitting], y[mine & fitting], w[mine & fitting], names)
         models[shape] = VerdictModel(final.names, final.mean, final.scale, final.weights, final.bias, cut)
         print(f"{shape}: fitted on {int((mine & fitting).sum())} answers, chosen on {int(dev.sum())} "
               f"(operating point at log-odds {cut:.3f})")
         print("  weights (standardised): " + ", ".join(
-            f"{n} {v:+.2f}" for n, v in zip(FEATURES, final.weights, strict=True)))
+            f"{n} {v:+.2f}" for n, v in zip(names, final.weights, strict=True)))
     print(f"\ntoken rules: {rules.aggregation} tau {rules.token_threshold} min {rules.min_span_length}; "
           f"fitted on {'the train part and ' if not args.no_train_part else ''}the dev parts"
           f"{' (with ' + ', '.join(HUMAN_DEV_SETS) + ')' if args.human_dev else ''}\n")

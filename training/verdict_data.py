@@ -29,6 +29,7 @@ import numpy as np
 
 from training.corpus import halueval, ragtruth
 from training.scoring import BLOCK, Case, halueval_cases, ragtruth_cases
+from truthlens.detector import verdict
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.facts import FactCheck, check_facts
 from truthlens.detector.fusion import discount_restated, fuse
@@ -99,7 +100,9 @@ def development_sets(
 
 def _key(engine: DetectorEngine, name: str, cases: list[Case]) -> str:
     graph = engine.manifest.model_path.stat()
-    digest = hashlib.sha1(f"{graph.st_size}:{graph.st_mtime_ns}:{len(cases)}".encode())
+    # The support score's settings are part of what was scored: a changed shortlist rescores.
+    support = f"{verdict.SUPPORT_SHORTLIST}:{verdict.MAX_SUPPORT_SENTENCES}"
+    digest = hashlib.sha1(f"{graph.st_size}:{graph.st_mtime_ns}:{len(cases)}:{support}".encode())
     for c in cases[:5]:
         digest.update(c.item.answer.encode())
     return f"{name.replace(' ', '_').replace('(', '').replace(')', '')}-{digest.hexdigest()[:10]}.pkl"

@@ -144,6 +144,38 @@ async def test_the_engine_scores_the_answer_with_the_manifests_verdict(tmp_path:
     assert by_rule.status == "detected"
 
 
+@pytest.mark.parametrize("reads_support", [False, True])
+async def test_the_embedder_pass_runs_only_for_a_verdict_that_reads_it(
+    tmp_path: Path, tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch, reads_support: bool
+) -> None:
+    # The support score is one embedder pass per answer, about a model run on a short new
+    # context: a verdict whose models leave its features out must not pay for it.
+    import truthlens.detector.engine as engine_module
+    from truthlens.detector.verdict import SUPPORT_FEATURES, support_scores
+
+    names = [n for n in FEATURES if reads_support or n not in SUPPORT_FEATURES]
+    model = {"features": names, "mean": [0.0] * len(names), "scale": [1.0] * len(names),
+             "weights": [1.0 if n == "peak" else 0.0 for n in names], "bias": 0.0, "shift": 0.0}
+    directory = _with_verdict(tmp_path, tiny_model_dir, _verdict(model))
+    calls: list[str] = []
+
+    def counted(answer: str, *args: object) -> object:
+        calls.append(answer)
+        return support_scores(answer, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(engine_module, "support_scores", counted)
+    detector = create_detector(DetectorSettings(model_dir=str(directory)))
+    try:
+        assert detector.verdict is not None and detector.verdict.uses_support is reads_support
+        result = await detector.detect(
+            DetectionInput(["The museum in Berlin opened in 1931."], "When?", "It opened in 1925."), threshold=0.5
+        )
+    finally:
+        await detector.close()
+    assert result.status in ("detected", "clean")
+    assert calls == (["It opened in 1925."] if reads_support else [])
+
+
 def test_sentences_are_cut_and_short_fragments_dropped() -> None:
     assert sentences("Paris. It is the capital of France! Is it big?\nYes") == ["It is the capital of France!",
                                                                              "Is it big?"]

@@ -191,7 +191,9 @@ class DetectorEngine:
         return replace(scores, probs=fuse(probs, scores.offsets, facts.findings)), facts.findings
 
     async def _support(self, item: DetectionInput) -> tuple[float, float] | None:
-        return await self.support(item) if self.verdict is not None else None
+        # The embedder pass costs about as much as the model on a short new context: only a
+        # verdict that reads its result pays for it.
+        return await self.support(item) if self.verdict is not None and self.verdict.uses_support else None
 
     async def support(self, item: DetectionInput) -> tuple[float, float] | None:
         """How well the answer's sentences are supported under the sentence embedder (the

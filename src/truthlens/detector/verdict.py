@@ -9,7 +9,8 @@ length and flags most long faithful summaries. The verdict instead weighs, per a
 - the fact check's findings by kind (numbers and dates, units, names, names in another role);
 - how well the answer's *weakest* sentence is supported: the cosine between each answer
   sentence and its best context sentence under the shipped sentence embedder (the one the
-  grounded planner already loads), whose minimum and mean over the sentences are features;
+  grounded planner already loads), whose minimum and mean over the sentences are features
+  a model may use (the shipped one does not: see below);
 - the share of the answer's content words the context never uses (overall and in its most
   novel sentence): a record verbalised with an invented attribute, a summary with an added claim;
 - the answer's length, and the task's shape: passages with a question, one article to
@@ -25,7 +26,10 @@ README's table gives the trade per threshold.
 
 Inference is numpy: a dot product of about twenty numbers. The support features cost one
 embedder pass over the answer's sentences and each one's shortlist of context sentences
-(cached per text, so a repeated context is embedded once); without an embedder the support
+(cached per text, so a repeated context is embedded once): on a short context the embedder
+has not seen, about as much as the model itself. A model that does not list them skips that
+pass (:attr:`Verdict.uses_support`); the shipped one leaves them out, because on the
+development data they added nothing (training/README.md). Without an embedder the support
 features take their training mean, so they neither raise nor lower the verdict.
 """
 
@@ -66,6 +70,10 @@ FEATURES: tuple[str, ...] = (
     "log_tokens",
     "log_sentences",
 )
+# The features that need the embedder pass. A fitted model may leave them out (the shipped one
+# does: on the development data they added nothing, training/README.md), and then no answer
+# pays for that pass.
+SUPPORT_FEATURES: tuple[str, ...] = ("support_min", "support_mean")
 # Context sentences embedded per answer sentence, picked by word overlap (the rest cannot be
 # its best support in practice); bounds the embedder's work on a long context.
 SUPPORT_SHORTLIST = 6
@@ -268,6 +276,11 @@ class Verdict:
 
     models: Mapping[Shape, VerdictModel]
     rules: SpanRules
+
+    @property
+    def uses_support(self) -> bool:
+        """Whether any model reads the support features (else the embedder pass is skipped)."""
+        return any(name in SUPPORT_FEATURES for model in self.models.values() for name in model.names)
 
     def score(self, s: Signals) -> float:
         return self.models[s.shape].score(features(s, self.rules))
