@@ -55,6 +55,8 @@ HALUEVAL_WEIGHT = 1.0
 MIN_FAITHFUL = 20  # a family's faithful dev answers needed for it to bind the operating point
 L2 = 10.0  # on standardised features; the sets are small (chosen on the dev parts: 0.3-10 differ little)
 ROUTE_THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+ITEMS = 300  # HaluEval dev QA and dialogue items
+SUMMARIZATION_ITEMS = 150
 
 
 def design(raws: Sequence[Raw], rules: SpanRules, names: Sequence[str]) -> np.ndarray:
@@ -187,13 +189,27 @@ def report(
     return out
 
 
+def _command(args: argparse.Namespace) -> str:
+    """The command that refits this verdict: the options that shape the fit, as given."""
+    parts = ["python -m training.verdict"]
+    if args.items != ITEMS or args.summarization_items != SUMMARIZATION_ITEMS:
+        parts += ["--items", str(args.items), "--summarization-items", str(args.summarization_items)]
+    if args.no_train_part:
+        parts.append("--no-train-part")
+    if args.human_dev is not None:
+        parts += ["--human-dev", args.human_dev.as_posix()]
+    if args.support:
+        parts.append("--support")
+    return " ".join([*parts, "--write"])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training.verdict", description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=None, help="model directory (default: the shipped model)")
     parser.add_argument("--halueval", type=Path, default=halueval.DEFAULT_DIR)
     parser.add_argument("--ragtruth", type=Path, default=ragtruth.DEFAULT_DIR)
-    parser.add_argument("--items", type=int, default=300, help="HaluEval dev QA and dialogue items (x2 answers)")
-    parser.add_argument("--summarization-items", type=int, default=150)
+    parser.add_argument("--items", type=int, default=ITEMS, help="HaluEval dev QA and dialogue items (x2 answers)")
+    parser.add_argument("--summarization-items", type=int, default=SUMMARIZATION_ITEMS)
     parser.add_argument("--no-train-part", action="store_true", help="fit on the dev parts only")
     parser.add_argument("--human-dev", type=Path, default=None,
                         help="a training mix (python -m training.corpus.llm_mix --out DIR): also fit and report "
@@ -277,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
                     "+ HaluEval dev fold (i % 10 == 1)"
                     + (f" + the dev parts of {', '.join(HUMAN_DEV_SETS)}" if args.human_dev else "")
                     + "; chosen on the dev parts' out-of-fold predictions",
-            "command": "python -m training.verdict --write",
+            "command": _command(args),
             "at_choice": at_choice,
             "route_thresholds": trade,
         }

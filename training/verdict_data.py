@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import pickle
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,13 +27,21 @@ from pathlib import Path
 import numpy as np
 
 from training.corpus import halueval, ragtruth
+from training.corpus.splits import read_jsonl
 from training.scoring import BLOCK, Case, halueval_cases, ragtruth_cases
-from truthlens.detector import verdict
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.facts import FactCheck, check_facts
 from truthlens.detector.fusion import discount_restated, fuse
 from truthlens.detector.types import DetectionInput
-from truthlens.detector.verdict import Shape, Signals, signals_for, support_scores, task_shape
+from truthlens.detector.verdict import (
+    MAX_SUPPORT_SENTENCES,
+    SUPPORT_SHORTLIST,
+    Shape,
+    Signals,
+    signals_for,
+    support_scores,
+    task_shape,
+)
 
 CACHE_DIR = Path("training/output/verdict")
 
@@ -64,12 +71,11 @@ def human_dev_cases(mix: Path, name: str) -> list[Case]:
     if not path.exists():
         raise FileNotFoundError(f"{path} missing: build the mix with python -m training.corpus.llm_mix "
                                 f"and the set's clone (see training/README.md)")
-    cases = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
-        spans = tuple((int(s["start"]), int(s["end"])) for s in row["labels"])
-        cases.append(Case(DetectionInput(tuple(row["context"]), row["question"], row["answer"]), bool(spans), spans))
-    return cases
+    return [
+        Case(DetectionInput(ex.context, ex.question, ex.answer), ex.hallucinated,
+             tuple((span.start, span.end) for span in ex.labels))
+        for ex in read_jsonl(path)
+    ]
 
 
 def development_sets(
@@ -101,7 +107,7 @@ def development_sets(
 def _key(engine: DetectorEngine, name: str, cases: list[Case]) -> str:
     graph = engine.manifest.model_path.stat()
     # The support score's settings are part of what was scored: a changed shortlist rescores.
-    support = f"{verdict.SUPPORT_SHORTLIST}:{verdict.MAX_SUPPORT_SENTENCES}"
+    support = f"{SUPPORT_SHORTLIST}:{MAX_SUPPORT_SENTENCES}"
     digest = hashlib.sha1(f"{graph.st_size}:{graph.st_mtime_ns}:{len(cases)}:{support}".encode())
     for c in cases[:5]:
         digest.update(c.item.answer.encode())

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -151,6 +152,7 @@ async def test_the_embedder_pass_runs_only_for_a_verdict_that_reads_it(
     # The support score is one embedder pass per answer, about a model run on a short new
     # context: a verdict whose models leave its features out must not pay for it.
     import truthlens.detector.engine as engine_module
+    from truthlens.detector.relevance import SentenceEncoder
     from truthlens.detector.verdict import SUPPORT_FEATURES, support_scores
 
     names = [n for n in FEATURES if reads_support or n not in SUPPORT_FEATURES]
@@ -159,9 +161,11 @@ async def test_the_embedder_pass_runs_only_for_a_verdict_that_reads_it(
     directory = _with_verdict(tmp_path, tiny_model_dir, _verdict(model))
     calls: list[str] = []
 
-    def counted(answer: str, *args: object) -> object:
+    def counted(
+        answer: str, context: Sequence[str], encoder: SentenceEncoder | None
+    ) -> tuple[float, float] | None:
         calls.append(answer)
-        return support_scores(answer, *args)  # type: ignore[arg-type]
+        return support_scores(answer, context, encoder)
 
     monkeypatch.setattr(engine_module, "support_scores", counted)
     detector = create_detector(DetectorSettings(model_dir=str(directory)))
