@@ -13,6 +13,7 @@ import json
 import re
 import shlex
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -123,12 +124,12 @@ def test_healthcheck_script_reports_a_real_processor(tmp_path: Path) -> None:
     child = launch.start_processor(config, target, tmp_path / "processor.log")
     try:
         launch.wait_processor(target, child, timeout_s=60)
-        ok = subprocess.run(["python", str(script), target], capture_output=True, text=True, timeout=20, check=False)
+        ok = subprocess.run([sys.executable, str(script), target], capture_output=True, text=True, timeout=20, check=False)
         assert ok.returncode == 0, ok.stderr
         assert "SERVING" in ok.stdout
     finally:
         child.stop()
-    down = subprocess.run(["python", str(script), target], capture_output=True, text=True, timeout=20, check=False)
+    down = subprocess.run([sys.executable, str(script), target], capture_output=True, text=True, timeout=20, check=False)
     assert down.returncode == 1 and "unhealthy" in down.stderr
 
 
