@@ -127,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--heldout", type=int, default=400, help="synthetic held-out examples")
     parser.add_argument("--route-threshold", type=float, default=0.5, help="response-score threshold of the routes")
     parser.add_argument("--no-evidence-checks", action="store_true")
+    parser.add_argument("--role-checks", choices=("auto", "on", "off"), default="auto",
+                        help="auto: keep the role check unless it costs more than the tie margin; on/off: fixed")
     parser.add_argument("--write", action="store_true", help="record the chosen decision in the model's manifest.json")
     args = parser.parse_args(argv)
 
@@ -166,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     # Within TIE the role check stays: it catches role swaps the model misses ("Aldrin stayed in
     # orbit"), the errors users meet first; it is dropped only when it measurably costs accuracy.
     role_checks = max(swept, key=lambda r: (mean_ba(r) + (TIE if r else 0.0), r))
+    if args.role_checks != "auto":
+        role_checks = args.role_checks == "on" and True in swept
     best, table = swept[role_checks]
     scored = variants[role_checks]
     names = list(scored)
@@ -204,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"lowest within {TIE} of the best"
             ),
             "data": "RAGTruth dev fold (odd source_id, (source_id // 2) % 5 == 0) + HaluEval dev fold (i % 10 == 1)",
-            "command": "python -m training.calibrate --write",
+            "command": "python -m training.calibrate --write"
+            + (f" --role-checks {args.role_checks}" if args.role_checks != "auto" else ""),
             "at_choice": {
                 n: {k: (round(v, 4) if isinstance(v, float) else v) for k, v in asdict(table[best][n]).items()}
                 for n in names

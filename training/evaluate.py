@@ -48,6 +48,26 @@ def prf(tp: int, fp: int, fn: int) -> tuple[float, float, float]:
     return p, r, (2 * p * r / (p + r) if p + r else 0.0)
 
 
+def auroc(scores: Sequence[float], truth: Sequence[bool]) -> float:
+    """Area under the ROC curve (Mann–Whitney U with tied ranks averaged); 0.5 without both classes."""
+    values = np.asarray(scores, dtype=np.float64)
+    labels = np.asarray(truth, dtype=bool)
+    pos, neg = int(labels.sum()), int((~labels).sum())
+    if not pos or not neg:
+        return 0.5
+    order = np.argsort(values, kind="mergesort")
+    ranks = np.empty(len(values), dtype=np.float64)
+    sorted_values = values[order]
+    i = 0
+    while i < len(values):
+        j = i
+        while j + 1 < len(values) and sorted_values[j + 1] == sorted_values[i]:
+            j += 1
+        ranks[order[i : j + 1]] = (i + j) / 2 + 1
+        i = j + 1
+    return float((ranks[labels].sum() - pos * (pos + 1) / 2) / (pos * neg))
+
+
 class OnnxTagger:
     """Runs a model directory over encoded examples; returns P(hallucinated) per labelled token."""
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from training.corpus import halueval, ragtruth
-from training.evaluate import prf
+from training.evaluate import auroc, prf
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.facts import Finding
 from truthlens.detector.spans import SpanRules, score_answer
@@ -169,23 +169,3 @@ def verdict_metrics(
         auroc=auroc(ranking, truth),
         span_f1=span,
     )
-
-
-def auroc(scores: Sequence[float], truth: Sequence[bool]) -> float:
-    """Area under the ROC curve (Mann–Whitney U with tied ranks averaged); 0.5 without both classes."""
-    values = np.asarray(scores, dtype=np.float64)
-    labels = np.asarray(truth, dtype=bool)
-    pos, neg = int(labels.sum()), int((~labels).sum())
-    if not pos or not neg:
-        return 0.5
-    order = np.argsort(values, kind="mergesort")
-    ranks = np.empty(len(values), dtype=np.float64)
-    sorted_values = values[order]
-    i = 0
-    while i < len(values):
-        j = i
-        while j + 1 < len(values) and sorted_values[j + 1] == sorted_values[i]:
-            j += 1
-        ranks[order[i : j + 1]] = (i + j) / 2 + 1
-        i = j + 1
-    return float((ranks[labels].sum() - pos * (pos + 1) / 2) / (pos * neg))

@@ -1,7 +1,9 @@
 """Fine-tunes a pretrained encoder (all-MiniLM-L6-v2 by default) as the 2-label hallucination tagger.
 
-CPU-only recipe sized for a small machine: length-grouped batches (little padding), AdamW
-with linear warm-up and decay over ``--epochs`` passes. A run can span sittings: ``--stop-after-min``
+Sized for a small CPU machine, and the same recipe on one GPU (``--device``): length-grouped
+batches (little padding), AdamW with linear warm-up and decay over ``--epochs`` passes. With
+``--keep-best-epoch`` the model is scored on the corpus's dev parts after every epoch
+(:mod:`training.dev_check`) and the best epoch is what gets saved. A run can span sittings: ``--stop-after-min``
 stops it (state saved) without touching the schedule, ``--resume`` continues it with the same
 batches and learning rate (:mod:`training.resume`), and the rows it trains on are built once and
 kept in ``OUT/rows.pt``. The older single-sitting mode, ``--time-budget-min``, decays the rate by
@@ -27,6 +29,7 @@ from tokenizers import Tokenizer
 from transformers import AutoModelForTokenClassification
 
 from training.corpus.splits import read_jsonl
+from training.dev_check import MEAN, DevAnswer, content_key, dev_answers, dev_scores
 from training.encode import IGNORE, Encoded
 from training.resume import Progress, load, save_full
 from training.rows import RowBuilder
@@ -53,11 +56,11 @@ def _batches(items: list[Encoded], batch_size: int, rng: random.Random) -> list[
     return batches
 
 
-def _collate(batch: list[Encoded], pad_id: int) -> dict[str, torch.Tensor]:
+def _collate(batch: list[Encoded], pad_id: int, device: torch.device) -> dict[str, torch.Tensor]:
     width = max(len(e.input_ids) for e in batch)
 
     def pad(rows: list[list[int]], value: int) -> torch.Tensor:
-        return torch.tensor([r + [value] * (width - len(r)) for r in rows], dtype=torch.long)
+        return torch.tensor([r + [value] * (width - len(r)) for r in rows], dtype=torch.long).to(device)
 
     return {
         "input_ids": pad([e.input_ids for e in batch], pad_id),
@@ -94,6 +97,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lr", type=float, default=8e-5)
     parser.add_argument("--warmup", type=float, default=0.06)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", default="auto", help="torch device: auto (a GPU where there is one), cpu, cuda")
+    parser.add_argument(
+        "--keep-best-epoch",
+        action="store_true",
+        help="score the dev parts (CORPUS/dev*.jsonl) after each epoch and save the best epoch (one sitting)",
+    )
     parser.add_argument(
         "--time-budget-min",
         type=float,
@@ -116,6 +125,9 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.resume and args.time_budget_min:
         parser.error("--resume needs a step schedule: use --stop-after-min, not --time-budget-min")
+    if args.keep_best_epoch and (args.resume or args.stop_after_min or args.stop_after_steps or args.time_budget_min):
+        parser.error("--keep-best-epoch compares every epoch of one sitting: no --resume, --stop-after-* or budget")
+    device = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device)
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     base = args.base or default_base()
@@ -129,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         id2label={0: "supported", 1: "hallucinated"},
         label2id={"supported": 0, "hallucinated": 1},
     )
+    model.to(device)
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     total_steps = int(len(encoded) / args.batch_size * args.epochs)
@@ -143,7 +156,13 @@ def main(argv: list[str] | None = None) -> int:
         progress = saved
         print(f"resumed at step {progress.step}/{total_steps} (epoch {progress.epoch}, batch "
               f"{progress.batch_in_epoch})", flush=True)
-    progress = _loop(args, model, optimizer, encoded, tokenizer.token_to_id("[PAD]") or 0, progress, base)
+    pad_id = tokenizer.token_to_id("[PAD]") or 0
+    keeper = _BestEpoch(_dev(args, base), pad_id, device) if args.keep_best_epoch else None
+    progress = _loop(args, model, optimizer, encoded, pad_id, progress, base, device, keeper)
+    if keeper:
+        # The last epoch ends with the schedule, not at a batch boundary.
+        keeper.score(model, progress.epoch, progress.step)
+        model.load_state_dict(keeper.best_state)
 
     finished = progress.step >= progress.total_steps or bool(args.time_budget_min)
     target = args.out if finished else args.out / "latest"
@@ -156,7 +175,8 @@ def main(argv: list[str] | None = None) -> int:
         "total_steps": progress.total_steps,
         "train_examples": len(encoded),
         "seconds": round(progress.seconds),
-    }
+        "device": device.type,
+    } | ({"dev_by_epoch": keeper.history, "kept_epoch": keeper.best_epoch} if keeper else {})
     (target / "training_args.json").write_text(json.dumps(recipe, indent=2))
     print(f"saved {target} at step {progress.step}/{progress.total_steps} after {recipe['seconds']}s"
           f"{'' if finished else ' (resume with --resume ' + str(args.out / 'state') + ')'}", flush=True)
@@ -166,8 +186,8 @@ def main(argv: list[str] | None = None) -> int:
 def _rows(args: argparse.Namespace, base: Path) -> list[Encoded]:
     """The serving rows of the corpus, built once per output directory (``OUT/rows.pt``)."""
     corpus = args.corpus / "train.jsonl"
-    key = {"corpus": str(corpus.resolve()), "bytes": corpus.stat().st_size, "max_length": args.max_length,
-           "rows_per_example": args.rows_per_example, "limit": args.limit, "seed": args.seed}
+    key = content_key([corpus], max_length=args.max_length, rows_per_example=args.rows_per_example,
+                      limit=args.limit, seed=args.seed)
     cache = args.out / "rows.pt"
     if cache.exists():
         saved = torch.load(cache, weights_only=False)
@@ -179,7 +199,7 @@ def _rows(args: argparse.Namespace, base: Path) -> list[Encoded]:
         examples = examples[: args.limit]
     # The rows serving would run for each example (grounded claim rows over long contexts),
     # ranked by the same relevance scorer serving loads.
-    builder = RowBuilder(TextEncoder(base / "tokenizer.json"), load_relevance(args.threads), args.max_length)
+    builder = row_builder(args, base)
     encoded: list[Encoded] = []
     for ex in examples:
         rows = builder.rows(ex)
@@ -193,6 +213,35 @@ def _rows(args: argparse.Namespace, base: Path) -> list[Encoded]:
     rows_out = [(e.input_ids, e.token_type_ids, e.labels, e.answer_offsets) for e in encoded]
     torch.save({"key": key, "rows": rows_out}, cache)
     return encoded
+
+
+def row_builder(args: argparse.Namespace, base: Path) -> RowBuilder:
+    """The serving planner's rows for ``args.max_length``, ranked by the relevance scorer serving loads."""
+    return RowBuilder(TextEncoder(base / "tokenizer.json"), load_relevance(args.threads), args.max_length)
+
+
+def _dev(args: argparse.Namespace, base: Path) -> list[DevAnswer]:
+    return dev_answers(args.corpus, lambda: row_builder(args, base), args.out / "dev_rows.pt", args.max_length)
+
+
+class _BestEpoch:
+    """Scores the dev parts at each epoch's end and keeps a copy of the best weights."""
+
+    def __init__(self, answers: list[DevAnswer], pad_id: int, device: torch.device) -> None:
+        self.answers, self.pad_id, self.device = answers, pad_id, device
+        self.history: list[dict[str, float]] = []
+        self.best_epoch = -1
+        self.best_state: dict[str, torch.Tensor] = {}
+
+    def score(self, model: Any, epoch: int, step: int) -> None:
+        if self.history and self.history[-1]["step"] == step:
+            return  # the schedule ended on an epoch's last batch: already scored
+        scores = dev_scores(model, self.answers, self.pad_id, self.device)
+        self.history.append({"epoch": epoch, "step": step} | {k: round(v, 4) for k, v in scores.items()})
+        print("dev " + " ".join(f"{k} {v:.4f}" for k, v in scores.items()) + f" (epoch {epoch})", flush=True)
+        if not self.best_state or scores[MEAN] > max(h[MEAN] for h in self.history[:-1]):
+            self.best_epoch = epoch
+            self.best_state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
 
 
 def learning_rate(progress: Progress, done: float | None = None) -> float:
@@ -211,7 +260,7 @@ def epoch_batches(encoded: list[Encoded], batch_size: int, seed: int, epoch: int
 
 def _loop(
     args: argparse.Namespace, model: Any, optimizer: torch.optim.Optimizer, encoded: list[Encoded], pad_id: int,
-    progress: Progress, base: Path,
+    progress: Progress, base: Path, device: torch.device, keeper: _BestEpoch | None = None,
 ) -> Progress:
     started = time.monotonic() - progress.seconds
     sitting_started, sitting_first_step = time.monotonic(), progress.step
@@ -235,7 +284,7 @@ def _loop(
                 return now(progress, epoch, index)
             for group in optimizer.param_groups:
                 group["lr"] = learning_rate(progress, done)
-            loss = model(**_collate(batches[index], pad_id)).loss
+            loss = model(**_collate(batches[index], pad_id, device)).loss
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
@@ -254,6 +303,8 @@ def _loop(
                     f"lr {optimizer.param_groups[0]['lr']:.2e} sitting {elapsed:.0f}s",
                     flush=True,
                 )
+        if keeper:
+            keeper.score(model, epoch, progress.step)
         epoch, first = epoch + 1, 0
     return now(progress, epoch, first)
 

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from training.corpus import halueval, ragtruth
-from training.scoring import auroc
+from training.evaluate import auroc
 from training.verdict_data import HUMAN_DEV_SETS, Raw, development_sets, load_or_score, signals
 from truthlens.detector.backends.factory import create_detector
 from truthlens.detector.engine import DetectorEngine
@@ -59,8 +59,10 @@ ITEMS = 300  # HaluEval dev QA and dialogue items
 SUMMARIZATION_ITEMS = 150
 
 
-def design(raws: Sequence[Raw], rules: SpanRules, names: Sequence[str]) -> np.ndarray:
-    rows = [features(signals(r), rules) for r in raws]
+def design(raws: Sequence[Raw], rules: SpanRules, names: Sequence[str], roles: bool) -> np.ndarray:
+    """The features of ``raws`` as serving computes them: the same token rules, and role findings
+    only where the model's calibration keeps the role check (else the fit reads what serving never sees)."""
+    rows = [features(signals(r, roles=roles), rules) for r in raws]
     return np.array([[row[n] for n in names] for row in rows], dtype=np.float64)
 
 
@@ -232,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     # Without --support the models leave the embedder's features out: on the dev parts they
     # added nothing (training/README.md) and serving would pay an embedder pass per answer.
     names = [n for n in FEATURES if args.support or n not in SUPPORT_FEATURES]
-    x = design([r for _, r in answers], rules, names)
+    x = design([r for _, r in answers], rules, names, engine.role_checks)
     y = np.array([float(r.case.hallucinated) for _, r in answers])
     w = weights(list(labels), y)
     is_dev = np.array([not name.endswith("(train)") for name in labels])

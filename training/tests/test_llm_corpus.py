@@ -17,8 +17,8 @@ import pytest
 from training.corpus import ragtruth, records, relabel, roles
 from training.corpus.builder import Example, LabelSpan
 from training.encode import IGNORE
+from training.evaluate import auroc
 from training.rows import RowBuilder
-from training.scoring import auroc
 from truthlens.detector.encoding import TextEncoder
 from truthlens.detector.manifest import DEFAULT_MODEL_DIR
 from truthlens.detector.relevance import LexicalRelevance

@@ -8,7 +8,6 @@ small corpus written here. No scripted parts, no network.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -19,22 +18,9 @@ torch = pytest.importorskip("torch", reason="training needs torch: pip install -
 pytest.importorskip("transformers", reason="training needs transformers: pip install -e '.[train]'")
 
 from training import resume  # noqa: E402
-from training.corpus.builder import Example, LabelSpan  # noqa: E402
-from training.corpus.splits import write_jsonl  # noqa: E402
-from truthlens.detector.manifest import DEFAULT_MODEL_DIR  # noqa: E402
-
-
-def _tiny_base(path: Path) -> Path:
-    from transformers import BertConfig, BertForTokenClassification
-
-    torch.manual_seed(5)
-    config = BertConfig(
-        vocab_size=30522, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
-        max_position_embeddings=512, num_labels=2,
-    )
-    BertForTokenClassification(config).save_pretrained(path)
-    shutil.copyfile(DEFAULT_MODEL_DIR / "tokenizer.json", path / "tokenizer.json")
-    return path
+from training.tests.tiny_training import corpus as _corpus  # noqa: E402
+from training.tests.tiny_training import tiny_base as _tiny_base  # noqa: E402
+from training.tests.tiny_training import train as _train  # noqa: E402
 
 
 def _stepped(base: Path, steps: int) -> tuple[Any, Any]:
@@ -96,25 +82,6 @@ def test_compact_state_keeps_moments_within_a_few_percent_and_is_much_smaller(tm
         assert np.all(v_back[v > 0] > 0)
         high = v > v.max() * 2.0 ** -resume.V_OCTAVES
         assert np.all(np.abs(v_back[high] / v[high] - 1) <= 0.06)
-
-
-def _corpus(path: Path) -> Path:
-    examples = []
-    for i in range(12):
-        answer = f"The bridge opened in {1900 + i} and is {100 + i} metres long."
-        wrong = answer.index(str(100 + i))
-        examples.append(Example(
-            f"ex{i}", "train", "toy", (f"The bridge opened in {1900 + i}. It is {90 + i} metres long.",),
-            "When did the bridge open?", answer, (LabelSpan(wrong, wrong + 3, "number"),) if i % 2 else (),
-        ))
-    write_jsonl(iter(examples), path / "train.jsonl")
-    return path
-
-
-def _train(args: list[str]) -> None:
-    from training.train import main
-
-    assert main(args) == 0
 
 
 def test_a_run_stopped_and_resumed_ends_where_an_uninterrupted_run_ends(tmp_path: Path) -> None:
