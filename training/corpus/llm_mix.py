@@ -78,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dialogue", type=int, default=500, help="HaluEval dialogue train items (relabelled)")
     parser.add_argument("--summarization", type=int, default=300, help="HaluEval summarization train items")
     parser.add_argument("--roles", type=int, default=1600, help="restatements with role/relation errors")
+    parser.add_argument("--role-twins", action="store_true",
+                        help="each role/relation error also with its unchanged faithful twin (a minimal pair)")
     parser.add_argument("--records", type=int, default=3, help="verbalisations per train-fold JSON record")
     parser.add_argument("--multi", type=int, default=250, help="multi-paragraph answers")
     parser.add_argument("--synthetic", type=int, default=400, help="template-generator examples")
@@ -108,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     train.extend(relabel.examples("qa", ("train",), hal_root, limit=args.qa))
     train.extend(relabel.examples("dialogue", ("train",), hal_root, limit=args.dialogue))
     train.extend(halueval.examples("summarization", ("train",), hal_root, limit=args.summarization))
-    planted = list(roles.examples(_passage_sources(args.ragtruth, hal_root, rng, args.roles), rng))
+    planted = list(roles.examples(_passage_sources(args.ragtruth, hal_root, rng, args.roles), rng,
+                                  twins=args.role_twins))
     train.extend(planted)
     record_sources: dict[int, dict[str, object]] = {}
     with ragtruth.path_of("data2txt", args.ragtruth).open(encoding="utf-8") as f:

@@ -149,9 +149,16 @@ def examples(
     *,
     faithful_rate: float = 0.45,
     distractors: int = 2,
+    twins: bool = False,
 ) -> Iterator[Example]:
     """One example per ``(id, passage, question)``: one to three restated sentences (reformatted
-    in faithful examples), at most one planted error; other passages serve as distractors."""
+    in faithful examples), at most one planted error; other passages serve as distractors.
+
+    With ``twins`` each error also comes with its faithful twin: the same sentences over the same
+    context, unchanged. Without the pair a swapped subject ("X is an Australian actor") teaches
+    that the subject of a short sentence is the error; with it, only checking it against the
+    context separates the two. The twins draw nothing from ``rng``, so the other examples stay
+    the same."""
     for ident, passage, question in passages:
         sents = [s for s in lexical.sentences(passage) if 6 <= len(s.split()) <= 45]
         if not sents:
@@ -172,6 +179,8 @@ def examples(
         before = " ".join(take[:target])
         offset = len(before) + (1 if before else 0)
         answer = " ".join([*take[:target], new, *take[target + 1 :]])
+        if twins:
+            yield Example(f"{ident}-twin", "train", "roles_twin", tuple(context), question, " ".join(take), ())
         yield Example(
             f"{ident}-{kind}",
             "train",

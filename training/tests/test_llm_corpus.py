@@ -103,6 +103,25 @@ def test_value_of_other_uses_a_value_the_passage_gives_elsewhere() -> None:
     assert new == "Peter Dutton leads the government." and new[start:end] == "Peter Dutton"
 
 
+def test_each_role_error_can_come_with_its_faithful_twin_and_the_rest_stays_the_same() -> None:
+    passages = [
+        (f"p{i}", f"Michael Collins stayed in orbit while Neil Armstrong walked on the surface in {1960 + i}. "
+         f"Anthony Albanese leads the government. Peter Dutton leads the opposition.", "Who did what?")
+        for i in range(12)
+    ]
+    plain = list(roles.examples(passages, random.Random(4)))
+    paired = list(roles.examples(passages, random.Random(4), twins=True))
+    assert [e for e in paired if e.domain != "roles_twin"] == plain
+    errors = [i for i, e in enumerate(paired) if e.domain == "roles_error"]
+    assert errors
+    for i in errors:
+        twin, error = paired[i - 1], paired[i]
+        assert twin.domain == "roles_twin" and not twin.labels
+        assert (twin.context, twin.question) == (error.context, error.question)
+        assert twin.answer != error.answer  # the same sentences, the error left out
+        assert twin.id.rsplit("-", 1)[0] == error.id.rsplit("-", 1)[0]
+
+
 def test_reformatting_keeps_values_and_changes_their_form() -> None:
     text = "The crest is 1,280 metres high; it opened on 14 March 1879 and 12% of visitors climb it."
     out = roles.reformat(text, random.Random(3))
