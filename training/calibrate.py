@@ -131,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="auto: keep the role check unless it costs more than the tie margin; on/off: fixed")
     parser.add_argument("--write", action="store_true", help="record the chosen decision in the model's manifest.json")
     args = parser.parse_args(argv)
+    if args.role_checks == "on" and args.no_evidence_checks:
+        parser.error("--role-checks on needs the evidence checks: the role check is one of them")
 
     if not ragtruth.available(args.ragtruth):
         parser.error(f"RAGTruth files not in {args.ragtruth}: run python -m training.corpus.ragtruth --faithjudge DIR")
@@ -169,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     # orbit"), the errors users meet first; it is dropped only when it measurably costs accuracy.
     role_checks = max(swept, key=lambda r: (mean_ba(r) + (TIE if r else 0.0), r))
     if args.role_checks != "auto":
-        role_checks = args.role_checks == "on" and True in swept
+        role_checks = args.role_checks == "on"
     best, table = swept[role_checks]
     scored = variants[role_checks]
     names = list(scored)

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from training.batches import collate
 from training.corpus.splits import read_jsonl
 from training.encode import IGNORE, Encoded
 from training.evaluate import auroc
@@ -97,19 +98,9 @@ def _peaks(model: Any, answers: list[DevAnswer], pad_id: int, device: torch.devi
     peak = np.zeros(len(answers))
     for start in range(0, len(flat), BATCH):
         chunk = flat[start : start + BATCH]
-        width = max(len(row.input_ids) for _, row in chunk)
-        ids = torch.full((len(chunk), width), pad_id, dtype=torch.long)
-        types = torch.zeros_like(ids)
-        mask = torch.zeros_like(ids)
-        read = torch.zeros_like(ids, dtype=torch.bool)
-        for j, (_, row) in enumerate(chunk):
-            n = len(row.input_ids)
-            ids[j, :n] = torch.tensor(row.input_ids)
-            types[j, :n] = torch.tensor(row.token_type_ids)
-            mask[j, :n] = 1
-            read[j, :n] = torch.tensor(row.labels) != IGNORE
-        out = model(input_ids=ids.to(device), token_type_ids=types.to(device), attention_mask=mask.to(device))
-        probs = torch.softmax(out.logits.float(), dim=-1)[..., 1].masked_fill(~read.to(device), 0.0)
+        batch = collate([row for _, row in chunk], pad_id, device)
+        read = batch.pop("labels") != IGNORE  # the answer tokens serving reads from each row
+        probs = torch.softmax(model(**batch).logits.float(), dim=-1)[..., 1].masked_fill(~read, 0.0)
         for j, value in enumerate(probs.amax(dim=1).cpu().tolist()):
             peak[chunk[j][0]] = max(peak[chunk[j][0]], value)
     return peak

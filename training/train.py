@@ -28,9 +28,10 @@ import torch
 from tokenizers import Tokenizer
 from transformers import AutoModelForTokenClassification
 
+from training.batches import collate
 from training.corpus.splits import read_jsonl
 from training.dev_check import MEAN, DevAnswer, content_key, dev_answers, dev_scores
-from training.encode import IGNORE, Encoded
+from training.encode import Encoded
 from training.resume import Progress, load, save_full
 from training.rows import RowBuilder
 from truthlens.detector.encoding import TextEncoder
@@ -54,20 +55,6 @@ def _batches(items: list[Encoded], batch_size: int, rng: random.Random) -> list[
         batches.extend(chunk[j : j + batch_size] for j in range(0, len(chunk), batch_size))
     rng.shuffle(batches)
     return batches
-
-
-def _collate(batch: list[Encoded], pad_id: int, device: torch.device) -> dict[str, torch.Tensor]:
-    width = max(len(e.input_ids) for e in batch)
-
-    def pad(rows: list[list[int]], value: int) -> torch.Tensor:
-        return torch.tensor([r + [value] * (width - len(r)) for r in rows], dtype=torch.long).to(device)
-
-    return {
-        "input_ids": pad([e.input_ids for e in batch], pad_id),
-        "token_type_ids": pad([e.token_type_ids for e in batch], 0),
-        "attention_mask": pad([[1] * len(e.input_ids) for e in batch], 0),
-        "labels": pad([e.labels for e in batch], IGNORE),
-    }
 
 
 def _save(model: torch.nn.Module, base: Path, out: Path) -> None:
@@ -284,7 +271,7 @@ def _loop(
                 return now(progress, epoch, index)
             for group in optimizer.param_groups:
                 group["lr"] = learning_rate(progress, done)
-            loss = model(**_collate(batches[index], pad_id, device)).loss
+            loss = model(**collate(batches[index], pad_id, device)).loss
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()

@@ -119,3 +119,12 @@ def test_sweep_picks_the_decision_with_the_best_mean_balanced_accuracy() -> None
     assert table[low]["a"].false_alarms == 1.0
     # Only thresholds under 0.6 allowed: 0.30 … 0.55 tie (set b right, set a half right): the lowest wins.
     assert sweep(sets, candidates(route_threshold=0.5, below=0.6))[0].rules.token_threshold == 0.3
+
+
+def test_calibration_refuses_a_role_check_it_could_not_run(capsys: pytest.CaptureFixture[str]) -> None:
+    # The role check is one of the evidence checks: asking for it without them is named, not ignored.
+    from training.calibrate import main
+
+    with pytest.raises(SystemExit):
+        main(["--role-checks", "on", "--no-evidence-checks"])
+    assert "--role-checks on" in capsys.readouterr().err

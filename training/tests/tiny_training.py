@@ -50,5 +50,3 @@ def train(args: list[str]) -> None:
     from training.train import main
 
     assert main(args) == 0
-
-
