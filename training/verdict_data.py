@@ -31,7 +31,7 @@ from training.corpus.splits import read_jsonl
 from training.scoring import BLOCK, Case, halueval_cases, ragtruth_cases
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.facts import FactCheck, check_facts
-from truthlens.detector.fusion import discount_restated, fuse
+from truthlens.detector.fusion import fused
 from truthlens.detector.types import DetectionInput
 from truthlens.detector.verdict import (
     MAX_SUPPORT_SENTENCES,
@@ -149,5 +149,5 @@ def signals(raw: Raw, roles: bool = True) -> Signals:
     facts = check_facts(item.answer, item.context, item.question, roles=roles) if item.answer.strip() else FactCheck(
         (), ()
     )
-    probs = fuse(discount_restated(raw.probs, raw.offsets, facts.restated), raw.offsets, facts.findings)
+    probs = fused(raw.probs, raw.offsets, facts)
     return signals_for(item, probs, raw.offsets, facts.findings, raw.support)

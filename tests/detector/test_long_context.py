@@ -62,12 +62,6 @@ def long_context(shipped_model_dir: Path) -> tuple[str, ...]:
     return tuple(passages)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap (README, Known limitations): beside ~20 same-template distractors the shipped model "
-    "scores the wrong year 0.52 in the evidence chunk, under its calibrated 0.65, so the non-default "
-    "max-over-chunks plan misses it; the default grounded rows score it 0.89 (next tests)",
-)
 async def test_wrong_fact_at_the_end_of_the_answer_is_flagged(long_context: tuple[str, ...]) -> None:
     # max across every (answer window x chunk) row: the plan that reads every chunk.
     detector = create_detector(DetectorSettings(provider="cpu", chunk_aggregation="max"))

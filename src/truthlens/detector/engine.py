@@ -25,7 +25,7 @@ from truthlens.detector.chunking import Plan, plan_rows
 from truthlens.detector.encoding import EncodedText, ModelRow, TextEncoder
 from truthlens.detector.explain import explained
 from truthlens.detector.facts import FactCheck, Finding, check_facts
-from truthlens.detector.fusion import discount_restated, fuse, label
+from truthlens.detector.fusion import fused, label
 from truthlens.detector.grounding import plan_grounded
 from truthlens.detector.manifest import ModelManifest
 from truthlens.detector.relevance import LexicalRelevance, Relevance
@@ -167,7 +167,7 @@ class DetectorEngine:
         score, spans = score_answer(scores.probs, scores.offsets, item.answer, self._rules)
         if self.verdict is not None:
             score = self.verdict.score(signals_for(item, scores.probs, scores.offsets, findings, support))
-        spans = await explained(label(spans, findings), findings, item)
+        spans = await explained(label(spans, findings, scores.probs, scores.offsets), findings, item)
         return Detection(
             status="detected" if score >= threshold else "clean",
             score=score,
@@ -187,8 +187,7 @@ class DetectorEngine:
     async def _fused_scores(self, item: DetectionInput) -> tuple[TokenScores, tuple[Finding, ...]]:
         # The fact check runs beside the model (a thread: regexes over a long context).
         scores, facts = await asyncio.gather(self._score_tokens(item), self._check_facts(item))
-        probs = discount_restated(scores.probs, scores.offsets, facts.restated)
-        return replace(scores, probs=fuse(probs, scores.offsets, facts.findings)), facts.findings
+        return replace(scores, probs=fused(scores.probs, scores.offsets, facts)), facts.findings
 
     async def _support(self, item: DetectionInput) -> tuple[float, float] | None:
         # The embedder pass costs about as much as the model on a short new context: only a

@@ -20,7 +20,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from truthlens.detector.facts import Finding
+from truthlens.detector.facts import FactCheck, Finding
+from truthlens.detector.facts.roles import clause_words
 from truthlens.detector.types import FactReason, Span
 
 REASON_WEIGHTS: Mapping[FactReason, float] = {
@@ -35,15 +36,25 @@ REASON_WEIGHTS: Mapping[FactReason, float] = {
 # ("1280" against "1,280"): the value is supported, so a flag there is the model reacting to
 # the formatting, the first-generation model's commonest false alarm on numbers.
 RESTATED_KEEP = 0.25
+# ... and inside a clause one context sentence states outright (:mod:`.facts.restatements`).
+RESTATED_CLAUSE_KEEP = 0.5
 
 
-def discount_restated(probs: np.ndarray, offsets: np.ndarray, restated: Sequence[tuple[int, int]]) -> np.ndarray:
-    """A copy of ``probs`` lowered inside values the fact check found stated in another format."""
-    if not restated:
+def fused(probs: np.ndarray, offsets: np.ndarray, facts: FactCheck) -> np.ndarray:
+    """The model's token probabilities with the fact check's evidence in: lowered inside what the
+    context states (another format, or a clause restated), then raised inside every finding."""
+    probs = discount(probs, offsets, facts.restated, RESTATED_KEEP)
+    probs = discount(probs, offsets, facts.restated_clauses, RESTATED_CLAUSE_KEEP)
+    return fuse(probs, offsets, facts.findings)
+
+
+def discount(probs: np.ndarray, offsets: np.ndarray, spans: Sequence[tuple[int, int]], keep: float) -> np.ndarray:
+    """A copy of ``probs`` multiplied by ``keep`` inside each of ``spans`` (answer characters)."""
+    if not spans:
         return probs
     lowered = probs.astype(np.float32, copy=True)
-    for start, end in restated:
-        lowered[_tokens_in(offsets, start, end)] *= np.float32(RESTATED_KEEP)
+    for start, end in spans:
+        lowered[_tokens_in(offsets, start, end)] *= np.float32(keep)
     return lowered
 
 
@@ -65,13 +76,54 @@ def fuse(probs: np.ndarray, offsets: np.ndarray, findings: Sequence[Finding]) ->
     return fused
 
 
-def label(spans: Sequence[Span], findings: Sequence[Finding]) -> tuple[Span, ...]:
-    """Each span with its reason: the weightiest finding it overlaps, else ``"model"``."""
-    out = []
+def label(
+    spans: Sequence[Span],
+    findings: Sequence[Finding],
+    probs: np.ndarray | None = None,
+    offsets: np.ndarray | None = None,
+) -> tuple[Span, ...]:
+    """Each span with its reason. The characters of a span that findings cover become a span of
+    their own with the weightiest finding's reason; the rest of it stays the model's (``"model"``)
+    in as many pieces as the findings leave. A reason then names exactly what it explains:
+    "Aldrin" is the name in another role, not the whole clause the model also flagged around it.
+    With ``probs``/``offsets`` (the fused token probabilities) each piece's ``prob`` is its own
+    tokens' highest; else it keeps its span's."""
+    out: list[Span] = []
     for span in spans:
         hits = [f for f in findings if f.start < span.end and span.start < f.end]
-        if hits:
-            strongest = max(hits, key=lambda f: REASON_WEIGHTS[f.reason])
-            span = replace(span, reason=strongest.reason)
-        out.append(span)
+        if not hits:
+            out.append(span)
+            continue
+        for start, end, inside in _pieces(span, hits):
+            piece = span.text[start - span.start : end - span.start]
+            lead = len(piece) - len(piece.lstrip(_EDGE))
+            piece = piece.strip(_EDGE)
+            if not inside and not (clause_words(piece) or any(c.isdigit() for c in piece)):
+                continue  # "and" or a comma between two findings is no claim of its own
+            start += lead
+            end = start + len(piece)
+            reason = max(inside, key=lambda f: REASON_WEIGHTS[f.reason]).reason if inside else "model"
+            prob = span.prob
+            if probs is not None and offsets is not None and (mask := _tokens_in(offsets, start, end)).any():
+                prob = float(probs[mask].max())
+            out.append(replace(span, start=start, end=end, text=piece, prob=prob, reason=reason))
     return tuple(out)
+
+
+_EDGE = " \t\n,;:.!?-–—\"'()"
+
+
+def _pieces(span: Span, hits: Sequence[Finding]) -> list[tuple[int, int, list[Finding]]]:
+    """``span`` cut at the edges of the findings it overlaps: (start, end, the findings covering it)."""
+    edges = (min(span.end, max(span.start, x)) for f in hits for x in (f.start, f.end))
+    cuts = sorted({span.start, span.end, *edges})
+    pieces: list[tuple[int, int, list[Finding]]] = []
+    for start, end in zip(cuts, cuts[1:], strict=False):
+        inside = [f for f in hits if f.start < end and start < f.end]
+        # Overlapping findings ("Lyon 1925" and its "1925") stay one span, with the weightier reason.
+        if pieces and any(f in pieces[-1][2] for f in inside):
+            first, _, before = pieces[-1]
+            pieces[-1] = (first, end, before + [f for f in inside if f not in before])
+        else:
+            pieces.append((start, end, inside))
+    return pieces

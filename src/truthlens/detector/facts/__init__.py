@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from truthlens.detector.facts.names import KnownNames, find_names, lower_case_words
 from truthlens.detector.facts.numbers import KnownNumbers, find_dates, find_quantities, find_times
 from truthlens.detector.facts.relations import ContextRelations, context_relations, contradicted_relations
+from truthlens.detector.facts.restatements import restated_clauses
 from truthlens.detector.facts.roles import ContextSentences, context_sentences, misattributed_names
 from truthlens.detector.types import FactReason
 
@@ -71,6 +72,9 @@ class FactCheck:
 
     findings: tuple[Finding, ...]
     restated: tuple[tuple[int, int], ...]
+    # Clauses one context sentence states outright (:mod:`.restatements`): a flag of the model
+    # there is weakened the same way.
+    restated_clauses: tuple[tuple[int, int], ...] = ()
 
 
 def unsupported_facts(answer: str, context: Sequence[str], question: str = "") -> tuple[Finding, ...]:
@@ -115,18 +119,19 @@ def check_facts(
     if roles:
         findings.extend(role_findings(answer, context, findings))
     findings.extend(relation_findings(answer, context, findings))
-    return FactCheck(tuple(sorted(findings, key=lambda f: (f.start, f.end))), tuple(restated))
+    return FactCheck(
+        tuple(sorted(findings, key=lambda f: (f.start, f.end))), tuple(restated),
+        restated_clauses(answer, _sentence_index(context)),
+    )
 
 
 def role_findings(answer: str, context: Sequence[str], found: Sequence[Finding]) -> list[Finding]:
     """Names of ``answer`` the context gives in another role, but for those inside a finding
     already in ``found`` (an unsupported name is that finding, not a role swap)."""
-    passages = tuple(context)
-    index = _sentences(passages) if sum(map(len, passages)) <= _CACHED_CHARS else context_sentences(passages)
     flagged = [(f.start, f.end) for f in found]
     return [
         Finding(m.start, m.end, m.text, "misattributed_entity")
-        for m in misattributed_names(answer, index)
+        for m in misattributed_names(answer, _sentence_index(context))
         if not _inside(m.start, m.end, flagged)
     ]
 
@@ -142,6 +147,11 @@ def relation_findings(answer: str, context: Sequence[str], found: Sequence[Findi
         for c in contradicted_relations(answer, index)
         if not any(s < c.end and c.start < e for s, e in taken)
     ]
+
+
+def _sentence_index(context: Sequence[str]) -> ContextSentences:
+    passages = tuple(context)
+    return _sentences(passages) if sum(map(len, passages)) <= _CACHED_CHARS else context_sentences(passages)
 
 
 def _read(source: str) -> tuple[KnownNumbers, KnownNames]:

@@ -106,7 +106,8 @@ def _content(text: str) -> list[str]:
     return words
 
 
-def _negated(text: str) -> bool:
+def is_negated(text: str) -> bool:
+    """Whether ``text`` says "not" ("never", "no", "n't", …; "not only" is no negation)."""
     words = [m.group(0).lower().replace("’", "'") for m in _WORD.finditer(text)]
     for i, w in enumerate(words):
         if w.endswith("n't") or (w in _NEGATIONS and not (w == "not" and words[i + 1 : i + 2] == ["only"])):
@@ -145,7 +146,7 @@ def _clauses(text: str) -> list[_Clause]:
             at = cut.end() if cut is not None else end
             if body.strip():
                 start = sentence.start() + part_start + len(body) - len(body.lstrip())
-                out.append(_Clause(frozenset(_content(body)), _negated(body), start, start + len(body.strip())))
+                out.append(_Clause(frozenset(_content(body)), is_negated(body), start, start + len(body.strip())))
     return out
 
 

@@ -30,9 +30,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from truthlens.detector.facts.names import Name, find_names, lower_case_words
+from truthlens.detector.facts.relations import is_negated
 
 _WORD = re.compile(r"[^\W\d_][\w'’]*")
 _CLAUSE_CUT = re.compile(r"[.!?;:]+\s+|\n+|,\s+|\s+(?:while|whereas|but|although|though)\s+", re.IGNORECASE)
+_NUMERAL = re.compile(r"\d[\d,]*(?:\.\d+)?")
 _SENTENCE_CUT = re.compile(r"(?<=[.!?])\s+|\n+")
 # A name right after a preposition is a place or an object ("landed on the Moon"), not the
 # clause's actor or the value it asserts; those are left to the model.
@@ -109,6 +111,22 @@ def _relation_words(text: str, names: Sequence[Name], offset: int) -> set[str]:
     return words
 
 
+def clause_words(text: str) -> set[str]:
+    """The content words of ``text`` as the role check compares them (stemmed, lower case, no stop
+    words or numbers), names included."""
+    return _relation_words(text, [], 0)
+
+
+def numerals(text: str) -> frozenset[str]:
+    """The numerals of ``text`` as digit strings, separators dropped ("1,280" and "1280" alike)."""
+    return frozenset(m.group(0).replace(",", "") for m in _NUMERAL.finditer(text))
+
+
+def clause_spans(answer: str) -> list[tuple[int, int]]:
+    """``answer``'s clauses as the role check reads them: (start, end) character offsets."""
+    return _spans(answer, _CLAUSE_CUT)
+
+
 def _spans(text: str, cut: re.Pattern[str]) -> list[tuple[int, int]]:
     out, start = [], 0
     for m in cut.finditer(text):
@@ -124,6 +142,8 @@ def _spans(text: str, cut: re.Pattern[str]) -> list[tuple[int, int]]:
 class _Sentence:
     words: set[str]
     names: tuple[frozenset[str], ...]
+    negated: bool = False
+    numbers: frozenset[str] = frozenset()  # its numerals, digits only ("1,280" -> "1280")
 
 
 def _mentions(sentence: _Sentence, name: Name) -> bool:
@@ -148,7 +168,9 @@ def context_sentences(context: Sequence[str]) -> ContextSentences:
         for start, end in _spans(passage, _SENTENCE_CUT):
             text = passage[start:end]
             names = find_names(text, frozenset(), skip_sentence_starts=False)
-            sentences.append(_Sentence(_relation_words(text, [], 0), tuple(frozenset(n.words) for n in names)))
+            sentences.append(_Sentence(
+                _relation_words(text, [], 0), tuple(frozenset(n.words) for n in names), is_negated(text), numerals(text)
+            ))
     lower = lower_case_words("\n".join(context))
     name_words = frozenset(w for s in sentences for name in s.names if len(name) > 1 for w in name if w not in lower)
     return ContextSentences(tuple(sentences), lower, name_words)

@@ -1,0 +1,48 @@
+"""Answer clauses that one context sentence states outright: every content word and numeral of
+the clause, its names included, in that one sentence, with the same polarity.
+
+"Australia's capital is Canberra." against "Canberra is the capital of Australia." says what the
+context says, in another order. Models trained on short QA answers learn to flag the subject
+of a short answer whatever the context says (the run-6 candidate scores "Australia's capital"
+0.8 there, training/README.md), a false alarm on exactly the answers a reader checks first.
+Inside such a clause the engine lowers the model's token probabilities
+(:data:`truthlens.detector.fusion.RESTATED_CLAUSE_KEEP`), as it does inside a number the
+context writes another way.
+
+What it does not excuse: a fact the context never states (a number, date or name of the clause
+that the fact check cannot find is still raised after the discount), a number the sentence does
+not give (the year of "X opened in 1987" against "X opened in 1909" may be stated for some other
+company elsewhere in a long context, where the number check cannot object), a reversed comparison or a
+flipped negation (those are findings too, and a clause that drops a "not" is not restated), and
+a name given another role (its clause lacks the evidence sentence's name, so it is not
+restated). What it does excuse that it should not: two names swapped *within* one sentence's
+relation ("Aldrin followed Armstrong" against "Armstrong followed Aldrin") has the same words;
+the model alone is left to judge those, and it is weakened there.
+"""
+
+from __future__ import annotations
+
+from truthlens.detector.facts.relations import is_negated
+from truthlens.detector.facts.roles import ContextSentences, clause_spans, clause_words, numerals
+
+# Clauses with fewer content words say too little to be "the same statement" (a bare "Canberra
+# is" restates any sentence that names Canberra).
+MIN_CLAUSE_WORDS = 3
+_TRAILING = " \t\n.!?;:,"
+
+
+def restated_clauses(answer: str, index: ContextSentences) -> tuple[tuple[int, int], ...]:
+    """(start, end) of each clause of ``answer`` one context sentence states outright."""
+    out = []
+    for start, end in clause_spans(answer):
+        clause = answer[start:end]
+        words = clause_words(clause)
+        if len(words) < MIN_CLAUSE_WORDS:
+            continue
+        negated, numbers = is_negated(clause), numerals(clause)
+        if any(
+            words <= s.words and numbers <= s.numbers and s.negated == negated for s in index.sentences
+        ):
+            lead = len(clause) - len(clause.lstrip())
+            out.append((start + lead, start + len(clause.rstrip(_TRAILING))))
+    return tuple(out)

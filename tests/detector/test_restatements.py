@@ -1,0 +1,73 @@
+"""Clauses one context sentence states outright (:mod:`truthlens.detector.facts.restatements`),
+where the engine weakens the model's flags, and what that never excuses.
+
+Pure functions on text, no model; the last test runs the fusion on fixed token probabilities.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from truthlens.detector.facts import check_facts
+from truthlens.detector.facts.restatements import restated_clauses
+from truthlens.detector.facts.roles import context_sentences
+from truthlens.detector.fusion import RESTATED_CLAUSE_KEEP, fused
+
+AUSTRALIA = "Canberra is the capital of Australia. Sydney is the largest city in Australia."
+LABEL = "The drug is not approved for use in children under 12. Patients should take each dose with food."
+
+
+def restated(answer: str, context: str) -> list[str]:
+    return [answer[s:e] for s, e in restated_clauses(answer, context_sentences([context]))]
+
+
+def test_a_clause_in_another_word_order_is_restated() -> None:
+    assert restated("Australia's capital is Canberra.", AUSTRALIA) == ["Australia's capital is Canberra"]
+
+
+@pytest.mark.parametrize(
+    ("answer", "context"),
+    [
+        ("Australia's capital is Sydney.", AUSTRALIA),  # a name from another sentence: a role swap
+        ("The drug is approved for use in children under 12.", LABEL),  # the "not" dropped
+        ("The capital of Australia is a planned city.", AUSTRALIA),  # says more than the sentence
+        ("Canberra is.", AUSTRALIA),  # too little to be a statement
+        # Another year than the sentence's (the number check may find 1987 elsewhere in a long context).
+        ("Solmarlux Logistics opened for business in 1987.", "Solmarlux Logistics opened for business in 1909."),
+    ],
+)
+def test_what_is_not_a_restatement(answer: str, context: str) -> None:
+    assert restated(answer, context) == []
+
+
+def test_each_clause_is_judged_on_its_own() -> None:
+    # "Canberra is the capital" has two content words: too few; the second clause restates.
+    answer = "Canberra is the capital; Sydney is the largest city in Australia."
+    assert restated(answer, AUSTRALIA) == ["Sydney is the largest city in Australia"]
+
+
+def test_a_number_written_another_way_is_the_same_number() -> None:
+    context = "The Eiffel Tower is 1,280 feet tall with its antennas."
+    assert restated("The Eiffel Tower is 1280 feet tall.", context) == ["The Eiffel Tower is 1280 feet tall"]
+
+
+def test_the_negated_restatement_of_a_negated_sentence_is_restated() -> None:
+    assert restated("No, the drug is not approved for use in children under 12.", LABEL) == [
+        "the drug is not approved for use in children under 12"
+    ]
+
+
+def test_the_discount_lowers_the_model_there_and_findings_still_win() -> None:
+    answer = "Australia's capital is Canberra, founded in 1913."
+    context = ("Canberra is the capital of Australia. It was founded in 1908.",)
+    facts = check_facts(answer, context, "")
+    assert [answer[s:e] for s, e in facts.restated_clauses] == ["Australia's capital is Canberra"]
+    # Tokens: "Australia's" "capital" "is" "Canberra" "," "founded" "in" "1913" "."
+    offsets = np.array([[0, 11], [12, 19], [20, 22], [23, 31], [31, 32], [33, 40], [41, 43], [44, 48], [48, 49]])
+    probs = np.full(len(offsets), 0.8, dtype=np.float32)
+    out = fused(probs, offsets, facts)
+    assert out[:4] == pytest.approx([0.8 * RESTATED_CLAUSE_KEEP] * 4)
+    assert out[5] == pytest.approx(0.8)  # outside the clause: the model's own
+    assert out[7] > 0.9  # the year the context never states is raised as before
+    assert probs[0] == pytest.approx(0.8)  # a copy
