@@ -85,6 +85,11 @@ def test_a_finding_inside_a_longer_model_span_is_its_own_span() -> None:
     connective = Span(0, 20, "Lyon and 1925 Paris", 0.9)
     found = [Finding(0, 4, "Lyon", "unsupported_entity"), Finding(9, 13, "1925", "unsupported_date")]
     assert [s.text for s in label([connective], found)] == ["Lyon", "1925", "Paris"]
+    # A finding's characters are kept as they are; only the model's rest is trimmed.
+    built = "It was built in the U.S. by Acme"
+    us = [Finding(20, 24, "U.S.", "unsupported_entity")]
+    assert [(s.text, s.reason) for s in label([Span(16, 32, built[16:32], 0.9)], us)] == [
+        ("U.S.", "unsupported_entity"), ("by Acme", "model")]
 
 
 async def test_a_fact_the_model_misses_becomes_a_span_with_its_reason(tiny_model_dir: Path) -> None:

@@ -96,12 +96,15 @@ def label(
             continue
         for start, end, inside in _pieces(span, hits):
             piece = span.text[start - span.start : end - span.start]
-            lead = len(piece) - len(piece.lstrip(_EDGE))
-            piece = piece.strip(_EDGE)
-            if not inside and not (clause_words(piece) or any(c.isdigit() for c in piece)):
-                continue  # "and" or a comma between two findings is no claim of its own
-            start += lead
-            end = start + len(piece)
+            if not inside:
+                # The model's rest of the span, trimmed of the spaces and punctuation around the
+                # findings ("U.S." keeps its dot: a finding's characters are kept as they are).
+                lead = len(piece) - len(piece.lstrip(_EDGE))
+                piece = piece.strip(_EDGE)
+                if not (clause_words(piece) or any(c.isdigit() for c in piece)):
+                    continue  # "and" or a comma between two findings is no claim of its own
+                start += lead
+                end = start + len(piece)
             reason = max(inside, key=lambda f: REASON_WEIGHTS[f.reason]).reason if inside else "model"
             prob = span.prob
             if probs is not None and offsets is not None and (mask := _tokens_in(offsets, start, end)).any():

@@ -142,8 +142,8 @@ def _spans(text: str, cut: re.Pattern[str]) -> list[tuple[int, int]]:
 class _Sentence:
     words: set[str]
     names: tuple[frozenset[str], ...]
-    negated: bool = False
-    numbers: frozenset[str] = frozenset()  # its numerals, digits only ("1,280" -> "1280")
+    negated: bool
+    numbers: frozenset[str]  # its numerals, digits only ("1,280" -> "1280")
 
 
 def _mentions(sentence: _Sentence, name: Name) -> bool:
