@@ -40,6 +40,8 @@ DECISIONS = [
     decision("slow", route_header="slow", budgets={"detection_ms": 0.001, "total_ms": 1000}),
     decision("silent", route_header="silent", actions=[]),
     decision("off", route_header="off", enabled=False),
+    decision("limited", route_header="limited", streaming="passthrough", max_body_bytes=600,
+             actions=["header", "body"]),
     decision("chat", priority=10, actions=["header", "body"], streaming="passthrough"),
 ]
 
@@ -447,6 +449,24 @@ async def test_passthrough_forwards_every_event_and_adds_the_verdict_before_done
     warning, verdict = events[0], events[1]
     assert warning["choices"][0]["delta"]["content"].strip().startswith("⚠️ Warning")
     assert verdict["choices"] == [] and verdict["truthlens"]["status"] == "detected"
+
+
+@pytest.mark.parametrize("first", [100, 550])
+async def test_a_stream_whose_last_chunk_crosses_the_limit_is_too_large_wherever_it_was_cut(
+    channel: grpc.aio.Channel, first: int
+) -> None:
+    # The chunk that crosses the route's limit also ends the answer: it is not read, so the
+    # verdict does not depend on where Envoy cut the stream (it once did: checked or too_large).
+    upstream = sse_stream(GROUNDED)
+    assert first < 600 < len(upstream)
+    chunks = [upstream[:first], upstream[first:]]
+    replies = await _stream(channel, chunks, route="limited")
+    out = released(replies[3:], [*chunks, b""])
+    done = b"data: [DONE]\n\n"
+    before = upstream[: -len(done)]
+    assert out.startswith(before) and out.endswith(done)  # every upstream byte, unchanged, in order
+    (verdict,) = parse_sse(out[len(before) : -len(done)])
+    assert (verdict["truthlens"]["status"], verdict["truthlens"]["reason"]) == ("unavailable", "too_large")
 
 
 async def _held(channel: grpc.aio.Channel, upstream: bytes, route: str = "hold") -> list[pb.ProcessingResponse]:

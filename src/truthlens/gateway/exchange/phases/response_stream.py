@@ -52,21 +52,25 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
         released = give_up(state, st, checked, rt, "too_large", "the stream is over the route's max_body_bytes")
         return _reply(st, chunk.body, released)
     st.pending += chunk.body
+    # A passthrough stream is read (and its answer kept) only up to the route's limit: the chunk
+    # that crosses it is not read either, even when it ends the answer, so whether a stream over
+    # the limit is checked never depends on where Envoy cut its chunks.
+    over = st.received > checked.route.max_body_bytes
     out = bytearray()
     try:
         events = _feed(st, chunk.body, chunk.end_of_stream)
     except sse.SSEError as exc:
         return _reply(st, chunk.body, give_up(state, st, checked, rt, exc.reason, str(exc)))
     try:
-        await _consume(state, st, checked, rt, events, out, chunk.end_of_stream)
+        if not over:
+            await _consume(state, st, checked, rt, events, out, chunk.end_of_stream)
     except Exception:
         # A bug: hand what was built back to ``pending`` so the service's fallback releases
         # every byte in order.
         st.pending[:0] = out
         raise
-    if not st.finished and st.received > checked.route.max_body_bytes:
-        # A passthrough stream is read (and its answer kept) only up to the route's limit: the
-        # rest flows unchanged, marked unavailable. The verdict goes after the last whole event.
+    if not st.finished and over:
+        # The rest flows unchanged, marked unavailable. The verdict goes after the last whole event.
         tail = st.decoder.drain()
         del st.pending[len(st.pending) - len(tail) :]
         out += give_up(state, st, checked, rt, "too_large",
