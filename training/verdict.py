@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from training.compare import OutOfFold
 from training.corpus import halueval, ragtruth
 from training.evaluate import auroc
 from training.verdict_data import HUMAN_DEV_SETS, Raw, development_sets, load_or_score, signals
@@ -191,6 +192,11 @@ def report(
     return out
 
 
+def _digest(raw: Raw) -> str:
+    item = raw.case.item
+    return hashlib.sha1("\x00".join([*item.context, item.question or "", item.answer]).encode()).hexdigest()[:16]
+
+
 def _command(args: argparse.Namespace) -> str:
     """The command that refits this verdict: the options that shape the fit, as given."""
     parts = ["python -m training.verdict"]
@@ -219,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--support", action="store_true",
                         help="also fit the embedder's support features (serving then runs the embedder pass)")
     parser.add_argument("--write", action="store_true", help="store the verdict in the model's manifest.json")
+    parser.add_argument("--save-oof", type=Path, default=None,
+                        help="store the dev answers' out-of-fold scores here (.npz) for python -m training.compare")
     args = parser.parse_args(argv)
     if not ragtruth.available(args.ragtruth):
         parser.error(f"RAGTruth files not in {args.ragtruth}: run python -m training.corpus.ragtruth --faithjudge DIR")
@@ -269,6 +277,11 @@ def main(argv: list[str] | None = None) -> int:
           f"{' (with ' + ', '.join(HUMAN_DEV_SETS) + ')' if args.human_dev else ''}\n")
     at_choice = report("dev parts, out-of-fold, at the chosen operating points (route threshold 0.5)",
                        shifted[is_dev], y[is_dev], list(labels[is_dev]), 0.0)
+    if args.save_oof is not None:
+        dev_answers = [r for (_, r), dev in zip(answers, is_dev, strict=True) if dev]
+        OutOfFold(labels[is_dev], y[is_dev] == 1, shifted[is_dev], np.array([_digest(r) for r in dev_answers])).save(
+            args.save_oof)
+        print(f"out-of-fold scores -> {args.save_oof}\n")
     print("route threshold -> faithful answers flagged / recall (dev parts, out-of-fold)")
     trade: dict[str, dict[str, float]] = {}
     for t in ROUTE_THRESHOLDS:
