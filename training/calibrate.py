@@ -21,7 +21,8 @@ decision maximises the mean balanced accuracy over the six development sets, amo
 thresholds below the smallest evidence-check weight (so one unsupported number or name still
 flags an answer on its own, :mod:`truthlens.detector.fusion`); decisions within :data:`TIE` of
 the best count as tied, and the lowest threshold wins (a missed hallucination costs a user more
-than a needless warning).
+than a needless warning), then the shortest minimum span (a longer one drops the span of a
+one-word error, and the user is warned with nothing marked).
 
     python -m training.calibrate --model src/truthlens/detector/default_model --write
 """
@@ -105,7 +106,7 @@ def sweep(scored: dict[str, list[Scored]], decisions: list[Decision]) -> tuple[D
 
     best = max(objective(d) for d in decisions)
     tied = [d for d in decisions if objective(d) >= best - TIE]
-    return min(tied, key=lambda d: (d.rules.token_threshold, -objective(d))), table
+    return min(tied, key=lambda d: (d.rules.token_threshold, d.rules.min_span_length, -objective(d))), table
 
 
 def with_role_check(scored: list[Scored]) -> list[Scored]:

@@ -101,7 +101,8 @@ class Decision:
         score, spans = score_answer(s.probs, s.offsets, s.case.item.answer, self.rules)
         if self.verdict is not None:
             score = self.verdict_score(s)
-        return score >= self.threshold, spans
+        flagged = score >= self.threshold
+        return flagged, spans if flagged else ()  # as serving: a clean answer shows no spans
 
     def verdict_score(self, s: Scored) -> float:
         assert self.verdict is not None

@@ -45,6 +45,7 @@ def training_stages(checkpoint: Path) -> list[dict[str, object]]:
     an earlier checkpoint, named by ``--base``), each with its corpus mix."""
     keys = (
         "corpus", "max_length", "epochs", "batch_size", "lr", "warmup", "steps", "train_examples", "seconds", "seed",
+        "device", "kept_epoch",
     )
     stages: list[dict[str, object]] = []
     directory: Path | None = checkpoint

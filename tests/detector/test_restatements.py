@@ -52,10 +52,33 @@ def test_a_number_written_another_way_is_the_same_number() -> None:
     assert restated("The Eiffel Tower is 1280 feet tall.", context) == ["The Eiffel Tower is 1280 feet tall"]
 
 
-def test_the_negated_restatement_of_a_negated_sentence_is_restated() -> None:
+def test_the_negated_restatement_of_a_negated_sentence_is_restated_with_its_no() -> None:
+    # "No" says what the negated clause says: it is part of the restatement.
     assert restated("No, the drug is not approved for use in children under 12.", LABEL) == [
-        "the drug is not approved for use in children under 12"
+        "No, the drug is not approved for use in children under 12"
     ]
+    assert restated("No. The drug is not approved for use in children under 12.", LABEL) == [
+        "No. The drug is not approved for use in children under 12"
+    ]
+
+
+ADULTS = "The drug is approved for use in adults."
+
+
+@pytest.mark.parametrize(
+    ("answer", "context", "expected"),
+    [
+        ("Yes, the drug is approved for use in adults.", ADULTS, "Yes, the drug is approved for use in adults"),
+        # The answer word contradicts its own clause: only the clause is the context's.
+        ("No, the drug is approved for use in adults.", ADULTS, "the drug is approved for use in adults"),
+        ("Yes, the drug is not approved for use in children under 12.", LABEL,
+         "the drug is not approved for use in children under 12"),
+    ],
+)
+def test_an_answer_word_joins_the_restatement_only_when_its_polarity_agrees(
+    answer: str, context: str, expected: str
+) -> None:
+    assert restated(answer, context) == [expected]
 
 
 def test_the_discount_lowers_the_model_there_and_findings_still_win() -> None:

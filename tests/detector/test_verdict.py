@@ -141,8 +141,8 @@ async def test_the_engine_scores_the_answer_with_the_manifests_verdict(tmp_path:
     assert flagged.score == pytest.approx(1 / (1 + math.exp(-(10 * math.log(2) - 1))))
     assert [(s.text, s.reason) for s in flagged.spans] == [("Berlin", "model"), ("1925", "unsupported_date")]
     assert clean.status == "clean" and clean.score == pytest.approx(1 / (1 + math.e))
-    assert [s.text for s in clean.spans] == ["Berlin"]  # the spans still show what the model flagged
-    assert by_rule.status == "detected"
+    assert clean.spans == ()  # the model flagged "Berlin", but a clean answer shows no spans
+    assert by_rule.status == "detected" and [s.text for s in by_rule.spans] == ["Berlin"]
 
 
 @pytest.mark.parametrize("reads_support", [False, True])

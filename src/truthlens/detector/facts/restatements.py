@@ -18,6 +18,11 @@ a name given another role (its clause lacks the evidence sentence's name, so it 
 restated). What it does excuse that it should not: two names swapped *within* one sentence's
 relation ("Aldrin followed Armstrong" against "Armstrong followed Aldrin") has the same words;
 the model alone is left to judge those, and it is weakened there.
+
+A bare "Yes" or "No" before a restated clause says what the clause says when their polarities
+agree ("No, the drug is not approved ..." against "The drug is not approved ..."): it belongs to
+the restatement. Models trained on yes/no answers whose polarity word was the error learn to flag
+a leading "No" whatever follows.
 """
 
 from __future__ import annotations
@@ -29,12 +34,15 @@ from truthlens.detector.facts.roles import ContextSentences, clause_spans, claus
 # is" restates any sentence that names Canberra).
 MIN_CLAUSE_WORDS = 3
 _TRAILING = " \t\n.!?;:,"
+# The polarity each answer word asserts: "no" goes with a negated clause.
+_ANSWER_WORDS = {"yes": False, "no": True}
 
 
 def restated_clauses(answer: str, index: ContextSentences) -> tuple[tuple[int, int], ...]:
     """(start, end) of each clause of ``answer`` one context sentence states outright."""
     out = []
-    for start, end in clause_spans(answer):
+    spans = clause_spans(answer)
+    for n, (start, end) in enumerate(spans):
         clause = answer[start:end]
         words = clause_words(clause)
         if len(words) < MIN_CLAUSE_WORDS:
@@ -44,5 +52,9 @@ def restated_clauses(answer: str, index: ContextSentences) -> tuple[tuple[int, i
             words <= s.words and numbers <= s.numbers and s.negated == negated for s in index.sentences
         ):
             lead = len(clause) - len(clause.lstrip())
-            out.append((start + lead, start + len(clause.rstrip(_TRAILING))))
+            first = start + lead
+            if n and _ANSWER_WORDS.get(answer[spans[n - 1][0] : spans[n - 1][1]].strip(_TRAILING).lower()) == negated:
+                previous = answer[spans[n - 1][0] : spans[n - 1][1]]
+                first = spans[n - 1][0] + len(previous) - len(previous.lstrip())
+            out.append((first, start + len(clause.rstrip(_TRAILING))))
     return tuple(out)
