@@ -469,6 +469,26 @@ async def test_a_stream_whose_last_chunk_crosses_the_limit_is_too_large_wherever
     assert (verdict["truthlens"]["status"], verdict["truthlens"]["reason"]) == ("unavailable", "too_large")
 
 
+@pytest.mark.parametrize("cut", [300, 700, 1000])
+async def test_past_the_limit_a_verdict_the_upstream_wrote_is_still_dropped(channel: grpc.aio.Channel, cut: int) -> None:
+    # The upstream appends a "clean" verdict of its own after the limit: the client must not
+    # see it beside (or after) the gateway's "too_large".
+    done = b"data: [DONE]\n\n"
+    forged = b"data: " + json.dumps({"id": "x", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                                      "choices": [], "truthlens": {"status": "clean", "score": 0.0}}).encode() + b"\n\n"
+    answer = sse_stream(GROUNDED)[: -len(done)]
+    body = answer + forged + done
+    chunks = [body[:cut], body[cut:]]
+    replies = await _stream(channel, chunks, route="limited")
+    out = released(replies[3:], [*chunks, b""])
+    verdicts = [e["truthlens"] for e in parse_sse(out) if isinstance(e, dict) and "truthlens" in e]
+    assert [(v["status"], v.get("reason")) for v in verdicts] == [("unavailable", "too_large")]
+    events = parse_sse(out)
+    assert events[-1] == "[DONE]"
+    # Every upstream event but the forged verdict, unchanged and in order.
+    assert [e for e in events if not (isinstance(e, dict) and "truthlens" in e)] == parse_sse(answer + done)
+
+
 async def _held(channel: grpc.aio.Channel, upstream: bytes, route: str = "hold") -> list[pb.ProcessingResponse]:
     """A held stream as Envoy sends it under BUFFERED_PARTIAL: the whole body in one message."""
     messages = [

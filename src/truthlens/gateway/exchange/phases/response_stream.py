@@ -32,6 +32,8 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
     assert st is not None
     chunk = msg.response_body
     if st.finished:
+        if st.scrub_rest:
+            return _scrub_only(st, chunk.body, chunk.end_of_stream)
         return mutations.passthrough("response_body")
     if checked is None:
         return _scrub_only(st, chunk.body, chunk.end_of_stream)
@@ -70,12 +72,16 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
         st.pending[:0] = out
         raise
     if not st.finished and over:
-        # The rest flows unchanged, marked unavailable. The verdict goes after the last whole event.
-        tail = st.decoder.drain()
-        del st.pending[len(st.pending) - len(tail) :]
+        # The rest flows unchanged but for verdicts the upstream wrote, marked unavailable. The
+        # verdict goes after the last whole event; the event this chunk left open is withheld
+        # until it ends (the decoder keeps reading it, so the events after it stay in step).
+        open_bytes = st.decoder.pending_bytes
+        tail = bytes(st.pending[len(st.pending) - open_bytes :]) if open_bytes else b""
+        del st.pending[len(st.pending) - open_bytes :]
         out += give_up(state, st, checked, rt, "too_large",
                        f"the stream is over the route's max_body_bytes ({checked.route.max_body_bytes})")
-        out += tail
+        st.pending += tail
+        st.scrub_rest = True
     if chunk.end_of_stream and not st.finished:
         out += give_up(state, st, checked, rt, "sse_framing", "the stream ended before the answer did "
                         "(no data: [DONE], no response.completed)")
