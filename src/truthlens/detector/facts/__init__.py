@@ -116,22 +116,29 @@ def check_facts(
             continue
         if not names.supports(name):
             findings.append(Finding(name.start, name.end, answer[name.start : name.end], "unsupported_entity"))
+    # One sentence index for the role check and the restatements (built twice, a context over
+    # the cache's size would be read twice).
+    sentences = _sentence_index(context)
     if roles:
-        findings.extend(role_findings(answer, context, findings))
+        findings.extend(_role_findings(answer, sentences, findings))
     findings.extend(relation_findings(answer, context, findings))
     return FactCheck(
         tuple(sorted(findings, key=lambda f: (f.start, f.end))), tuple(restated),
-        restated_clauses(answer, _sentence_index(context)),
+        restated_clauses(answer, sentences),
     )
 
 
 def role_findings(answer: str, context: Sequence[str], found: Sequence[Finding]) -> list[Finding]:
     """Names of ``answer`` the context gives in another role, but for those inside a finding
     already in ``found`` (an unsupported name is that finding, not a role swap)."""
+    return _role_findings(answer, _sentence_index(context), found)
+
+
+def _role_findings(answer: str, sentences: ContextSentences, found: Sequence[Finding]) -> list[Finding]:
     flagged = [(f.start, f.end) for f in found]
     return [
         Finding(m.start, m.end, m.text, "misattributed_entity")
-        for m in misattributed_names(answer, _sentence_index(context))
+        for m in misattributed_names(answer, sentences)
         if not _inside(m.start, m.end, flagged)
     ]
 

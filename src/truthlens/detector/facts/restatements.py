@@ -51,10 +51,11 @@ def restated_clauses(answer: str, index: ContextSentences) -> tuple[tuple[int, i
         if any(
             words <= s.words and numbers <= s.numbers and s.negated == negated for s in index.sentences
         ):
-            lead = len(clause) - len(clause.lstrip())
-            first = start + lead
-            if n and _ANSWER_WORDS.get(answer[spans[n - 1][0] : spans[n - 1][1]].strip(_TRAILING).lower()) == negated:
-                previous = answer[spans[n - 1][0] : spans[n - 1][1]]
-                first = spans[n - 1][0] + len(previous) - len(previous.lstrip())
+            first = start + len(clause) - len(clause.lstrip())
+            if n:
+                before_start, before_end = spans[n - 1]
+                before = answer[before_start:before_end]
+                if _ANSWER_WORDS.get(before.strip(_TRAILING).lower()) == negated:
+                    first = before_start + len(before) - len(before.lstrip())
             out.append((first, start + len(clause.rstrip(_TRAILING))))
     return tuple(out)
