@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from training.evaluate import auroc
+
 RESAMPLES = 2000
 SEED = 7
 
@@ -48,24 +50,14 @@ class OutOfFold:
             return cls(f["sets"], f["hallucinated"], f["log_odds"], f["answers"])
 
 
-def auroc(scores: np.ndarray, truth: np.ndarray) -> float:
-    """Mann–Whitney AUROC with tied ranks averaged (vectorised: the bootstrap calls it thousands
-    of times); NaN without both classes."""
-    pos, neg = int(truth.sum()), int((~truth).sum())
-    if not pos or not neg:
-        return math.nan
-    _, inverse, counts = np.unique(scores, return_inverse=True, return_counts=True)
-    ranks = (np.cumsum(counts) - (counts - 1) / 2)[inverse]
-    return float((ranks[truth].sum() - pos * (pos + 1) / 2) / (pos * neg))
-
-
 def metrics(truth: np.ndarray, log_odds: np.ndarray) -> np.ndarray:
     """AUROC, balanced accuracy and faithful answers flagged at the operating point (NaN where
     the answers lack a class)."""
     flagged = log_odds >= 0.0
     recall = float(flagged[truth].mean()) if truth.any() else math.nan
     false_alarms = float(flagged[~truth].mean()) if (~truth).any() else math.nan
-    return np.array([auroc(log_odds, truth), (recall + 1 - false_alarms) / 2, false_alarms])
+    ranking = auroc(log_odds, truth) if truth.any() and (~truth).any() else math.nan
+    return np.array([ranking, (recall + 1 - false_alarms) / 2, false_alarms])
 
 
 def groups(sets: np.ndarray) -> dict[str, np.ndarray]:

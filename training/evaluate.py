@@ -55,16 +55,9 @@ def auroc(scores: Sequence[float], truth: Sequence[bool]) -> float:
     pos, neg = int(labels.sum()), int((~labels).sum())
     if not pos or not neg:
         return 0.5
-    order = np.argsort(values, kind="mergesort")
-    ranks = np.empty(len(values), dtype=np.float64)
-    sorted_values = values[order]
-    i = 0
-    while i < len(values):
-        j = i
-        while j + 1 < len(values) and sorted_values[j + 1] == sorted_values[i]:
-            j += 1
-        ranks[order[i : j + 1]] = (i + j) / 2 + 1
-        i = j + 1
+    # Each distinct value's rank is the mean of the ranks its ties occupy.
+    _, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
+    ranks = (np.cumsum(counts) - (counts - 1) / 2)[inverse]
     return float((ranks[labels].sum() - pos * (pos + 1) / 2) / (pos * neg))
 
 

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from training.compare import OutOfFold
+from training.compare import OutOfFold, groups
 from training.corpus import halueval, ragtruth
 from training.evaluate import auroc
 from training.verdict_data import HUMAN_DEV_SETS, Raw, development_sets, load_or_score, signals
@@ -171,11 +171,8 @@ def report(
     out: dict[str, dict[str, float]] = {}
     print(title)
     print(f"{'set':<32} {'n':>5} {'AUROC':>6} {'bAcc':>6} {'recall':>6} {'FA':>6} {'F1':>6}")
-    groups = {name: labels == name for name in dict.fromkeys(sets)}
-    for family in ("ragtruth", "halueval"):
-        groups[f"{family} pooled"] = np.char.startswith(labels.astype(str), family)
-    for name, mask in groups.items():
-        yy, ss = y[mask], scores[mask]
+    for name, members in groups(labels).items():
+        yy, ss = y[members], scores[members]
         flagged = ss >= cut
         tp, fp = int((flagged & (yy == 1)).sum()), int((flagged & (yy == 0)).sum())
         pos, neg = int((yy == 1).sum()), int((yy == 0).sum())
@@ -183,7 +180,7 @@ def report(
         fa = fp / neg if neg else 0.0
         precision = tp / (tp + fp) if tp + fp else 0.0
         f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-        row = {"n": int(mask.sum()), "auroc": auroc(list(ss), list(yy == 1)),
+        row = {"n": len(members), "auroc": auroc(list(ss), list(yy == 1)),
                "balanced_accuracy": (recall + 1 - fa) / 2, "recall": recall, "false_alarms": fa, "f1": f1}
         out[name] = {k: round(v, 4) if isinstance(v, float) else v for k, v in row.items()}
         print(f"{name:<32} {row['n']:>5} {row['auroc']:>6.3f} {row['balanced_accuracy']:>6.3f} {recall:>6.3f} "
