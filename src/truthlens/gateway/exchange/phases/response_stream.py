@@ -71,7 +71,7 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
         # every byte in order.
         st.pending[:0] = out
         raise
-    if not st.finished and over:
+    if over:
         # The rest flows unchanged but for verdicts the upstream wrote, marked unavailable. The
         # verdict goes after the last whole event; the event this chunk left open is withheld
         # until it ends (the decoder keeps reading it, so the events after it stay in step).
@@ -222,6 +222,10 @@ def _scrub_only(st: StreamedResponse, body: bytes, end_of_stream: bool) -> pb.Pr
     try:
         events = _feed(st, body, end_of_stream)
     except sse.SSEError:
+        # Stop looking for good: past a route's limit too (``scrub_rest``), where the decoder
+        # would otherwise keep every later byte of an event that never ends.
+        st.scrub_rest = False
+        st.decoder.drain()
         return _reply(st, body, release_pending(st))
     out = b"".join(e.raw for e in events)
     del st.pending[: len(out)]
