@@ -130,9 +130,13 @@ async def _consume(
         st.pending.clear()
         out += replacement
     if st.finished:
-        # Whatever follows the end of the answer is not part of it: it flows unchanged from here on.
-        out += st.pending
-        st.pending.clear()
+        # Whatever follows the end of the answer is not part of it and flows on unchanged, but for
+        # a verdict the upstream wrote (a client that reads past ``[DONE]`` must not find a
+        # "clean" the gateway never gave). The event left open is withheld until it ends.
+        open_bytes = st.decoder.pending_bytes
+        out += st.pending[: len(st.pending) - open_bytes]
+        del st.pending[: len(st.pending) - open_bytes]
+        st.scrub_rest = True
 
 
 async def _finish(

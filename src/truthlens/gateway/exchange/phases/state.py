@@ -78,8 +78,8 @@ class StreamedResponse:
     done_seen: bool = False
     tail_open: bool = False  # the last bytes released end inside an event (no blank line yet)
     finished: bool = False
-    # Past the route's limit: the rest is not read for the answer, but a verdict the upstream
-    # wrote is still dropped (the verdict is the gateway's alone).
+    # Past the route's limit, or past the end of the answer: the rest is not read for the answer,
+    # but a verdict the upstream wrote is still dropped (the verdict is the gateway's alone).
     scrub_rest: bool = False
     broken: str | None = None  # reason the events could not be understood
 
