@@ -75,11 +75,11 @@ def dev_answers(corpus: Path, builder: Callable[[], RowBuilder], cache: Path, ma
 
 def dev_scores(model: Any, answers: list[DevAnswer], pad_id: int, device: torch.device) -> dict[str, float]:
     """AUROC per dev set of each answer's highest token probability, and their mean (``"mean"``)."""
-    was_training = model.training
-    model.eval()
-    with torch.no_grad():
-        peak = _peaks(model, answers, pad_id, device)
-    model.train(was_training)
+    return scores_by_group(answers, dev_peaks(model, answers, pad_id, device))
+
+
+def scores_by_group(answers: list[DevAnswer], peak: np.ndarray) -> dict[str, float]:
+    """AUROC of ``peak`` per dev set (sets with one class only are skipped), and their mean."""
     scores: dict[str, float] = {}
     for group in sorted({a.group for a in answers}):
         members = [i for i, a in enumerate(answers) if a.group == group]
@@ -91,16 +91,38 @@ def dev_scores(model: Any, answers: list[DevAnswer], pad_id: int, device: torch.
     return scores
 
 
-def _peaks(model: Any, answers: list[DevAnswer], pad_id: int, device: torch.device) -> np.ndarray:
+def dev_peaks(model: Any, answers: list[DevAnswer], pad_id: int, device: torch.device) -> np.ndarray:
     """Each answer's highest P(hallucinated) over the tokens its rows read."""
-    flat = [(i, row) for i, answer in enumerate(answers) for row in answer.rows]
-    flat.sort(key=lambda item: len(item[1].input_ids))  # little padding
-    peak = np.zeros(len(answers))
-    for start in range(0, len(flat), BATCH):
-        chunk = flat[start : start + BATCH]
-        batch = collate([row for _, row in chunk], pad_id, device)
-        read = batch.pop("labels") != IGNORE  # the answer tokens serving reads from each row
-        probs = torch.softmax(model(**batch).logits.float(), dim=-1)[..., 1].masked_fill(~read, 0.0)
-        for j, value in enumerate(probs.amax(dim=1).cpu().tolist()):
-            peak[chunk[j][0]] = max(peak[chunk[j][0]], value)
+    rows = [row for answer in answers for row in answer.rows]
+    owners = [i for i, answer in enumerate(answers) for _ in answer.rows]
+
+    def probabilities(indices: list[int]) -> torch.Tensor:
+        batch = collate([rows[i] for i in indices], pad_id, device)
+        labels = batch.pop("labels")
+        return read_probabilities(model(**batch).logits, labels)
+
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        peak = peaks_by_answer(owners, [len(r.input_ids) for r in rows], len(answers), probabilities)
+    model.train(was_training)
+    return peak
+
+
+def read_probabilities(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """P(hallucinated) per token, 0 where serving does not read the token (label -100)."""
+    return torch.softmax(logits.float(), dim=-1)[..., 1].masked_fill(labels == IGNORE, 0.0)
+
+
+def peaks_by_answer(
+    owners: list[int], lengths: list[int], n_answers: int, probabilities: Callable[[list[int]], torch.Tensor]
+) -> np.ndarray:
+    """Each answer's highest token probability over its rows (``owners[i]``: row i's answer);
+    ``probabilities(rows)`` gives a batch of rows' read-token probabilities."""
+    order = sorted(range(len(owners)), key=lengths.__getitem__)  # little padding
+    peak = np.zeros(n_answers)
+    for start in range(0, len(order), BATCH):
+        chunk = order[start : start + BATCH]
+        for j, value in enumerate(probabilities(chunk).amax(dim=1).cpu().tolist()):
+            peak[owners[chunk[j]]] = max(peak[owners[chunk[j]]], value)
     return peak
