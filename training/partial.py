@@ -13,8 +13,8 @@ checkpoint on the same dev answers, and both models' dev scores are written in t
 ``python -m training.compare`` reads, so the choice rests on a paired interval.
 
     python -m training.partial --base BASE_DIR --corpus training/output/llm10 \\
-        --out training/output/mpnet-top2 --trainable-layers 2 --cap 150 --whole ragtruth \\
-        --reference training/output/run9 --reference-dev-rows training/output/rows10/dev_rows.pt
+        --out training/output/mpnet-top2 --trainable-layers 2 --cap 50 --whole ragtruth --dev-cap 60 \\
+        --epochs 1 --lr 1.5e-4 --reference training/output/run9
 """
 
 from __future__ import annotations
@@ -244,7 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=29)
     parser.add_argument("--reference", type=Path, default=None, help="a checkpoint to score on the same dev answers")
-    parser.add_argument("--reference-dev-rows", type=Path, default=None, help="its dev rows cache (its tokenizer)")
+    parser.add_argument("--reference-dev-rows", type=Path, default=None,
+                        help="its dev rows of this corpus, if built already (default: built into OUT)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -322,8 +323,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.reference:
         reference = AutoModelForTokenClassification.from_pretrained(str(args.reference))
         ref_pad = TextEncoder(args.reference / "tokenizer.json").pad_id
-        saved = torch.load(args.reference_dev_rows, weights_only=False)
-        ref_all = [DevAnswer(g, h, [Encoded(*r) for r in rs]) for g, h, rs in saved["answers"]]
+        # The same dev answers in the reference's own tokenizer (built once unless given).
+        ref_all = dev_answers(args.corpus, lambda: row_builder(args, args.reference),
+                              args.reference_dev_rows or args.out / "reference_dev_rows.pt", args.max_length)
         if len(ref_all) != len(all_dev) or any(a.group != b.group or a.hallucinated != b.hallucinated
                                                for a, b in zip(ref_all, all_dev, strict=True)):
             raise SystemExit("--reference-dev-rows does not hold the same dev answers")
