@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from tokenizers import Tokenizer
 from transformers import AutoModelForTokenClassification
 
 from training.batches import collate
@@ -118,7 +117,6 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     base = args.base or default_base()
-    tokenizer = Tokenizer.from_file(str(base / "tokenizer.json"))
     encoded = _rows(args, base)
     print(f"train rows: {len(encoded)}", flush=True)
 
@@ -143,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         progress = saved
         print(f"resumed at step {progress.step}/{total_steps} (epoch {progress.epoch}, batch "
               f"{progress.batch_in_epoch})", flush=True)
-    pad_id = tokenizer.token_to_id("[PAD]") or 0
+    pad_id = TextEncoder(base / "tokenizer.json").pad_id  # MPNet's is <pad> (1), BERT's [PAD] (0)
     keeper = _BestEpoch(_dev(args, base), pad_id, device) if args.keep_best_epoch else None
     progress = _loop(args, model, optimizer, encoded, pad_id, progress, base, device, keeper)
     if keeper:
