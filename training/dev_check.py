@@ -93,8 +93,7 @@ def scores_by_group(answers: list[DevAnswer], peak: np.ndarray) -> dict[str, flo
 
 def dev_peaks(model: Any, answers: list[DevAnswer], pad_id: int, device: torch.device) -> np.ndarray:
     """Each answer's highest P(hallucinated) over the tokens its rows read."""
-    rows = [row for answer in answers for row in answer.rows]
-    owners = [i for i, answer in enumerate(answers) for _ in answer.rows]
+    rows, owners = flat_rows(answers)
 
     def probabilities(indices: list[int]) -> torch.Tensor:
         batch = collate([rows[i] for i in indices], pad_id, device)
@@ -107,6 +106,11 @@ def dev_peaks(model: Any, answers: list[DevAnswer], pad_id: int, device: torch.d
         peak = peaks_by_answer(owners, [len(r.input_ids) for r in rows], len(answers), probabilities)
     model.train(was_training)
     return peak
+
+
+def flat_rows(answers: list[DevAnswer]) -> tuple[list[Encoded], list[int]]:
+    """Every dev answer's rows in one list, and the answer each row belongs to."""
+    return [row for a in answers for row in a.rows], [i for i, a in enumerate(answers) for _ in a.rows]
 
 
 def read_probabilities(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:

@@ -40,12 +40,13 @@ from training.dev_check import (
     content_key,
     dev_answers,
     dev_peaks,
+    flat_rows,
     peaks_by_answer,
     read_probabilities,
     scores_by_group,
 )
 from training.encode import IGNORE, Encoded
-from training.train import _save, row_builder
+from training.train import _save, load_rows, row_builder, save_rows
 from truthlens.detector.encoding import TextEncoder
 
 BATCH = 16
@@ -155,10 +156,9 @@ def training_rows(args: argparse.Namespace, base: Path) -> list[Encoded]:
     key = content_key([corpus], base=base.name, max_length=args.max_length, cap=args.cap, whole=args.whole,
                       rows_per_example=args.rows_per_example, seed=args.seed)
     cache = args.out / "rows.pt"
-    if cache.exists():
-        saved = torch.load(cache, weights_only=False)
-        if saved["key"] == key:
-            return [Encoded(*r) for r in saved["rows"]]
+    cached = load_rows(cache, key)
+    if cached is not None:
+        return cached
     by_domain: dict[str, list[Any]] = defaultdict(list)
     seen: set[str] = set()
     for example in read_jsonl(corpus):
@@ -183,8 +183,7 @@ def training_rows(args: argparse.Namespace, base: Path) -> list[Encoded]:
         clean = [r for r in built if 1 not in r.labels]
         rng.shuffle(clean)
         rows.extend((flagged + clean)[: args.rows_per_example])
-    args.out.mkdir(parents=True, exist_ok=True)
-    torch.save({"key": key, "rows": [(r.input_ids, r.token_type_ids, r.labels, r.answer_offsets) for r in rows]}, cache)
+    save_rows(cache, key, rows)
     return rows
 
 
@@ -197,12 +196,6 @@ def dev_subset(answers: list[DevAnswer], cap: int, whole: list[str]) -> list[int
             taken[answer.group] += 1
             kept.append(i)
     return kept
-
-
-def _flat(answers: list[DevAnswer]) -> tuple[list[Encoded], list[int]]:
-    rows = [row for a in answers for row in a.rows]
-    owner = [i for i, a in enumerate(answers) for _ in a.rows]
-    return rows, owner
 
 
 def _top_peaks(split: Split, cache: StateCache, rows: list[Encoded], owner: list[int], n: int) -> np.ndarray:
@@ -264,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     keep = dev_subset(all_dev, args.dev_cap, args.whole)
     dev = [all_dev[i] for i in keep]
     texts = [f"dev answer {i}" for i in keep]  # both score files list the same answers, in order
-    dev_rows, owner = _flat(dev)
+    dev_rows, owner = flat_rows(dev)
     print(f"train rows {len(rows)}, dev answers {len(dev)} ({len(dev_rows)} rows), frozen layers {frozen}", flush=True)
 
     hidden = model.config.hidden_size

@@ -174,10 +174,9 @@ def _rows(args: argparse.Namespace, base: Path) -> list[Encoded]:
     key = content_key([corpus], max_length=args.max_length, rows_per_example=args.rows_per_example,
                       limit=args.limit, seed=args.seed)
     cache = args.out / "rows.pt"
-    if cache.exists():
-        saved = torch.load(cache, weights_only=False)
-        if saved["key"] == key:
-            return [Encoded(*row) for row in saved["rows"]]
+    cached = load_rows(cache, key)
+    if cached is not None:
+        return cached
     rng = random.Random(args.seed)
     examples = read_jsonl(corpus)
     if args.limit:
@@ -194,10 +193,22 @@ def _rows(args: argparse.Namespace, base: Path) -> list[Encoded]:
             rng.shuffle(clean)
             rows = (flagged + clean)[: args.rows_per_example]
         encoded.extend(rows)
-    args.out.mkdir(parents=True, exist_ok=True)
-    rows_out = [(e.input_ids, e.token_type_ids, e.labels, e.answer_offsets) for e in encoded]
-    torch.save({"key": key, "rows": rows_out}, cache)
+    save_rows(cache, key, encoded)
     return encoded
+
+
+def load_rows(cache: Path, key: dict[str, object]) -> list[Encoded] | None:
+    """The rows saved in ``cache`` if they were built for ``key`` (else None: build them again)."""
+    if not cache.exists():
+        return None
+    saved = torch.load(cache, weights_only=False)
+    return [Encoded(*row) for row in saved["rows"]] if saved["key"] == key else None
+
+
+def save_rows(cache: Path, key: dict[str, object], rows: list[Encoded]) -> None:
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    packed = [(e.input_ids, e.token_type_ids, e.labels, e.answer_offsets) for e in rows]
+    torch.save({"key": key, "rows": packed}, cache)
 
 
 def row_builder(args: argparse.Namespace, base: Path) -> RowBuilder:
