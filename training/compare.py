@@ -45,6 +45,16 @@ class OutOfFold:
         np.savez(path, sets=self.sets, hallucinated=self.hallucinated, log_odds=self.log_odds, answers=self.answers)
 
     @classmethod
+    def from_peaks(
+        cls, sets: Sequence[str], hallucinated: Sequence[bool], peaks: np.ndarray, answers: Sequence[str]
+    ) -> OutOfFold:
+        """A checkpoint's token peaks (each answer's highest P(hallucinated)) as scores, 0.5 at the
+        operating point: how a checkpoint compares before any verdict is fitted on it."""
+        clipped = np.clip(peaks, 1e-6, 1 - 1e-6)
+        log_odds = np.log(clipped / (1 - clipped))
+        return cls(np.array(sets), np.array(hallucinated, dtype=bool), log_odds, np.array(answers))
+
+    @classmethod
     def load(cls, path: Path) -> OutOfFold:
         with np.load(path) as f:
             return cls(f["sets"], f["hallucinated"], f["log_odds"], f["answers"])

@@ -49,12 +49,15 @@ def content_key(paths: list[Path], **settings: object) -> dict[str, object]:
     return {"sha256": digest.hexdigest(), **settings}
 
 
-def dev_answers(corpus: Path, builder: Callable[[], RowBuilder], cache: Path, max_length: int) -> list[DevAnswer]:
-    """The dev answers of ``corpus`` with their serving rows, built once (``cache``)."""
+def dev_answers(
+    corpus: Path, builder: Callable[[], RowBuilder], cache: Path, max_length: int, tokenizer: Path
+) -> list[DevAnswer]:
+    """The dev answers of ``corpus`` with their serving rows in ``tokenizer``'s ids, built once (``cache``)."""
     files = sorted(corpus.glob("dev*.jsonl"))
     if not files:
         raise FileNotFoundError(f"{corpus}: no dev*.jsonl to choose an epoch on")
-    key = content_key(files, max_length=max_length)
+    # The tokenizer's bytes are part of the key: rows cached for one vocabulary must never feed another model.
+    key = content_key([*files, tokenizer], max_length=max_length)
     if cache.exists():
         saved = torch.load(cache, weights_only=False)
         if saved["key"] == key:

@@ -153,7 +153,7 @@ class StateCache:
 def training_rows(args: argparse.Namespace, base: Path) -> list[Encoded]:
     """Rows of each distinct training example (the mix repeats some sets), capped per domain."""
     corpus = args.corpus / "train.jsonl"
-    key = content_key([corpus], base=base.name, max_length=args.max_length, cap=args.cap, whole=args.whole,
+    key = content_key([corpus, base / "tokenizer.json"], max_length=args.max_length, cap=args.cap, whole=args.whole,
                       rows_per_example=args.rows_per_example, seed=args.seed)
     cache = args.out / "rows.pt"
     cached = load_rows(cache, key)
@@ -211,14 +211,7 @@ def _top_peaks(split: Split, cache: StateCache, rows: list[Encoded], owner: list
 
 
 def out_of_fold(answers: list[DevAnswer], peaks: np.ndarray, texts: list[str]) -> OutOfFold:
-    """Dev scores in ``training.compare``'s format (a peak of 0.5 is the operating point)."""
-    clipped = np.clip(peaks, 1e-6, 1 - 1e-6)
-    return OutOfFold(
-        sets=np.array([a.group for a in answers]),
-        hallucinated=np.array([a.hallucinated for a in answers]),
-        log_odds=np.log(clipped / (1 - clipped)),
-        answers=np.array(texts),
-    )
+    return OutOfFold.from_peaks([a.group for a in answers], [a.hallucinated for a in answers], peaks, texts)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -253,7 +246,8 @@ def main(argv: list[str] | None = None) -> int:
     split = Split(model, frozen)
     pad_id = TextEncoder(args.base / "tokenizer.json").pad_id
     rows = training_rows(args, args.base)
-    all_dev = dev_answers(args.corpus, lambda: row_builder(args, args.base), args.out / "dev_rows.pt", args.max_length)
+    all_dev = dev_answers(args.corpus, lambda: row_builder(args, args.base), args.out / "dev_rows.pt", args.max_length,
+                          args.base / "tokenizer.json")
     keep = dev_subset(all_dev, args.dev_cap, args.whole)
     dev = [all_dev[i] for i in keep]
     texts = [f"dev answer {i}" for i in keep]  # both score files list the same answers, in order
@@ -319,7 +313,8 @@ def main(argv: list[str] | None = None) -> int:
         ref_pad = TextEncoder(args.reference / "tokenizer.json").pad_id
         # The same dev answers in the reference's own tokenizer (built once unless given).
         ref_all = dev_answers(args.corpus, lambda: row_builder(args, args.reference),
-                              args.reference_dev_rows or args.out / "reference_dev_rows.pt", args.max_length)
+                              args.reference_dev_rows or args.out / "reference_dev_rows.pt", args.max_length,
+                              args.reference / "tokenizer.json")
         if len(ref_all) != len(all_dev) or any(a.group != b.group or a.hallucinated != b.hallucinated
                                                for a, b in zip(ref_all, all_dev, strict=True)):
             raise SystemExit("--reference-dev-rows does not hold the same dev answers")

@@ -20,6 +20,7 @@ from training.dev_check import MEAN, content_key, dev_answers, dev_group, dev_sc
 from training.rows import RowBuilder  # noqa: E402
 from training.tests.tiny_training import corpus, tiny_base, train  # noqa: E402
 from training.train import row_builder  # noqa: E402
+from truthlens.evidence.embedder import DEFAULT_MODEL_DIR as EMBEDDER_DIR  # noqa: E402
 
 
 def _toy_corpus(path: Path) -> Path:
@@ -52,7 +53,7 @@ def test_a_run_keeps_the_epoch_that_scored_best_on_the_dev_parts(tmp_path: Path)
     assert recorded["device"] == "cpu"
 
     # What was saved is the kept epoch's model: scoring it again gives that epoch's numbers.
-    answers = dev_answers(data, _no_builder, out / "dev_rows.pt", 128)
+    answers = dev_answers(data, _no_builder, out / "dev_rows.pt", 128, base / "tokenizer.json")
     saved = AutoModelForTokenClassification.from_pretrained(out)
     again = dev_scores(saved, answers, 0, torch.device("cpu"))
     assert again[MEAN] == pytest.approx(best[MEAN], abs=1e-4)
@@ -66,14 +67,20 @@ def test_the_dev_rows_cache_follows_the_files_bytes_not_their_place(tmp_path: Pa
     assert content_key(files, max_length=128) != content_key(files, max_length=256)
 
     args = argparse.Namespace(max_length=128, threads=1)
-    built = dev_answers(first, lambda: row_builder(args, tiny_base(tmp_path / "base")), tmp_path / "cache.pt", 128)
+    base = tiny_base(tmp_path / "base")
+    tokenizer = base / "tokenizer.json"
+    built = dev_answers(first, lambda: row_builder(args, base), tmp_path / "cache.pt", 128, tokenizer)
     assert {a.group for a in built} == {"ragtruth_qa", "rotowire"}
-    reread = dev_answers(moved, _no_builder, tmp_path / "cache.pt", 128)
+    reread = dev_answers(moved, _no_builder, tmp_path / "cache.pt", 128, tokenizer)
     assert [(a.group, a.hallucinated, a.rows) for a in reread] == [(a.group, a.hallucinated, a.rows) for a in built]
+
+    # Rows in one vocabulary's ids are never handed to a model with another tokenizer.
+    with pytest.raises(AssertionError, match="rebuilt"):
+        dev_answers(moved, _no_builder, tmp_path / "cache.pt", 128, EMBEDDER_DIR / "tokenizer.json")
 
     (moved / "dev.jsonl").write_text((moved / "dev.jsonl").read_text().replace("bridge", "tunnel"))
     with pytest.raises(AssertionError, match="rebuilt"):
-        dev_answers(moved, _no_builder, tmp_path / "cache.pt", 128)
+        dev_answers(moved, _no_builder, tmp_path / "cache.pt", 128, tokenizer)
 
 
 def test_dev_sets_are_grouped_as_the_issue_judges_them() -> None:

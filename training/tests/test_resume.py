@@ -113,3 +113,26 @@ def test_resuming_with_another_schedule_is_refused(tmp_path: Path) -> None:
     _train([*common, "--epochs", "1", "--stop-after-steps", "1"])
     with pytest.raises(SystemExit):
         _train([*common, "--epochs", "2", "--resume", str(tmp_path / "run" / "state")])
+
+
+def test_bf16_autocast_trains_fp32_weights_near_the_fp32_run(tmp_path: Path) -> None:
+    """``--bf16`` changes only the forward pass's precision: the saved weights are fp32, they moved
+    from the base, and they stay near the fp32 run's (same seed, rows and schedule)."""
+    from transformers import AutoModelForTokenClassification
+
+    base = _tiny_base(tmp_path / "base")
+    corpus = _corpus(tmp_path / "corpus")
+    common = ["--corpus", str(corpus), "--base", str(base), "--batch-size", "2", "--epochs", "1",
+              "--lr", "1e-3", "--threads", "1", "--seed", "4", "--max-length", "128"]
+    _train([*common, "--out", str(tmp_path / "fp32")])
+    _train([*common, "--out", str(tmp_path / "bf16"), "--bf16"])
+
+    start = AutoModelForTokenClassification.from_pretrained(base).state_dict()
+    fp32 = AutoModelForTokenClassification.from_pretrained(tmp_path / "fp32").state_dict()
+    bf16 = AutoModelForTokenClassification.from_pretrained(tmp_path / "bf16").state_dict()
+    assert json.loads((tmp_path / "bf16" / "training_args.json").read_text())["bf16"] is True
+    name = "classifier.weight"
+    assert bf16[name].dtype == torch.float32
+    moved = (bf16[name] - start[name]).norm()
+    assert moved > 0
+    assert (bf16[name] - fp32[name]).norm() < 0.5 * moved

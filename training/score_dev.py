@@ -1,0 +1,90 @@
+"""Scores finished checkpoints on a corpus's dev answers, in ``training.compare``'s format.
+
+Each checkpoint reads the dev answers in its own tokenizer (the rows built once and cached), and
+each answer's score is its highest token P(hallucinated): the signal ``--keep-best-epoch`` ranks
+epochs by. Two checkpoints of different sizes or tokenizers are then compared answer for answer
+with a paired interval (``python -m training.compare A.npz B.npz``), before any verdict is fitted
+on either. With ``--average`` the mean of the checkpoints' token peaks is written as well: what
+running them side by side would score. Only dev parts are read (``CORPUS/dev*.jsonl``).
+
+    python -m training.score_dev --corpus training/output/llm10 --out training/output/dev-scores \\
+        --model training/output/run9 training/output/mpnet-full
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+from transformers import AutoModelForTokenClassification
+
+from training.compare import OutOfFold
+from training.dev_check import DevAnswer, dev_answers, dev_peaks, scores_by_group
+from training.rows import RowBuilder
+from truthlens.detector.encoding import TextEncoder
+from truthlens.detector.relevance import load_relevance
+
+
+def score(model_dir: Path, corpus: Path, rows_cache: Path, max_length: int, threads: int) -> tuple[
+    list[DevAnswer], np.ndarray
+]:
+    """The checkpoint's dev answers (its tokenizer's rows) and each answer's token peak."""
+
+    def builder() -> RowBuilder:
+        return RowBuilder(TextEncoder(model_dir / "tokenizer.json"), load_relevance(threads), max_length)
+
+    answers = dev_answers(corpus, builder, rows_cache, max_length, model_dir / "tokenizer.json")
+    model = AutoModelForTokenClassification.from_pretrained(str(model_dir))
+    return answers, dev_peaks(model, answers, TextEncoder(model_dir / "tokenizer.json").pad_id, torch.device("cpu"))
+
+
+def _line(name: str, scores: dict[str, float]) -> str:
+    return f"{name:<24} " + " ".join(f"{k} {v:.4f}" for k, v in scores.items())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m training.score_dev", description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", type=Path, required=True, help="a corpus directory with dev*.jsonl")
+    parser.add_argument("--model", type=Path, nargs="+", required=True, help="Hugging Face checkpoint directories")
+    parser.add_argument("--out", type=Path, required=True, help="writes OUT/<checkpoint name>.npz (and average.npz)")
+    parser.add_argument("--max-length", type=int, default=512)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--average", action="store_true", help="also write the checkpoints' mean token peak")
+    args = parser.parse_args(argv)
+    names = [m.name for m in args.model]
+    if len(set(names)) != len(names):
+        parser.error("--model: two checkpoints share a directory name (their score files would collide)")
+    torch.set_num_threads(args.threads)
+    args.out.mkdir(parents=True, exist_ok=True)
+
+    first: list[DevAnswer] | None = None
+    peaks: list[np.ndarray] = []
+    for model_dir in args.model:
+        answers, peak = score(model_dir, args.corpus, args.out / f"{model_dir.name}.rows.pt", args.max_length,
+                              args.threads)
+        if first is not None and [(a.group, a.hallucinated) for a in answers] != [
+            (a.group, a.hallucinated) for a in first
+        ]:
+            raise SystemExit(f"{model_dir}: its dev answers differ from {args.model[0]}'s")
+        first = first or answers
+        peaks.append(peak)
+        print(_line(model_dir.name, scores_by_group(answers, peak)), flush=True)
+        _write(args.out / f"{model_dir.name}.npz", answers, peak)
+    if args.average and first is not None:
+        mean = np.mean(peaks, axis=0)
+        print(_line("average", scores_by_group(first, mean)), flush=True)
+        _write(args.out / "average.npz", first, mean)
+    return 0
+
+
+def _write(path: Path, answers: list[DevAnswer], peak: np.ndarray) -> None:
+    # Answers are named by position: every checkpoint reads the same dev files in the same order.
+    texts = [f"dev answer {i}" for i in range(len(answers))]
+    OutOfFold.from_peaks([a.group for a in answers], [a.hallucinated for a in answers], peak, texts).save(path)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
