@@ -94,6 +94,11 @@ def scores_by_group(answers: list[DevAnswer], peak: np.ndarray) -> dict[str, flo
     return scores
 
 
+def format_scores(scores: dict[str, float]) -> str:
+    """``set AUROC`` pairs on one line, as every training command prints them."""
+    return " ".join(f"{k} {v:.4f}" for k, v in scores.items())
+
+
 def dev_peaks(model: Any, answers: list[DevAnswer], pad_id: int, device: torch.device) -> np.ndarray:
     """Each answer's highest P(hallucinated) over the tokens its rows read."""
     rows, owners = flat_rows(answers)
@@ -109,6 +114,14 @@ def dev_peaks(model: Any, answers: list[DevAnswer], pad_id: int, device: torch.d
         peak = peaks_by_answer(owners, [len(r.input_ids) for r in rows], len(answers), probabilities)
     model.train(was_training)
     return peak
+
+
+def same_answers(a: list[DevAnswer], b: list[DevAnswer]) -> bool:
+    """Whether two lists hold the same dev answers in the same order (set and label of each), as
+    the same dev files read in two tokenizers do."""
+    return len(a) == len(b) and all(
+        x.group == y.group and x.hallucinated == y.hallucinated for x, y in zip(a, b, strict=True)
+    )
 
 
 def flat_rows(answers: list[DevAnswer]) -> tuple[list[Encoded], list[int]]:

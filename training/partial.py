@@ -33,20 +33,21 @@ import numpy as np
 import torch
 from transformers import AutoModelForTokenClassification
 
-from training.compare import OutOfFold
+from training.batches import collate
 from training.corpus.splits import read_jsonl
 from training.dev_check import (
     DevAnswer,
     content_key,
-    dev_answers,
-    dev_peaks,
     flat_rows,
+    format_scores,
     peaks_by_answer,
     read_probabilities,
+    same_answers,
     scores_by_group,
 )
 from training.encode import IGNORE, Encoded
-from training.train import _save, load_rows, row_builder, save_rows
+from training.score_dev import checkpoint_peaks, out_of_fold
+from training.train import _save, load_rows, model_dev_answers, row_builder, save_rows
 from truthlens.detector.encoding import TextEncoder
 
 BATCH = 16
@@ -121,9 +122,8 @@ class StateCache:
         with torch.no_grad():
             for start in range(self.done, len(rows), BATCH):
                 chunk = rows[start : start + BATCH]
-                width = max(len(r.input_ids) for r in chunk)
-                ids = torch.tensor([r.input_ids + [pad_id] * (width - len(r.input_ids)) for r in chunk])
-                mask = torch.tensor([[1] * len(r.input_ids) + [0] * (width - len(r.input_ids)) for r in chunk])
+                batch = collate(chunk, pad_id, torch.device("cpu"))
+                ids, mask = batch["input_ids"], batch["attention_mask"]
                 hidden = split.core(input_ids=ids, attention_mask=mask).last_hidden_state
                 for j, row in enumerate(chunk):
                     a = self.offsets[start + j]
@@ -175,7 +175,7 @@ def training_rows(args: argparse.Namespace, base: Path) -> list[Encoded]:
             examples = examples[: args.cap]
         chosen.extend(examples)
         print(f"train {domain}: {len(examples)} examples", flush=True)
-    builder = row_builder(args, base)
+    builder = row_builder(base, args.max_length, args.threads)
     rows: list[Encoded] = []
     for example in chosen:
         built = builder.rows(example)
@@ -210,10 +210,6 @@ def _top_peaks(split: Split, cache: StateCache, rows: list[Encoded], owner: list
         return peaks_by_answer(owner, [len(r.input_ids) for r in rows], n, probabilities)
 
 
-def out_of_fold(answers: list[DevAnswer], peaks: np.ndarray, texts: list[str]) -> OutOfFold:
-    return OutOfFold.from_peaks([a.group for a in answers], [a.hallucinated for a in answers], peaks, texts)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training.partial", description=__doc__.splitlines()[0])
     parser.add_argument("--base", type=Path, required=True, help="the encoder (an HF directory with tokenizer.json)")
@@ -246,8 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     split = Split(model, frozen)
     pad_id = TextEncoder(args.base / "tokenizer.json").pad_id
     rows = training_rows(args, args.base)
-    all_dev = dev_answers(args.corpus, lambda: row_builder(args, args.base), args.out / "dev_rows.pt", args.max_length,
-                          args.base / "tokenizer.json")
+    all_dev = model_dev_answers(args.base, args.corpus, args.out / "dev_rows.pt", args.max_length, args.threads)
     keep = dev_subset(all_dev, args.dev_cap, args.whole)
     dev = [all_dev[i] for i in keep]
     texts = [f"dev answer {i}" for i in keep]  # both score files list the same answers, in order
@@ -291,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
         peaks = _top_peaks(split, dev_cache, dev_rows, owner, len(dev))
         scores = scores_by_group(dev, peaks)
         history.append({"epoch": epoch, "step": step} | {k: round(v, 4) for k, v in scores.items()})
-        print("dev " + " ".join(f"{k} {v:.4f}" for k, v in scores.items()) + f" (epoch {epoch})", flush=True)
+        print(f"dev {format_scores(scores)} (epoch {epoch})", flush=True)
         if scores["mean"] > best:
             best = scores["mean"]
             best_state = {k: v.detach().clone() for k, v in split.whole().state_dict().items()}
@@ -309,19 +304,16 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "training_args.json").write_text(json.dumps(recipe, indent=2))
 
     if args.reference:
-        reference = AutoModelForTokenClassification.from_pretrained(str(args.reference))
-        ref_pad = TextEncoder(args.reference / "tokenizer.json").pad_id
         # The same dev answers in the reference's own tokenizer (built once unless given).
-        ref_all = dev_answers(args.corpus, lambda: row_builder(args, args.reference),
-                              args.reference_dev_rows or args.out / "reference_dev_rows.pt", args.max_length,
-                              args.reference / "tokenizer.json")
-        if len(ref_all) != len(all_dev) or any(a.group != b.group or a.hallucinated != b.hallucinated
-                                               for a, b in zip(ref_all, all_dev, strict=True)):
+        ref_all = model_dev_answers(args.reference, args.corpus,
+                                    args.reference_dev_rows or args.out / "reference_dev_rows.pt",
+                                    args.max_length, args.threads)
+        if not same_answers(ref_all, all_dev):
             raise SystemExit("--reference-dev-rows does not hold the same dev answers")
         ref_dev = [ref_all[i] for i in keep]
-        ref_peaks = dev_peaks(reference, ref_dev, ref_pad, torch.device("cpu"))
+        ref_peaks = checkpoint_peaks(args.reference, ref_dev)
         ref_scores = scores_by_group(ref_dev, ref_peaks)
-        print("reference " + " ".join(f"{k} {v:.4f}" for k, v in ref_scores.items()), flush=True)
+        print(f"reference {format_scores(ref_scores)}", flush=True)
         out_of_fold(ref_dev, ref_peaks, texts).save(args.out / "reference_dev_scores.npz")
     return 0
 

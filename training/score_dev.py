@@ -22,27 +22,15 @@ import torch
 from transformers import AutoModelForTokenClassification
 
 from training.compare import OutOfFold
-from training.dev_check import DevAnswer, dev_answers, dev_peaks, scores_by_group
-from training.rows import RowBuilder
+from training.dev_check import DevAnswer, dev_peaks, format_scores, same_answers, scores_by_group
+from training.train import model_dev_answers
 from truthlens.detector.encoding import TextEncoder
-from truthlens.detector.relevance import load_relevance
 
 
-def score(model_dir: Path, corpus: Path, rows_cache: Path, max_length: int, threads: int) -> tuple[
-    list[DevAnswer], np.ndarray
-]:
-    """The checkpoint's dev answers (its tokenizer's rows) and each answer's token peak."""
-
-    def builder() -> RowBuilder:
-        return RowBuilder(TextEncoder(model_dir / "tokenizer.json"), load_relevance(threads), max_length)
-
-    answers = dev_answers(corpus, builder, rows_cache, max_length, model_dir / "tokenizer.json")
+def checkpoint_peaks(model_dir: Path, answers: list[DevAnswer]) -> np.ndarray:
+    """Each answer's highest token probability under the checkpoint (on the CPU)."""
     model = AutoModelForTokenClassification.from_pretrained(str(model_dir))
-    return answers, dev_peaks(model, answers, TextEncoder(model_dir / "tokenizer.json").pad_id, torch.device("cpu"))
-
-
-def _line(name: str, scores: dict[str, float]) -> str:
-    return f"{name:<24} " + " ".join(f"{k} {v:.4f}" for k, v in scores.items())
+    return dev_peaks(model, answers, TextEncoder(model_dir / "tokenizer.json").pad_id, torch.device("cpu"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -63,27 +51,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     first: list[DevAnswer] | None = None
     peaks: list[np.ndarray] = []
     for model_dir in args.model:
-        answers, peak = score(model_dir, args.corpus, args.out / f"{model_dir.name}.rows.pt", args.max_length,
-                              args.threads)
-        if first is not None and [(a.group, a.hallucinated) for a in answers] != [
-            (a.group, a.hallucinated) for a in first
-        ]:
+        answers = model_dev_answers(model_dir, args.corpus, args.out / f"{model_dir.name}.rows.pt",
+                                    args.max_length, args.threads)
+        if first is not None and not same_answers(answers, first):
             raise SystemExit(f"{model_dir}: its dev answers differ from {args.model[0]}'s")
         first = first or answers
+        peak = checkpoint_peaks(model_dir, answers)
         peaks.append(peak)
-        print(_line(model_dir.name, scores_by_group(answers, peak)), flush=True)
+        print(f"{model_dir.name:<24} {format_scores(scores_by_group(answers, peak))}", flush=True)
         _write(args.out / f"{model_dir.name}.npz", answers, peak)
     if args.average and first is not None:
         mean = np.mean(peaks, axis=0)
-        print(_line("average", scores_by_group(first, mean)), flush=True)
+        print(f"{'average':<24} {format_scores(scores_by_group(first, mean))}", flush=True)
         _write(args.out / "average.npz", first, mean)
     return 0
 
 
+def out_of_fold(answers: list[DevAnswer], peaks: np.ndarray, texts: list[str]) -> OutOfFold:
+    """Token peaks of the dev answers in ``training.compare``'s format (``texts`` name the answers)."""
+    return OutOfFold.from_peaks([a.group for a in answers], [a.hallucinated for a in answers], peaks, texts)
+
+
 def _write(path: Path, answers: list[DevAnswer], peak: np.ndarray) -> None:
     # Answers are named by position: every checkpoint reads the same dev files in the same order.
-    texts = [f"dev answer {i}" for i in range(len(answers))]
-    OutOfFold.from_peaks([a.group for a in answers], [a.hallucinated for a in answers], peak, texts).save(path)
+    out_of_fold(answers, peak, [f"dev answer {i}" for i in range(len(answers))]).save(path)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ from transformers import AutoModelForTokenClassification
 
 from training.batches import collate
 from training.corpus.splits import read_jsonl
-from training.dev_check import MEAN, DevAnswer, content_key, dev_answers, dev_scores
+from training.dev_check import MEAN, DevAnswer, content_key, dev_answers, dev_scores, format_scores
 from training.encode import Encoded
 from training.resume import Progress, load, save_full
 from training.rows import RowBuilder
@@ -147,7 +147,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"resumed at step {progress.step}/{total_steps} (epoch {progress.epoch}, batch "
               f"{progress.batch_in_epoch})", flush=True)
     pad_id = TextEncoder(base / "tokenizer.json").pad_id  # MPNet's is <pad> (1), BERT's [PAD] (0)
-    keeper = _BestEpoch(_dev(args, base), pad_id, device) if args.keep_best_epoch else None
+    keeper: _BestEpoch | None = None
+    if args.keep_best_epoch:
+        dev = model_dev_answers(base, args.corpus, args.out / "dev_rows.pt", args.max_length, args.threads)
+        keeper = _BestEpoch(dev, pad_id, device)
     progress = _loop(args, model, optimizer, encoded, pad_id, progress, base, device, keeper)
     if keeper:
         # The last epoch ends with the schedule, not at a batch boundary.
@@ -188,7 +191,7 @@ def _rows(args: argparse.Namespace, base: Path) -> list[Encoded]:
         examples = examples[: args.limit]
     # The rows serving would run for each example (grounded claim rows over long contexts),
     # ranked by the same relevance scorer serving loads.
-    builder = row_builder(args, base)
+    builder = row_builder(base, args.max_length, args.threads)
     encoded: list[Encoded] = []
     for ex in examples:
         rows = builder.rows(ex)
@@ -216,13 +219,15 @@ def save_rows(cache: Path, key: dict[str, object], rows: list[Encoded]) -> None:
     torch.save({"key": key, "rows": packed}, cache)
 
 
-def row_builder(args: argparse.Namespace, base: Path) -> RowBuilder:
-    """The serving planner's rows for ``args.max_length``, ranked by the relevance scorer serving loads."""
-    return RowBuilder(TextEncoder(base / "tokenizer.json"), load_relevance(args.threads), args.max_length)
+def row_builder(base: Path, max_length: int, threads: int) -> RowBuilder:
+    """The serving planner's rows of ``max_length`` tokens in ``base``'s tokenizer, ranked by the
+    relevance scorer serving loads."""
+    return RowBuilder(TextEncoder(base / "tokenizer.json"), load_relevance(threads), max_length)
 
 
-def _dev(args: argparse.Namespace, base: Path) -> list[DevAnswer]:
-    return dev_answers(args.corpus, lambda: row_builder(args, base), args.out / "dev_rows.pt", args.max_length,
+def model_dev_answers(base: Path, corpus: Path, cache: Path, max_length: int, threads: int) -> list[DevAnswer]:
+    """The dev answers of ``corpus`` in ``base``'s own tokenizer (rows built once into ``cache``)."""
+    return dev_answers(corpus, lambda: row_builder(base, max_length, threads), cache, max_length,
                        base / "tokenizer.json")
 
 
@@ -240,7 +245,7 @@ class _BestEpoch:
             return  # the schedule ended on an epoch's last batch: already scored
         scores = dev_scores(model, self.answers, self.pad_id, self.device)
         self.history.append({"epoch": epoch, "step": step} | {k: round(v, 4) for k, v in scores.items()})
-        print("dev " + " ".join(f"{k} {v:.4f}" for k, v in scores.items()) + f" (epoch {epoch})", flush=True)
+        print(f"dev {format_scores(scores)} (epoch {epoch})", flush=True)
         if not self.best_state or scores[MEAN] > max(h[MEAN] for h in self.history[:-1]):
             self.best_epoch = epoch
             self.best_state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}

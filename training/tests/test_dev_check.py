@@ -6,7 +6,6 @@ training loop and dev scoring on a toy corpus written here. No scripted parts, n
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 from pathlib import Path
@@ -66,10 +65,9 @@ def test_the_dev_rows_cache_follows_the_files_bytes_not_their_place(tmp_path: Pa
     assert content_key(files, max_length=128) == content_key(sorted(moved.glob("dev*.jsonl")), max_length=128)
     assert content_key(files, max_length=128) != content_key(files, max_length=256)
 
-    args = argparse.Namespace(max_length=128, threads=1)
     base = tiny_base(tmp_path / "base")
     tokenizer = base / "tokenizer.json"
-    built = dev_answers(first, lambda: row_builder(args, base), tmp_path / "cache.pt", 128, tokenizer)
+    built = dev_answers(first, lambda: row_builder(base, 128, 1), tmp_path / "cache.pt", 128, tokenizer)
     assert {a.group for a in built} == {"ragtruth_qa", "rotowire"}
     reread = dev_answers(moved, _no_builder, tmp_path / "cache.pt", 128, tokenizer)
     assert [(a.group, a.hallucinated, a.rows) for a in reread] == [(a.group, a.hallucinated, a.rows) for a in built]
