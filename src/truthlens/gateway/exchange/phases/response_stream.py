@@ -75,9 +75,7 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
         # The rest flows unchanged but for verdicts the upstream wrote, marked unavailable. The
         # verdict goes after the last whole event; the event this chunk left open is withheld
         # until it ends (the decoder keeps reading it, so the events after it stay in step).
-        open_bytes = st.decoder.pending_bytes
-        tail = bytes(st.pending[len(st.pending) - open_bytes :]) if open_bytes else b""
-        del st.pending[len(st.pending) - open_bytes :]
+        tail = _detach_open_event(st)
         out += give_up(state, st, checked, rt, "too_large",
                        f"the stream is over the route's max_body_bytes ({checked.route.max_body_bytes})")
         st.pending += tail
@@ -133,10 +131,21 @@ async def _consume(
         # Whatever follows the end of the answer is not part of it and flows on unchanged, but for
         # a verdict the upstream wrote (a client that reads past ``[DONE]`` must not find a
         # "clean" the gateway never gave). The event left open is withheld until it ends.
-        open_bytes = st.decoder.pending_bytes
-        out += st.pending[: len(st.pending) - open_bytes]
-        del st.pending[: len(st.pending) - open_bytes]
+        open_event = _detach_open_event(st)
+        out += st.pending
+        st.pending[:] = open_event
         st.scrub_rest = True
+
+
+def _detach_open_event(st: StreamedResponse) -> bytes:
+    """Remove and return the bytes of the event the decoder still has open (the end of
+    ``pending``), so only whole events are released and the decoder stays in step."""
+    open_bytes = st.decoder.pending_bytes
+    if not open_bytes:
+        return b""
+    tail = bytes(st.pending[-open_bytes:])
+    del st.pending[-open_bytes:]
+    return tail
 
 
 async def _finish(
