@@ -19,7 +19,7 @@ same fused token probabilities and the same ``score_answer``), with each configu
 decision (span rules from its settings, else its model's calibrated ones) and the route
 threshold.
 
-    python -m bench.detector_quality [--items 300] [--summarization-items 150]
+    python -m bench.detector_quality [--items 300] [--summarization-items 150] [--model DIR ...]
 
 The previous shipped model (run 6: run 3 trained on the human-labelled mix on one GPU,
 training/README.md) is kept in ``bench/baselines/run6`` and runs with the defaults its manifest
@@ -69,10 +69,11 @@ def settings_for(**overrides: object) -> DetectorSettings:
     return DetectorSettings(provider="cpu", **{k: v for k, v in overrides.items() if k in known})  # type: ignore[arg-type]
 
 
-def configurations() -> list[Config]:
+def configurations(extra_models: Sequence[Path] = ()) -> list[Config]:
     return [
         Config("previous shipped (run 6, its defaults)", settings_for(model_dir=str(PREVIOUS_DIR))),
         Config("shipped (defaults)", settings_for()),
+        *(Config(f"{m.name} (its defaults)", settings_for(model_dir=str(m))) for m in extra_models),
     ]
 
 
@@ -152,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--summarization-items", type=int, default=150, help="HaluEval summarization items (x2)")
     parser.add_argument("--threshold", type=float, default=0.5, help="response score threshold (the routes' default)")
     parser.add_argument("--shipped-only", action="store_true", help="leave the previous model out (half the time)")
+    parser.add_argument("--model", type=Path, nargs="*", default=[],
+                        help="also these model directories (an ensemble, an optional model package), their defaults")
     args = parser.parse_args(argv)
     if not ragtruth.available(args.ragtruth):
         parser.error(f"RAGTruth files not in {args.ragtruth}: python -m training.corpus.ragtruth --faithjudge DIR")
@@ -161,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"answers: {describe(data)}; long-context pair {len(pair.context)} passages; "
           f"response threshold {args.threshold}\n")
 
-    chosen = [c for c in configurations() if not args.shipped_only or not c.name.startswith("previous")]
+    chosen = [c for c in configurations(args.model) if not args.shipped_only or not c.name.startswith("previous")]
     results = {name: row for c in chosen for name, row in asyncio.run(evaluate(c, data, pair, args.threshold)).items()}
     rag_rows: dict[str, dict[str, str]] = {}
     for name, (m, extra) in results.items():

@@ -4,8 +4,8 @@ A set's answers are run through the shipped model the way serving runs them (gro
 :meth:`DetectorEngine.token_scores`: the model's own token probabilities) and through the
 sentence embedder for the support score; both are kept in ``training/output/verdict/`` so the
 fact check, fusion and the verdict itself can be changed and refitted without another model
-pass. The cache is keyed by the model's graph (size and modification time): a retrained
-model is scored afresh.
+pass. The cache is keyed by the model's graph (size and modification time; an ensemble's, every
+member's): a retrained model is scored afresh.
 
 Sets (development data only; the evaluation folds are never read here):
 
@@ -105,10 +105,12 @@ def development_sets(
 
 
 def _key(engine: DetectorEngine, name: str, cases: list[Case]) -> str:
-    graph = engine.manifest.model_path.stat()
+    # An ensemble's scores depend on every member's graph, not only the directory's own.
+    graphs = [engine.manifest.model_path.stat(), *((m / "model.onnx").stat() for m in engine.manifest.ensemble)]
     # The support score's settings are part of what was scored: a changed shortlist rescores.
     support = f"{SUPPORT_SHORTLIST}:{MAX_SUPPORT_SENTENCES}"
-    digest = hashlib.sha1(f"{graph.st_size}:{graph.st_mtime_ns}:{len(cases)}:{support}".encode())
+    models = ":".join(f"{g.st_size}:{g.st_mtime_ns}" for g in graphs)
+    digest = hashlib.sha1(f"{models}:{len(cases)}:{support}".encode())
     for c in cases[:5]:
         digest.update(c.item.answer.encode())
     return f"{name.replace(' ', '_').replace('(', '').replace(')', '')}-{digest.hexdigest()[:10]}.pkl"

@@ -15,7 +15,7 @@ import pytest
 from truthlens.detector.backends.factory import check_settings, create_detector
 from truthlens.detector.chunking import Plan, Window
 from truthlens.detector.encoding import TextEncoder
-from truthlens.detector.engine import DetectorEngine, aggregate, distinct_rows
+from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.grounding import (
     MAX_CLAIM_ROWS,
     PIECE_TOKENS,
@@ -31,6 +31,7 @@ from truthlens.detector.relevance import (
     content_terms,
     lexical_overlap,
 )
+from truthlens.detector.token_scorer import aggregate, distinct_rows
 from truthlens.detector.types import DetectionInput, DetectorSettings
 
 TOPICS = ("harbour", "railway", "museum", "orchard", "brewery", "glacier", "library", "stadium")

@@ -60,6 +60,15 @@ def test_an_incomplete_model_directory_names_detector_model(tmp_path: Path) -> N
         validate(write_config(tmp_path, "models/m"))
 
 
+def test_a_broken_ensemble_member_names_detector_model(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    shutil.copytree(DEFAULT_MODEL_DIR, site / "models" / "m")
+    manifest = site / "models" / "m" / "manifest.json"
+    manifest.write_text(manifest.read_text().replace('"format"', '"ensemble": ["member"], "format"', 1))
+    with pytest.raises(ConfigError, match=r"^detector\.model: .*m/member' does not exist"):
+        validate(write_config(site, "models/m"))
+
+
 def test_serve_refuses_to_start_naming_detector_model(tmp_path: Path) -> None:
     path = write_config(tmp_path, "models/absent")
     env = {**os.environ, "PYTHONPATH": str(SRC)}

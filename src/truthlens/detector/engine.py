@@ -7,7 +7,10 @@ each answer token's probability across the rows that saw it (grounded: its claim
 otherwise chunks by ``chunk_aggregation``, overlapping answer windows by max) → raised inside
 answer facts the context never states (``evidence_checks``; the check runs beside the model)
 → spans, each with its reason, and score. Model, queue and time failures come back as
-``unavailable``; only bad input raises (:class:`InvalidInput`).
+``unavailable``; only bad input raises (:class:`InvalidInput`). The per-model steps (tokenise,
+plan, run, combine) are :class:`~truthlens.detector.token_scorer.TokenScorer`'s; an ensemble
+model directory adds one per member, and their probabilities join this model's per character
+(:mod:`truthlens.detector.ensemble`) before the fact check's fusion.
 """
 
 from __future__ import annotations
@@ -15,23 +18,22 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
 from truthlens.detector.batcher import CHECK_DEADLINE, MicroBatcher
-from truthlens.detector.chunking import Plan, plan_rows
-from truthlens.detector.encoding import EncodedText, ModelRow, TextEncoder
+from truthlens.detector.encoding import ModelRow, TextEncoder
+from truthlens.detector.ensemble import joined
 from truthlens.detector.explain import explained
 from truthlens.detector.facts import FactCheck, Finding, check_facts
 from truthlens.detector.fusion import fused, label
-from truthlens.detector.grounding import plan_grounded
 from truthlens.detector.manifest import ModelManifest
 from truthlens.detector.relevance import LexicalRelevance, Relevance
 from truthlens.detector.spans import SpanRules, score_answer
+from truthlens.detector.token_scorer import RunRows, TokenScorer, TokenScores
 from truthlens.detector.types import (
-    ChunkAggregation,
     Detection,
     DetectionInput,
     DetectorError,
@@ -42,24 +44,6 @@ from truthlens.detector.validation import validate, validate_threshold
 from truthlens.detector.verdict import Verdict, signals_for, support_scores
 
 log = logging.getLogger(__name__)
-
-RunRows = Callable[[Sequence[ModelRow]], Sequence[np.ndarray]]
-
-
-@dataclass(frozen=True, slots=True)
-class _Prepared:
-    answer: EncodedText
-    plan: Plan | None  # None: nothing to score (empty answer)
-
-
-@dataclass(frozen=True, slots=True)
-class TokenScores:
-    """P(hallucinated) of each answer token, with its id and char offsets in the answer."""
-
-    ids: np.ndarray
-    offsets: np.ndarray
-    probs: np.ndarray
-    rows: int  # model rows that were run (0: empty answer)
 
 
 class DetectorEngine:
@@ -75,11 +59,11 @@ class DetectorEngine:
         provider: str,
         relevance: Relevance | None = None,
         lone_rows_take_all: bool = False,
+        members: Sequence[TokenScorer] = (),
     ) -> None:
         self.settings = settings
         self.manifest = manifest
         self.provider = provider
-        self._encoder = encoder
         # How "grounded" rows pick context for each claim (the backend passes the embedder's;
         # without one, word overlap).
         self.relevance: Relevance = relevance if relevance is not None else LexicalRelevance()
@@ -93,16 +77,13 @@ class DetectorEngine:
             ),
             min_span_confidence=settings.min_span_confidence,
         )
-        self._batcher: MicroBatcher[ModelRow, np.ndarray] = MicroBatcher(
-            run_rows,
-            lambda row: row.length,
-            max_batch_size=settings.max_batch_size,
-            max_wait_s=settings.max_wait_ms / 1000.0,
-            max_queue=settings.max_queue,
-            max_in_flight=settings.max_in_flight,
-            # A row run alone may use every core (the ONNX CPU runner's second session).
-            lone_takes_all=lone_rows_take_all,
+        self._scorer = TokenScorer(
+            settings, encoder, run_rows, max_length=manifest.max_length, relevance=lambda: self.relevance,
+            lone_rows_take_all=lone_rows_take_all,
         )
+        # An ensemble's other models (manifest ``ensemble``): each scores the answer in its own
+        # tokenizer, and their probabilities join this model's per character.
+        self._members = tuple(members)
 
     @property
     def token_threshold(self) -> float:
@@ -127,11 +108,12 @@ class DetectorEngine:
 
     @property
     def batcher(self) -> MicroBatcher[ModelRow, np.ndarray]:
-        return self._batcher
+        """The micro-batcher of this directory's own model."""
+        return self._scorer.batcher
 
     @property
     def queue_depth(self) -> int:
-        return self._batcher.queue_depth
+        return self._scorer.batcher.queue_depth + sum(m.batcher.queue_depth for m in self._members)
 
     async def detect(self, item: DetectionInput, *, threshold: float, timeout_s: float | None = None) -> Detection:
         started = time.perf_counter()
@@ -229,15 +211,10 @@ class DetectorEngine:
         return await self._score_tokens(item)
 
     async def _score_tokens(self, item: DetectionInput) -> TokenScores:
-        prepared = await asyncio.to_thread(self._prepare, item)
-        if prepared.plan is None:
-            return TokenScores(prepared.answer.ids, prepared.answer.offsets, np.zeros(0, dtype=np.float32), 0)
-        # Grounded claims that pick the same context share one row: run each distinct row once.
-        distinct, index = distinct_rows(prepared.plan.rows)
-        run = await self._batcher.submit(distinct)
-        outputs = [run[i] for i in index]
-        probs = aggregate(len(prepared.answer), prepared.plan, outputs, self.settings.chunk_aggregation)
-        return TokenScores(prepared.answer.ids, prepared.answer.offsets, probs, len(prepared.plan.rows))
+        if not self._members:
+            return await self._scorer.score(item)
+        own, *others = await asyncio.gather(self._scorer.score(item), *(m.score(item) for m in self._members))
+        return joined(own, others)
 
     async def detect_many(
         self, items: Sequence[DetectionInput], *, threshold: float, timeout_s: float | None = None
@@ -247,70 +224,5 @@ class DetectorEngine:
         return list(await asyncio.gather(*(self.detect(i, threshold=threshold, timeout_s=timeout_s) for i in items)))
 
     async def close(self) -> None:
-        await self._batcher.close()
-
-    def _prepare(self, item: DetectionInput) -> _Prepared:
-        answer = self._encoder.encode(item.answer)
-        if len(answer) == 0:
-            return _Prepared(answer=answer, plan=None)
-        if self.settings.chunk_aggregation == "grounded":
-            plan = plan_grounded(
-                self._encoder,
-                list(item.context),
-                item.question,
-                item.answer,
-                answer,
-                self.relevance,
-                max_length=self.manifest.max_length,
-                answer_overlap_tokens=self.settings.answer_overlap_tokens,
-            )
-            return _Prepared(answer=answer, plan=plan)
-        plan = plan_rows(
-            self._encoder,
-            list(item.context),
-            item.question,
-            answer,
-            max_length=self.manifest.max_length,
-            answer_overlap_tokens=self.settings.answer_overlap_tokens,
-        )
-        return _Prepared(answer=answer, plan=plan)
-
-
-def distinct_rows(rows: Sequence[ModelRow]) -> tuple[list[ModelRow], list[int]]:
-    """The distinct rows among ``rows`` (first occurrence order) and, for each row, the index
-    of its distinct row. Equal rows give equal outputs (each row's run is independent of the
-    others), so a repeated row is run once."""
-    distinct: list[ModelRow] = []
-    seen: dict[tuple[bytes, bytes, int], int] = {}
-    index: list[int] = []
-    for row in rows:
-        key = (row.ids.tobytes(), row.type_ids.tobytes(), row.answer_start)
-        at = seen.setdefault(key, len(distinct))
-        if at == len(distinct):
-            distinct.append(row)
-        index.append(at)
-    return distinct, index
-
-
-def aggregate(n_tokens: int, plan: Plan, outputs: Sequence[np.ndarray], across_chunks: ChunkAggregation) -> np.ndarray:
-    """Each answer token's probability: combined over the context chunks beside its answer
-    window (``across_chunks``), then the max over the overlapping windows that scored it.
-    A grounded plan reads each token from the one row that holds its claim's context."""
-    probs = np.zeros(n_tokens, dtype=np.float32)
-    if plan.scored:
-        for output, window, claim in zip(outputs, plan.windows, plan.scored, strict=True):
-            view = probs[claim.start : claim.end]
-            np.maximum(view, output[claim.start - window.start : claim.end - window.start], out=view)
-        return probs
-    for first in range(0, len(outputs), plan.chunks):
-        window = plan.windows[first]
-        per_chunk = np.stack(outputs[first : first + plan.chunks])
-        if across_chunks in ("max", "grounded"):  # grounded: one chunk here (the context fits)
-            combined = per_chunk.max(axis=0)
-        elif across_chunks == "min":
-            combined = per_chunk.min(axis=0)
-        else:
-            combined = per_chunk[int(np.argmin(per_chunk.mean(axis=1)))]
-        view = probs[window.start : window.end]
-        np.maximum(view, combined, out=view)
-    return probs
+        for scorer in (self._scorer, *self._members):
+            await scorer.close()

@@ -53,6 +53,10 @@ class ModelManifest:
     role_checks: bool = True
     # The answer's learned verdict (training/verdict.py); None: the span rule decides alone.
     verdict: Verdict | None = None
+    # Other model directories run beside this one, their token probabilities joined per
+    # character (truthlens.detector.ensemble); this manifest's calibration and verdict are the
+    # ensemble's.
+    ensemble: tuple[Path, ...] = ()
 
     @property
     def model_path(self) -> Path:
@@ -135,6 +139,7 @@ def _parse(directory: Path, path: Path, raw: dict[str, Any]) -> ModelManifest:
     if not isinstance(role_checks, bool):
         raise ModelDirError(f"{path}: 'calibration.role_checks' must be true or false")
     verdict = _verdict(path, raw.get("verdict"))
+    ensemble = _ensemble(directory, path, raw.get("ensemble", []))
     return ModelManifest(
         directory=directory,
         labels=tuple(labels),
@@ -150,7 +155,28 @@ def _parse(directory: Path, path: Path, raw: dict[str, Any]) -> ModelManifest:
         min_span_length=min_span,
         role_checks=role_checks,
         verdict=verdict,
+        ensemble=ensemble,
     )
+
+
+def _ensemble(directory: Path, path: Path, raw: Any) -> tuple[Path, ...]:
+    if not isinstance(raw, list) or not all(isinstance(m, str) and m for m in raw):
+        raise ModelDirError(f"{path}: 'ensemble' must list model directories (\"builtin\" or a path)")
+    # A relative member is read from the ensemble's own directory, wherever it is installed.
+    return tuple(resolve_model_dir(m) if m == "builtin" else directory / Path(m).expanduser() for m in raw)
+
+
+def load_members(manifest: ModelManifest) -> list[ModelManifest]:
+    """The manifests of ``manifest``'s ensemble members; a member may not be an ensemble itself."""
+    members = []
+    for directory in manifest.ensemble:
+        member = load_manifest(directory)
+        if member.ensemble:
+            raise ModelDirError(f"{manifest.directory}: ensemble member {str(directory)!r} is an ensemble itself")
+        if member.labels != manifest.labels or member.hallucinated_index != manifest.hallucinated_index:
+            raise ModelDirError(f"{manifest.directory}: ensemble member {str(directory)!r} has other labels")
+        members.append(member)
+    return members
 
 
 def _verdict(path: Path, raw: Any) -> Verdict | None:

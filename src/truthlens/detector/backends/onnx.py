@@ -35,9 +35,11 @@ from truthlens.detector.manifest import (
     ModelDirError,
     ModelManifest,
     load_manifest,
+    load_members,
     resolve_model_dir,
 )
 from truthlens.detector.relevance import Relevance, load_relevance
+from truthlens.detector.token_scorer import TokenScorer
 from truthlens.detector.types import DetectorHooks, DetectorSettings
 
 log = logging.getLogger(__name__)
@@ -180,24 +182,35 @@ def _softmax_at(logits: np.ndarray, index: int) -> np.ndarray:
 
 
 def load(settings: DetectorSettings, hooks: DetectorHooks | None = None) -> DetectorEngine:
-    """The ONNX detector for ``settings`` (the shipped model when ``model_dir`` is None).
+    """The ONNX detector for ``settings`` (the shipped model when ``model_dir`` is None), with its
+    ensemble members' models beside it when the manifest names any.
     ``hooks`` go unused: in-process runs make no calls of their own to trace or count."""
     manifest = load_manifest(resolve_model_dir(settings.model_dir))
-    try:
-        encoder = TextEncoder(manifest.tokenizer_path)
-    except Exception as exc:  # tokenizers raises plain Exception for unreadable files
-        raise ModelDirError(f"{manifest.tokenizer_path}: cannot load tokenizer ({exc})") from exc
-    runner = OnnxRunner(manifest, settings, encoder.pad_id)
+    members = load_members(manifest)
+    encoder, runner = _model(manifest, settings)
     if runner.rows_alone and settings.max_in_flight > 1:
         # Rows run one at a time anyway: batches of one let max_in_flight runs overlap.
         settings = dataclasses.replace(settings, max_batch_size=1)
+    engine: DetectorEngine | None = None
+
+    def relevance() -> Relevance:
+        assert engine is not None  # members plan rows only once the engine answers checks
+        return engine.relevance
+
+    scorers = []
+    for member in members:
+        member_encoder, member_runner = _model(member, settings)
+        scorers.append(TokenScorer(
+            settings, member_encoder, member_runner.run, max_length=member.max_length, relevance=relevance,
+            lone_rows_take_all=member_runner.sessions > 1,
+        ))
     engine = DetectorEngine(
         settings, manifest, encoder, runner.run, provider=runner.provider, relevance=grounded_relevance(settings),
-        lone_rows_take_all=runner.sessions > 1,
+        lone_rows_take_all=runner.sessions > 1, members=scorers,
     )
     log.info(
         "detector: %s on %s (requested %s), %d runs at once%s, batches of %d, max_length %d, quantization %s, "
-        "token threshold %.2f",
+        "token threshold %.2f%s",
         manifest.directory,
         runner.provider,
         settings.provider,
@@ -207,5 +220,14 @@ def load(settings: DetectorSettings, hooks: DetectorHooks | None = None) -> Dete
         manifest.max_length,
         manifest.quantization,
         engine.token_threshold,
+        "".join(f", ensemble member {m.directory}" for m in members),
     )
     return engine
+
+
+def _model(manifest: ModelManifest, settings: DetectorSettings) -> tuple[TextEncoder, OnnxRunner]:
+    try:
+        encoder = TextEncoder(manifest.tokenizer_path)
+    except Exception as exc:  # tokenizers raises plain Exception for unreadable files
+        raise ModelDirError(f"{manifest.tokenizer_path}: cannot load tokenizer ({exc})") from exc
+    return encoder, OnnxRunner(manifest, settings, encoder.pad_id)

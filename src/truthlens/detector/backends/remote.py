@@ -194,6 +194,9 @@ def load(settings: DetectorSettings, hooks: DetectorHooks | None = None) -> Remo
     if settings.remote is None:
         raise ValueError("invalid detector settings: backend 'remote' needs a 'remote' section")
     manifest = load_manifest(resolve_model_dir(settings.model_dir))
+    if manifest.ensemble:
+        # One remote model answers each row; an ensemble's members would each need their own.
+        raise ModelDirError(f"{manifest.directory}: an ensemble model directory runs on the 'onnx' backend only")
     try:
         encoder = TextEncoder(manifest.tokenizer_path)
     except Exception as exc:  # tokenizers raises plain Exception for unreadable files

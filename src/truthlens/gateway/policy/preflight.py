@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from truthlens.detector.manifest import ModelDirError, load_manifest, resolve_model_dir
+from truthlens.detector.manifest import ModelDirError, load_manifest, load_members, resolve_model_dir
 from truthlens.gateway.policy.config import Config, load_config
 from truthlens.options import ConfigError
 
@@ -28,7 +28,8 @@ def check_files(config: Config) -> None:
     if config.detector.model_dir is None:  # builtin: inside the package
         return
     try:
-        load_manifest(resolve_model_dir(config.detector.model_dir))
+        # An ensemble's members are checked too: a broken one would stop the process at start-up.
+        load_members(load_manifest(resolve_model_dir(config.detector.model_dir)))
     except ModelDirError as exc:
         raise model_dir_error(exc) from None
 
