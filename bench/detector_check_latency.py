@@ -7,7 +7,7 @@ one's p50 / p90 and the ratio. The previous detector is ``bench/baselines/haluev
 defaults it shipped with (no role check); "span rule alone" is the shipped model without its learned
 verdict, so the verdict's own cost (the support score's embedder pass) is the difference.
 
-    python -m bench.detector_check_latency [--checks 60] [--threads 0]
+    python -m bench.detector_check_latency [--checks 60] [--threads 0] [--model DIR ...]
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import statistics
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from bench.detector_quality import PREVIOUS_DIR
@@ -58,7 +59,7 @@ async def timed(detector: Detector, item: DetectionInput) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-async def run(items: list[DetectionInput], threads: int) -> dict[str, list[float]]:
+async def run(items: list[DetectionInput], threads: int, extra: Sequence[Path] = ()) -> dict[str, list[float]]:
     detectors = {
         "previous (halueval-v2)": create_detector(
             DetectorSettings(model_dir=str(PREVIOUS_DIR), provider="cpu", intra_op_threads=threads, role_checks=False)
@@ -69,6 +70,9 @@ async def run(items: list[DetectionInput], threads: int) -> dict[str, list[float
         "shipped, span rule alone": create_detector(
             DetectorSettings(provider="cpu", intra_op_threads=threads, learned_verdict=False)
         ),
+        # Other model directories (an ensemble, an optional model package) with their defaults.
+        **{m.name: create_detector(DetectorSettings(model_dir=str(m), provider="cpu", intra_op_threads=threads))
+           for m in extra},
     }
     times: dict[str, list[float]] = {name: [] for name in detectors}
     try:
@@ -89,9 +93,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=0, help="ONNX Runtime intra-op threads (0: its default)")
     parser.add_argument("--ragtruth", type=Path, default=ragtruth.DEFAULT_DIR)
     parser.add_argument("--halueval", type=Path, default=halueval.DEFAULT_DIR)
+    parser.add_argument("--model", type=Path, nargs="*", default=[], help="also these model directories")
     args = parser.parse_args(argv)
     items = inputs(args.checks + 1, args.ragtruth, halueval.fetch(args.halueval))
-    times = asyncio.run(run(items, args.threads))
+    times = asyncio.run(run(items, args.threads, args.model))
     print(f"{len(items) - 1} checks each, context {TARGET_TOKENS[0]}-{TARGET_TOKENS[1]} tokens, three-sentence answers")
     p50 = {}
     for name, values in times.items():
@@ -101,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"ratio shipped / previous p50: {p50['shipped'] / p50['previous (halueval-v2)']:.2f}x; "
           f"shipped / span rule alone: {p50['shipped'] / p50['shipped, span rule alone']:.2f}x "
           f"(+{p50['shipped'] - p50['shipped, span rule alone']:.1f} ms for the verdict)")
+    for model in args.model:
+        print(f"ratio {model.name} / shipped p50: {p50[model.name] / p50['shipped']:.2f}x")
     return 0
 
 
