@@ -2,7 +2,7 @@
 
 The directory is a copy of ``--model`` (an exported detector directory: ``model.onnx``,
 ``tokenizer.json``, ``manifest.json``) whose manifest names the members (``ensemble``; serving
-joins their token probabilities per character, :mod:`truthlens.detector.ensemble`). A member
+joins their token probabilities per character, :mod:`truthlens.detector.scoring.ensemble`). A member
 given as a path is copied in beside the model, so the directory stays whole wherever it is
 installed; ``builtin`` (the shipped model) is referred to, not copied. The token rules start
 as the first member's calibration (``training.calibrate`` may choose again); the learned verdict is

@@ -204,7 +204,7 @@ def test_aggregate_combines_chunks_then_takes_max_over_windows() -> None:
     import numpy as np
 
     from truthlens.detector.chunking import Plan, Window
-    from truthlens.detector.token_scorer import aggregate
+    from truthlens.detector.scoring.token_scorer import aggregate
 
     # two answer windows over 5 tokens ([0,3) and [2,5)), each beside two context chunks
     plan = Plan(rows=(), windows=(Window(0, 3), Window(0, 3), Window(2, 5), Window(2, 5)), chunks=2)

@@ -17,10 +17,10 @@ from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processor
 from truthlens.detector.backends.factory import create_detector
 from truthlens.detector.encoding import TextEncoder
 from truthlens.detector.engine import DetectorEngine
-from truthlens.detector.ensemble import joined, project
 from truthlens.detector.export.triton_repo import write_triton_repo
 from truthlens.detector.manifest import DEFAULT_MODEL_DIR, ModelDirError, load_manifest, load_members
-from truthlens.detector.token_scorer import TokenScores
+from truthlens.detector.scoring.ensemble import joined, project
+from truthlens.detector.scoring.token_scorer import TokenScores
 from truthlens.detector.types import DetectionInput, DetectorSettings, RemoteSettings
 
 from .conftest import write_lookup_model

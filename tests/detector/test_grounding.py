@@ -31,7 +31,7 @@ from truthlens.detector.relevance import (
     content_terms,
     lexical_overlap,
 )
-from truthlens.detector.token_scorer import aggregate, distinct_rows
+from truthlens.detector.scoring.token_scorer import aggregate, distinct_rows
 from truthlens.detector.types import DetectionInput, DetectorSettings
 
 TOPICS = ("harbour", "railway", "museum", "orchard", "brewery", "glacier", "library", "stadium")

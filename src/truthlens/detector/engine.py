@@ -8,9 +8,9 @@ otherwise chunks by ``chunk_aggregation``, overlapping answer windows by max) â†
 answer facts the context never states (``evidence_checks``; the check runs beside the model)
 â†’ spans, each with its reason, and score. Model, queue and time failures come back as
 ``unavailable``; only bad input raises (:class:`InvalidInput`). The per-model steps (tokenise,
-plan, run, combine) are :class:`~truthlens.detector.token_scorer.TokenScorer`'s; an ensemble
+plan, run, combine) are :class:`~truthlens.detector.scoring.token_scorer.TokenScorer`'s; an ensemble
 model directory adds one per member, and their probabilities join this model's per character
-(:mod:`truthlens.detector.ensemble`) before the fact check's fusion.
+(:mod:`truthlens.detector.scoring.ensemble`) before the fact check's fusion.
 """
 
 from __future__ import annotations
@@ -25,14 +25,14 @@ import numpy as np
 
 from truthlens.detector.batcher import CHECK_DEADLINE, MicroBatcher
 from truthlens.detector.encoding import ModelRow, TextEncoder
-from truthlens.detector.ensemble import joined
 from truthlens.detector.explain import explained
 from truthlens.detector.facts import FactCheck, Finding, check_facts
 from truthlens.detector.fusion import fused, label
 from truthlens.detector.manifest import ModelManifest
 from truthlens.detector.relevance import LexicalRelevance, Relevance
+from truthlens.detector.scoring.ensemble import joined
+from truthlens.detector.scoring.token_scorer import RunRows, TokenScorer, TokenScores
 from truthlens.detector.spans import SpanRules, score_answer
-from truthlens.detector.token_scorer import RunRows, TokenScorer, TokenScores
 from truthlens.detector.types import (
     Detection,
     DetectionInput,

@@ -54,7 +54,7 @@ class ModelManifest:
     # The answer's learned verdict (training/verdict.py); None: the span rule decides alone.
     verdict: Verdict | None = None
     # Other model directories run beside this one, their token probabilities joined per
-    # character (truthlens.detector.ensemble); this manifest's calibration and verdict are the
+    # character (truthlens.detector.scoring.ensemble); this manifest's calibration and verdict are the
     # ensemble's.
     ensemble: tuple[Path, ...] = ()
 

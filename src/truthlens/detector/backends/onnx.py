@@ -39,7 +39,7 @@ from truthlens.detector.manifest import (
     resolve_model_dir,
 )
 from truthlens.detector.relevance import Relevance, load_relevance
-from truthlens.detector.token_scorer import TokenScorer
+from truthlens.detector.scoring.token_scorer import TokenScorer
 from truthlens.detector.types import DetectorHooks, DetectorSettings
 
 log = logging.getLogger(__name__)

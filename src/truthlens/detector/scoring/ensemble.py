@@ -18,7 +18,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from truthlens.detector.token_scorer import TokenScores
+from truthlens.detector.scoring.token_scorer import TokenScores
 
 _NONE = -1.0  # below any probability: "no token of the member covers this character"
 

@@ -2,7 +2,7 @@
 
 :class:`TokenScorer` is the per-model half of the detector: its tokenizer, its window
 (``max_length``) and its batcher. The engine owns one; an ensemble model directory
-(:mod:`truthlens.detector.ensemble`) gives it one more per member, each reading the same answer in
+(:mod:`truthlens.detector.scoring.ensemble`) gives it one more per member, each reading the same answer in
 its own tokenizer.
 """
 
