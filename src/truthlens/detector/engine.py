@@ -78,8 +78,7 @@ class DetectorEngine:
             min_span_confidence=settings.min_span_confidence,
         )
         self._scorer = TokenScorer(
-            settings, encoder, run_rows, max_length=manifest.max_length, relevance=lambda: self.relevance,
-            lone_rows_take_all=lone_rows_take_all,
+            settings, encoder, run_rows, max_length=manifest.max_length, lone_rows_take_all=lone_rows_take_all,
         )
         # An ensemble's other models (manifest ``ensemble``): each scores the answer in its own
         # tokenizer, and their probabilities join this model's per character.
@@ -212,8 +211,8 @@ class DetectorEngine:
 
     async def _score_tokens(self, item: DetectionInput) -> TokenScores:
         if not self._members:
-            return await self._scorer.score(item)
-        own, *others = await asyncio.gather(self._scorer.score(item), *(m.score(item) for m in self._members))
+            return await self._scorer.score(item, self.relevance)
+        own, *others = await asyncio.gather(*(s.score(item, self.relevance) for s in (self._scorer, *self._members)))
         return joined(own, others)
 
     async def detect_many(

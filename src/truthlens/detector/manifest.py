@@ -166,6 +166,12 @@ def _ensemble(directory: Path, path: Path, raw: Any) -> tuple[Path, ...]:
     return tuple(resolve_model_dir(m) if m == "builtin" else directory / Path(m).expanduser() for m in raw)
 
 
+def require_single_model(manifest: ModelManifest) -> None:
+    """Refuse an ensemble where one model serves every row (a model server, a Triton repository)."""
+    if manifest.ensemble:
+        raise ModelDirError(f"{manifest.directory}: an ensemble model directory runs on the 'onnx' backend only")
+
+
 def load_members(manifest: ModelManifest) -> list[ModelManifest]:
     """The manifests of ``manifest``'s ensemble members; a member may not be an ensemble itself."""
     members = []

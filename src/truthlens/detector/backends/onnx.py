@@ -191,17 +191,11 @@ def load(settings: DetectorSettings, hooks: DetectorHooks | None = None) -> Dete
     if runner.rows_alone and settings.max_in_flight > 1:
         # Rows run one at a time anyway: batches of one let max_in_flight runs overlap.
         settings = dataclasses.replace(settings, max_batch_size=1)
-    engine: DetectorEngine | None = None
-
-    def relevance() -> Relevance:
-        assert engine is not None  # members plan rows only once the engine answers checks
-        return engine.relevance
-
     scorers = []
     for member in members:
         member_encoder, member_runner = _model(member, settings)
         scorers.append(TokenScorer(
-            settings, member_encoder, member_runner.run, max_length=member.max_length, relevance=relevance,
+            settings, member_encoder, member_runner.run, max_length=member.max_length,
             lone_rows_take_all=member_runner.sessions > 1,
         ))
     engine = DetectorEngine(

@@ -31,7 +31,13 @@ from truthlens.detector.backends.onnx import answer_probs, grounded_relevance, p
 from truthlens.detector.batcher import batch_time_left
 from truthlens.detector.encoding import ModelRow, TextEncoder
 from truthlens.detector.engine import DetectorEngine
-from truthlens.detector.manifest import ModelDirError, ModelManifest, load_manifest, resolve_model_dir
+from truthlens.detector.manifest import (
+    ModelDirError,
+    ModelManifest,
+    load_manifest,
+    require_single_model,
+    resolve_model_dir,
+)
 from truthlens.detector.types import DetectorHooks, DetectorSettings, RemoteSettings
 
 log = logging.getLogger(__name__)
@@ -194,9 +200,8 @@ def load(settings: DetectorSettings, hooks: DetectorHooks | None = None) -> Remo
     if settings.remote is None:
         raise ValueError("invalid detector settings: backend 'remote' needs a 'remote' section")
     manifest = load_manifest(resolve_model_dir(settings.model_dir))
-    if manifest.ensemble:
-        # One remote model answers each row; an ensemble's members would each need their own.
-        raise ModelDirError(f"{manifest.directory}: an ensemble model directory runs on the 'onnx' backend only")
+    # One remote model answers each row; an ensemble's members would each need their own.
+    require_single_model(manifest)
     try:
         encoder = TextEncoder(manifest.tokenizer_path)
     except Exception as exc:  # tokenizers raises plain Exception for unreadable files

@@ -21,7 +21,7 @@ from typing import Literal
 
 import onnxruntime as ort
 
-from truthlens.detector.manifest import ModelDirError, load_manifest, resolve_model_dir
+from truthlens.detector.manifest import ModelDirError, load_manifest, require_single_model, resolve_model_dir
 
 DETECTOR_NAME = "truthlens_detector"
 EMBEDDER_NAME = "truthlens_embedder"
@@ -118,8 +118,7 @@ def write_triton_repo(model_dir: str | None, repo: Path, options: RepoOptions = 
     if options.max_batch_size < 1 or options.instances < 1 or options.max_queue_delay_us < 0:
         raise ValueError("max_batch_size and instances must be >= 1, max_queue_delay_us >= 0")
     manifest = load_manifest(resolve_model_dir(model_dir))
-    if manifest.ensemble:
-        raise ModelDirError(f"{manifest.directory}: an ensemble model directory runs on the 'onnx' backend only")
+    require_single_model(manifest)
     inputs, outputs = _signature(manifest.model_path)
     unknown = [t.name for t in inputs if t.name not in manifest.inputs]
     if unknown:

@@ -50,14 +50,11 @@ class TokenScorer:
         run_rows: RunRows,
         *,
         max_length: int,
-        relevance: Callable[[], Relevance],
         lone_rows_take_all: bool = False,
     ) -> None:
         self._settings = settings
         self._encoder = encoder
         self._max_length = max_length
-        # Read at each check: a caller may swap the engine's relevance after start-up.
-        self._relevance = relevance
         self.batcher: MicroBatcher[ModelRow, np.ndarray] = MicroBatcher(
             run_rows,
             lambda row: row.length,
@@ -69,9 +66,10 @@ class TokenScorer:
             lone_takes_all=lone_rows_take_all,
         )
 
-    async def score(self, item: DetectionInput) -> TokenScores:
-        """Each answer token's probability under this model."""
-        prepared = await asyncio.to_thread(self._prepare, item)
+    async def score(self, item: DetectionInput, relevance: Relevance) -> TokenScores:
+        """Each answer token's probability under this model (``relevance``: how grounded rows pick
+        each claim's context; the engine's, which a caller may swap after start-up)."""
+        prepared = await asyncio.to_thread(self._prepare, item, relevance)
         if prepared.plan is None:
             return TokenScores(prepared.answer.ids, prepared.answer.offsets, np.zeros(0, dtype=np.float32), 0)
         # Grounded claims that pick the same context share one row: run each distinct row once.
@@ -84,7 +82,7 @@ class TokenScorer:
     async def close(self) -> None:
         await self.batcher.close()
 
-    def _prepare(self, item: DetectionInput) -> _Prepared:
+    def _prepare(self, item: DetectionInput, relevance: Relevance) -> _Prepared:
         answer = self._encoder.encode(item.answer)
         if len(answer) == 0:
             return _Prepared(answer=answer, plan=None)
@@ -95,7 +93,7 @@ class TokenScorer:
                 item.question,
                 item.answer,
                 answer,
-                self._relevance(),
+                relevance,
                 max_length=self._max_length,
                 answer_overlap_tokens=self._settings.answer_overlap_tokens,
             )
