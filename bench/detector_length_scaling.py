@@ -9,6 +9,10 @@ grows with the context is the sentence-embedding pass, which the embedder caches
 is the first (uncached) check of each context, "ms" the median of the repeats.
 
     python -m bench.detector_length_scaling [--model DIR] [--repeats 3] [--threads 0] [--chunk-aggregation max]
+        [--max-tokens 16384] [--chart PNG]
+
+``--chart`` also draws the two latency columns against context length (bench/charts.py; the
+``bench`` extra).
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ import asyncio
 import random
 import statistics
 import time
+from pathlib import Path
 
+from bench import charts
 from truthlens.detector.backends.factory import create_detector
 from truthlens.detector.encoding import TextEncoder
 from truthlens.detector.engine import DetectorEngine
@@ -51,7 +57,9 @@ def make_context(encoder: TextEncoder, target_tokens: int, rng: random.Random) -
     return passages
 
 
-async def run(model: str | None, repeats: int, threads: int, aggregation: ChunkAggregation) -> None:
+async def run(model: str | None, repeats: int, threads: int, aggregation: ChunkAggregation,
+              lengths: tuple[int, ...] = LENGTHS) -> list[tuple[int, float, float]]:
+    """Prints the table; returns its (context tokens, first ms, median ms) rows."""
     manifest = load_manifest(resolve_model_dir(model))
     encoder = TextEncoder(manifest.tokenizer_path)
     detector = create_detector(
@@ -69,7 +77,8 @@ async def run(model: str | None, repeats: int, threads: int, aggregation: ChunkA
         f"{'x prev len':>10} {'x prev ms':>10}"
     )
     previous: tuple[int, float] | None = None
-    for length in LENGTHS:
+    measured: list[tuple[int, float, float]] = []
+    for length in lengths:
         item = DetectionInput(make_context(encoder, length, rng), QUESTION, ANSWER)
         times = []
         rows = 0
@@ -87,7 +96,9 @@ async def run(model: str | None, repeats: int, threads: int, aggregation: ChunkA
             f"{ratio_ms:>10}"
         )
         previous = (tokens, ms)
+        measured.append((tokens, times[0], ms))
     await detector.close()
+    return measured
 
 
 def main() -> None:
@@ -96,8 +107,15 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=0, help="onnxruntime intra-op threads (0: default)")
     parser.add_argument("--chunk-aggregation", choices=CHUNK_AGGREGATIONS, default=DetectorSettings().chunk_aggregation)
+    parser.add_argument("--max-tokens", type=int, default=LENGTHS[-1], help="the longest context measured")
+    parser.add_argument("--chart", type=Path, help="also draw ms against context tokens as this PNG")
     args = parser.parse_args()
-    asyncio.run(run(args.model, args.repeats, args.threads, args.chunk_aggregation))
+    lengths = tuple(n for n in LENGTHS if n <= args.max_tokens)
+    rows = asyncio.run(run(args.model, args.repeats, args.threads, args.chunk_aggregation, lengths))
+    if args.chart:
+        title = (f"Detector latency by context length (bench.detector_length_scaling, chunk_aggregation "
+                 f"{args.chunk_aggregation}, median of {args.repeats})")
+        charts.latency_by_length(rows, args.chart, title)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ same fused token probabilities and the same ``score_answer``), with each configu
 decision (span rules from its settings, else its model's calibrated ones) and the route
 threshold.
 
-    python -m bench.detector_quality [--items 300] [--summarization-items 150] [--model DIR ...]
+    python -m bench.detector_quality [--items 300] [--summarization-items 150] [--model DIR ...] [--chart PNG]
 
 The previous shipped model (run 6: run 3 trained on the human-labelled mix on one GPU,
 training/README.md) is kept in ``bench/baselines/run6`` and runs with the defaults its manifest
@@ -38,6 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench import charts
 from training.corpus import halueval, long_context, ragtruth
 from training.scoring import Case, Decision, Metrics, Scored, halueval_cases, metrics, ragtruth_cases, score_cases
 from truthlens.detector.backends.factory import create_detector
@@ -155,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shipped-only", action="store_true", help="leave the previous model out (half the time)")
     parser.add_argument("--model", type=Path, nargs="*", default=[],
                         help="also these model directories (an ensemble, an optional model package), their defaults")
+    parser.add_argument("--chart", type=Path, help="also draw balanced accuracy per set as this PNG (the bench extra)")
     args = parser.parse_args(argv)
     if not ragtruth.available(args.ragtruth):
         parser.error(f"RAGTruth files not in {args.ragtruth}: python -m training.corpus.ragtruth --faithjudge DIR")
@@ -194,6 +196,9 @@ def main(argv: list[str] | None = None) -> int:
     columns = [f"{t} {k}" for t in ("qa", "summarization", "dialogue") for k in ("acc", "F1", "AUROC")]
     print_table("HaluEval evaluation fold (i % 10 == 0), balanced; long-context pair",
                  [*columns, "20k faithful", "20k wrong year", "s"], hal_rows)
+    if args.chart:
+        charts.quality_per_task(charts.balanced_accuracy_by_task([rag_rows, hal_rows]), args.chart,
+                                "Detector quality per evaluation set (bench.detector_quality)")
     return 0
 
 
