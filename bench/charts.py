@@ -5,8 +5,8 @@ Two charts, each drawn from what a bench printed:
 - **quality per task**: balanced accuracy per evaluation set and configuration, from
   ``python -m bench.detector_quality``'s two tables (its ``--chart`` option, or a saved copy of
   its output read back here);
-- **latency by input length**: a check's milliseconds against context tokens, first (uncached)
-  and repeated, from ``python -m bench.detector_length_scaling --chart``.
+- **latency by input length**: a check's milliseconds against context tokens, per chunk
+  aggregation, from ``python -m bench.detector_length_scaling --chart``.
 
     python -m bench.charts quality SAVED_OUTPUT.txt --out docs/img/quality-per-task.png [--title ...]
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -83,7 +84,7 @@ def quality_per_task(scores: Mapping[str, Mapping[str, float]], out: Path, title
     ax.set_xticks(range(len(labels)), [label.replace(" ", "\n", 1) for label in labels], fontsize=8)
     ax.set_ylim(0.4, 1.0)
     ax.set_ylabel("balanced accuracy")
-    ax.set_title(title, fontsize=10)
+    ax.set_title(textwrap.fill(title, 100), fontsize=10)
     ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -92,21 +93,22 @@ def quality_per_task(scores: Mapping[str, Mapping[str, float]], out: Path, title
     return out
 
 
-def latency_by_length(rows: Sequence[tuple[int, float, float]], out: Path, title: str) -> Path:
-    """Lines: a check's milliseconds against context tokens, the first (uncached) check of each
-    context and the median of the repeats; ``rows`` are (tokens, first ms, median ms)."""
+def latency_by_length(series: Mapping[str, Sequence[tuple[int, float]]], out: Path, title: str) -> Path:
+    """Lines: a check's milliseconds against context tokens, one line per series (label →
+    [(context tokens, ms)]), on a log2 token axis."""
     plt = _pyplot()
-    tokens = [r[0] for r in rows]
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    ax.plot(tokens, [r[1] for r in rows], marker="o", label="first check of a new context")
-    ax.plot(tokens, [r[2] for r in rows], marker="s", label="same context again (embeddings cached)")
+    fig, ax = plt.subplots(figsize=(7.5, 4.4))
+    for (label, points), marker in zip(series.items(), "osd^v", strict=False):
+        ax.plot([t for t, _ in points], [ms for _, ms in points], marker=marker, label=label)
+    tokens = sorted({t for points in series.values() for t, _ in points})
     ax.set_xscale("log", base=2)
     ax.set_xticks(tokens, [f"{t:,}" for t in tokens], fontsize=8, rotation=30)
+    ax.minorticks_off()
     ax.set_xlabel("context tokens")
     ax.set_ylabel("ms per check")
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
-    ax.set_title(title, fontsize=10)
+    ax.set_title(textwrap.fill(title, 80), fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -9,10 +9,11 @@ grows with the context is the sentence-embedding pass, which the embedder caches
 is the first (uncached) check of each context, "ms" the median of the repeats.
 
     python -m bench.detector_length_scaling [--model DIR] [--repeats 3] [--threads 0] [--chunk-aggregation max]
-        [--max-tokens 16384] [--chart PNG]
+        [--max-tokens 16384] [--compare max] [--chart PNG]
 
-``--chart`` also draws the two latency columns against context length (bench/charts.py; the
-``bench`` extra).
+``--compare AGG`` runs the lengths again with another chunk aggregation; ``--chart`` draws each
+run's median (and the first run's uncached first check) against context length (bench/charts.py;
+the ``bench`` extra).
 """
 
 from __future__ import annotations
@@ -108,14 +109,20 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=0, help="onnxruntime intra-op threads (0: default)")
     parser.add_argument("--chunk-aggregation", choices=CHUNK_AGGREGATIONS, default=DetectorSettings().chunk_aggregation)
     parser.add_argument("--max-tokens", type=int, default=LENGTHS[-1], help="the longest context measured")
+    parser.add_argument("--compare", choices=CHUNK_AGGREGATIONS, help="also run the lengths with this aggregation")
     parser.add_argument("--chart", type=Path, help="also draw ms against context tokens as this PNG")
     args = parser.parse_args()
     lengths = tuple(n for n in LENGTHS if n <= args.max_tokens)
-    rows = asyncio.run(run(args.model, args.repeats, args.threads, args.chunk_aggregation, lengths))
+    series: dict[str, list[tuple[int, float]]] = {}
+    for aggregation in (args.chunk_aggregation, *([args.compare] if args.compare else [])):
+        rows = asyncio.run(run(args.model, args.repeats, args.threads, aggregation, lengths))
+        if not series:
+            series[f"{aggregation}: first check of a new context"] = [(tokens, first) for tokens, first, _ in rows]
+        series[f"{aggregation}: median of {args.repeats}"] = [(tokens, ms) for tokens, _, ms in rows]
+        print()
     if args.chart:
-        title = (f"Detector latency by context length (bench.detector_length_scaling, chunk_aggregation "
-                 f"{args.chunk_aggregation}, median of {args.repeats})")
-        charts.latency_by_length(rows, args.chart, title)
+        charts.latency_by_length(series, args.chart, "Detector latency by context length, shipped model on CPU "
+                                 "(python -m bench.detector_length_scaling)")
 
 
 if __name__ == "__main__":
