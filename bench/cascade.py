@@ -8,7 +8,7 @@ judge answers the strict-schema request in a few milliseconds — a test double,
 So the numbers are the gateway's cost of the hop (prompt, HTTP, JSON, quote mapping) plus
 whatever ``--judge-delay-ms`` scripts for the model's own time; a real span detector adds its
 generation time on top (hundreds of ms to seconds: measure it with the quality recipe in
-docs/operations.md).
+docs/benchmarks.md).
 
 Three workloads: every answer hallucinated (every check hops), every answer grounded (the
 encoder clears them: no hop) and half and half; at each concurrency level it prints checks/s,

@@ -93,23 +93,24 @@ def quality_per_task(scores: Mapping[str, Mapping[str, float]], out: Path, title
     return out
 
 
-def latency_by_length(series: Mapping[str, Sequence[tuple[int, float]]], out: Path, title: str) -> Path:
-    """Lines: a check's milliseconds against context tokens, one line per series (label →
-    [(context tokens, ms)]), on a log2 token axis."""
+def latency_by_length(panels: Mapping[str, Mapping[str, Sequence[tuple[int, float]]]], out: Path, title: str) -> Path:
+    """Side-by-side panels (panel title → its lines), each line a label → [(context tokens, ms)],
+    on a log2 token axis: e.g. wall-clock ms and CPU ms per check, one line per chunk aggregation."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7.5, 4.4))
-    for (label, points), marker in zip(series.items(), "osd^v", strict=False):
-        ax.plot([t for t, _ in points], [ms for _, ms in points], marker=marker, label=label)
-    tokens = sorted({t for points in series.values() for t, _ in points})
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(tokens, [f"{t:,}" for t in tokens], fontsize=8, rotation=30)
-    ax.minorticks_off()
-    ax.set_xlabel("context tokens")
-    ax.set_ylabel("ms per check")
-    ax.set_ylim(bottom=0)
-    ax.grid(alpha=0.3)
-    ax.set_title(textwrap.fill(title, 80), fontsize=9)
-    ax.legend(fontsize=8)
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.4), squeeze=False)
+    for ax, (panel, series) in zip(axes[0], panels.items(), strict=True):
+        for (label, points), marker in zip(series.items(), "osd^v", strict=False):
+            ax.plot([t for t, _ in points], [ms for _, ms in points], marker=marker, label=label)
+        tokens = sorted({t for points in series.values() for t, _ in points})
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(tokens, [f"{t:,}" for t in tokens], fontsize=8, rotation=30)
+        ax.minorticks_off()
+        ax.set_xlabel("context tokens")
+        ax.set_ylabel(panel)
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(textwrap.fill(title, 110), fontsize=9)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=110)

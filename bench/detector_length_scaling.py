@@ -6,7 +6,9 @@ rows, the cost per 1k input tokens and the ratio to the previous length. Linear 
 shows as a flat "ms / 1k tok" column and ratios close to the length ratio (2x). With the
 default ``grounded`` rows the row count stays at one per answer sentence and the part that
 grows with the context is the sentence-embedding pass, which the embedder caches: "first ms"
-is the first (uncached) check of each context, "ms" the median of the repeats.
+is the first (uncached) check of each context, "ms" the median of the repeats, "cpu ms" the
+median CPU time of the process (all threads) per check, which other jobs on a shared machine
+disturb less than the wall clock.
 
     python -m bench.detector_length_scaling [--model DIR] [--repeats 3] [--threads 0] [--chunk-aggregation max]
         [--max-tokens 16384] [--compare max] [--chart PNG]
@@ -59,8 +61,8 @@ def make_context(encoder: TextEncoder, target_tokens: int, rng: random.Random) -
 
 
 async def run(model: str | None, repeats: int, threads: int, aggregation: ChunkAggregation,
-              lengths: tuple[int, ...] = LENGTHS) -> list[tuple[int, float, float]]:
-    """Prints the table; returns its (context tokens, first ms, median ms) rows."""
+              lengths: tuple[int, ...] = LENGTHS) -> list[tuple[int, float, float, float]]:
+    """Prints the table; returns its (context tokens, first ms, median ms, median CPU ms) rows."""
     manifest = load_manifest(resolve_model_dir(model))
     encoder = TextEncoder(manifest.tokenizer_path)
     detector = create_detector(
@@ -74,30 +76,32 @@ async def run(model: str | None, repeats: int, threads: int, aggregation: ChunkA
           f"window {manifest.max_length} tokens, provider {detector.provider}, chunk_aggregation "
           f"{aggregation}, median of {repeats}")
     print(
-        f"{'context tok':>11} {'rows':>5} {'first ms':>9} {'ms':>9} {'ms / 1k tok':>12} "
+        f"{'context tok':>11} {'rows':>5} {'first ms':>9} {'ms':>9} {'cpu ms':>9} {'ms / 1k tok':>12} "
         f"{'x prev len':>10} {'x prev ms':>10}"
     )
     previous: tuple[int, float] | None = None
-    measured: list[tuple[int, float, float]] = []
+    measured: list[tuple[int, float, float, float]] = []
     for length in lengths:
         item = DetectionInput(make_context(encoder, length, rng), QUESTION, ANSWER)
         times = []
+        cpu_times = []
         rows = 0
         for _ in range(repeats):
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), time.process_time()
             result = await detector.detect(item, threshold=0.5)
             times.append((time.perf_counter() - started) * 1000)
+            cpu_times.append((time.process_time() - cpu_started) * 1000)
             rows = result.chunks
-        ms = statistics.median(times)
+        ms, cpu_ms = statistics.median(times), statistics.median(cpu_times)
         tokens = sum(len(encoder.encode(p)) for p in item.context)
         ratio_len = f"{tokens / previous[0]:.2f}" if previous else "-"
         ratio_ms = f"{ms / previous[1]:.2f}" if previous else "-"
         print(
-            f"{tokens:>11} {rows:>5} {times[0]:>9.1f} {ms:>9.1f} {ms / tokens * 1000:>12.1f} {ratio_len:>10} "
-            f"{ratio_ms:>10}"
+            f"{tokens:>11} {rows:>5} {times[0]:>9.1f} {ms:>9.1f} {cpu_ms:>9.1f} {ms / tokens * 1000:>12.1f} "
+            f"{ratio_len:>10} {ratio_ms:>10}"
         )
         previous = (tokens, ms)
-        measured.append((tokens, times[0], ms))
+        measured.append((tokens, times[0], ms, cpu_ms))
     await detector.close()
     return measured
 
@@ -113,15 +117,18 @@ def main() -> None:
     parser.add_argument("--chart", type=Path, help="also draw ms against context tokens as this PNG")
     args = parser.parse_args()
     lengths = tuple(n for n in LENGTHS if n <= args.max_tokens)
-    series: dict[str, list[tuple[int, float]]] = {}
+    wall: dict[str, list[tuple[int, float]]] = {}
+    cpu: dict[str, list[tuple[int, float]]] = {}
     for aggregation in (args.chunk_aggregation, *([args.compare] if args.compare else [])):
         rows = asyncio.run(run(args.model, args.repeats, args.threads, aggregation, lengths))
-        if not series:
-            series[f"{aggregation}: first check of a new context"] = [(tokens, first) for tokens, first, _ in rows]
-        series[f"{aggregation}: median of {args.repeats}"] = [(tokens, ms) for tokens, _, ms in rows]
+        if not wall:
+            wall[f"{aggregation}: first check of a new context"] = [(row[0], row[1]) for row in rows]
+        wall[f"{aggregation}: median of {args.repeats}"] = [(row[0], row[2]) for row in rows]
+        cpu[f"{aggregation}: median of {args.repeats}"] = [(row[0], row[3]) for row in rows]
         print()
     if args.chart:
-        charts.latency_by_length(series, args.chart, "Detector latency by context length, shipped model on CPU "
+        panels = {"wall-clock ms per check": wall, "CPU ms per check (all threads)": cpu}
+        charts.latency_by_length(panels, args.chart, "Detector latency by context length, shipped model on CPU "
                                  "(python -m bench.detector_length_scaling)")
 
 

@@ -1,8 +1,8 @@
 """Detection quality of a generative span detector on a real model server, beside the encoder
 and the cascade, on the same answers in one run.
 
-The quality recipe of docs/operations.md ("Generative detector and cascade: measuring
-quality"): serve a generative span detector behind any OpenAI-compatible endpoint with
+The quality recipe of docs/benchmarks.md ("Measuring a generative detector's quality with
+a real model server"): serve a generative span detector behind any OpenAI-compatible endpoint with
 structured outputs (vLLM, for instance), point this at it, and compare, per data set, three
 configurations as the gateway runs them:
 

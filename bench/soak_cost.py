@@ -1,4 +1,4 @@
-"""What one request costs the processor, for capacity planning (docs/operations.md).
+"""What one request costs the processor, for capacity planning (docs/benchmarks.md, "Per-request cost").
 
 Through the real Envoy into the real processor (one worker, the shipped ONNX detector, one
 intra-op thread) and the scripted upstream (the only scripted part), with a typical RAG

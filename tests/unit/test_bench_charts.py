@@ -53,5 +53,5 @@ def test_the_quality_chart_is_written_as_a_png(tmp_path: Path) -> None:
 def test_the_latency_chart_is_written_as_a_png(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib", reason="the bench extra (matplotlib) draws the charts")
     series = {"grounded": [(300, 120.0), (1080, 450.0)], "max": [(300, 118.0), (1080, 600.0)]}
-    path = charts.latency_by_length(series, tmp_path / "l.png", "latency")
+    path = charts.latency_by_length({"wall ms": series, "CPU ms": series}, tmp_path / "l.png", "latency")
     assert path.read_bytes()[:8] == PNG_MAGIC

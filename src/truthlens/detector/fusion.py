@@ -10,7 +10,7 @@ unsupported fact flags the answer even when the model sees nothing; the weights 
 so a stricter route threshold (e.g. 0.9) can still ask for the model's agreement on a name.
 Numbers and dates weigh more than names: a value is either in the context or not, while the
 name heuristics can take a capitalised common word for a name. On the HaluEval QA dev fold
-the check alone flagged 34% of the hallucinated answers and none of the right ones (README).
+the check alone flagged 34% of the hallucinated answers and none of the right ones (docs/results.md).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ stored in the model's ``manifest.json`` under ``verdict``) gives P(hallucinated)
 stores its operating point chosen on development data (at most a quarter of faithful answers
 flagged): the served score is the log-odds shifted so that the routes' default threshold 0.5
 sits at that point, so a route that raises its ``threshold`` asks for more evidence, and the
-README's table gives the trade per threshold.
+docs/detector.md's table gives the trade per threshold.
 
 Inference is numpy: a dot product of about twenty numbers. The support features cost one
 embedder pass over the answer's sentences and each one's shortlist of context sentences
