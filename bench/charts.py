@@ -97,10 +97,15 @@ def latency_by_length(panels: Mapping[str, Mapping[str, Sequence[tuple[int, floa
     """Side-by-side panels (panel title → its lines), each line a label → [(context tokens, ms)],
     on a log2 token axis: e.g. wall-clock ms and CPU ms per check, one line per chunk aggregation."""
     plt = _pyplot()
+    # One colour per configuration (the label before ":") in every panel; a first check dashed.
+    names = list(dict.fromkeys(label.split(":")[0] for series in panels.values() for label in series))
+    colours = {name: f"C{i}" for i, name in enumerate(names)}
     fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.4), squeeze=False)
     for ax, (panel, series) in zip(axes[0], panels.items(), strict=True):
-        for (label, points), marker in zip(series.items(), "osd^v", strict=False):
-            ax.plot([t for t, _ in points], [ms for _, ms in points], marker=marker, label=label)
+        for label, points in series.items():
+            first = "first" in label
+            ax.plot([t for t, _ in points], [ms for _, ms in points], marker="o" if first else "s",
+                    linestyle="--" if first else "-", color=colours[label.split(":")[0]], label=label)
         tokens = sorted({t for points in series.values() for t, _ in points})
         ax.set_xscale("log", base=2)
         ax.set_xticks(tokens, [f"{t:,}" for t in tokens], fontsize=8, rotation=30)
