@@ -267,6 +267,38 @@ def test_relative_model_dir_is_anchored_at_the_config_file(tmp_path: Path) -> No
     assert load_config(path).detector.model_dir == str(tmp_path / "models" / "detector")
 
 
+@pytest.mark.parametrize(("key", "set_nan"), [
+    ("hallucination.threshold", lambda d: d["hallucination"].update(threshold=float("nan"))),
+    ("hallucination.budgets.total_ms", lambda d: d["hallucination"]["budgets"].update(total_ms=float("nan"))),
+    ("hallucination.budgets.detection_ms", lambda d: d["hallucination"]["budgets"].update(detection_ms=float("inf"))),
+    ("decisions[0].plugins[0].configuration.threshold",
+     lambda d: d["decisions"][0]["plugins"][0]["configuration"].update(threshold=float("nan"))),
+    ("detector.batching.max_wait_ms", lambda d: d["detector"]["batching"].update(max_wait_ms=float("nan"))),
+    ("models.default.timeout_s", lambda d: d["models"]["default"].update(timeout_s=float("nan"))),
+])
+def test_nan_and_infinity_are_refused_on_float_keys_of_every_section_naming_the_key(key: str, set_nan: Any) -> None:
+    # Adversarial round 3, N54: `threshold: .nan` passed check-config and reloads, and then every
+    # check was invalid_input (block routes released everything); `total_ms: .nan` made every
+    # check budget_exhausted.
+    doc = base()
+    set_nan(doc)
+    err = error_of(doc)
+    assert err.key == key and "finite" in err.problem
+
+
+def test_check_config_and_reload_refuse_a_nan_threshold(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from truthlens import cli
+
+    path = tmp_path / "config.yaml"
+    path.write_text(SHIPPED.read_text())
+    store = ConfigStore(path, telemetry=(t := telemetry()))
+    good = store.current
+    path.write_text(SHIPPED.read_text().replace("threshold: 0.5", "threshold: .nan", 1))
+    assert cli.main(["check-config", str(path)]) == 1
+    assert "hallucination.threshold: must be a finite number" in capsys.readouterr().err
+    assert store.reload() is False and store.current is good and reloads(t, "rejected") == 1
+
+
 # ---------------------------------------------------------------- hot reload
 
 
