@@ -373,6 +373,56 @@ async def test_watch_picks_up_changes_and_survives_bad_files(tmp_path: Path) -> 
             await task
 
 
+async def test_a_file_rewritten_in_place_is_applied_only_once_it_stays_unchanged_for_a_poll(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Adversarial round 3, N55: a config rewritten in place, the watcher's poll landing between the
+    # two writes, applied the first half (a valid config without the second decision). The polls
+    # are driven one by one here (the watcher's sleep waits for the test), so no timing decides.
+    path = tmp_path / "config.yaml"
+    doc = base()
+    write(path, doc)
+    store = ConfigStore(path, telemetry=(t := telemetry()))
+    full = SHIPPED.read_text().replace("name: chat_completions", "name: chat_rewritten")
+    half = full[: full.index("  - name: responses")]  # valid on its own: one decision
+    assert [d.name for d in parse_config(yaml.safe_load(half)).decisions] == ["chat_rewritten"]
+
+    ticks: asyncio.Queue[None] = asyncio.Queue()
+    waiting: asyncio.Queue[None] = asyncio.Queue()
+
+    async def one_poll_at_a_time(_seconds: float) -> None:
+        waiting.put_nowait(None)
+        await ticks.get()
+
+    async def poll() -> None:
+        """Let the watcher run one poll to its end (its next sleep)."""
+        ticks.put_nowait(None)
+        await waiting.get()
+
+    from truthlens.gateway.policy import config_store
+    monkeypatch.setattr(config_store.asyncio, "sleep", one_poll_at_a_time)
+    task = asyncio.create_task(store.watch(interval_s=2.0))
+    try:
+        await waiting.get()
+        with path.open("r+", encoding="utf-8") as f:  # in place: same inode, truncated, half written
+            f.truncate(0)
+            f.write(half)
+            f.flush()
+            os.fsync(f.fileno())
+        await poll()
+        assert store.current.decisions[0].name == "chat_completions"  # not the half
+        with path.open("a", encoding="utf-8") as f:
+            f.write(full[len(half):])
+        await poll()
+        assert store.current.decisions[0].name == "chat_completions"  # changed since the last poll
+        await poll()
+        assert [d.name for d in store.current.decisions] == ["chat_rewritten", "responses"]
+        assert reloads(t, "applied") == 1
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+
 async def _until(cond: Any, timeout_s: float = 5.0) -> None:
     async with asyncio.timeout(timeout_s):
         while not cond():
