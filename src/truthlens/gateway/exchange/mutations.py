@@ -31,6 +31,17 @@ _BODY_MODES: dict[BodyMode, int] = {
     "buffered_partial": pb.ProcessingMode.BUFFERED_PARTIAL,
 }
 _OVERWRITE = pb.HeaderValueOption.OVERWRITE_IF_EXISTS_OR_ADD
+# Header values are bytes. HTTP allows any byte from 0x80 up (obs-text), and clients send
+# Latin-1 as often as UTF-8; decoded with ``surrogateescape`` a value that is not UTF-8 keeps
+# each such byte as one lone surrogate (U+DC80..U+DCFF, which no UTF-8 text holds), so the same
+# bytes go back out when the value is written (``x-request-id`` echoed as the client sent it).
+_HEADER_ERRORS = "surrogateescape"
+
+
+def header_value(header: pb.HeaderValue) -> str:
+    """A header's value as text: its ``raw_value`` bytes (what Envoy fills) decoded as UTF-8,
+    any other byte kept as a lone surrogate (see :data:`_HEADER_ERRORS`)."""
+    return header.raw_value.decode("utf-8", _HEADER_ERRORS) if header.raw_value else header.value
 
 
 def fill_header_mutation(
@@ -46,7 +57,7 @@ def fill_header_mutation(
         for name, value in set_headers.items():
             option = mutation.set_headers.add()
             option.header.key = name
-            option.header.raw_value = value.encode("utf-8")
+            option.header.raw_value = value.encode("utf-8", _HEADER_ERRORS)
             option.append_action = _OVERWRITE
     for name in remove:
         mutation.remove_headers.append(name)

@@ -34,8 +34,7 @@ def repeated_headers(header_map: pb.HeaderMap) -> dict[str, tuple[str, ...]]:
 
 
 def _pairs(header_map: pb.HeaderMap) -> list[tuple[str, str]]:
-    return [(h.key.lower(), h.raw_value.decode("utf-8", "replace") if h.raw_value else h.value)
-            for h in header_map.headers]
+    return [(h.key.lower(), mutations.header_value(h)) for h in header_map.headers]
 
 
 def handle(state: StreamState, msg: pb.ProcessingRequest) -> tuple[pb.ProcessingResponse, PhasePlan]:
