@@ -374,11 +374,14 @@ async def test_spans_only_when_the_client_asks(channel: grpc.aio.Channel) -> Non
             response_body(completion(HALLUCINATED)),
         ],
     )
-    details = json.loads(asked[3].response_body.response.body_mutation.body)["truthlens"]
+    answer = json.loads(asked[3].response_body.response.body_mutation.body)
+    details = answer["truthlens"]
     spans = details["choices"][0]["spans"]
     assert spans
+    content = answer["choices"][0]["message"]["content"]  # the warning, a blank line, the answer
+    assert content.endswith(HALLUCINATED) and not content.startswith(HALLUCINATED)
     for span in spans:
-        assert HALLUCINATED[span["start"] : span["end"]] == span["text"]
+        assert content[span["start"] : span["end"]] == span["text"]
         assert any(span["text"].strip() in fact for fact in WRONG_FACTS)  # inside a wrong fact
     plain = await chat(channel, completion(HALLUCINATED))
     assert "truthlens" not in json.loads(plain[3].response_body.response.body_mutation.body)
