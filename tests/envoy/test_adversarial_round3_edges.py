@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from gateway_routes import CONTEXT, GROUNDED, HALLUCINATED
 from harness import RawResponse, Stack, chat_body, decision, parse_sse
 
@@ -124,6 +125,37 @@ def test_a_detection_off_route_reads_an_uncompressed_answer_to_drop_a_forged_ver
                      {"x-test-route": "off", "accept-encoding": "gzip, deflate, br"})
     assert resp.status == 200 and "content-encoding" not in resp.headers
     assert "truthlens" not in resp.json() and resp.json()["choices"][0]["message"]["content"] == HALLUCINATED
+
+
+# What docs/operations.md suggests to keep answers compressed towards clients: Envoy's compressor
+# filter listed before ext_proc sees the client's Accept-Encoding first and compresses what the
+# processor released (JSON and SSE).
+COMPRESSOR = {"name": "envoy.filters.http.compressor", "typed_config": {
+    "@type": "type.googleapis.com/envoy.extensions.filters.http.compressor.v3.Compressor",
+    "response_direction_config": {"common_config": {"content_type": ["application/json", "text/event-stream"]}},
+    "compressor_library": {"name": "gzip", "typed_config": {
+        "@type": "type.googleapis.com/envoy.extensions.compression.gzip.compressor.v3.Gzip"}}}}
+
+
+def test_envoys_compressor_before_the_processor_still_gives_the_client_gzip(edges: Stack, tmp_path: Path) -> None:
+    ports = launch.EnvoyPorts(listener=launch.free_port(), upstream=edges.ports.upstream,
+                              processor=edges.ports.processor, admin=launch.free_port())
+    doc = yaml.safe_load(launch.render_envoy_config(ports))
+    doc["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]["http_filters"].insert(
+        0, COMPRESSOR)
+    envoy = launch.start_envoy(yaml.safe_dump(doc, sort_keys=False), tmp_path)
+    try:
+        launch.wait_envoy(ports.admin, envoy)
+        for stream in (False, True):
+            resp = edges.raw("POST", CHAT, chat_body("compressing?", context=CONTEXT, stream=stream),
+                             {"accept-encoding": "gzip", **SPANS}, port=ports.listener)
+            assert resp.headers["content-encoding"] == "gzip"
+            text, verdict = _chat_text(RawResponse(resp.status, resp.headers, gzip.decompress(resp.body)), stream)
+            assert HALLUCINATED in text and "Warning" in text  # checked and warned, then compressed
+            assert verdict["action"] == "warned"
+    finally:
+        envoy.stop()
+    assert [c["headers"]["accept-encoding"] for c in edges.upstream_calls()] == ["identity", "identity"]
 
 
 # ---------------------------------------------------------------- N36: encoded request bodies
