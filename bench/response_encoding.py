@@ -29,6 +29,7 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
+from bench.codec_hot_path import per_call_us
 from truthlens.gateway.apis.chat.body import Rewrite, WarningSpec, parse_chat_response
 from truthlens.gateway.apis.chat.chunks import StreamAccumulator, parse_chunk
 from truthlens.gateway.apis.sse import SSEDecoder
@@ -109,17 +110,6 @@ def codings() -> dict[str, Coding]:
         return out
     out["br (quality 4)"] = Coding(lambda: brotli.Compressor(quality=4), brotli.Decompressor, brotli=True)
     return out
-
-
-def per_call_us(fn: Callable[[], object], repeats: int) -> float:
-    fn()
-    best = float("inf")
-    for _ in range(5):  # best of 5 rounds: the machine is shared
-        start = time.perf_counter()
-        for _ in range(repeats):
-            fn()
-        best = min(best, (time.perf_counter() - start) / repeats)
-    return best * 1e6
 
 
 def read_json(body: bytes) -> bytes:

@@ -22,20 +22,19 @@ exactly when the request accepts gzip, as nginx does).
 from __future__ import annotations
 
 import gzip
-import http.client
 import json
 import re
 import shutil
 import subprocess
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from gateway_routes import CONTEXT, GROUNDED, HALLUCINATED
-from harness import RawResponse, Stack, chat_body, decision, parse_sse
+from harness import RawResponse, Stack, chat_body, decision, parse_sse, post_with_headers, responses_body
 
 from truthlens.testing import launch
 
@@ -75,14 +74,12 @@ SCRIPT = [
 
 
 @pytest.fixture
-def edges(stack: Stack) -> Iterator[Stack]:
-    assert stack.write_config(stack.config_yaml(decisions=DECISIONS)) in ("applied", "unchanged")
-    stack.set_script(SCRIPT)
-    yield stack
+def edges(stack: Stack) -> Stack:
+    return stack.serving(DECISIONS, SCRIPT)
 
 
 def _responses_body(question: str, **extra: Any) -> dict[str, Any]:
-    return {"model": "test-model", "input": question, "truthlens_context": CONTEXT, **extra}
+    return responses_body(question, context=CONTEXT, **extra)
 
 
 def _route(name: str | None) -> dict[str, str]:
@@ -249,27 +246,11 @@ console.log(JSON.stringify(input.spans.map((s) => ({
 # ---------------------------------------------------------------- N56: over max_streams
 
 
-def _post_with_headers(stack: Stack, path: str, body: dict[str, Any], headers: Sequence[tuple[str, str]],
-                       timeout_s: float = 60.0) -> RawResponse:
-    """One request whose headers may repeat a name (http.client's dict form cannot)."""
-    data = json.dumps(body).encode()
-    conn = http.client.HTTPConnection("127.0.0.1", stack.ports.listener, timeout=timeout_s)
-    try:
-        conn.putrequest("POST", path)
-        for name, value in [("content-type", "application/json"), ("content-length", str(len(data))), *headers]:
-            conn.putheader(name, value)
-        conn.endheaders(data)
-        resp = conn.getresponse()
-        return RawResponse(resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read())
-    finally:
-        conn.close()
-
-
 def test_over_the_stream_cap_a_repeated_routing_header_meets_the_same_route(edges: Stack) -> None:
     repeated = [("x-test-route", "closed"), ("x-test-route", "other")]
     body = chat_body("hallucinated?", context=CONTEXT)
     # Not overloaded: one of the values routes it to the fail-closed block route (as Envoy reads it).
-    assert _post_with_headers(edges, CHAT, body, repeated).status == 422
+    assert post_with_headers(edges.ports.listener, CHAT, body, repeated).status == 422
     config = edges.config_yaml(decisions=DECISIONS)
     assert edges.write_config(config.replace("version: 1\n", "version: 1\ngateway:\n  max_streams: 1\n", 1)) == "applied"
     try:
@@ -278,7 +259,7 @@ def test_over_the_stream_cap_a_repeated_routing_header_meets_the_same_route(edge
             "POST", CHAT, chat_body("slow-stream", context=CONTEXT, stream=True), {"x-test-route": "hold"})))
         thread.start()
         launch.wait_until(lambda: any(c["rule"] == "slow" for c in edges.upstream_calls()), "the slow call", None, 10)
-        overloaded = _post_with_headers(edges, CHAT, body, repeated)
+        overloaded = post_with_headers(edges.ports.listener, CHAT, body, repeated)
         # Before: 200 with the unchecked hallucination (the overloaded path read only the joined value).
         assert overloaded.status == 503 and json.loads(overloaded.body)["error"]["code"] == "worker_overloaded"
         assert HALLUCINATED.encode() not in overloaded.body
