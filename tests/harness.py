@@ -221,6 +221,13 @@ class Stack:
         finally:
             self.set_upstream_options(**{key: before[key] for key in options})
 
+    def serving(self, decisions: Sequence[Mapping[str, Any]], script: Sequence[Mapping[str, Any]]) -> Stack:
+        """This stack with ``decisions`` applied and ``script`` as the upstream's (a test module's
+        fixture: the session's stack is shared, so each module puts back its own)."""
+        assert self.write_config(self.config_yaml(decisions=decisions)) in ("applied", "unchanged")
+        self.set_script(script)
+        return self
+
     def upstream_calls(self) -> list[dict[str, Any]]:
         return list(self.upstream_raw("GET", "/_calls").json())
 
@@ -317,6 +324,31 @@ def chat_body(
     if n != 1:
         body["n"] = n
     body.update(extra)
+    return body
+
+
+def post_with_headers(port: int, path: str, body: Mapping[str, Any], headers: Sequence[tuple[str, str]],
+                      timeout_s: float = 60.0) -> RawResponse:
+    """A JSON POST whose headers may repeat a name (``Stack.raw`` takes a mapping; http.client
+    keeps each ``putheader`` line)."""
+    data = json.dumps(body).encode()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout_s)
+    try:
+        conn.putrequest("POST", path)
+        for name, value in [("content-type", "application/json"), ("content-length", str(len(data))), *headers]:
+            conn.putheader(name, value)
+        conn.endheaders(data)
+        resp = conn.getresponse()
+        return RawResponse(resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read())
+    finally:
+        conn.close()
+
+
+def responses_body(question: str, *, context: Sequence[str] = (), **extra: Any) -> dict[str, Any]:
+    """A Responses API request (``input`` a plain string) with the passages in the extension field."""
+    body: dict[str, Any] = {"model": "test-model", "input": question, **extra}
+    if context:
+        body["truthlens_context"] = list(context)
     return body
 
 

@@ -31,7 +31,15 @@ class JsonFormatter(logging.Formatter):
             out.update(fields)
         if record.exc_info:
             out["exception"] = self.formatException(record.exc_info)
-        return json.dumps(out, ensure_ascii=False, default=str)
+        line = json.dumps(out, ensure_ascii=False, default=str)
+        try:
+            line.encode("utf-8")
+        except UnicodeEncodeError:
+            # A value holding bytes that are not UTF-8 (a client's header, kept byte for byte as
+            # lone surrogates) has no UTF-8 form: the line escapes its non-ASCII instead, still
+            # one JSON object whose strings decode to the same values.
+            line = json.dumps(out, ensure_ascii=True, default=str)
+        return line
 
 
 def configure(level: str = "INFO", fmt: str | None = None, *, prefix: str = "") -> None:

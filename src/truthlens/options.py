@@ -8,6 +8,7 @@ so an operator can find it in the file; a wrong value is never replaced by a def
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -39,7 +40,9 @@ class Section:
 
     A reader's ``default`` stands only for an absent key: a present value of the wrong type
     is an error, never the default. Booleans are never numbers: ``bool`` subclasses ``int`` in
-    Python, but ``samples: true`` in YAML is a mistake, not 1.
+    Python, but ``samples: true`` in YAML is a mistake, not 1. Nor are YAML's ``.nan`` and
+    ``.inf``: every comparison with NaN is false, so a range check would let it through and
+    the value would then fail every check it meets (a NaN threshold flags nothing).
     """
 
     __slots__ = ("raw", "path")
@@ -178,6 +181,8 @@ class Section:
     def _number(self, name: str, value: object, lo: float | None, hi: float | None, positive: bool) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(self.key(name), f"must be a number, got {value!r}")
+        if not math.isfinite(value):
+            raise ConfigError(self.key(name), f"must be a finite number, got {value!r}")
         _check_range(self.key(name), value, lo, hi, positive)
         return float(value)
 

@@ -13,7 +13,6 @@ trailing slash and ``;params`` as the plain path).
 
 from __future__ import annotations
 
-import http.client
 import json
 import shlex
 import subprocess
@@ -24,7 +23,7 @@ from typing import Any
 import pytest
 import yaml
 from gateway_routes import CONTEXT, GROUNDED, HALLUCINATED
-from harness import RawResponse, Stack, chat_body, decision
+from harness import RawResponse, Stack, chat_body, decision, post_with_headers
 
 from truthlens.modes.prompts import REFINE_MARKER
 from truthlens.testing import launch
@@ -171,20 +170,8 @@ def routed(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[t
 
 
 def _post_repeated(port: int, headers: list[tuple[str, str]]) -> RawResponse:
-    """A request carrying the same header name more than once (http.client keeps each line)."""
-    body = json.dumps(chat_body("hallucinated?", context=CONTEXT)).encode()
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    try:
-        conn.putrequest("POST", CHAT)
-        conn.putheader("content-type", "application/json")
-        conn.putheader("content-length", str(len(body)))
-        for name, value in headers:
-            conn.putheader(name, value)
-        conn.endheaders(body)
-        resp = conn.getresponse()
-        return RawResponse(resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read())
-    finally:
-        conn.close()
+    """A request carrying the same header name more than once."""
+    return post_with_headers(port, CHAT, chat_body("hallucinated?", context=CONTEXT), headers)
 
 
 @pytest.mark.parametrize("values", [("sales", "platform"), ("platform", "platform"), ("platform", "")])

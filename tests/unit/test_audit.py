@@ -3,14 +3,16 @@ verdict and score of the upstream's own answer."""
 
 from __future__ import annotations
 
+import json
 import logging
 import shlex
 
 import pytest
 
+from truthlens._proto import truthlens_ext_proc_pb2 as pb
 from truthlens.detector.types import Detection
-from truthlens.gateway.exchange import audit
-from truthlens.logs import FIELDS
+from truthlens.gateway.exchange import audit, mutations, request_id
+from truthlens.logs import FIELDS, JsonFormatter
 from truthlens.modes.base import ChoiceVerdict, Verdict
 
 
@@ -68,3 +70,29 @@ def test_an_answer_nothing_rewrote_has_no_original_fields(caplog: pytest.LogCapt
     verdict = Verdict(mode="standard", choices=(ChoiceVerdict(0, Detection("clean", 0.1)),))
     assert audit.original_of(verdict) is None
     assert "original" not in _line(caplog, verdict="clean", original=None)
+
+
+def test_a_request_id_that_is_not_utf8_is_echoed_and_logged_as_sent(caplog: pytest.LogCaptureFixture) -> None:
+    # Adversarial round 3, N59: `x-request-id: caf\xe9-\xff` (Latin-1 bytes) was decoded with
+    # "replace", so the echo and the audit line both said `caf\ufffd-\ufffd`: the id the client
+    # sent was lost, and any two such ids looked alike.
+    sent = b"caf\xe9-\xff"
+    header = pb.HeaderValue(key="x-request-id", raw_value=sent)
+    value = mutations.header_value(header)
+    assert value == "caf\udce9-\udcff"  # each non-UTF-8 byte kept, as U+DC00 + byte
+
+    request = pb.ProcessingRequest()
+    request.response_headers.headers.headers.add(key=":status", raw_value=b"200")
+    reply = mutations.headers_reply("response_headers")
+    request_id.echo(reply, request, value)
+    (echoed,) = reply.response_headers.response.header_mutation.set_headers
+    assert (echoed.header.key, echoed.header.raw_value) == ("x-request-id", sent)
+
+    line = _line(caplog, request_id=value)
+    assert line.startswith('exchange request_id="caf\\udce9-\\udcff" ')  # a JSON string: U+DCE9 is byte 0xE9
+    (record,) = [r for r in caplog.records if r.name == "truthlens.audit"]
+    as_json = JsonFormatter().format(record)  # one JSON object, its value read back exactly
+    assert json.loads(as_json)["request_id"].encode("utf-8", "surrogateescape") == sent
+    # Unambiguous: a client that sends that spelling as text logs another line.
+    caplog.clear()
+    assert _line(caplog, request_id="caf\\udce9-\\udcff").startswith('exchange request_id="caf\\\\udce9-')

@@ -267,6 +267,38 @@ def test_relative_model_dir_is_anchored_at_the_config_file(tmp_path: Path) -> No
     assert load_config(path).detector.model_dir == str(tmp_path / "models" / "detector")
 
 
+@pytest.mark.parametrize(("key", "set_nan"), [
+    ("hallucination.threshold", lambda d: d["hallucination"].update(threshold=float("nan"))),
+    ("hallucination.budgets.total_ms", lambda d: d["hallucination"]["budgets"].update(total_ms=float("nan"))),
+    ("hallucination.budgets.detection_ms", lambda d: d["hallucination"]["budgets"].update(detection_ms=float("inf"))),
+    ("decisions[0].plugins[0].configuration.threshold",
+     lambda d: d["decisions"][0]["plugins"][0]["configuration"].update(threshold=float("nan"))),
+    ("detector.batching.max_wait_ms", lambda d: d["detector"]["batching"].update(max_wait_ms=float("nan"))),
+    ("models.default.timeout_s", lambda d: d["models"]["default"].update(timeout_s=float("nan"))),
+])
+def test_nan_and_infinity_are_refused_on_float_keys_of_every_section_naming_the_key(key: str, set_nan: Any) -> None:
+    # Adversarial round 3, N54: `threshold: .nan` passed check-config and reloads, and then every
+    # check was invalid_input (block routes released everything); `total_ms: .nan` made every
+    # check budget_exhausted.
+    doc = base()
+    set_nan(doc)
+    err = error_of(doc)
+    assert err.key == key and "finite" in err.problem
+
+
+def test_check_config_and_reload_refuse_a_nan_threshold(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from truthlens import cli
+
+    path = tmp_path / "config.yaml"
+    path.write_text(SHIPPED.read_text())
+    store = ConfigStore(path, telemetry=(t := telemetry()))
+    good = store.current
+    path.write_text(SHIPPED.read_text().replace("threshold: 0.5", "threshold: .nan", 1))
+    assert cli.main(["check-config", str(path)]) == 1
+    assert "hallucination.threshold: must be a finite number" in capsys.readouterr().err
+    assert store.reload() is False and store.current is good and reloads(t, "rejected") == 1
+
+
 # ---------------------------------------------------------------- hot reload
 
 
@@ -334,6 +366,56 @@ async def test_watch_picks_up_changes_and_survives_bad_files(tmp_path: Path) -> 
         doc["decisions"][0]["name"] = "renamed"
         write(path, doc)
         await _until(lambda: store.current.decisions[0].name == "renamed")
+        assert reloads(t, "applied") == 1
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+
+async def test_a_file_rewritten_in_place_is_applied_only_once_it_stays_unchanged_for_a_poll(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Adversarial round 3, N55: a config rewritten in place, the watcher's poll landing between the
+    # two writes, applied the first half (a valid config without the second decision). The polls
+    # are driven one by one here (the watcher's sleep waits for the test), so no timing decides.
+    path = tmp_path / "config.yaml"
+    doc = base()
+    write(path, doc)
+    store = ConfigStore(path, telemetry=(t := telemetry()))
+    full = SHIPPED.read_text().replace("name: chat_completions", "name: chat_rewritten")
+    half = full[: full.index("  - name: responses")]  # valid on its own: one decision
+    assert [d.name for d in parse_config(yaml.safe_load(half)).decisions] == ["chat_rewritten"]
+
+    ticks: asyncio.Queue[None] = asyncio.Queue()
+    waiting: asyncio.Queue[None] = asyncio.Queue()
+
+    async def one_poll_at_a_time(_seconds: float) -> None:
+        waiting.put_nowait(None)
+        await ticks.get()
+
+    async def poll() -> None:
+        """Let the watcher run one poll to its end (its next sleep)."""
+        ticks.put_nowait(None)
+        await waiting.get()
+
+    from truthlens.gateway.policy import config_store
+    monkeypatch.setattr(config_store.asyncio, "sleep", one_poll_at_a_time)
+    task = asyncio.create_task(store.watch(interval_s=2.0))
+    try:
+        await waiting.get()
+        with path.open("r+", encoding="utf-8") as f:  # in place: same inode, truncated, half written
+            f.truncate(0)
+            f.write(half)
+            f.flush()
+            os.fsync(f.fileno())
+        await poll()
+        assert store.current.decisions[0].name == "chat_completions"  # not the half
+        with path.open("a", encoding="utf-8") as f:
+            f.write(full[len(half):])
+        await poll()
+        assert store.current.decisions[0].name == "chat_completions"  # changed since the last poll
+        await poll()
+        assert [d.name for d in store.current.decisions] == ["chat_rewritten", "responses"]
         assert reloads(t, "applied") == 1
     finally:
         task.cancel()

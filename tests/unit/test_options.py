@@ -81,6 +81,18 @@ def test_number_ranges() -> None:
     assert s.number("zero", 1.0, lo=0.0) == 0.0
 
 
+def test_nan_and_infinity_are_never_numbers() -> None:
+    # Adversarial round 3, N54: every comparison with NaN is false, so ``lo``/``hi``/``positive``
+    # let ``.nan`` through and the value then failed every check it met. Every float key reads
+    # through these two readers, so every one refuses it, naming the key.
+    s = Section({"nan": float("nan"), "inf": float("inf"), "minus_inf": float("-inf")}, PATH)
+    for name in ("nan", "inf", "minus_inf"):
+        for read in (lambda n=name: s.number(n, 0.5, lo=0.0, hi=1.0), lambda n=name: s.number(n, 1.0, positive=True),
+                     lambda n=name: s.number(n, 1.0), lambda n=name: s.optional_number(n)):
+            err = error_of(read)
+            assert err.key == f"{PATH}.{name}" and "must be a finite number" in err.problem
+
+
 def test_integers() -> None:
     s = Section({"half": 2.5, "big": 11, "ok": 4}, PATH)
     assert error_of(lambda: s.integer("half", 3)).key == f"{PATH}.half"

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from truthlens.detector.types import Detection, Span
+from truthlens.gateway.apis.chat.body import WarningSpec
 from truthlens.gateway.policy.config import RouteSettings, parse_config
 from truthlens.gateway.policy.presentation import BLOCK_STATUS, present, unchecked
 from truthlens.modes.base import ChoiceVerdict, Verdict
@@ -105,7 +106,9 @@ def flagged(*spans: Span) -> Verdict:
 
 
 def test_each_span_says_which_fact_which_passage_and_what_it_states() -> None:
-    shown = present(route(), "d", flagged(WRONG_YEAR, MADE_UP), n_choices=1, include_spans=True, latency_s=0)
+    # No warning here (header action only): the offsets are the detector's, into the answer.
+    shown = present(route(actions=["header"]), "d", flagged(WRONG_YEAR, MADE_UP), n_choices=1, include_spans=True,
+                    latency_s=0)
     spans = shown.details["choices"][0]["spans"]
     assert spans[0] == {"start": 34, "end": 38, "text": "1925", "prob": 0.9964, "reason": "unsupported_date",
                         "fact": "1925", "passage": 1, "evidence": "It was completed in 1889.", "context_fact": "1889"}
@@ -145,3 +148,61 @@ def test_a_detected_choice_without_a_span_is_flagged_as_a_whole() -> None:
     choice = shown.details["choices"][0]
     assert choice["reason"] == "unsupported_answer"
     assert choice["why"].startswith("unsupported_answer: no single span stands out")
+
+
+ANSWER = "🎉🎉🎉 The Eiffel 🗼 Tower was completed in 1925."
+EMOJI_YEAR = Span(start=ANSWER.index("1925"), end=ANSWER.index("1925") + 4, text="1925", prob=0.99,
+                  reason="unsupported_date", fact="1925")
+
+
+def _spans_as_shown(shown: Any, answer: str, details: Any) -> list[str]:
+    content = shown.final_contents((answer,))[0]
+    return [content[s["start"]:s["end"]] for s in details["choices"][0]["spans"]]
+
+
+@pytest.mark.parametrize("position", ["prepend", "append"])
+def test_span_offsets_index_the_content_the_client_receives_past_a_prepended_warning(position: str) -> None:
+    # Adversarial round 3, N47: the offsets pointed into the upstream's answer, so with the default
+    # prepended warning `content[start:end]` read the warning's text, on every warned answer.
+    # N48: they count code points (an emoji is one), as Python indexes; docs/clients.md converts them.
+    shown = present(route(warning_position=position), "d", flagged(EMOJI_YEAR), n_choices=1, include_spans=True,
+                    latency_s=0)
+    assert shown.warning is not None and shown.details["warning_position"] == position
+    assert _spans_as_shown(shown, ANSWER, shown.details) == ["1925"]
+    lead = len(shown.warning.text.strip()) + 2 if position == "prepend" else 0
+    assert shown.details["choices"][0]["spans"][0]["start"] == ANSWER.index("1925") + lead
+    # A passthrough stream appends the warning after the streamed content: its verdict chunk's
+    # offsets index the answer as it streamed, followed by the warning.
+    late = shown.late_details()
+    streamed = ANSWER + (shown.late_warning() or "")
+    assert [streamed[s["start"]:s["end"]] for s in late["choices"][0]["spans"]] == ["1925"]
+    assert late["warning_position"] == "append"
+
+
+def test_only_warned_choices_move_and_a_rewrite_is_indexed_as_rewritten() -> None:
+    rewritten = "Completed in 1925, the 🗼 was designed by Speer."
+    year = Span(start=rewritten.index("1925"), end=rewritten.index("1925") + 4, text="1925", prob=0.99)
+    clean = Detection(status="clean", score=0.1, spans=(Span(start=0, end=3, text="🎉🎉🎉", prob=0.2),))
+    verdict_ = Verdict(mode="standard", choices=(
+        ChoiceVerdict(0, Detection(status="detected", score=0.99, spans=(year,)), rewritten),
+        ChoiceVerdict(1, clean),
+    ))
+    shown = present(route(), "d", verdict_, n_choices=2, include_spans=True, latency_s=0)
+    finals = shown.final_contents(("upstream's own answer", ANSWER))
+    for i, final in enumerate(finals):
+        assert [final[s["start"]:s["end"]] for s in shown.details["choices"][i]["spans"]] == [["1925"], ["🎉🎉🎉"]][i]
+
+
+def test_an_answer_the_mode_withheld_lists_no_spans() -> None:
+    withheld = Verdict(mode="premium", choices=(ChoiceVerdict(0, Detection(status="detected", score=0.99,
+                                                                           spans=(EMOJI_YEAR,))),),
+                       abstain_message="No consensus: withheld.")
+    shown = present(route(), "d", withheld, n_choices=1, include_spans=True, latency_s=0)
+    assert shown.final_contents((ANSWER,))[0].endswith("No consensus: withheld.")
+    assert shown.details["choices"][0]["spans"] == []
+
+
+def test_the_warning_lead_is_what_apply_puts_before_the_answer() -> None:
+    for position in ("prepend", "append"):
+        warning = WarningSpec("  ⚠️ Check this.\n", position)  # type: ignore[arg-type]
+        assert warning.apply(ANSWER).index(ANSWER) == warning.lead

@@ -133,6 +133,21 @@ async def test_http_error_status_and_body() -> None:
     assert "overloaded" in str(err.value)
 
 
+async def test_negotiate_answers_gzip_only_when_the_request_accepts_it() -> None:
+    rules = [{"reply": {"content": "maybe zipped", "content_encoding": "negotiate", "chunk_tokens": 1}}]
+    body = {"model": "m", "messages": QUESTION}
+    async with ScriptedUpstream(rules) as up, aiohttp.ClientSession(auto_decompress=False) as s:
+        for accept, zipped in (("gzip, deflate", True), ("identity", False), ("br, gzip;q=0", False),
+                               ("*", True), ("", False)):
+            for stream in (False, True):
+                async with s.post(f"{up.base_url}/chat/completions", json={**body, "stream": stream},
+                                  headers={"Accept-Encoding": accept}) as r:
+                    raw = await r.read()
+                    assert (r.headers.get("Content-Encoding") == "gzip") is zipped, (accept, stream)
+                    text = gzip.decompress(raw) if zipped else raw
+                    assert b"maybe" in text
+
+
 async def test_delay_before_headers_trips_a_client_timeout() -> None:
     rules = [{"reply": {"content": "late", "delay_s": 3}}]
     async with ScriptedUpstream(rules) as up:

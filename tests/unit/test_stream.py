@@ -40,6 +40,7 @@ DECISIONS = [
     decision("slow", route_header="slow", budgets={"detection_ms": 0.001, "total_ms": 1000}),
     decision("silent", route_header="silent", actions=[]),
     decision("off", route_header="off", enabled=False),
+    decision("nofield", route_header="nofield", context={"extension_field": None}),
     decision("limited", route_header="limited", streaming="passthrough", max_body_bytes=600,
              actions=["header", "body"]),
     decision("chat", priority=10, actions=["header", "body"], streaming="passthrough"),
@@ -264,6 +265,53 @@ async def test_a_request_no_route_checks_is_never_decoded_as_a_chat_request(
 # -- BUFFERED responses ---------------------------------------------------------------------------
 
 
+# -- content codings (adversarial round 3: N64, N36) ------------------------------------------------
+
+
+async def test_an_exchange_whose_answer_is_read_asks_the_upstream_for_it_uncompressed(channel: grpc.aio.Channel) -> None:
+    # N64: the openai SDK sends `Accept-Encoding: gzip, deflate`; an upstream that honours it left
+    # every answer unchecked (content_encoding). Checked and detection-off routes (whose answer is
+    # read for an upstream's forged verdict) ask for identity, whatever the client accepts.
+    for route, extra in ((None, {"accept-encoding": "gzip, deflate"}), ("hold", {"accept-encoding": "br"}),
+                         ("off", {"accept-encoding": "gzip"}), (None, {})):
+        (reply,) = await converse(channel, [request_headers(route=route, **extra)])
+        assert set_headers(reply.request_headers.response) == {"accept-encoding": "identity"}, route
+    # A request no route checks keeps the client's header.
+    (unmatched,) = await converse(channel, [request_headers("/v1/embeddings", **{"accept-encoding": "gzip"})])
+    assert not unmatched.request_headers.response.HasField("header_mutation")
+
+
+@pytest.mark.parametrize(("path", "route"), [
+    ("/v1/chat/completions", None), ("/v1/chat/completions", "closed"), ("/v1/chat/completions", "off"),
+    ("/v1/embeddings", None),
+])
+@pytest.mark.parametrize("coding", ["gzip", "deflate", "GZIP, identity"])
+async def test_an_encoded_request_body_is_refused_where_the_context_field_applies(
+    channel: grpc.aio.Channel, path: str, route: str | None, coding: str
+) -> None:
+    # N36: a gzip request body was forwarded compressed with its context field inside (checked
+    # routes marked it unavailable/malformed_json; unmatched paths did not look at all).
+    body = gzip.compress(json.dumps(chat_body("Q?", context=["SECRET passage"])).encode())
+    replies = await converse(channel, [request_headers(path, route=route, **{"content-encoding": coding}),
+                                       request_body(body)])
+    immediate = replies[1].immediate_response
+    assert immediate.status.code == 400
+    assert json.loads(immediate.body)["error"]["code"] == "context_field_unremovable"
+    assert set_headers(immediate.headers)["x-truthlens-reason"] == "context_field_unremovable"
+
+
+async def test_an_encoded_request_body_on_a_route_without_the_field_goes_on_unchecked(channel: grpc.aio.Channel) -> None:
+    body = gzip.compress(json.dumps(chat_body("Q?")).encode())
+    replies = await converse(channel, [request_headers(route="nofield", **{"content-encoding": "gzip"}),
+                                       request_body(body), response_headers(), response_body(completion(GROUNDED))])
+    assert not replies[1].request_body.response.HasField("body_mutation")  # never read, never changed
+    headers = set_headers(replies[2].response_headers.response)
+    assert (headers["x-truthlens-detected"], headers["x-truthlens-reason"]) == ("unavailable", "content_encoding")
+    plain = await converse(channel, [request_headers(route="nofield", **{"content-encoding": "identity"}),
+                                     request_body(chat_body("Q?", context=CONTEXT))])
+    assert plain[1].WhichOneof("response") == "request_body"  # identity is no coding
+
+
 async def test_grounded_answer_gets_headers_and_keeps_its_bytes(channel: grpc.aio.Channel) -> None:
     replies = await chat(channel, completion(GROUNDED))
     assert replies[2].WhichOneof("response") == "response_headers"
@@ -326,11 +374,14 @@ async def test_spans_only_when_the_client_asks(channel: grpc.aio.Channel) -> Non
             response_body(completion(HALLUCINATED)),
         ],
     )
-    details = json.loads(asked[3].response_body.response.body_mutation.body)["truthlens"]
+    answer = json.loads(asked[3].response_body.response.body_mutation.body)
+    details = answer["truthlens"]
     spans = details["choices"][0]["spans"]
     assert spans
+    content = answer["choices"][0]["message"]["content"]  # the warning, a blank line, the answer
+    assert content.endswith(HALLUCINATED) and not content.startswith(HALLUCINATED)
     for span in spans:
-        assert HALLUCINATED[span["start"] : span["end"]] == span["text"]
+        assert content[span["start"] : span["end"]] == span["text"]
         assert any(span["text"].strip() in fact for fact in WRONG_FACTS)  # inside a wrong fact
     plain = await chat(channel, completion(HALLUCINATED))
     assert "truthlens" not in json.loads(plain[3].response_body.response.body_mutation.body)

@@ -14,12 +14,14 @@ Rule (YAML or JSON; every key optional)::
             headers: {x-extra: "1"}, extra_fields: {...}, extra_events: ["data: {...}\n\n"],
             chunked: false, repeat: 1, span_judge: {quotes: [...], extra_quotes: [...], malformed: false}}
 
-``headers`` are added to the response, ``extra_fields`` merged into a JSON completion's top
-level, ``extra_events`` (raw SSE text) sent before a stream's ``data: [DONE]``: an upstream
-that tries to speak for the gateway, for instance. The same rules answer ``POST /v1/responses``
-(matched on its input read as messages, ``instructions`` as the system message): one ``message``
-item, ``finish_reason: length`` makes the response ``incomplete``, ``extra_fields`` go into the
-response object and ``extra_events`` before the terminal event; ``n`` and ``logprobs`` are chat's.
+``content_encoding: negotiate`` answers gzip exactly when the request's ``Accept-Encoding`` accepts
+it, as nginx's ``gzip on`` and aiohttp's compression do. ``headers`` are added to the response,
+``extra_fields`` merged into a JSON completion's top level, ``extra_events`` (raw SSE text) sent
+before a stream's ``data: [DONE]``: an upstream that tries to speak for the gateway, for instance.
+The same rules answer ``POST /v1/responses`` (matched on its input read as messages,
+``instructions`` as the system message): one ``message`` item, ``finish_reason: length`` makes the
+response ``incomplete``, ``extra_fields`` go into the response object and ``extra_events`` before
+the terminal event; ``n`` and ``logprobs`` are chat's.
 
 ``verdicts`` scripts a verifier's claim verdicts (premium's verdict prompt): the reply is the
 JSON ``{"verdicts": [{"claim": n, "verdict": ...}]}`` for the claims quoted in the request's
@@ -193,8 +195,8 @@ def parse_rule(raw: Mapping[str, Any], index: int = 0) -> Rule:
     if confidence is not None and not 0.0 < confidence <= 1.0:
         raise ScriptError(f"{rw}.confidence: must be in (0, 1]")
     encoding = typed(r, "content_encoding", str, rw)
-    if encoding not in (None, "gzip", "identity"):
-        raise ScriptError(f"{rw}.content_encoding: only gzip or identity")
+    if encoding not in (None, "gzip", "identity", "negotiate"):
+        raise ScriptError(f"{rw}.content_encoding: only gzip, identity or negotiate")
     extra_headers = typed(r, "headers", Mapping, rw) or {}
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in extra_headers.items()):
         raise ScriptError(f"{rw}.headers: names and values must be strings")

@@ -1,6 +1,7 @@
-"""How a scripted reply goes on the wire, faults included: a JSON body (gzip, chunked, or cut off
-half-way with the whole length announced), an SSE body event by event (gzip flushed per event,
-delays between events, a connection dropped after N events), and OpenAI-shaped error bodies.
+"""How a scripted reply goes on the wire, faults included: a JSON body (gzip, always or as the
+request's Accept-Encoding allows; chunked, or cut off half-way with the whole length announced),
+an SSE body event by event (gzip flushed per event, delays between events, a connection dropped
+after N events), and OpenAI-shaped error bodies.
 What the reply says: :mod:`truthlens.testing.script`; the server: :mod:`truthlens.testing.upstream`."""
 
 from __future__ import annotations
@@ -15,9 +16,29 @@ from aiohttp import web
 from truthlens.testing.script import Reply
 
 
+def _gzipped(request: web.Request, reply: Reply) -> bool:
+    """Whether the reply goes gzip-encoded: always (``gzip``), or when the request accepts it
+    (``negotiate``: a gzip coding in ``Accept-Encoding`` without ``q=0``)."""
+    if reply.content_encoding != "negotiate":
+        return reply.content_encoding == "gzip"
+    for item in request.headers.get("Accept-Encoding", "").split(","):
+        coding, *params = (part.strip() for part in item.lower().split(";"))
+        weights = [value for name, _, value in (p.partition("=") for p in params) if name.strip() == "q"]
+        if coding in ("gzip", "*") and _weight(weights[0] if weights else "1") > 0:
+            return True
+    return False
+
+
+def _weight(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return 0.0
+
+
 async def send(request: web.Request, reply: Reply, data: bytes, content_type: str) -> web.StreamResponse:
     headers = {"Content-Type": content_type, **dict(reply.headers)}
-    if reply.content_encoding == "gzip":
+    if _gzipped(request, reply):
         data = gzip.compress(data)
         headers["Content-Encoding"] = "gzip"
     if reply.chunked and reply.drop_after_chunks is None:
@@ -44,7 +65,7 @@ async def write_events(request: web.Request, reply: Reply, events: list[bytes]) 
     headers = {"Content-Type": reply.content_type or "text/event-stream", "Cache-Control": "no-cache",
                **dict(reply.headers)}
     compressor = None
-    if reply.content_encoding == "gzip":
+    if _gzipped(request, reply):
         compressor = zlib.compressobj(wbits=31)  # gzip container, flushed per event
         headers["Content-Encoding"] = "gzip"
     resp = web.StreamResponse(headers=headers)

@@ -7,7 +7,7 @@ request and response bytes to what a check needs (question, passages, answers: :
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -130,6 +130,20 @@ Action = Literal["none", "warned", "blocked", "rewritten"]
 WARNING_POSITION_KEY = "warning_position"
 
 
+def moved_spans(details: Mapping[str, Any], by: int, moves: Callable[[int], bool]) -> dict[str, Any]:
+    """``details`` with every span of each choice ``moves`` picks (by index) ``by`` code points
+    later: span offsets index the content the client receives, a prepended warning included."""
+    if not by:
+        return dict(details)
+    choices = []
+    for choice in details.get("choices", ()):
+        if choice.get("spans") and moves(choice["index"]):
+            spans = [{**span, "start": span["start"] + by, "end": span["end"] + by} for span in choice["spans"]]
+            choice = {**choice, "spans": spans}
+        choices.append(choice)
+    return {**details, "choices": choices}
+
+
 @dataclass(frozen=True, slots=True)
 class Refusal:
     """The client gets an OpenAI-style error instead of the answer."""
@@ -176,10 +190,11 @@ class Presentation:
 
     def late_details(self) -> Mapping[str, Any]:
         """The details as a passthrough stream's verdict chunk: a warning there was appended
-        (the content was out before the verdict), and the chunk says so."""
+        (the content was out before the verdict), and the chunk says so; its spans index the
+        content as it streamed (not past a warning the route would have prepended)."""
         if self.warning is None:
             return self.details
-        return {**self.details, WARNING_POSITION_KEY: "append"}
+        return moved_spans({**self.details, WARNING_POSITION_KEY: "append"}, -self.warning.lead, self.warns)
 
     def final_contents(self, answers: tuple[str, ...]) -> tuple[str, ...]:
         """What each choice finally says: rewritten where the mode rewrote, warned where warned."""

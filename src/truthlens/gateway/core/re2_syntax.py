@@ -1,6 +1,13 @@
-"""A path condition's Python ``re`` pattern rebuilt as the RE2 regex (what Envoy's ``safe_regex``
-reads) that an Envoy route matches a request's raw path with, or a ValueError naming the
-construct for which no such regex is exact.
+"""Path conditions' regexes in RE2: the engine the processor matches them with
+(:func:`compile_path_regex`), and each one rebuilt as the RE2 regex (what Envoy's ``safe_regex``
+reads) that an Envoy route matches a request's raw path with (:func:`path_regex`), or a
+ValueError naming the construct for which no such regex is exact.
+
+RE2 runs in time linear in the path whatever the pattern: a nested quantifier such as
+``^/v1/(a+)+$``, which Python's backtracking ``re`` takes seconds (doubling per character) to fail
+on ``/v1/aaaa…a!``, costs RE2 microseconds, so no path rule can stall a worker's event loop.
+A pattern must be valid RE2 (no back-references, no look-arounds) and read by Python's ``re``
+parser too (the letter check and :func:`path_regex` walk its parse).
 
 The processor searches the pattern in the path as :func:`truthlens.gateway.core.paths.normal_path`
 reads it (no ``;params``, lower case, no trailing slash); Envoy matches the whole raw path (less
@@ -20,7 +27,9 @@ back-references, inline flags, upper-case letters (the path compared is lower ca
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Protocol
+
+import re2
 
 from truthlens.gateway.core.paths import DROPPED_TAIL_RE2, KEPT_AFTER_SLASH_RE2, KEPT_PREFIX_RE2, PARAMS_RE2
 
@@ -29,6 +38,25 @@ _PARSER: Any = getattr(re, "_parser")  # noqa: B009 - the stdlib's own parser, n
 _C: Any = getattr(re, "_constants")  # noqa: B009
 _SLASH = ord("/")
 _SEMICOLON = ord(";")
+
+
+class PathPattern(Protocol):
+    """A compiled path regex, as the decision rules use it."""
+
+    def search(self, text: bytes) -> object | None: ...
+
+
+def compile_path_regex(pattern: str) -> PathPattern:
+    """``pattern`` compiled by RE2 (searched, like ``re.search``, in a path's bytes); ValueError
+    with RE2's reason for a pattern it refuses."""
+    options = re2.Options()
+    options.log_errors = False  # the reason goes into the ValueError, not onto stderr
+    try:
+        compiled: PathPattern = re2.compile(pattern, options)
+    except re2.error as exc:
+        reason = exc.args[0] if exc.args else exc
+        raise ValueError(reason.decode("utf-8", "replace") if isinstance(reason, bytes) else str(reason)) from None
+    return compiled
 
 
 def path_regex(pattern: str) -> str:

@@ -7,7 +7,10 @@ are keys of the JSON object, see :mod:`truthlens.logs`).
 Some values come from the client (``x-request-id``): in the text form a value that is not a plain
 token is written as a JSON string (quoted, with ``"``, ``\\``, control and non-ASCII characters
 escaped), so no value can end its field early and forge another (``x-request-id: a verdict=clean``
-logs ``request_id="a verdict=clean"``)."""
+logs ``request_id="a verdict=clean"``). A header byte that is not UTF-8 is kept as the lone
+surrogate U+DC00 + the byte (0xE9 → U+DCE9; see :func:`truthlens.gateway.exchange.mutations.header_value`), so
+``x-request-id: caf\xe9`` (Latin-1) logs ``request_id="caf\udce9"``: no UTF-8 text reads
+that way, and the bytes sent are recovered exactly (``.encode("utf-8", "surrogateescape")``)."""
 
 from __future__ import annotations
 

@@ -31,6 +31,17 @@ _BODY_MODES: dict[BodyMode, int] = {
     "buffered_partial": pb.ProcessingMode.BUFFERED_PARTIAL,
 }
 _OVERWRITE = pb.HeaderValueOption.OVERWRITE_IF_EXISTS_OR_ADD
+# Header values are bytes. HTTP allows any byte from 0x80 up (obs-text), and clients send
+# Latin-1 as often as UTF-8; decoded with ``surrogateescape`` a value that is not UTF-8 keeps
+# each such byte as one lone surrogate (U+DC80..U+DCFF, which no UTF-8 text holds), so the same
+# bytes go back out when the value is written (``x-request-id`` echoed as the client sent it).
+_HEADER_ERRORS = "surrogateescape"
+
+
+def header_value(header: pb.HeaderValue) -> str:
+    """A header's value as text: its ``raw_value`` bytes (what Envoy fills) decoded as UTF-8,
+    any other byte kept as a lone surrogate (see :data:`_HEADER_ERRORS`)."""
+    return header.raw_value.decode("utf-8", _HEADER_ERRORS) if header.raw_value else header.value
 
 
 def fill_header_mutation(
@@ -46,7 +57,7 @@ def fill_header_mutation(
         for name, value in set_headers.items():
             option = mutation.set_headers.add()
             option.header.key = name
-            option.header.raw_value = value.encode("utf-8")
+            option.header.raw_value = value.encode("utf-8", _HEADER_ERRORS)
             option.append_action = _OVERWRITE
     for name in remove:
         mutation.remove_headers.append(name)
@@ -62,14 +73,19 @@ def passthrough(phase: Phase) -> pb.ProcessingResponse:
     return reply
 
 
-def request_headers_reply(*, request_body: bool, response: bool) -> pb.ProcessingResponse:
-    """Continue after the request headers, asking Envoy for the later phases the exchange needs
-    and no others (``mode_override``, honoured with ``allow_mode_override``): the request body
-    BUFFERED or not at all, the response headers or not (with them, their reply picks the body's
-    mode: NONE until then), never the trailers. Without the response headers Envoy sends nothing
-    of the response; without both, the exchange is done with this one message."""
+def request_headers_reply(
+    *, request_body: bool, response: bool, set_headers: Mapping[str, str] | None = None
+) -> pb.ProcessingResponse:
+    """Continue after the request headers (``set_headers`` over the client's), asking Envoy for
+    the later phases the exchange needs and no others (``mode_override``, honoured with
+    ``allow_mode_override``): the request body BUFFERED or not at all, the response headers or not
+    (with them, their reply picks the body's mode: NONE until then), never the trailers. Without
+    the response headers Envoy sends nothing of the response; without both, the exchange is done
+    with this one message."""
     reply = pb.ProcessingResponse()
     reply.request_headers.response.SetInParent()
+    if set_headers:
+        fill_header_mutation(reply.request_headers.response.header_mutation, set_headers)
     mode = reply.mode_override
     mode.request_body_mode = pb.ProcessingMode.BUFFERED if request_body else pb.ProcessingMode.NONE
     mode.response_header_mode = pb.ProcessingMode.SEND if response else pb.ProcessingMode.SKIP
@@ -163,6 +179,17 @@ def immediate_response(
         # Envoy puts this in %RESPONSE_CODE_DETAILS%; it must be a single token.
         immediate.details = details.replace(" ", "_")
     return reply
+
+
+UNREMOVABLE_REASON = "context_field_unremovable"
+
+
+def field_unremovable(message: str) -> pb.ProcessingResponse:
+    """The 400 of a request body the context extension field cannot be cut out of (not JSON, or
+    in a content coding): ``code`` and ``x-truthlens-reason`` ``context_field_unremovable``."""
+    body = openai_body.error_json(400, message, "invalid_request_error", UNREMOVABLE_REASON)
+    return immediate_response(400, body, set_headers={"x-truthlens-reason": UNREMOVABLE_REASON},
+                              details="truthlens_" + UNREMOVABLE_REASON)
 
 
 def refusal_response(refusal: Refusal) -> pb.ProcessingResponse:

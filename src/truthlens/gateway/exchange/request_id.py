@@ -6,6 +6,9 @@ or not, and every refusal it writes), so a ticket can quote the id the gateway l
 upstream that sent its own, different ``x-request-id`` (OpenAI does) keeps it as
 ``x-upstream-request-id`` rather than losing it.
 
+The id is echoed byte for byte: one with bytes that are not UTF-8 (Latin-1 ``caf\xe9``) comes
+back as sent, never with U+FFFD in their place (see :func:`~truthlens.gateway.exchange.mutations.header_value`).
+
 Exchanges Envoy decides without the processor's response phases (routes that skip the
 processor, ``/v1/models``) get no echo from here; ``always_set_request_id_in_response`` on
 Envoy's HTTP connection manager covers those.
@@ -14,7 +17,7 @@ Envoy's HTTP connection manager covers those.
 from __future__ import annotations
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
-from truthlens.gateway.exchange.mutations import fill_header_mutation
+from truthlens.gateway.exchange.mutations import fill_header_mutation, header_value
 
 REQUEST_ID_HEADER = "x-request-id"
 UPSTREAM_REQUEST_ID_HEADER = "x-upstream-request-id"
@@ -39,6 +42,5 @@ def echo(reply: pb.ProcessingResponse, msg: pb.ProcessingRequest, request_id: st
 def _upstream_request_id(header_map: pb.HeaderMap) -> str | None:
     for h in header_map.headers:
         if h.key.lower() == REQUEST_ID_HEADER:
-            value: str = h.raw_value.decode("utf-8", "replace") if h.raw_value else h.value
-            return value
+            return header_value(h)
     return None

@@ -1,6 +1,12 @@
 """Hot reload: :class:`ConfigStore` holds the current :class:`~truthlens.gateway.policy.config.Config`
 and swaps one reference when the file changes and still validates (a bad edit keeps the old one).
-Streams keep the snapshot they pinned at their first message."""
+Streams keep the snapshot they pinned at their first message.
+
+A file rewritten in place passes through states nobody wrote on purpose: its first half can be
+a valid config that routes less than the whole (a decision missing, a route unchecked). The
+watcher therefore applies a change only once the file's stamp has stayed the same from one poll
+to the next; an edit written as a new file renamed over the old one (what editors and
+``kubectl``'s config map volumes do) is whole from the first poll that sees it."""
 
 from __future__ import annotations
 
@@ -80,10 +86,14 @@ class ConfigStore:
         return _stamp(self.path) != self._stamp
 
     async def watch(self, interval_s: float = 2.0) -> None:
-        """Poll the file (mtime, size, inode; then the content hash) until cancelled."""
+        """Poll the file (mtime, size, inode; then the content hash) until cancelled; a change
+        is applied at the first poll that finds the file as the poll before found it."""
+        seen = self._stamp
         while True:
             await asyncio.sleep(interval_s)
-            if self.changed_on_disk():
+            stamp = _stamp(self.path)
+            settled, seen = stamp == seen, stamp
+            if settled and stamp != self._stamp:
                 # Parsing may import a mode module: keep it off the event loop.
                 await asyncio.to_thread(self.reload)
 

@@ -141,7 +141,7 @@ class HeaderRule:
 class PathRule:
     test: PathTest
     operand: str  # prefix / exact: spelt as normal_path spells paths; regex: as written
-    pattern: re.Pattern[str] | None = None
+    pattern: re2_syntax.PathPattern | None = None  # regex: run by RE2, in time linear in the path
 
     def matches(self, facts: RequestFacts) -> bool:
         path = normal_path(facts.path)
@@ -150,7 +150,8 @@ class PathRule:
         if self.test == "exact":
             return path == self.operand
         assert self.pattern is not None
-        return self.pattern.search(path) is not None
+        # The path's bytes as sent (a header byte that is not UTF-8 is kept as a lone surrogate).
+        return self.pattern.search(path.encode("utf-8", "surrogateescape")) is not None
 
     def matches_without_body(self, facts: RequestFacts) -> bool | None:
         return self.matches(facts)
@@ -278,11 +279,16 @@ def _compile_leaf(leaf: Section) -> Rule:
         text = leaf.string(path_test)
         if path_test != "regex":
             return PathRule(test=path_test, operand=_path_operand(path_test, text))
-        pattern = _regex(text, leaf.key("regex"), 0)
+        _regex(text, leaf.key("regex"), 0)  # Python's parser reads it too (the letter check, envoy-routes)
         if re2_syntax.has_upper_case_literal(text):
             raise ConfigError(leaf.key("regex"), "path conditions compare the lower-cased path: write the "
                               "pattern's letters in lower case")
-        return PathRule(test=path_test, operand=text, pattern=pattern)
+        try:
+            engine = re2_syntax.compile_path_regex(text)
+        except ValueError as exc:
+            raise ConfigError(leaf.key("regex"), f"not valid RE2 (path rules run in RE2, in time linear in the "
+                              f"path; no back-references or look-arounds): {exc}") from None
+        return PathRule(test=path_test, operand=text, pattern=engine)
     if kind == "model":
         leaf.allow("type", "name", "any")
         model_test, _ = leaf.one_of(("name", "any"))

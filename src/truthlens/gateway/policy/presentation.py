@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from truthlens.detector.backends.cascade import summarize as summarize_confirmation
-from truthlens.gateway.apis.interface import WARNING_POSITION_KEY, Outcome, Presentation, Refusal
+from truthlens.gateway.apis.interface import WARNING_POSITION_KEY, Outcome, Presentation, Refusal, moved_spans
 from truthlens.gateway.core import errors
 from truthlens.gateway.policy.checking import verdict_reason
 from truthlens.gateway.policy.explanations import choice_reason, flag_reason, span_details
@@ -70,6 +70,8 @@ def present(
     details = _details(decision, verdict, include_spans=include_spans, confirm=route.confirm)
     if warning is not None:
         details[WARNING_POSITION_KEY] = warning.position
+        # Offsets index the content the client receives: a prepended warning moves them.
+        details = moved_spans(details, warning.lead, warned.__contains__)
     shown = Presentation(
         headers=headers,
         contents=contents,
@@ -192,7 +194,10 @@ def _confirm_fields(verdict: Verdict, outcome_key: str, reason_key: str) -> dict
 
 def _details(decision: str, verdict: Verdict, *, include_spans: bool, confirm: bool = False) -> dict[str, Any]:
     """The ``truthlens`` field: the verdict per choice and, when the client asked for them,
-    its spans (char offsets into each choice's final content)."""
+    its spans (code point offsets into each choice's final content: the mode's rewrite when it
+    rewrote; :func:`present` moves them past a prepended warning). An answer the mode withheld
+    (its abstain message shown instead) lists none: they would index text the client never gets."""
+    withheld = verdict.abstain_message is not None
     choices = []
     for c in verdict.choices:
         choice: dict[str, Any] = {
@@ -204,7 +209,7 @@ def _details(decision: str, verdict: Verdict, *, include_spans: bool, confirm: b
         if c.original is not None:  # rewritten: what the upstream's own answer scored
             choice["original_score"] = None if c.original.score is None else round(c.original.score, 4)
         if include_spans:
-            choice["spans"] = [span_details(s) for s in c.detection.spans]
+            choice["spans"] = [] if withheld else [span_details(s) for s in c.detection.spans]
         choices.append(choice)
     out: dict[str, Any] = {
         "decision": decision,

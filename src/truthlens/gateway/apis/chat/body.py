@@ -247,8 +247,17 @@ class WarningSpec:
         if not content:
             return note
         if self.position == "prepend":
-            return f"{note}\n\n{content}"
-        return f"{content}\n\n{note}"
+            return f"{note}{_WARNING_GAP}{content}"
+        return f"{content}{_WARNING_GAP}{note}"
+
+    @property
+    def lead(self) -> int:
+        """Code points :meth:`apply` puts before a (non-empty) content's first character: the
+        prepended warning and the blank line after it; 0 when it is appended."""
+        return len(self.text.strip()) + len(_WARNING_GAP) if self.position == "prepend" else 0
+
+
+_WARNING_GAP = "\n\n"  # a blank line between the warning and the answer
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
 from truthlens.gateway.exchange import mutations
+from truthlens.gateway.exchange.phases import encoded_request
 from truthlens.gateway.exchange.phases.request_body import route_request, strip_only, whole_body
 from truthlens.gateway.exchange.phases.request_headers import header_dict
 from truthlens.gateway.exchange.phases.response_headers import reply, spoofed_headers
@@ -35,9 +36,9 @@ def handle(state: StreamState, msg: pb.ProcessingRequest, kind: str) -> pb.Proce
         if body is None:
             return mutations.passthrough("request_body")
         refusal = _refusal(state, _body_decision(state, body))
-        if refusal is not None:
-            return refusal
-        return strip_only(body, state.config)
+        if refusal is None:
+            refusal = encoded_request.refusal(state)
+        return refusal if refusal is not None else strip_only(body, state.config)
     if kind == "response_headers":
         spoofed = spoofed_headers(header_dict(msg.response_headers.headers))
         return reply(unavailable_headers(state.config.hallucination, REASON), spoofed, "none")
@@ -53,7 +54,10 @@ def refuse_early(state: StreamState) -> pb.ProcessingResponse | None:
 def _facts(state: StreamState) -> RequestFacts:
     info = state.info
     assert info is not None  # the state machine only allows later phases after the headers
-    return RequestFacts(info.path, info.method, info.headers)
+    # Every value of a repeated header, as the request phases read them: an overloaded exchange
+    # must meet the same decision as when the worker has room (a header sent twice, one value
+    # a fail-closed route's, is refused here rather than released unchecked).
+    return RequestFacts(info.path, info.method, info.headers, repeated=info.repeated)
 
 
 def _body_decision(state: StreamState, body: bytes) -> Decision | None:

@@ -11,6 +11,7 @@ from truthlens._proto import truthlens_ext_proc_pb2 as pb
 from truthlens.gateway.apis.chat import body as openai_body
 from truthlens.gateway.apis.interface import DecodedRequest, Endpoint, ParsedRequest
 from truthlens.gateway.exchange import mutations, ungrounded
+from truthlens.gateway.exchange.phases import encoded_request
 from truthlens.gateway.exchange.phases.check import skip
 from truthlens.gateway.exchange.phases.state import CheckedRequest, Runtime, StreamState
 from truthlens.gateway.policy import decisions
@@ -45,6 +46,8 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
         return mutations.passthrough("request_body")
     info = state.info
     assert info is not None  # the state machine only allows a body after its headers
+    if encoded_request.coding(info.headers) is not None:
+        return encoded_request.handle(state, rt)
     config = state.config
 
     with rt.telemetry.span("truthlens.decision", path=info.path) as span:
@@ -164,17 +167,12 @@ def _without_context_field(body: bytes, field: str | None) -> pb.ProcessingRespo
         "request_body")
 
 
-UNREMOVABLE_REASON = "context_field_unremovable"
-
-
 def _unremovable(error: openai_body.BodyError) -> pb.ProcessingResponse:
     """A body that is not JSON but mentions the context field: the field cannot be cut out of
     it, and forwarding it would hand the upstream the passages (often private documents) the
     gateway promises to keep from it. The upstream would refuse invalid JSON with a 400 anyway,
     so the client loses nothing by getting that 400 here, with the reason named."""
-    body = openai_body.error_json(400, str(error), "invalid_request_error", UNREMOVABLE_REASON)
-    return mutations.immediate_response(400, body, set_headers={"x-truthlens-reason": UNREMOVABLE_REASON},
-                                        details="truthlens_" + UNREMOVABLE_REASON)
+    return mutations.field_unremovable(str(error))
 
 
 def _forward(request: ParsedRequest) -> pb.ProcessingResponse:

@@ -1,6 +1,13 @@
 """Request headers: remember path, method and headers, and the API the path speaks; tell Envoy
-which later phases the exchange needs (:mod:`truthlens.gateway.exchange.phase_plan`); never changes the
-request."""
+which later phases the exchange needs (:mod:`truthlens.gateway.exchange.phase_plan`).
+
+The one change to the request: an exchange whose answer the processor reads (checked, or
+scrubbed of an upstream's verdict) asks the upstream for it uncompressed (``Accept-Encoding:
+identity``, whatever the client accepts, absent included). The processor does not decode
+compressed answers: an upstream that honours the client's ``gzip, deflate`` (the ``openai`` SDK's
+default; nginx ``gzip on``, aiohttp, hosted APIs) would otherwise leave every answer unchecked.
+The cost and the choice are measured in ``bench/response_encoding.py`` (docs/operations.md).
+Exchanges no route checks keep the client's header."""
 
 from __future__ import annotations
 
@@ -13,6 +20,7 @@ from truthlens.gateway.policy.decisions import RequestFacts
 
 # request_attributes arrive under the filter's name on the first message.
 _ATTRIBUTES_KEY = "envoy.filters.http.ext_proc"
+ACCEPT_ENCODING = "accept-encoding"
 
 
 def header_dict(header_map: pb.HeaderMap) -> dict[str, str]:
@@ -34,8 +42,7 @@ def repeated_headers(header_map: pb.HeaderMap) -> dict[str, tuple[str, ...]]:
 
 
 def _pairs(header_map: pb.HeaderMap) -> list[tuple[str, str]]:
-    return [(h.key.lower(), h.raw_value.decode("utf-8", "replace") if h.raw_value else h.value)
-            for h in header_map.headers]
+    return [(h.key.lower(), mutations.header_value(h)) for h in header_map.headers]
 
 
 def handle(state: StreamState, msg: pb.ProcessingRequest) -> tuple[pb.ProcessingResponse, PhasePlan]:
@@ -59,4 +66,7 @@ def handle(state: StreamState, msg: pb.ProcessingRequest) -> tuple[pb.Processing
     if needs.matched is not None:
         # Known now; the request body phase (when there is one) decides it again on the body.
         state.matched = needs.matched
-    return mutations.request_headers_reply(request_body=needs.request_body, response=needs.response), needs
+    identity = {ACCEPT_ENCODING: "identity"} if needs.response else None
+    reply = mutations.request_headers_reply(request_body=needs.request_body, response=needs.response,
+                                            set_headers=identity)
+    return reply, needs
