@@ -36,7 +36,8 @@ def write_starter(target: Path, *, force: bool = False, example: str | None = No
     """Write the starter config (or the example ``example``), the envoy.yaml with its routes and
     the compose file into ``target`` (created if missing), the model server at ``upstream`` (a URL;
     default ``http://127.0.0.1:8000/v1``) in both config and Envoy; returns the paths written.
-    Refuses, before writing anything, when one already exists and ``force`` is False, or when
+    A file that already holds what would be written is left as it is (and not returned). Refuses,
+    before writing anything, when one exists with other contents and ``force`` is False, or when
     what would be written is invalid."""
     source = CONFIG
     if example is not None:
@@ -50,14 +51,26 @@ def write_starter(target: Path, *, force: bool = False, example: str | None = No
         "envoy.yaml": envoy_text(ENVOY.read_text(encoding="utf-8"), config, where),
         "docker-compose.yaml": compose_text(COMPOSE.read_text(encoding="utf-8"), where),
     }
-    existing = [target / name for name in INIT_NAMES if (target / name).exists()]
-    if existing and not force:
-        names = ", ".join(str(p) for p in existing)
-        raise InitError(f"{names} already exist{'s' if len(existing) == 1 else ''} (--force overwrites)")
+    # A file that already holds what would be written is fine (a checkout's own envoy.yaml, a second
+    # run of the same init): only a file that differs needs --force.
+    different = [target / n for n in INIT_NAMES if (target / n).exists() and not _holds(target / n, texts[n])]
+    if different and not force:
+        names = ", ".join(str(p) for p in different)
+        raise InitError(f"{names} already exist{'s' if len(different) == 1 else ''} with other contents "
+                        "(--force overwrites; or name another folder: truthlens init DIR)")
     target.mkdir(parents=True, exist_ok=True)
     written = []
     for name in INIT_NAMES:
         out = target / name
+        if out.exists() and _holds(out, texts[name]):
+            continue
         out.write_text(texts[name], encoding="utf-8")
         written.append(out)
     return written
+
+
+def _holds(path: Path, text: str) -> bool:
+    try:
+        return path.read_text(encoding="utf-8") == text
+    except (OSError, UnicodeDecodeError):
+        return False

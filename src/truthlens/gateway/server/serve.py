@@ -212,6 +212,9 @@ def _supervise(settings: ServerSettings) -> int:
             settings.metrics_listen,
             ready=lambda: not stopping and all(f.is_set() for f in ready_flags) and len(ready_flags) > 0,
         )
+        # Building Telemetry wrote this process's own live gauges (0: it runs no detector); left in
+        # place, truthlens_detector_backend_ready would count the supervisor as a process not ready.
+        mark_process_dead(os.getpid())
 
     def on_signal(signum: int, _frame: object) -> None:
         nonlocal stopping
