@@ -1,4 +1,4 @@
-"""``truthlens init | check-config | envoy-routes | serve | demo | upstream | detect | export``."""
+"""``truthlens init | check-config | schema | envoy-routes | serve | demo | upstream | detect | export``."""
 
 from __future__ import annotations
 
@@ -12,22 +12,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from truthlens.cli_help import HelpWithDefaults
+
 if TYPE_CHECKING:  # the CLI imports the gateway only for the commands that need it
     from truthlens.gateway.policy.config import Config
 
 # ``serve`` without ``--config``: the first of these that exists, else the packaged starter config.
 CONFIG_SEARCH = ("config.yaml", "configs/config.yaml")
-
-
-class HelpWithDefaults(argparse.HelpFormatter):
-    """``--help`` shows each option's default where it has a meaningful one (not None / False) and
-    its help text does not already say it."""
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
-        if action.default in (None, False, argparse.SUPPRESS) or "default" in text or not action.option_strings:
-            return text
-        return f"{text} (default: %(default)s)" if text else "default: %(default)s"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -56,6 +47,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _check_config(ns)
     if ns.command == "envoy-routes":
         return _envoy_routes(ns)
+    if ns.command == "schema":
+        from truthlens.gateway.policy import schema
+
+        print(schema.markdown(schema.build()) if ns.markdown else schema.schema_json(), end="")
+        return 0
     if ns.command == "demo":
         from truthlens.demo import run_demo
         from truthlens.starter import CONFIG
@@ -69,7 +65,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="truthlens", description="TruthLens Envoy external processor")
     parser.add_argument("--version", action="version", version=f"truthlens {_version()}")
     sub = parser.add_subparsers(dest="command")
-    init = sub.add_parser("init", help="write a starter config.yaml, envoy.yaml and docker-compose.yaml")
+    init = sub.add_parser(
+        "init", help="write a starter config.yaml, envoy.yaml, docker-compose.yaml and the config's JSON Schema")
     init.add_argument("dir", nargs="?", default=".", help="where to write them (default: here)")
     init.add_argument("--force", action="store_true", help="overwrite existing files")
     init.add_argument("--example", metavar="NAME",
@@ -82,6 +79,9 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("file")
     check.add_argument("--envoy", metavar="ENVOY_YAML",
                        help="also compare this envoy.yaml's routes with the ones the config needs (warnings)")
+    schema = sub.add_parser("schema", help="print the config file's JSON Schema (for editors), built from the "
+                            "validator itself")
+    schema.add_argument("--markdown", action="store_true", help="print the configuration reference page instead")
     routes = sub.add_parser(
         "envoy-routes",
         help="print Envoy routes that skip the processor for detection-off decisions (YAML, for envoy.yaml)",

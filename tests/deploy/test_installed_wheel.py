@@ -100,7 +100,10 @@ def test_init_writes_files_that_work_together_and_check_config_accepts_them(
 ) -> None:
     done = installed.run(tmp_path, "init", ".")
     assert done.returncode == 0, done.stderr
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.yaml", "docker-compose.yaml", "envoy.yaml"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "config.yaml", "docker-compose.yaml", "envoy.yaml", "truthlens-config.schema.json"]
+    assert (tmp_path / "config.yaml").read_text().startswith(
+        "# yaml-language-server: $schema=truthlens-config.schema.json\n")
     checked = installed.run(tmp_path, "check-config", "config.yaml")
     assert checked.returncode == 0, checked.stderr
     assert "config.yaml: ok" in checked.stdout

@@ -21,7 +21,7 @@ def test_init_twice_leaves_identical_files_and_refuses_only_a_different_one(
     assert "wrote" in capsys.readouterr().out
     assert cli.main(["init", str(tmp_path / "gw")]) == 0  # the same files again: nothing to overwrite
     out = capsys.readouterr().out
-    assert out.count("unchanged") == 3 and "wrote" not in out
+    assert out.count("unchanged") == 4 and "wrote" not in out
     (tmp_path / "gw" / "envoy.yaml").write_text("# edited\n", encoding="utf-8")
     assert cli.main(["init", str(tmp_path / "gw")]) == 1
     err = capsys.readouterr().err
@@ -95,3 +95,21 @@ def test_upstream_and_serve_help_name_their_command_and_defaults(capsys: pytest.
         cli.main(["serve", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert "(default: 127.0.0.1:50051)" in out and "(default: 127.0.0.1:9190)" in out and "(default: 1)" in out
+
+
+def test_a_misspelt_route_key_is_named_with_the_key_it_resembles(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    import yaml
+
+    doc = yaml.safe_load((ROOT / "configs" / "config.yaml").read_text(encoding="utf-8"))
+    route = next(d for d in doc["decisions"] if d.get("plugins"))["plugins"][0]["configuration"]
+    route["mdoe"] = "standard"
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(doc), encoding="utf-8")
+    assert cli.main(["check-config", str(tmp_path / "config.yaml")]) == 1
+    err = capsys.readouterr().err
+    assert ".mdoe: unknown key (did you mean 'mode'?)" in err and "takes no options" not in err
+    doc["detector"]["provder"] = "cpu"
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(doc), encoding="utf-8")
+    assert cli.main(["check-config", str(tmp_path / "config.yaml")]) == 1
+    assert "detector.provder: unknown key (did you mean 'provider'? expected one of" in capsys.readouterr().err

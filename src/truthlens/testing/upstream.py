@@ -388,7 +388,7 @@ async def _serve(host: str, port: int, rules: tuple[Rule, ...], decode_paths: bo
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    from truthlens.cli import HelpWithDefaults
+    from truthlens.cli_help import HelpWithDefaults
 
     parser = argparse.ArgumentParser(prog="truthlens upstream",
                                      description="Scripted OpenAI-compatible upstream (a test double, not a model)",

@@ -55,8 +55,8 @@ def envoy_warnings(config: Config, envoy_yaml: str) -> list[str]:
     try:
         doc = yaml.safe_load(envoy_yaml)
         if isinstance(doc, dict) and "static_resources" not in doc:
-            looks_like = " (it looks like the processor's config: --envoy takes envoy.yaml)" if "decisions" in doc else ""
-            return [f"is not an Envoy bootstrap: it has no static_resources{looks_like}"]
+            hint = " (it looks like the processor's config: --envoy takes envoy.yaml)" if "decisions" in doc else ""
+            return [f"is not an Envoy bootstrap: it has no static_resources{hint}"]
         hcm = doc["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
         routes: list[dict[str, Any]] = hcm["route_config"]["virtual_hosts"][0]["routes"]
     except (yaml.YAMLError, KeyError, IndexError, TypeError) as exc:
