@@ -44,6 +44,7 @@ from truthlens.gateway.core.errors import normalize_reason
 from truthlens.tracing import capture_content
 
 if TYPE_CHECKING:
+    from truthlens.gateway.core.probes import Check
     from truthlens.modes.base import Verdict
 
 log = logging.getLogger(__name__)
@@ -337,7 +338,8 @@ class Telemetry:
     def render_metrics(self) -> bytes:
         return generate_latest(self.exposition_registry())
 
-    def start_metrics_server(self, listen: str, *, ready: Callable[[], bool] | None = None) -> MetricsServer:
+    def start_metrics_server(self, listen: str, *, ready: Callable[[], bool] | None = None,
+                             check: Check | None = None) -> MetricsServer:
         """Serve ``/metrics``, ``/healthz`` and ``/readyz`` (``ready``: None is always ready) on
         ``listen`` (``host:port``, ``:port`` or ``port``; port 0 picks one); see
         :mod:`truthlens.gateway.core.probes`."""
@@ -347,7 +349,7 @@ class Telemetry:
         registry = self.exposition_registry()
         if multiprocess_dir():  # this process's own process_* metrics beside the workers' samples
             ProcessCollector(registry=registry)
-        server = start_probe_server(host, port, registry, ready)
+        server = start_probe_server(host, port, registry, ready, check)
         return MetricsServer(host=host, port=server.server_address[1], _server=server)
 
     def shutdown(self) -> None:
@@ -414,12 +416,37 @@ def _span_exporters() -> list[SpanExporter]:
         if name == "none":
             continue
         if name == "console":
-            exporters.append(ConsoleSpanExporter())
+            exporters.append(_console_exporter())
         elif name == "otlp":
             exporters.append(_otlp_exporter())
         else:
             log.warning("OTEL_TRACES_EXPORTER names %r, which is not supported (otlp, console, none)", name)
     return exporters
+
+
+def _console_exporter() -> SpanExporter:
+    """Spans on stdout; with ``--log-format json`` one JSON object per line, like the log records
+    (the SDK's default is indented JSON over many lines, which a log pipeline splits apart)."""
+    if os.environ.get("TRUTHLENS_LOG_FORMAT") == "json":
+        return ConsoleSpanExporter(formatter=lambda span: span.to_json(indent=None) + os.linesep)
+    return ConsoleSpanExporter()
+
+
+def trace_export_summary() -> str:
+    """Where spans go, for the start-up log: an operator should not have to guess."""
+    if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return "traces: off (OTEL_SDK_DISABLED=true)"
+    names = os.environ.get("OTEL_TRACES_EXPORTER")
+    endpoint = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    if names is None:
+        if endpoint:
+            return f"traces: exported over OTLP to {endpoint}"
+        return "traces: not exported (set OTEL_EXPORTER_OTLP_ENDPOINT, or OTEL_TRACES_EXPORTER=console)"
+    chosen = [n.strip().lower() for n in names.split(",") if n.strip() and n.strip().lower() != "none"]
+    if not chosen:
+        return "traces: not exported (OTEL_TRACES_EXPORTER=none)"
+    where = f" (OTLP endpoint {endpoint or 'the SDK default, localhost:4317'})" if "otlp" in chosen else ""
+    return f"traces: exported to {', '.join(chosen)}{where}"
 
 
 def _otlp_exporter() -> SpanExporter:
