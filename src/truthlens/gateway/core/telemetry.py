@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -96,7 +97,7 @@ class _Metrics:
             ["decision", "mode"], buckets=ITERATION_BUCKETS, registry=registry,
         )
         self.models_used = Counter(
-            "truthlens_models_used", "Calls to models by role", ["model", "role"], registry=registry,
+            "truthlens_models_used_total", "Calls to models by role", ["model", "role"], registry=registry,
         )
         self.errors = Counter(
             "truthlens_errors_total", "Checks that could not run, by reason (see truthlens.gateway.core.errors)",
@@ -428,8 +429,8 @@ def _console_exporter() -> SpanExporter:
     """Spans on stdout; with ``--log-format json`` one JSON object per line, like the log records
     (the SDK's default is indented JSON over many lines, which a log pipeline splits apart)."""
     if os.environ.get("TRUTHLENS_LOG_FORMAT") == "json":
-        return ConsoleSpanExporter(formatter=lambda span: span.to_json(indent=None) + os.linesep)
-    return ConsoleSpanExporter()
+        return ConsoleSpanExporter(out=sys.stdout, formatter=lambda span: span.to_json(indent=None) + os.linesep)
+    return ConsoleSpanExporter(out=sys.stdout)
 
 
 def trace_export_summary() -> str:
