@@ -169,12 +169,18 @@ def test_demo_runs_from_an_empty_directory(installed: Installed, tmp_path: Path)
     assert list(tmp_path.iterdir()) == []  # wrote nothing where it ran
 
 
-# What each mode changes in its scenario (the packaged script's re-ask answers).
+# What each mode changes in its scenario (the packaged script's re-ask answers), said in words: the
+# edits, the model's own answer (without lightweight's warning), and whether the new one is warned.
 MODE_SHOWS = {
-    "standard": ("'x-truthlens-mode': 'standard'", 'became "Michael Collins stayed in lunar orbit aboard Columbia'),
-    "premium": ("'x-truthlens-verifiers': '2/2'", "It was designed by Antoni Gaudi. It is 40 metres long.\""),
-    "acr": ("'x-truthlens-acr-source': 'internal'", "The Eiffel Tower was completed in 1889.\""),
-    "auto": ('"escalated_to": "acr"', 'became "The Eiffel Tower was completed in 1889."'),
+    "standard": ("'x-truthlens-mode': 'standard'", '"Buzz Aldrin" -> "Michael Collins"',
+                 'the model said  "Buzz Aldrin stayed in lunar orbit', "with no warning: the new answer is clean"),
+    "premium": ("'x-truthlens-verifiers': '2/2'", '"Isambard Brunel" -> "Antoni Gaudi"',
+                "It was designed by Antoni Gaudi. It is 40 metres long.\""),
+    "acr": ("'x-truthlens-acr-source': 'internal'", 'it rewrote the answer: "1925" -> "1889"',
+            'the client got  "The Eiffel Tower was completed in 1889."',
+            "with the warning: the new answer still departs from the context"),
+    "auto": ('"escalated_to": "acr"', '"1925" -> "1889"; dropped "and designed by Albert Speer"',
+             'the client got  "The Eiffel Tower was completed in 1889."'),
 }
 
 
@@ -186,7 +192,8 @@ def test_demo_mode_runs_in_one_command_and_says_what_changed(installed: Installe
     if mode == "lightweight":
         assert out.count("'x-truthlens-mode': 'lightweight'") == 6 and "standard" not in out
         return
-    assert f"what {mode} changed: the answer" in out, out
+    assert f"what {mode} changed: it rewrote the answer" in out, out
+    assert "⚠️" not in out.split(f"what {mode} changed:")[1]  # the answers quoted without the warning
     for expected in MODE_SHOWS[mode]:
         assert expected in out, out
 

@@ -113,3 +113,27 @@ def test_a_misspelt_route_key_is_named_with_the_key_it_resembles(
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(doc), encoding="utf-8")
     assert cli.main(["check-config", str(tmp_path / "config.yaml")]) == 1
     assert "detector.provder: unknown key (did you mean 'provider'? expected one of" in capsys.readouterr().err
+
+
+def test_the_demo_names_a_taken_port_and_suggests_free_ports(capsys: pytest.CaptureFixture[str],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    from truthlens import demo
+    from truthlens.testing import launch
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        ports = launch.EnvoyPorts(listener=launch.free_port(), upstream=port, processor=launch.free_port(),
+                                  admin=launch.free_port())
+        assert demo.busy_ports(ports) == [f"port {port} (the scripted upstream)"]
+        # The demo's shipped ports, one of them taken: it stops before starting anything, saying why.
+        monkeypatch.setattr(launch, "EnvoyPorts", lambda: ports)
+        from truthlens.starter import CONFIG
+
+        assert demo.run_demo(CONFIG) == 1
+        out = capsys.readouterr().out
+        assert f"port {port} (the scripted upstream) already in use" in out and "truthlens demo --free-ports" in out
+        assert "starting" not in out
