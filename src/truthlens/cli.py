@@ -219,7 +219,7 @@ def next_steps(target: Path, *, upstream_given: bool) -> list[str]:
     steps += [
         "truthlens serve --config config.yaml &    # the processor: gRPC 127.0.0.1:50051, probes 127.0.0.1:9190",
         "envoy -c envoy.yaml -l warning            # clients call http://127.0.0.1:10000/v1",
-        "(or, with Docker: docker compose up -d)",
+        "(or, with Docker: put the truthlens_extproc wheel here, then docker compose up -d --build)",
     ]
     return steps
 

@@ -127,8 +127,11 @@ def test_init_writes_files_that_work_together_and_check_config_accepts_them(
     upstream_cmd = services["upstream"]["command"]
     assert upstream_cmd[0] == "upstream" and upstream_cmd[upstream_cmd.index("--port") + 1] == upstream.split(":")[1]
     mounted = {v.split(":")[0] for s in services.values() for v in s.get("volumes", [])}
-    assert mounted == {"./config.yaml", "./envoy.yaml"}
-    # Written once; a second init does not overwrite without --force.
+    assert mounted == {"./"}  # the folder, so hot reload sees an editor's renamed file
+    # A second init finds the same files (nothing to do); one edited is not overwritten without --force.
+    again = installed.run(tmp_path, "init", ".")
+    assert again.returncode == 0 and "unchanged" in again.stdout and "wrote" not in again.stdout
+    (tmp_path / "config.yaml").write_text((tmp_path / "config.yaml").read_text() + "# edited\n")
     again = installed.run(tmp_path, "init", ".")
     assert again.returncode == 1 and "--force" in again.stderr
 
