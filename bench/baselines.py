@@ -25,11 +25,11 @@ FILES = ("manifest.json", "model.onnx", "tokenizer.json")
 # name -> the last commit whose tree holds bench/baselines/<name>/ (they left the tree right after it).
 BASELINES = {
     # run 6: the shipped model before run 9; bench.detector_quality's "previous" row
-    "run6": "863d14e",
+    "run6": "863d14e0366063b64871a1b540bcf6c6ca255b56",
     # the HaluEval-trained model run 3 started from (training/README.md, Runs 1-2)
-    "halueval-v2": "863d14e",
+    "halueval-v2": "863d14e0366063b64871a1b540bcf6c6ca255b56",
     # the first synthetic-data model
-    "synthetic-v1": "863d14e",
+    "synthetic-v1": "863d14e0366063b64871a1b540bcf6c6ca255b56",
 }
 
 
