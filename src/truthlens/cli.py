@@ -111,6 +111,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--tls-key", help="PEM private key")
     serve.add_argument("--config-poll-s", type=float, default=2.0, help="how often the config file is checked")
     serve.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
+    serve.add_argument("--no-check-endpoint", dest="check_endpoint", action="store_false",
+                       help="turn off POST /v1/check (the detector's dry run) on the metrics listener")
     serve.add_argument("--log-format", choices=("text", "json"), default=None,
                        help="text (default) or json: one JSON object per line, the per-exchange audit line's "
                        "fields as keys (default: TRUTHLENS_LOG_FORMAT, else text)")
@@ -162,6 +164,7 @@ def _serve(ns: argparse.Namespace) -> int:
         tls_cert=ns.tls_cert,
         tls_key=ns.tls_key,
         config_poll_s=ns.config_poll_s,
+        check_endpoint=ns.check_endpoint,
     )
     try:
         return run(settings)

@@ -27,12 +27,13 @@ from typing import Any
 import pytest
 import yaml
 
+from truthlens.starter.render import with_schema_line
 from truthlens.testing import launch
 
 REPO = Path(__file__).resolve().parents[2]
 # What the images copy into their build stage (deploy/docker/Dockerfile.cpu, .gpu).
 BUILD_INPUTS = ("pyproject.toml", "README.md", "src", "configs/config.yaml", "configs/examples", "envoy.yaml",
-                "deploy/demo_script.yaml")
+                "deploy/demo_script.yaml", "docs/truthlens-config.schema.json")
 pytestmark = pytest.mark.envoy
 
 
@@ -228,7 +229,9 @@ EXAMPLES = ("acr", "auto", "cascade", "llm-detector", "premium", "remote", "stan
 def test_init_writes_every_example_with_its_routes(installed: Installed, tmp_path: Path, example: str) -> None:
     done = installed.run(tmp_path, "init", ".", "--example", example)
     assert done.returncode == 0, done.stderr
-    assert (tmp_path / "config.yaml").read_text() == (REPO / "configs" / "examples" / f"{example}.yaml").read_text()
+    # The example as shipped, its editor line pointing at the schema written beside it.
+    shipped = (REPO / "configs" / "examples" / f"{example}.yaml").read_text()
+    assert (tmp_path / "config.yaml").read_text() == with_schema_line(shipped, "truthlens-config.schema.json")
     checked = installed.run(tmp_path, "check-config", "config.yaml", "--envoy", "envoy.yaml")
     assert checked.returncode == 0, checked.stderr
     assert "warning" not in checked.stderr, checked.stderr

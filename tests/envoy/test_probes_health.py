@@ -122,5 +122,10 @@ def test_a_supervisor_is_ready_when_every_worker_is(tmp_path: Path) -> None:
                 break
             time.sleep(0.5)
         assert ready == [1.0, 1.0], ready
+        # The supervisor runs no detector: the dry run says so instead of hanging or 404.
+        request = urllib.request.Request(f"http://127.0.0.1:{metrics}/v1/check", data=b"{}", method="POST")
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=5)
+        assert refused.value.code == 501 and b"--workers supervisor" in refused.value.read()
     finally:
         child.stop()

@@ -93,6 +93,20 @@ def test_bad_input_is_refused_naming_the_field(processor: int, body: bytes, stat
     assert got == status and names in doc["error"], doc
 
 
+def test_no_check_endpoint_answers_501_saying_why() -> None:
+    from io import BytesIO
+
+    from prometheus_client import CollectorRegistry
+
+    from truthlens.gateway.core.probes import probe_app
+
+    seen: list[str] = []
+    body = b"".join(probe_app(CollectorRegistry(), None, None)(
+        {"PATH_INFO": "/v1/check", "REQUEST_METHOD": "POST", "CONTENT_LENGTH": "2", "wsgi.input": BytesIO(b"{}")},
+        lambda status, headers: seen.append(status)))
+    assert seen == ["501 Not Implemented"] and "--no-check-endpoint" in json.loads(body)["error"]
+
+
 def test_get_is_not_a_check(processor: int) -> None:
     assert post(processor, b"", method="GET")[0] == 405
 

@@ -43,7 +43,7 @@ class _QuietHandler(WSGIRequestHandler):
 
 def probe_app(registry: CollectorRegistry, ready: Ready | None, check: Check | None = None) -> WSGIApp:
     """The WSGI app: ``ready`` None means always ready (a process with nothing to load);
-    ``check`` None: ``POST /v1/check`` answers 501 (no detector in this process)."""
+    ``check`` None: ``POST /v1/check`` answers 501 (no detector here, or ``serve --no-check-endpoint``)."""
     metrics = make_wsgi_app(registry)
 
     def app(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
@@ -68,8 +68,8 @@ def _dry_run(environ: dict[str, Any], check: Check | None) -> CheckResult:
     if environ.get("REQUEST_METHOD") != "POST":
         return 405, {"error": f"{CHECK_PATH} takes POST with a JSON body"}
     if check is None:
-        return 501, {"error": "this process runs no detector (a --workers supervisor): run one worker to use "
-                              f"{CHECK_PATH}, or call truthlens detect"}
+        return 501, {"error": f"{CHECK_PATH} is off here: a --workers supervisor runs no detector (run one "
+                              "worker), or serve was started with --no-check-endpoint; truthlens detect checks offline"}
     length = environ.get("CONTENT_LENGTH") or ""
     if not length.isdigit():
         return 411, {"error": "send the body with a Content-Length"}

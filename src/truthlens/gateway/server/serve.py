@@ -54,6 +54,8 @@ class ServerSettings:
     tls_cert: str | None = None
     tls_key: str | None = None
     config_poll_s: float = 2.0
+    # POST /v1/check on the metrics listener (a dry run of the detector); off: 404 there.
+    check_endpoint: bool = True
 
 
 class ProcessorServer:
@@ -88,9 +90,11 @@ class ProcessorServer:
             # POST /v1/check: the serving detector with the current config's route settings.
             check = DryRunCheck(asyncio.get_running_loop(), lambda: store.current,
                                 lambda: self._services.detector if self._services is not None and self.ready else None)
-            probes = telemetry.start_metrics_server(s.metrics_listen, ready=lambda: self.ready, check=check)
-            log.info("metrics and probes on %s (/metrics, /healthz, /readyz, POST /v1/check); %s",
-                     _http_address(probes.host, probes.port), trace_export_summary())
+            probes = telemetry.start_metrics_server(s.metrics_listen, ready=lambda: self.ready,
+                                                    check=check if s.check_endpoint else None)
+            log.info("metrics and probes on %s (/metrics, /healthz, /readyz%s); %s",
+                     _http_address(probes.host, probes.port), ", POST /v1/check" if s.check_endpoint else "",
+                     trace_export_summary())
         options = [
             ("grpc.max_receive_message_length", s.max_message_bytes),
             ("grpc.max_send_message_length", s.max_message_bytes),
