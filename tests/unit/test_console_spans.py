@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from truthlens.gateway.core import telemetry
+from truthlens.gateway.core import telemetry, trace_export
 
 
 def _spans_written(capsys: pytest.CaptureFixture[str]) -> list[str]:
@@ -49,4 +49,4 @@ def test_the_start_up_line_says_where_traces_go(env: dict[str, str], says: str,
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    assert telemetry.trace_export_summary().startswith(says)
+    assert trace_export.trace_export_summary().startswith(says)

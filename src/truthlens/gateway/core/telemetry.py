@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -35,13 +34,14 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
 from prometheus_client import multiprocess as prom_multiprocess
 
 from truthlens.detector.types import DetectorHooks
 from truthlens.gateway.core.errors import normalize_reason
+from truthlens.gateway.core.trace_export import console_exporter
 from truthlens.tracing import capture_content
 
 if TYPE_CHECKING:
@@ -417,37 +417,12 @@ def _span_exporters() -> list[SpanExporter]:
         if name == "none":
             continue
         if name == "console":
-            exporters.append(_console_exporter())
+            exporters.append(console_exporter())
         elif name == "otlp":
             exporters.append(_otlp_exporter())
         else:
             log.warning("OTEL_TRACES_EXPORTER names %r, which is not supported (otlp, console, none)", name)
     return exporters
-
-
-def _console_exporter() -> SpanExporter:
-    """Spans on stdout; with ``--log-format json`` one JSON object per line, like the log records
-    (the SDK's default is indented JSON over many lines, which a log pipeline splits apart)."""
-    if os.environ.get("TRUTHLENS_LOG_FORMAT") == "json":
-        return ConsoleSpanExporter(out=sys.stdout, formatter=lambda span: span.to_json(indent=None) + os.linesep)
-    return ConsoleSpanExporter(out=sys.stdout)
-
-
-def trace_export_summary() -> str:
-    """Where spans go, for the start-up log: an operator should not have to guess."""
-    if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
-        return "traces: off (OTEL_SDK_DISABLED=true)"
-    names = os.environ.get("OTEL_TRACES_EXPORTER")
-    endpoint = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
-    if names is None:
-        if endpoint:
-            return f"traces: exported over OTLP to {endpoint}"
-        return "traces: not exported (set OTEL_EXPORTER_OTLP_ENDPOINT, or OTEL_TRACES_EXPORTER=console)"
-    chosen = [n.strip().lower() for n in names.split(",") if n.strip() and n.strip().lower() != "none"]
-    if not chosen:
-        return "traces: not exported (OTEL_TRACES_EXPORTER=none)"
-    where = f" (OTLP endpoint {endpoint or 'the SDK default, localhost:4317'})" if "otlp" in chosen else ""
-    return f"traces: exported to {', '.join(chosen)}{where}"
 
 
 def _otlp_exporter() -> SpanExporter:

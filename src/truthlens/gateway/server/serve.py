@@ -23,7 +23,8 @@ from truthlens import logs
 from truthlens.detector.types import DetectorError
 from truthlens.evidence.embedder import EmbedderError
 from truthlens.gateway.core.probes import BindError
-from truthlens.gateway.core.telemetry import Telemetry, mark_process_dead, trace_export_summary
+from truthlens.gateway.core.telemetry import Telemetry, mark_process_dead
+from truthlens.gateway.core.trace_export import trace_export_summary
 from truthlens.gateway.exchange.lifecycle import Lifecycle
 from truthlens.gateway.exchange.phases.state import Runtime
 from truthlens.gateway.exchange.services import ServiceProvider
