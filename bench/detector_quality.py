@@ -38,14 +38,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import charts
+from bench import baselines, charts
 from training.corpus import halueval, long_context, ragtruth
 from training.scoring import Case, Decision, Metrics, Scored, halueval_cases, metrics, ragtruth_cases, score_cases
 from truthlens.detector.backends.factory import create_detector
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.types import DetectionInput, DetectorSettings
 
-PREVIOUS_DIR = Path(__file__).with_name("baselines") / "run6"
+PREVIOUS_DIR = baselines.restore("run6")  # from git history (bench/baselines.py)
 # Published RAGTruth example-level F1 (%), whole test set: LettuceDetect (Kovács et al. 2025)
 # and TinyLettuce (KRLabs 2025).
 RAGTRUTH_ANCHORS = {

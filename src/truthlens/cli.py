@@ -1,4 +1,4 @@
-"""``truthlens init | check-config | envoy-routes | serve | demo | upstream | detect | export``."""
+"""``truthlens init | check-config | schema | envoy-routes | serve | demo | upstream | detect | export``."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from truthlens.cli_help import HelpWithDefaults
 
 if TYPE_CHECKING:  # the CLI imports the gateway only for the commands that need it
     from truthlens.gateway.policy.config import Config
@@ -45,6 +47,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _check_config(ns)
     if ns.command == "envoy-routes":
         return _envoy_routes(ns)
+    if ns.command == "schema":
+        from truthlens.gateway.policy import schema
+
+        print(schema.markdown(schema.build()) if ns.markdown else schema.schema_json(), end="")
+        return 0
     if ns.command == "demo":
         from truthlens.demo import run_demo
         from truthlens.starter import CONFIG
@@ -58,7 +65,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="truthlens", description="TruthLens Envoy external processor")
     parser.add_argument("--version", action="version", version=f"truthlens {_version()}")
     sub = parser.add_subparsers(dest="command")
-    init = sub.add_parser("init", help="write a starter config.yaml, envoy.yaml and docker-compose.yaml")
+    init = sub.add_parser(
+        "init", help="write a starter config.yaml, envoy.yaml, docker-compose.yaml and the config's JSON Schema")
     init.add_argument("dir", nargs="?", default=".", help="where to write them (default: here)")
     init.add_argument("--force", action="store_true", help="overwrite existing files")
     init.add_argument("--example", metavar="NAME",
@@ -71,6 +79,9 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("file")
     check.add_argument("--envoy", metavar="ENVOY_YAML",
                        help="also compare this envoy.yaml's routes with the ones the config needs (warnings)")
+    schema = sub.add_parser("schema", help="print the config file's JSON Schema (for editors), built from the "
+                            "validator itself")
+    schema.add_argument("--markdown", action="store_true", help="print the configuration reference page instead")
     routes = sub.add_parser(
         "envoy-routes",
         help="print Envoy routes that skip the processor for detection-off decisions (YAML, for envoy.yaml)",
@@ -84,20 +95,24 @@ def _parser() -> argparse.ArgumentParser:
         "--forward-context-field", action="store_true",
         help="accept that bypassed requests reach the upstream with the context extension field in their body",
     )
-    serve = sub.add_parser("serve", help="run the ext_proc gRPC server")
+    serve = sub.add_parser("serve", help="run the ext_proc gRPC server", formatter_class=HelpWithDefaults)
     serve.add_argument(
         "--config",
         help="default: ./config.yaml, else ./configs/config.yaml, else the packaged starter config",
     )
-    serve.add_argument("--listen", default="127.0.0.1:50051")
-    serve.add_argument("--metrics-listen", default="127.0.0.1:9190", help='host:port, or "off"')
-    serve.add_argument("--workers", type=int, default=1)
-    serve.add_argument("--max-message-bytes", type=int, default=64 * 1024 * 1024)
+    serve.add_argument("--listen", default="127.0.0.1:50051", help="the gRPC (ext_proc) address Envoy calls")
+    serve.add_argument("--metrics-listen", default="127.0.0.1:9190",
+                       help='host:port of /metrics, /healthz, /readyz and POST /v1/check, or "off"')
+    serve.add_argument("--workers", type=int, default=1, help="serving processes sharing the gRPC port")
+    serve.add_argument("--max-message-bytes", type=int, default=64 * 1024 * 1024,
+                       help="the largest gRPC message (Envoy sends a buffered body as one)")
     serve.add_argument("--grace-s", type=float, default=10.0, help="drain time for in-flight streams on SIGTERM")
     serve.add_argument("--tls-cert", help="PEM certificate (with --tls-key: serve gRPC over TLS)")
     serve.add_argument("--tls-key", help="PEM private key")
     serve.add_argument("--config-poll-s", type=float, default=2.0, help="how often the config file is checked")
-    serve.add_argument("--log-level", default="INFO")
+    serve.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
+    serve.add_argument("--no-check-endpoint", dest="check_endpoint", action="store_false",
+                       help="turn off POST /v1/check (the detector's dry run) on the metrics listener")
     serve.add_argument("--log-format", choices=("text", "json"), default=None,
                        help="text (default) or json: one JSON object per line, the per-exchange audit line's "
                        "fields as keys (default: TRUTHLENS_LOG_FORMAT, else text)")
@@ -149,6 +164,7 @@ def _serve(ns: argparse.Namespace) -> int:
         tls_cert=ns.tls_cert,
         tls_key=ns.tls_key,
         config_poll_s=ns.config_poll_s,
+        check_endpoint=ns.check_endpoint,
     )
     try:
         return run(settings)
@@ -169,7 +185,7 @@ def default_config() -> str:
 
 
 def _init(ns: argparse.Namespace) -> int:
-    from truthlens.starter import InitError, write_starter
+    from truthlens.starter import INIT_NAMES, InitError, write_starter
 
     target = Path(ns.dir)
     try:
@@ -177,19 +193,51 @@ def _init(ns: argparse.Namespace) -> int:
     except (InitError, OSError) as exc:
         print(f"truthlens init: {exc}", file=sys.stderr)
         return 1
-    for path in written:
-        print(f"wrote {path}")
-    where = "" if target == Path(".") else f"cd {target} && "
-    print(
-        "\nnext:\n"
-        f"  {where}truthlens check-config config.yaml --envoy envoy.yaml\n"
-        + ("" if ns.upstream else
-           "  truthlens upstream --demo --port 8000 &   # a scripted model (test double); or init --upstream URL\n")
-        + "  truthlens serve --config config.yaml &    # the processor on 127.0.0.1:50051\n"
-        + "  envoy -c envoy.yaml                       # clients call http://127.0.0.1:10000/v1\n"
-        + "  (or: docker compose up -d)"
-    )
+    for name in INIT_NAMES:
+        path = target / name
+        print(f"{'wrote' if path in written else 'unchanged'} {path}")
+    print("\nnext:\n" + "\n".join(f"  {line}" for line in next_steps(target, upstream_given=bool(ns.upstream))))
     return 0
+
+
+def next_steps(target: Path, *, upstream_given: bool) -> list[str]:
+    """What to run after ``init`` wrote into ``target``: a scripted model (test double) on every
+    loopback model port the written config names, unless ``--upstream`` named the real one."""
+    import yaml
+
+    config = yaml.safe_load((target / "config.yaml").read_text(encoding="utf-8")) or {}
+    detector = config.get("detector") or {}
+    # The models a generative detector (backend: llm) or the cascade's confirmer calls.
+    detector_models = {(detector.get(k) or {}).get("model") for k in ("llm", "confirm")} - {None}
+    roles: dict[int, str] = {}
+    for name, endpoint in (config.get("models") or {}).items():
+        port = _loopback_port(str((endpoint or {}).get("base_url", "")))
+        is_detector = name in detector_models
+        if port is not None and (is_detector or not upstream_given):
+            roles.setdefault(port, "the span detector" if is_detector else "the model server")
+    where = "" if target == Path(".") else f"cd {target} && "
+    steps = [f"{where}truthlens check-config config.yaml --envoy envoy.yaml"]
+    steps += [f"truthlens upstream --demo --port {port} &   # a scripted stand-in for {role} (test double)"
+              for port, role in sorted(roles.items())]
+    steps += [
+        "truthlens serve --config config.yaml &    # the processor: gRPC 127.0.0.1:50051, probes 127.0.0.1:9190",
+        "envoy -c envoy.yaml -l warning            # clients call http://127.0.0.1:10000/v1",
+        "(or, with Docker: put the truthlens_extproc wheel here, then docker compose up -d --build)",
+    ]
+    return steps
+
+
+def _loopback_port(url: str) -> int | None:
+    from urllib.parse import urlparse
+
+    try:
+        parsed = urlparse(url)
+        port = parsed.port
+    except ValueError:
+        return None
+    if parsed.hostname in ("127.0.0.1", "localhost", "::1"):
+        return port or (443 if parsed.scheme == "https" else 80)
+    return None
 
 
 def _validated(path: str) -> Config | None:
@@ -200,8 +248,24 @@ def _validated(path: str) -> Config | None:
     try:
         return validate(path)
     except ConfigError as exc:
-        print(f"{path}: {exc}", file=sys.stderr)
+        # An unreadable file's error already starts with its path.
+        where = "" if exc.key == str(Path(path)) else f"{path}: "
+        print(f"{where}{exc}{_envoy_file_hint(path)}", file=sys.stderr)
         return None
+
+
+def _envoy_file_hint(path: str) -> str:
+    """A hint when ``path`` is an Envoy bootstrap handed where the processor's config belongs."""
+    import yaml
+
+    try:
+        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return ""
+    if isinstance(doc, dict) and "static_resources" in doc:
+        return ("\n(this looks like an Envoy bootstrap file: check-config takes the processor's config, "
+                "e.g. truthlens check-config config.yaml --envoy envoy.yaml)")
+    return ""
 
 
 def _check_config(ns: argparse.Namespace) -> int:

@@ -14,7 +14,10 @@ upstream answering what that mode re-asks, and a line saying what the mode chang
 
 from __future__ import annotations
 
+import difflib
 import json
+import re
+import socket
 import tempfile
 import urllib.error
 import urllib.request
@@ -45,6 +48,7 @@ QUESTIONS = (  # label, question, the passage sent with it
     ("hallucinated: wrong person", "Who stayed in lunar orbit aboard Columbia during the Apollo 11 Moon landing?",
      APOLLO_PASSAGE),
 )
+_WORD = re.compile(r"\w+(?:['’]\w+)*|[^\w\s]")  # words and punctuation marks, for the demo's word diff
 DEMO_HEADER = "x-truthlens-demo"
 # The demo adds one route to the given config: requests with this header run ``standard``
 # (self-refine) mode, so the last question shows a hallucination fixed, not only flagged.
@@ -138,6 +142,11 @@ def run_demo(config: Path, mode: str | None = None, *, free_ports: bool = False)
         launch.EnvoyPorts(launch.free_port(), launch.free_port(), launch.free_port(), launch.free_port())
         if free_ports else launch.EnvoyPorts()
     )
+    busy = [] if free_ports else busy_ports(ports)
+    if busy:
+        print(f"demo: {', '.join(busy)} already in use on 127.0.0.1 (another demo, or a gateway you started?); "
+              "stop it, or run: truthlens demo --free-ports")
+        return 1
     children: list[launch.Child] = []
     with tempfile.TemporaryDirectory(prefix="truthlens-demo-") as tmp:
         work = Path(tmp)
@@ -170,7 +179,7 @@ def run_demo(config: Path, mode: str | None = None, *, free_ports: bool = False)
             elif mode == "lightweight":
                 _ask_all(client, QUESTIONS)
             else:
-                _compare(client, SCENARIOS[mode])
+                _compare(client, SCENARIOS[mode], _warning_text(config))
         except launch.LaunchError as exc:
             print(f"demo failed: {exc}")
             return 1
@@ -181,6 +190,20 @@ def run_demo(config: Path, mode: str | None = None, *, free_ports: bool = False)
             for child in reversed(children):
                 child.stop()
     return 0
+
+
+def busy_ports(ports: launch.EnvoyPorts) -> list[str]:
+    """The shipped ports something else already listens on, named with what the demo runs there."""
+    roles = {ports.listener: "Envoy", ports.upstream: "the scripted upstream", ports.processor: "the processor",
+             ports.admin: "Envoy's admin"}
+    busy = []
+    for port, role in roles.items():
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                busy.append(f"port {port} ({role})")
+    return busy
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,7 +254,7 @@ def _ask_all(client: Client, questions: tuple[tuple[str, str, str], ...]) -> Non
         print()
 
 
-def _compare(client: Client, scenario: Scenario) -> None:
+def _compare(client: Client, scenario: Scenario, warning: str) -> None:
     """The scenario's question on the lightweight route, then on the mode's route."""
     print(f"=== {scenario.mode}: {scenario.does}")
     print(f"question: {scenario.question}")
@@ -243,11 +266,67 @@ def _compare(client: Client, scenario: Scenario) -> None:
     after = _ask(client, scenario.question, scenario.passage, header, "plain    ")
     _ask_streaming(client, scenario.question, scenario.passage, header)
     print()
-    if after != before:
-        print(f"what {scenario.mode} changed: the answer {json.dumps(before, ensure_ascii=False)}")
-        print(f"{' ' * (len(scenario.mode) + 14)}became {json.dumps(after, ensure_ascii=False)}")
-    else:
-        print(f"what {scenario.mode} changed: nothing (the answer stands as lightweight left it)")
+    for line in what_changed(scenario.mode, before, after, warning):
+        print(line)
+
+
+def what_changed(mode: str, before: str, after: str, warning: str) -> list[str]:
+    """In words: how the mode's answer differs from the model's own (the lightweight route's,
+    without its warning), word by word, and whether each came with the warning."""
+    original, warned_before = _without_warning(before, warning)
+    final, warned_after = _without_warning(after, warning)
+    pad = " " * (len(mode) + 15)
+    if final == original:
+        kept = "kept the answer" + (" and warned about it" if warned_after else " as it was")
+        return [f"what {mode} changed: nothing in the answer's words ({kept})"]
+    edits = _word_edits(original, final)
+    lines = [f"what {mode} changed: it rewrote the answer: {'; '.join(edits)}",
+             f"{pad}the model said  {json.dumps(original, ensure_ascii=False)}"
+             + (" (lightweight warned about it)" if warned_before else ""),
+             f"{pad}the client got  {json.dumps(final, ensure_ascii=False)}"]
+    lines.append(f"{pad}" + ("with the warning: the new answer still departs from the context"
+                             if warned_after else "with no warning: the new answer is clean"))
+    return lines
+
+
+def _without_warning(content: str, warning: str) -> tuple[str, bool]:
+    """The answer without the route's warning paragraph, and whether it had one."""
+    if content.startswith(warning):
+        return content[len(warning):].lstrip(), True
+    if content.endswith(warning):
+        return content[: -len(warning)].rstrip(), True
+    return content, False
+
+
+def _word_edits(before: str, after: str) -> list[str]:
+    """``"1925" -> "1889"``, ``dropped "and designed by Albert Speer"``, ``added "..."``."""
+    old, new = _WORD.findall(before), _WORD.findall(after)
+    edits = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        # A replaced run longer on one side: its first words are the replacement, the rest dropped
+        # (or added): "1925 and designed by Albert Speer" -> "1889" reads as 1925 -> 1889, dropped ...
+        common = min(i2 - i1, j2 - j1)
+        if common:
+            edits.append(f"{_quote(old[i1:i1 + common])} -> {_quote(new[j1:j1 + common])}")
+        if i2 - i1 > common:
+            edits.append(f"dropped {_quote(old[i1 + common:i2])}")
+        if j2 - j1 > common:
+            edits.append(f"added {_quote(new[j1 + common:j2])}")
+    return edits
+
+
+def _quote(words: list[str]) -> str:
+    return json.dumps(" ".join(words), ensure_ascii=False)
+
+
+def _warning_text(config: Path) -> str:
+    """The warning the config's routes add (the demo's routes inherit the global one)."""
+    from truthlens.gateway.policy.config import DEFAULT_WARNING
+
+    doc = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
+    return str((doc.get("hallucination") or {}).get("warning_template") or DEFAULT_WARNING)
 
 
 def _request(question: str, passage: str) -> dict[str, Any]:

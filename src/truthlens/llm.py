@@ -11,7 +11,7 @@ the processor's memory (``LLMError("too_large")``, not retried). Each call is on
 semantic conventions: ``chat {model}``, ``gen_ai.request.model``, ``gen_ai.usage.*``), started
 with the tracer the client is given, and every attempt carries that span's W3C ``traceparent``
 so the model server's own spans join the exchange's trace; and one ``on_call(model, role)``
-notification (the gateway counts it as ``truthlens_models_used``).
+notification (the gateway counts it as ``truthlens_models_used_total``).
 API keys are read once from the environment variables the config names and never appear in
 reprs or logs.
 """

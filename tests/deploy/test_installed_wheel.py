@@ -27,12 +27,13 @@ from typing import Any
 import pytest
 import yaml
 
+from truthlens.starter.render import with_schema_line
 from truthlens.testing import launch
 
 REPO = Path(__file__).resolve().parents[2]
 # What the images copy into their build stage (deploy/docker/Dockerfile.cpu, .gpu).
 BUILD_INPUTS = ("pyproject.toml", "README.md", "src", "configs/config.yaml", "configs/examples", "envoy.yaml",
-                "deploy/demo_script.yaml")
+                "deploy/demo_script.yaml", "docs/truthlens-config.schema.json")
 pytestmark = pytest.mark.envoy
 
 
@@ -100,7 +101,10 @@ def test_init_writes_files_that_work_together_and_check_config_accepts_them(
 ) -> None:
     done = installed.run(tmp_path, "init", ".")
     assert done.returncode == 0, done.stderr
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.yaml", "docker-compose.yaml", "envoy.yaml"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "config.yaml", "docker-compose.yaml", "envoy.yaml", "truthlens-config.schema.json"]
+    assert (tmp_path / "config.yaml").read_text().startswith(
+        "# yaml-language-server: $schema=truthlens-config.schema.json\n")
     checked = installed.run(tmp_path, "check-config", "config.yaml")
     assert checked.returncode == 0, checked.stderr
     assert "config.yaml: ok" in checked.stdout
@@ -124,8 +128,11 @@ def test_init_writes_files_that_work_together_and_check_config_accepts_them(
     upstream_cmd = services["upstream"]["command"]
     assert upstream_cmd[0] == "upstream" and upstream_cmd[upstream_cmd.index("--port") + 1] == upstream.split(":")[1]
     mounted = {v.split(":")[0] for s in services.values() for v in s.get("volumes", [])}
-    assert mounted == {"./config.yaml", "./envoy.yaml"}
-    # Written once; a second init does not overwrite without --force.
+    assert mounted == {"./"}  # the folder, so hot reload sees an editor's renamed file
+    # A second init finds the same files (nothing to do); one edited is not overwritten without --force.
+    again = installed.run(tmp_path, "init", ".")
+    assert again.returncode == 0 and "unchanged" in again.stdout and "wrote" not in again.stdout
+    (tmp_path / "config.yaml").write_text((tmp_path / "config.yaml").read_text() + "# edited\n")
     again = installed.run(tmp_path, "init", ".")
     assert again.returncode == 1 and "--force" in again.stderr
 
@@ -166,12 +173,18 @@ def test_demo_runs_from_an_empty_directory(installed: Installed, tmp_path: Path)
     assert list(tmp_path.iterdir()) == []  # wrote nothing where it ran
 
 
-# What each mode changes in its scenario (the packaged script's re-ask answers).
+# What each mode changes in its scenario (the packaged script's re-ask answers), said in words: the
+# edits, the model's own answer (without lightweight's warning), and whether the new one is warned.
 MODE_SHOWS = {
-    "standard": ("'x-truthlens-mode': 'standard'", 'became "Michael Collins stayed in lunar orbit aboard Columbia'),
-    "premium": ("'x-truthlens-verifiers': '2/2'", "It was designed by Antoni Gaudi. It is 40 metres long.\""),
-    "acr": ("'x-truthlens-acr-source': 'internal'", "The Eiffel Tower was completed in 1889.\""),
-    "auto": ('"escalated_to": "acr"', 'became "The Eiffel Tower was completed in 1889."'),
+    "standard": ("'x-truthlens-mode': 'standard'", '"Buzz Aldrin" -> "Michael Collins"',
+                 'the model said  "Buzz Aldrin stayed in lunar orbit', "with no warning: the new answer is clean"),
+    "premium": ("'x-truthlens-verifiers': '2/2'", '"Isambard Brunel" -> "Antoni Gaudi"',
+                "It was designed by Antoni Gaudi. It is 40 metres long.\""),
+    "acr": ("'x-truthlens-acr-source': 'internal'", 'it rewrote the answer: "1925" -> "1889"',
+            'the client got  "The Eiffel Tower was completed in 1889."',
+            "with the warning: the new answer still departs from the context"),
+    "auto": ('"escalated_to": "acr"', '"1925" -> "1889"; dropped "and designed by Albert Speer"',
+             'the client got  "The Eiffel Tower was completed in 1889."'),
 }
 
 
@@ -183,7 +196,8 @@ def test_demo_mode_runs_in_one_command_and_says_what_changed(installed: Installe
     if mode == "lightweight":
         assert out.count("'x-truthlens-mode': 'lightweight'") == 6 and "standard" not in out
         return
-    assert f"what {mode} changed: the answer" in out, out
+    assert f"what {mode} changed: it rewrote the answer" in out, out
+    assert "⚠️" not in out.split(f"what {mode} changed:")[1]  # the answers quoted without the warning
     for expected in MODE_SHOWS[mode]:
         assert expected in out, out
 
@@ -215,7 +229,9 @@ EXAMPLES = ("acr", "auto", "cascade", "llm-detector", "premium", "remote", "stan
 def test_init_writes_every_example_with_its_routes(installed: Installed, tmp_path: Path, example: str) -> None:
     done = installed.run(tmp_path, "init", ".", "--example", example)
     assert done.returncode == 0, done.stderr
-    assert (tmp_path / "config.yaml").read_text() == (REPO / "configs" / "examples" / f"{example}.yaml").read_text()
+    # The example as shipped, its editor line pointing at the schema written beside it.
+    shipped = (REPO / "configs" / "examples" / f"{example}.yaml").read_text()
+    assert (tmp_path / "config.yaml").read_text() == with_schema_line(shipped, "truthlens-config.schema.json")
     checked = installed.run(tmp_path, "check-config", "config.yaml", "--envoy", "envoy.yaml")
     assert checked.returncode == 0, checked.stderr
     assert "warning" not in checked.stderr, checked.stderr

@@ -205,9 +205,20 @@ def test_triton_repo_declares_the_graphs_tensors(tmp_path: Path, tiny_model_dir:
     assert "max_batch_size: 16" in text and "preferred_batch_size: [ 4, 8 ]" in text  # 32 > max dropped
     assert "instance_group [ { count: 2 kind: KIND_CPU } ]" in text
     assert "tensorrt" not in text  # fp16 TensorRT is GPU only
-    if "truthlens_embedder" in names:
-        embedder = (tmp_path / "repo" / "truthlens_embedder" / "config.pbtxt").read_text(encoding="utf-8")
-        assert 'platform: "onnxruntime_onnx"' in embedder and "TYPE_FP32" in embedder
+    # The relevance embedder is always written (the repository serves the "grounded" rows too).
+    assert names == ["truthlens_detector", "truthlens_embedder"]
+    embedder = (tmp_path / "repo" / "truthlens_embedder" / "config.pbtxt").read_text(encoding="utf-8")
+    assert 'platform: "onnxruntime_onnx"' in embedder and "TYPE_FP32" in embedder
+
+
+def test_triton_repo_refuses_to_leave_the_embedder_out_silently(tiny_model_dir: Path, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from truthlens.detector.export import triton_repo
+    from truthlens.detector.manifest import ModelDirError
+
+    monkeypatch.setattr(triton_repo, "EMBEDDER_DIR", tmp_path / "no-embedder-here")
+    with pytest.raises(ModelDirError, match="embedder is missing.*--no-embedder"):
+        write_triton_repo(str(tiny_model_dir), tmp_path / "repo", RepoOptions())
 
 
 def test_triton_repo_fp16_adds_the_tensorrt_accelerator(tiny_model_dir: Path, tmp_path: Path) -> None:

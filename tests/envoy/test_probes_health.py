@@ -32,6 +32,14 @@ def status(port: int, path: str) -> int | None:
         return None
 
 
+def backend_ready_samples(port: int) -> list[float]:
+    """The values of every ``truthlens_detector_backend_ready`` series on the metrics port."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+        text = resp.read().decode("utf-8")
+    return sorted(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                  if line.startswith("truthlens_detector_backend_ready"))
+
+
 def readiness_until_ready(port: int, child: launch.Child, timeout_s: float = 90) -> list[int | None]:
     """Every /readyz status seen from the process's start until the first 200 (bounded)."""
     seen: list[int | None] = []
@@ -105,5 +113,19 @@ def test_a_supervisor_is_ready_when_every_worker_is(tmp_path: Path) -> None:
         seen = readiness_until_ready(metrics, child)
         assert 503 in seen, seen
         assert status(metrics, "/healthz") == 200 and status(metrics, "/nope") == 404
+        # The dashboard's "detector ready" panel compares sum() with count(): one series per worker,
+        # each 1 once its detector is loaded; the supervisor (no detector) adds no series of its own.
+        deadline = time.monotonic() + 30
+        while True:
+            ready = backend_ready_samples(metrics)
+            if ready == [1.0, 1.0] or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert ready == [1.0, 1.0], ready
+        # The supervisor runs no detector: the dry run says so instead of hanging or 404.
+        request = urllib.request.Request(f"http://127.0.0.1:{metrics}/v1/check", data=b"{}", method="POST")
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=5)
+        assert refused.value.code == 501 and b"--workers supervisor" in refused.value.read()
     finally:
         child.stop()

@@ -127,7 +127,9 @@ def test_the_client_sees_which_stage_decided(detection: Detection, status: str, 
     assert {k: v for k, v in shown.headers.items() if k.startswith("x-truthlens-confirm")} == headers
     assert shown.details.get("confirm") == headers.get("x-truthlens-confirm")
     assert shown.details.get("confirm_reason") == headers.get("x-truthlens-confirm-reason")
-    assert shown.details["choices"][0]["reason"] == detection.reason
+    # An unavailable check shows the gateway's reason (the header's), not the backend's own label.
+    shown_reason = "detector_timeout" if detection.status == "unavailable" else detection.reason
+    assert shown.details["choices"][0]["reason"] == shown_reason
     # The warning goes on exactly when the verdict after confirmation is "detected".
     assert (shown.warning is not None) == (detection.status == "detected")
 

@@ -146,7 +146,7 @@ class LlmSettings:
 
     model: str  # the ``models:`` entry (metric label, endpoint)
     endpoint: Endpoint  # that entry, copied at load: detector settings change only on restart
-    role: str = "detect"  # why the call is made (``truthlens_models_used{role}``): detect | confirm
+    role: str = "detect"  # why the call is made (``truthlens_models_used_total{role}``): detect | confirm
     max_tokens: int = 1024  # room for the JSON reply; a reply cut short is malformed, never clean
 
 

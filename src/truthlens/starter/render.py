@@ -74,6 +74,17 @@ def parse_upstream(url: str) -> Upstream:
     return Upstream(parts.hostname, port, parts.scheme == "https")
 
 
+SCHEMA_LINE = "# yaml-language-server: $schema="
+
+
+def with_schema_line(config: str, schema: str) -> str:
+    """``config`` whose first line points editors at ``schema`` (the shipped files point at the
+    repository's docs/ copy, which a written folder does not have)."""
+    first, sep, rest = config.partition("\n")
+    body = rest if first.startswith(SCHEMA_LINE) else config
+    return f"{SCHEMA_LINE}{schema}\n{body}"
+
+
 def config_text(source: str, upstream: Upstream | None) -> str:
     """The config with every endpoint of the default upstream moved to ``upstream`` (other
     endpoints, e.g. a detector server on another port, stay)."""

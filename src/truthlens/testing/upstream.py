@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import posixpath
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -64,6 +65,8 @@ from truthlens.testing.script import (
 )
 from truthlens.testing.span_judge import asks_for_spans, judge
 from truthlens.testing.wire import error_response, failure, send, write_events
+
+log = logging.getLogger(__name__)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -259,6 +262,9 @@ class ScriptedUpstream:
         if key < 0 and asks_for_spans(body):
             rule = SPAN_JUDGE_RULE  # an unscripted span-detection request: the judge answers it
         params = {k: v for k, v in body.items() if k not in ("model", messages_field)}
+        # One line per request (the command line shows them; tests read the call log instead).
+        log.info("%s %s model=%s rule=%s%s", request.method, request.path, model or "-", rule.name,
+                 " stream" if body.get("stream") else "")
         self.calls.append(Call(model=model, messages=tuple(messages), params=params,
                                headers={k.lower(): v for k, v in request.headers.items()},
                                rule=rule.name, time=time.time()))
@@ -382,9 +388,13 @@ async def _serve(host: str, port: int, rules: tuple[Rule, ...], decode_paths: bo
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Scripted OpenAI-compatible upstream (a test double, not a model)")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
+    from truthlens.cli_help import HelpWithDefaults
+
+    parser = argparse.ArgumentParser(prog="truthlens upstream",
+                                     description="Scripted OpenAI-compatible upstream (a test double, not a model)",
+                                     formatter_class=HelpWithDefaults)
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument("--port", type=int, default=8000, help="port to listen on")
     scripts = parser.add_mutually_exclusive_group()
     scripts.add_argument("--script", help="YAML/JSON file with the rules (default: none; every request gets the "
                          "fallback answer)")
@@ -393,7 +403,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                          "its grounded, hallucinated and re-asked answers")
     parser.add_argument("--decode-paths", action="store_true",
                         help="serve percent-encoded, doubled-slash and dot-segment paths decoded (a lenient server)")
+    parser.add_argument("--quiet", action="store_true", help="do not log each request")
     args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, format="%(asctime)s %(message)s")
     script = args.script
     if args.demo:
         from truthlens.starter import DEMO_SCRIPT

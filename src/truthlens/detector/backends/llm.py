@@ -4,7 +4,7 @@ Each answer is one chat call (:mod:`truthlens.detector.backends.llm_prompt`: fix
 untrusted texts in a fenced data block, a strict JSON schema) through the project's one
 :class:`~truthlens.llm.LLMClient`, so the endpoint's per-attempt timeout and retries, the
 OpenTelemetry client span (``chat {model}``, role ``detect`` or ``confirm``) and the
-``truthlens_models_used`` count are the same as every re-ask's. The quotes that come back
+``truthlens_models_used_total`` count are the same as every re-ask's. The quotes that come back
 become spans (:mod:`truthlens.detector.quotes`; reason ``llm``, probability 1.0: the model
 gives no confidence) and the answer's score is 1.0 with spans, 0.0 without.
 

@@ -25,7 +25,8 @@ from truthlens.detector.manifest import ModelDirError, load_manifest, require_si
 
 DETECTOR_NAME = "truthlens_detector"
 EMBEDDER_NAME = "truthlens_embedder"
-EMBEDDER_DIR = Path(__file__).resolve().parent.parent / "evidence" / "embedder_model"
+# The relevance embedder ships inside the evidence package (src/truthlens/evidence/embedder_model).
+EMBEDDER_DIR = Path(__file__).resolve().parents[2] / "evidence" / "embedder_model"
 
 _TYPES = {"tensor(int64)": "TYPE_INT64", "tensor(int32)": "TYPE_INT32", "tensor(float)": "TYPE_FP32",
           "tensor(float16)": "TYPE_FP16"}
@@ -128,7 +129,10 @@ def write_triton_repo(model_dir: str | None, repo: Path, options: RepoOptions = 
     if not outputs or outputs[0].dims[-1:] not in ((len(manifest.labels),), (-1,)):
         raise ModelDirError(f"{manifest.model_path}: the first output is not [batch, sequence, {len(manifest.labels)}]")
     written = [_write_model(repo, DETECTOR_NAME, manifest.model_path, inputs, outputs[:1], options)]
-    if options.embedder and (EMBEDDER_DIR / "model.onnx").is_file():
+    if options.embedder:
+        if not (EMBEDDER_DIR / "model.onnx").is_file():  # never a repository that silently lacks it
+            raise ModelDirError(f"{EMBEDDER_DIR / 'model.onnx'}: the relevance embedder is missing "
+                                "(reinstall the package, or pass --no-embedder to write the detector alone)")
         e_inputs, e_outputs = _signature(EMBEDDER_DIR / "model.onnx")
         written.append(_write_model(repo, EMBEDDER_NAME, EMBEDDER_DIR / "model.onnx", e_inputs, e_outputs, options))
     return written

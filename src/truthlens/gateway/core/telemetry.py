@@ -34,16 +34,18 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
 from prometheus_client import multiprocess as prom_multiprocess
 
 from truthlens.detector.types import DetectorHooks
 from truthlens.gateway.core.errors import normalize_reason
+from truthlens.gateway.core.trace_export import console_exporter
 from truthlens.tracing import capture_content
 
 if TYPE_CHECKING:
+    from truthlens.gateway.core.probes import Check
     from truthlens.modes.base import Verdict
 
 log = logging.getLogger(__name__)
@@ -95,7 +97,7 @@ class _Metrics:
             ["decision", "mode"], buckets=ITERATION_BUCKETS, registry=registry,
         )
         self.models_used = Counter(
-            "truthlens_models_used", "Calls to models by role", ["model", "role"], registry=registry,
+            "truthlens_models_used_total", "Calls to models by role", ["model", "role"], registry=registry,
         )
         self.errors = Counter(
             "truthlens_errors_total", "Checks that could not run, by reason (see truthlens.gateway.core.errors)",
@@ -337,7 +339,8 @@ class Telemetry:
     def render_metrics(self) -> bytes:
         return generate_latest(self.exposition_registry())
 
-    def start_metrics_server(self, listen: str, *, ready: Callable[[], bool] | None = None) -> MetricsServer:
+    def start_metrics_server(self, listen: str, *, ready: Callable[[], bool] | None = None,
+                             check: Check | None = None) -> MetricsServer:
         """Serve ``/metrics``, ``/healthz`` and ``/readyz`` (``ready``: None is always ready) on
         ``listen`` (``host:port``, ``:port`` or ``port``; port 0 picks one); see
         :mod:`truthlens.gateway.core.probes`."""
@@ -347,7 +350,7 @@ class Telemetry:
         registry = self.exposition_registry()
         if multiprocess_dir():  # this process's own process_* metrics beside the workers' samples
             ProcessCollector(registry=registry)
-        server = start_probe_server(host, port, registry, ready)
+        server = start_probe_server(host, port, registry, ready, check)
         return MetricsServer(host=host, port=server.server_address[1], _server=server)
 
     def shutdown(self) -> None:
@@ -414,7 +417,7 @@ def _span_exporters() -> list[SpanExporter]:
         if name == "none":
             continue
         if name == "console":
-            exporters.append(ConsoleSpanExporter())
+            exporters.append(console_exporter())
         elif name == "otlp":
             exporters.append(_otlp_exporter())
         else:

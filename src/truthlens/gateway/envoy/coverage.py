@@ -54,6 +54,9 @@ def envoy_warnings(config: Config, envoy_yaml: str) -> list[str]:
     """Differences between the routes of ``envoy_yaml`` and the routes ``config`` needs."""
     try:
         doc = yaml.safe_load(envoy_yaml)
+        if isinstance(doc, dict) and "static_resources" not in doc:
+            hint = " (it looks like the processor's config: --envoy takes envoy.yaml)" if "decisions" in doc else ""
+            return [f"is not an Envoy bootstrap: it has no static_resources{hint}"]
         hcm = doc["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
         routes: list[dict[str, Any]] = hcm["route_config"]["virtual_hosts"][0]["routes"]
     except (yaml.YAMLError, KeyError, IndexError, TypeError) as exc:

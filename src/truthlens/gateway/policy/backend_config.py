@@ -148,7 +148,8 @@ def _parse_remote(detector: Section, backend: str) -> RemoteSettings | None:
     host, _, port = url.rpartition(":")
     if "://" in url or not host or not port.isdigit():
         raise ConfigError(r.key("url"), f"must be host:port of the server's gRPC endpoint, got {url!r}")
-    version = r.get("model_version", d.model_version)
+    version = r.get("model_version", d.model_version,
+                    schema={"type": ["string", "integer"], "default": d.model_version})
     if isinstance(version, int) and not isinstance(version, bool):
         version = str(version)  # YAML reads `model_version: 1` as a number
     if not isinstance(version, str):
@@ -169,7 +170,7 @@ def parse_models(s: Section) -> dict[str, ModelEndpoint]:
     for name in s.raw:
         if not isinstance(name, str) or not name:
             raise ConfigError(s.key(str(name)), "a model name must be a non-empty string")
-        m = s.section(name)
+        m = s.entry(name)
         if "api_key" in m:
             # The message never repeats the value: it may be a real secret.
             raise ConfigError(

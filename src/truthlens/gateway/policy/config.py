@@ -11,6 +11,7 @@ A reload swaps one reference: streams keep the snapshot they pinned at their fir
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import logging
 import os
@@ -30,7 +31,7 @@ from truthlens.gateway.policy.backend_config import parse_detector, parse_models
 from truthlens.gateway.policy.decisions import Rule, compile_rules
 from truthlens.llm import Endpoint as ModelEndpoint
 from truthlens.modes import registry
-from truthlens.options import ConfigError, OptionContext, Section
+from truthlens.options import ConfigError, OptionContext, Section, schema_alias
 
 if TYPE_CHECKING:
     from truthlens.evidence.gating import EvidenceSettings
@@ -183,7 +184,7 @@ def parse_config(
     """Validate a loaded YAML document. ``base_dir`` anchors relative paths (the model dir)."""
     root = Section(mapping, "")
     root.allow("version", "gateway", "detector", "models", "hallucination", "decisions")
-    version = root.get("version")
+    version = root.get("version", schema={"const": SCHEMA_VERSION}, required=True)
     if version != SCHEMA_VERSION:
         raise ConfigError("version", f"unsupported schema version {version!r} (expected {SCHEMA_VERSION})")
     models = parse_models(root.section("models"))
@@ -193,7 +194,8 @@ def parse_config(
     mode_defaults = _parse_mode_sections(global_section, model_names)
     confirmer = detector.confirm is not None
     hallucination = _resolve_route(None, global_section, mode_defaults, model_names, confirmer)
-    decisions = _parse_decisions(root.get("decisions", []), global_section, mode_defaults, model_names, confirmer)
+    listed = root.get("decisions", [], schema={"type": "array"})
+    decisions = _parse_decisions(listed, global_section, mode_defaults, model_names, confirmer)
     gateway = root.section("gateway")
     gateway.allow("max_streams")
     return Config(
@@ -238,7 +240,21 @@ def _mode_module(mode: str, path: str) -> registry.ModeModule:
 
 
 def _parse_options(mode: str, raw: Mapping[str, Any], path: str, models: frozenset[str]) -> Any:
-    return _mode_module(mode, path).parse_options(raw, OptionContext(path=path, models=models))
+    # A route's mode keys are the mode's own, wherever they are written (hallucination.<mode> or a decision).
+    with schema_alias(path, f"hallucination.{mode}"):
+        try:
+            return _mode_module(mode, path).parse_options(raw, OptionContext(path=path, models=models))
+        except ConfigError as exc:
+            raise _near_generic_key(exc) or exc from None
+
+
+def _near_generic_key(exc: ConfigError) -> ConfigError | None:
+    """A route key the mode does not know that is a near miss of a generic one (``mdoe``): say which."""
+    name = exc.key.rpartition(".")[2]
+    if not exc.problem.startswith("unknown key"):
+        return None
+    close = difflib.get_close_matches(name, _GENERIC_KEYS, n=1, cutoff=0.75)
+    return ConfigError(exc.key, f"unknown key (did you mean {close[0]!r}?)") if close else None
 
 
 class _Layers:
@@ -266,6 +282,8 @@ def _resolve_route(
     confirmer: bool,
 ) -> RouteSettings:
     layers = _Layers(decision, g) if decision is not None else _Layers(g)
+    if decision is not None:
+        decision.declare(*_GENERIC_KEYS)  # the mode checks the rest of the keys
     if decision is not None:
         mode = decision.get("mode", g.get("default_mode", "lightweight"))
         mode_key = decision.key("mode") if "mode" in decision else g.key("default_mode")
@@ -365,7 +383,8 @@ def _resolve_streaming(s: Section, mode: str, rewrites: bool, actions: frozenset
 
 
 def _parse_actions(s: Section) -> frozenset[Action]:
-    value = s.get("actions", ["header", "body"])
+    value = s.get("actions", ["header", "body"], schema={"type": "array", "items": {"enum": list(ACTIONS)},
+                                                         "uniqueItems": True, "default": ["header", "body"]})
     key = s.key("actions")
     if not isinstance(value, list):
         raise ConfigError(key, f"must be a list of {', '.join(ACTIONS)} (or [])")
@@ -391,14 +410,14 @@ def _parse_decisions(
         if name in names:
             raise ConfigError(d.key("name"), f"duplicate decision name {name!r}")
         names.add(name)
-        description = d.get("description", "")
+        description = d.get("description", "", schema={"type": "string"})
         if not isinstance(description, str):
             raise ConfigError(d.key("description"), "must be a string")
         decisions.append(
             Decision(
                 name=name,
                 priority=d.integer("priority", 0),
-                rules=compile_rules(d.get("rules"), d.key("rules")),
+                rules=compile_rules(d.get("rules", schema={"$ref": "#/$defs/rule"}), d.key("rules")),
                 route=_decision_route(d, g, mode_defaults, models, confirmer),
                 description=description,
             )
@@ -410,7 +429,7 @@ def _parse_decisions(
 def _decision_route(
     d: Section, g: Section, mode_defaults: Mapping[str, Mapping[str, Any]], models: frozenset[str], confirmer: bool
 ) -> RouteSettings | None:
-    plugins = d.get("plugins", [])
+    plugins = d.get("plugins", [], schema={"type": "array", "maxItems": 1})
     if not isinstance(plugins, list):
         raise ConfigError(d.key("plugins"), "must be a list")
     if len(plugins) > 1:
@@ -418,7 +437,7 @@ def _decision_route(
     for j, item in enumerate(plugins):
         p = Section(item, d.key(f"plugins[{j}]"))
         p.allow("type", "configuration")
-        if p.get("type") != "hallucination":
+        if p.get("type", schema={"const": "hallucination"}) != "hallucination":
             raise ConfigError(p.key("type"), f"unknown plugin type {p.get('type')!r} (expected hallucination)")
         # A disabled route's settings are still validated: a typo must not wait for the day
         # someone enables it.

@@ -54,6 +54,8 @@ class ConfigStore:
         self._telemetry = telemetry
         self._stamp = _stamp(self.path)
         self._current = load_config(self.path)  # a bad file at start-up is fatal, not kept
+        # What the detector was built from: a reload changes it only after a restart.
+        self._running_detector = self._current.detector
 
     @property
     def current(self) -> Config:
@@ -73,10 +75,12 @@ class ConfigStore:
             log.error("config reload rejected, keeping version %s: %s", self._current.digest, exc)
             self._count("rejected")
             return False
-        if new.detector != self._current.detector:
+        if new.detector != self._running_detector:
             log.warning(
                 "config %s changes the detector settings: they take effect after a restart", new.digest
             )
+        elif self._current.detector != self._running_detector:
+            log.info("config %s sets the detector back to the running settings: no restart needed", new.digest)
         old, self._current = self._current, new
         log.info("config reloaded: version %s → %s", old.digest, new.digest)
         self._count("applied")

@@ -238,12 +238,14 @@ def _compile_node(raw: Any, path: str) -> Rule:
         return _compile_leaf(node)
     node.allow("operator", "conditions")
     node.require("operator", "conditions")
-    operator = node.get("operator")
+    # Any letter case, as the check below: an ECMA regex has no case-insensitive flag of its own.
+    any_case = "|".join("".join(f"[{c}{c.lower()}]" for c in o) for o in OPERATORS)
+    operator = node.get("operator", schema={"type": "string", "pattern": f"^({any_case})$"})
     if not isinstance(operator, str) or operator.upper() not in OPERATORS:
         raise ConfigError(node.key("operator"),
                           f"unknown operator {operator!r} (expected one of {', '.join(OPERATORS)})")
     operator = operator.upper()
-    conditions = node.get("conditions")
+    conditions = node.get("conditions", schema={"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/rule"}})
     if not isinstance(conditions, list) or not conditions:
         raise ConfigError(node.key("conditions"), "must be a non-empty list")
     rules = tuple(_compile_node(c, f"{path}.conditions[{i}]") for i, c in enumerate(conditions))
@@ -257,7 +259,7 @@ def _compile_node(raw: Any, path: str) -> Rule:
 
 
 def _compile_leaf(leaf: Section) -> Rule:
-    kind = leaf.get("type")
+    kind = leaf.get("type", schema={"enum": list(CONDITION_TYPES)})
     if kind not in CONDITION_TYPES:
         raise ConfigError(
             leaf.key("type"), f"unknown condition type {kind!r} (expected one of {', '.join(CONDITION_TYPES)})"

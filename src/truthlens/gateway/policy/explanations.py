@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from truthlens.detector.types import Detection, Span
+from truthlens.gateway.core.errors import normalize_reason
 
 _QUOTED_CHARS = 80  # longest value quoted in a ``why`` line
 # A detected answer with no flagged span: the learned verdict weighed the answer as a whole (its
@@ -45,8 +46,12 @@ def choice_reason(detection: Detection, *, with_text: bool) -> dict[str, str | N
     quotes the answer and the context) also ``why``, the strongest span in one line."""
     detected = detection.status == "detected"
     top = strongest(detection.spans) if detected else None
-    if detection.reason is not None:
-        reason: str | None = detection.reason
+    if detection.status == "unavailable":
+        # The label the x-truthlens-reason header, the metric and the audit line carry (a backend's
+        # own label, like llm_unavailable, is one name too many for the same thing).
+        reason: str | None = normalize_reason(detection.reason)
+    elif detection.reason is not None:
+        reason = detection.reason
     elif top is not None:
         reason = top.reason
     else:

@@ -24,10 +24,12 @@ from truthlens.detector.types import DetectorError
 from truthlens.evidence.embedder import EmbedderError
 from truthlens.gateway.core.probes import BindError
 from truthlens.gateway.core.telemetry import Telemetry, mark_process_dead
+from truthlens.gateway.core.trace_export import trace_export_summary
 from truthlens.gateway.exchange.lifecycle import Lifecycle
 from truthlens.gateway.exchange.phases.state import Runtime
 from truthlens.gateway.exchange.services import ServiceProvider
 from truthlens.gateway.policy.config_store import ConfigStore
+from truthlens.gateway.server.dry_run import DryRunCheck
 from truthlens.gateway.server.processor import SERVICE_NAME, ExternalProcessor
 from truthlens.options import ConfigError
 
@@ -53,6 +55,8 @@ class ServerSettings:
     tls_cert: str | None = None
     tls_key: str | None = None
     config_poll_s: float = 2.0
+    # POST /v1/check on the metrics listener (a dry run of the detector); off: 404 there.
+    check_endpoint: bool = True
 
 
 class ProcessorServer:
@@ -82,9 +86,16 @@ class ProcessorServer:
     async def start(self) -> None:
         s = self.settings
         telemetry = self.telemetry
-        if s.metrics_listen and self.serve_metrics:
-            telemetry.start_metrics_server(s.metrics_listen, ready=lambda: self.ready)
         store = ConfigStore(s.config_path, telemetry=telemetry)
+        if s.metrics_listen and self.serve_metrics:
+            # POST /v1/check: the serving detector with the current config's route settings.
+            check = DryRunCheck(asyncio.get_running_loop(), lambda: store.current,
+                                lambda: self._services.detector if self._services is not None and self.ready else None)
+            probes = telemetry.start_metrics_server(s.metrics_listen, ready=lambda: self.ready,
+                                                    check=check if s.check_endpoint else None)
+            log.info("metrics and probes on %s (/metrics, /healthz, /readyz%s); %s",
+                     _http_address(probes.host, probes.port), ", POST /v1/check" if s.check_endpoint else "",
+                     trace_export_summary())
         options = [
             ("grpc.max_receive_message_length", s.max_message_bytes),
             ("grpc.max_send_message_length", s.max_message_bytes),
@@ -138,6 +149,10 @@ class ProcessorServer:
             await self._server.stop(self.settings.grace_s)
         if self._services is not None:
             await self._services.close()
+
+
+def _http_address(host: str, port: int) -> str:
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
 async def _sample_queue_depth(services: ServiceProvider, telemetry: Telemetry, interval_s: float = 0.5) -> None:
@@ -212,6 +227,11 @@ def _supervise(settings: ServerSettings) -> int:
             settings.metrics_listen,
             ready=lambda: not stopping and all(f.is_set() for f in ready_flags) and len(ready_flags) > 0,
         )
+        log.info("metrics and probes of all %d workers on %s (/metrics, /healthz, /readyz); %s", settings.workers,
+                 _http_address(metrics.host, metrics.port), trace_export_summary())
+        # Building Telemetry wrote this process's own live gauges (0: it runs no detector); left in
+        # place, truthlens_detector_backend_ready would count the supervisor as a process not ready.
+        mark_process_dead(os.getpid())
 
     def on_signal(signum: int, _frame: object) -> None:
         nonlocal stopping
