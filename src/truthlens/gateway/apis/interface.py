@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from truthlens.modes.base import GroundedQuery
 
 EndpointName = Literal["chat", "responses"]
-Strategy = Literal["passthrough", "hold"]
+Strategy = Literal["passthrough", "hold", "progressive"]
 
 
 class ParsedRequest(Protocol):
@@ -104,6 +104,22 @@ class StreamCodec(Protocol):
 
     def refusal_events(self, refusal: Refusal) -> bytes:
         """The whole stream the client gets instead of a held answer that is refused."""
+
+    # Progressive release (a held answer released sentence by sentence as each passes its check).
+
+    def tracked_text(self) -> str | None:
+        """The answer's text so far, which only grows; None once the stream has more than one
+        answer (progressive release follows one)."""
+
+    def cut_event(self, event: SSEEvent, keep: int) -> tuple[bytes, bytes]:
+        """``event`` (one that adds text) as two events: its first ``keep`` characters, then the rest."""
+
+    def text_event(self, text: str) -> bytes:
+        """An event adding ``text`` to the answer (a warning inside it)."""
+
+    def verdict_before(self, shown: Presentation, details: dict[str, Any], end: SSEEvent | None) -> bytes:
+        """What replaces ``end`` (the event that ends the answer; None: the stream's end): the
+        verdict, then ``end``; or the verdict and the refusal's events that end the stream."""
 
 
 class Endpoint(Protocol):
