@@ -90,9 +90,10 @@ class Reads:
         return None
 
 
-def _stream(stack: Stack, path: str, body: dict[str, Any], route: str) -> Reads:
+def _stream(stack: Stack, path: str, body: dict[str, Any], route: str, port: int | None = None) -> Reads:
+    """One streamed request through Envoy (or the Envoy on ``port``), read as it arrives."""
     out = Reads(started=time.monotonic())
-    conn = http.client.HTTPConnection("127.0.0.1", stack.ports.listener, timeout=60)
+    conn = http.client.HTTPConnection("127.0.0.1", port or stack.ports.listener, timeout=60)
     try:
         conn.request("POST", path, body=json.dumps(body),
                      headers={"content-type": "application/json", "x-test-route": route})
@@ -229,9 +230,9 @@ def test_warn_route_on_the_responses_api_streams_through_with_the_warning_after(
     assert _verdict(got.body, "responses")["status"] == "detected"
 
 
-def _in_flight(stack: Stack, word: str) -> tuple[threading.Thread, list[Reads]]:
+def _in_flight(stack: Stack, word: str, port: int | None = None) -> tuple[threading.Thread, list[Reads]]:
     out: list[Reads] = []
-    thread = threading.Thread(target=lambda: out.append(_stream(stack, CHAT, _chat(word), "pblock")))
+    thread = threading.Thread(target=lambda: out.append(_stream(stack, CHAT, _chat(word), "pblock", port)))
     thread.start()
     return thread, out
 
@@ -280,3 +281,36 @@ def test_sigterm_mid_stream_loses_no_byte_silently(progressive: Stack) -> None:
     assert got.status == 200
     _no_gap(got)
     assert answer_text(got.body, "chat") == GROUNDED3
+
+
+# An operator who wants an unchecked tail never to reach the client turns fail-open off on the
+# Envoy route of the progressive decision: the processor's death then ends the stream visibly.
+FAIL_CLOSED_ROUTES = [{
+    "name": "processor:progressive-fail-closed",
+    "match": {"prefix": "/"},
+    "route": {"cluster": "llm_upstream", "timeout": "300s"},
+    "typed_per_filter_config": {"envoy.filters.http.ext_proc": {
+        "@type": "type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute",
+        "overrides": {"failure_mode_allow": False},
+    }},
+}]
+
+
+def test_sigkill_on_a_fail_closed_envoy_route_ends_the_stream_visibly(
+    progressive: Stack, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    with progressive.second_envoy(FAIL_CLOSED_ROUTES, tmp_path_factory.mktemp("closed-envoy")) as port:
+        thread, out = _in_flight(progressive, "slowgrounded", port)
+        launch.wait_until(lambda: len(progressive.upstream_calls()) >= 1, "the upstream call", None, 15)
+        time.sleep(_upstream_seconds(FIRST, 0.25) + 1.0)
+        progressive.kill_processor()
+        thread.join(60)
+    (got,) = out
+    assert got.status == 200
+    text = answer_text(got.body, "chat")
+    # The first sentence had passed; the rest never arrives, and the client sees the stream
+    # broken (Envoy resets it: no [DONE], no verdict), not an answer with a hole.
+    assert text.startswith(FIRST) and GROUNDED3.startswith(text) and text != GROUNDED3
+    assert got.error is not None or b"[DONE]" not in got.body
+    assert b"[DONE]" not in got.body
+

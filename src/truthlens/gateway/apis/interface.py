@@ -105,7 +105,10 @@ class StreamCodec(Protocol):
     def refusal_events(self, refusal: Refusal) -> bytes:
         """The whole stream the client gets instead of a held answer that is refused."""
 
-    # Progressive release (a held answer released sentence by sentence as each passes its check).
+
+class ProgressiveCodec(StreamCodec, Protocol):
+    """A stream codec for progressive release: a held answer released sentence by sentence as
+    each passes its check."""
 
     def tracked_text(self) -> str | None:
         """The answer's text so far, which only grows; None once the stream has more than one
@@ -136,6 +139,9 @@ class Endpoint(Protocol):
 
     def stream(self, strategy: Strategy, *, warns: bool) -> StreamCodec:
         """A codec for one SSE answer; ``warns``: a warning may be added to it (the body action)."""
+
+    def progressive_stream(self) -> ProgressiveCodec:
+        """A codec for one SSE answer released sentence by sentence."""
 
 
 Outcome = Literal["block", "refuse", "rewrite", "annotate", "unchecked", "skipped"]

@@ -285,49 +285,6 @@ class ResponsesStream:
         return bytes(out)
 
 
-    # -- progressive release (phases.response_progressive) -------------------------------------
-
-    def tracked_text(self) -> str | None:
-        """The one message's text so far; None once the stream has more than one message."""
-        answers = self.answers()
-        if len(answers) > 1:
-            return None
-        return answers[0] if answers else ""
-
-    def cut_event(self, event: SSEEvent, keep: int) -> tuple[bytes, bytes]:
-        """``event`` (an ``output_text.delta``) as two deltas: its first ``keep`` characters, then
-        the rest (both keep its sequence number)."""
-        doc = event_object(event.data)
-        delta = _string(doc, "delta")
-        return (encode_event(_dumps({**doc, "delta": delta[:keep]}), event=event.event),
-                encode_event(_dumps({**doc, "delta": delta[keep:]}), event=event.event))
-
-    def text_event(self, text: str) -> bytes:
-        """An ``output_text.delta`` of ``text`` on the last text part seen."""
-        oi = max(self._messages) if self._messages else 0
-        parts = self._rendered.parts(oi)
-        ci = parts[-1][1] if parts else 0
-        return _encode({"type": "response.output_text.delta", "item_id": self._messages.get(oi, ""),
-                        "output_index": oi, "content_index": ci, "delta": text, "logprobs": []},
-                       _Numbers(self._last_seq + 1))
-
-    def verdict_before(self, shown: Presentation, details: dict[str, Any], end: SSEEvent | None) -> bytes:
-        """The verdict event in ``end``'s place (``end`` follows it, one number on), or the
-        verdict, ``error`` and ``response.failed`` instead of ``end`` when refused."""
-        doc = _doc(end) if end is not None else None
-        start = _seq(doc)
-        numbers = _Numbers(start if start is not None else self._last_seq + 1)
-        out = _encode({"type": VERDICT_EVENT, DETAILS_FIELD: details}, numbers)
-        if shown.refusal is not None:
-            out += _encode(_error(shown.refusal), numbers)
-            failed = {**(self._created or {}), "status": "failed",
-                      "error": {"code": shown.refusal.code, "message": shown.refusal.message}}
-            return out + _encode({"type": "response.failed", "response": failed}, numbers)
-        if doc is None or end is None:
-            return out + (end.raw if end is not None else b"")
-        return out + _emit(end.raw, doc, doc, numbers)
-
-
 class _Numbers:
     """Sequence numbers for re-emitted events, one more each, from ``start``."""
 

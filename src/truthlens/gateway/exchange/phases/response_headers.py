@@ -11,8 +11,8 @@ from truthlens.gateway.apis import sse
 from truthlens.gateway.apis.interface import Endpoint
 from truthlens.gateway.exchange import mutations
 from truthlens.gateway.exchange.phases.check import skip
+from truthlens.gateway.exchange.phases.progressive_state import Progressive
 from truthlens.gateway.exchange.phases.request_headers import header_dict
-from truthlens.gateway.exchange.phases.response_progressive import Progressive
 from truthlens.gateway.exchange.phases.state import Runtime, StreamedResponse, StreamState
 from truthlens.gateway.policy.presentation import VERDICT_HEADER_PREFIX, provisional_headers
 
@@ -71,8 +71,9 @@ def progressive_stream(api: Endpoint, actions: frozenset[str]) -> StreamedRespon
     if api.name == "responses" and "body" in actions and "block" not in actions:
         return StreamedResponse(strategy="passthrough", decoder=sse.SSEDecoder(),
                                 codec=api.stream("passthrough", warns=True))
-    codec = api.stream("progressive", warns="body" in actions)
-    return StreamedResponse(strategy="progressive", decoder=sse.SSEDecoder(), codec=codec, progressive=Progressive())
+    codec = api.progressive_stream()
+    return StreamedResponse(strategy="progressive", decoder=sse.SSEDecoder(), codec=codec,
+                            progressive=Progressive(codec))
 
 
 def _scrub_mode(state: StreamState, headers: dict[str, str]) -> mutations.BodyMode:

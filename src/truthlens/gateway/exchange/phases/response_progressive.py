@@ -25,79 +25,25 @@ releases the rest as it comes, checked at the end (a fail-closed route refuses i
 from __future__ import annotations
 
 import time
-from collections import deque
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
 from truthlens.detector.types import Detection, DetectionInput
 from truthlens.gateway.apis import sse
 from truthlens.gateway.apis.chat import body as openai_body
-from truthlens.gateway.apis.sentences import SentenceSplitter
 from truthlens.gateway.exchange import audit, mutations
 from truthlens.gateway.exchange.lifecycle import Draining
 from truthlens.gateway.exchange.phases.check import check_verdict, skip
+from truthlens.gateway.exchange.phases.progressive_state import FOREVER, Chunk, Edit, Event, Progressive
 from truthlens.gateway.policy.checking import BudgetedDetector
 from truthlens.gateway.policy.explanations import flag_reason
 from truthlens.gateway.policy.presentation import present
 from truthlens.modes.base import ChoiceVerdict, Verdict
 
 if TYPE_CHECKING:
-    from truthlens.gateway.apis.interface import Presentation, StreamCodec
+    from truthlens.gateway.apis.interface import Presentation
     from truthlens.gateway.exchange.phases.state import CheckedRequest, Runtime, StreamedResponse, StreamState
-
-_FOREVER = 1 << 62  # an edit that drops every later byte (a blocked stream)
-# checking: sentences are checked and released; flowing: every whole event goes on as it comes
-# (read for the end's verdict); open: every byte goes on unread; stopped: nothing more goes on.
-Phase = Literal["checking", "flowing", "open", "stopped"]
-
-
-@dataclass(slots=True)
-class _Chunk:
-    start: int  # the chunk's first byte, as an offset into the response body
-    body: bytes
-
-
-@dataclass(slots=True)
-class _Event:
-    """A whole event of the body and the answer text before and after it."""
-
-    start: int
-    end: int
-    text_before: int
-    text_after: int
-    event: sse.SSEEvent
-
-
-@dataclass(slots=True)
-class _Edit:
-    """Body bytes ``[start, end)`` replaced by ``replacement`` (sent where ``start`` is)."""
-
-    start: int
-    end: int
-    replacement: bytes
-
-
-@dataclass(slots=True)
-class Progressive:
-    """One progressive stream's bookkeeping."""
-
-    splitter: SentenceSplitter = field(default_factory=SentenceSplitter)
-    chunks: deque[_Chunk] = field(default_factory=deque)  # received, not yet answered
-    events: list[_Event] = field(default_factory=list)  # whole events not wholly answered yet
-    edits: list[_Edit] = field(default_factory=list)
-    received: int = 0  # body bytes received
-    read: int = 0  # body bytes read into whole events
-    text: str = ""  # the answer so far
-    passed: int = 0  # characters of the answer checked and passed
-    released_sentences: int = 0
-    phase: Phase = "checking"
-    held_from: int | None = None  # a second answer began here: nothing from it goes before the end
-    warned_sentence: int | None = None
-    unchecked: Presentation | None = None  # a sentence check did not run: the verdict the end gets
-    flagged_sentence: int | None = None
-    ended: bool = False  # the event that ends the answer was read
-
 
 async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> list[pb.ProcessingResponse]:
     """The replies this chunk lets go: none while its sentences wait for their check, several
@@ -106,7 +52,7 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
     assert st is not None and st.progressive is not None
     p = st.progressive
     chunk = msg.response_body
-    p.chunks.append(_Chunk(p.received, chunk.body))
+    p.chunks.append(Chunk(p.received, chunk.body))
     p.received += len(chunk.body)
     if p.phase in ("stopped", "open"):
         return _replies(p, end_of_stream=chunk.end_of_stream)
@@ -118,9 +64,9 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
     except sse.SSEError as exc:
         _give_up(state, st, p, rt, exc.reason, str(exc))
         return _replies(p, end_of_stream=chunk.end_of_stream)
-    end: _Event | None = None
+    end: Event | None = None
     for event in events:
-        read = _read(st.codec, p, event)
+        read = _read(p, event)
         if read is not None and end is None:
             if isinstance(read, str):
                 _give_up(state, st, p, rt, read, "an event of the stream could not be read")
@@ -131,12 +77,12 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
             _give_up(state, st, p, rt, "too_large",
                      f"the stream is over the route's max_body_bytes ({checked.route.max_body_bytes})")
         elif end is None:
-            await _check_sentences(state, st, p, checked, rt)
+            await _check_sentences(state, p, checked, rt)
     if end is not None and p.phase in ("checking", "flowing"):
         if checked is not None:
-            await _finish(state, st, p, checked, rt, end)
+            await _finish(state, p, checked, rt, end)
         elif p.unchecked is not None:
-            _place_verdict(st, p, end, p.unchecked)
+            _place_verdict(p, end, p.unchecked)
     if chunk.end_of_stream and not p.ended and p.phase in ("checking", "flowing"):
         _give_up(state, st, p, rt, "sse_framing", "the stream ended before the answer did")
     return _replies(p, end_of_stream=chunk.end_of_stream)
@@ -156,17 +102,18 @@ def release_all(st: StreamedResponse) -> list[pb.ProcessingResponse]:
 # -- reading ------------------------------------------------------------------------------------
 
 
-def _read(codec: StreamCodec, p: Progressive, event: sse.SSEEvent) -> _Event | str | None:
+def _read(p: Progressive, event: sse.SSEEvent) -> Event | str | None:
     """Account for one whole event: the text it adds, an upstream verdict dropped. Returns the
     event when it ends the answer, a reason when it cannot be read, else None."""
+    codec = p.codec
     start = p.read
     p.read += len(event.raw)
     scrubbed = codec.scrub(event)
     if scrubbed is None:
-        p.edits.append(_Edit(start, p.read, b""))
+        p.edits.append(Edit(start, p.read, b""))
         return None
     if scrubbed is not event:
-        p.edits.append(_Edit(start, p.read, scrubbed.raw))
+        p.edits.append(Edit(start, p.read, scrubbed.raw))
     if p.ended or p.phase == "stopped":
         return None
     before = len(p.text)
@@ -180,7 +127,7 @@ def _read(codec: StreamCodec, p: Progressive, event: sse.SSEEvent) -> _Event | s
             p.held_from = start
     else:
         p.text = text
-    item = _Event(start, p.read, before, len(p.text), scrubbed)
+    item = Event(start, p.read, before, len(p.text), scrubbed)
     p.events.append(item)
     if ends or codec.answer_complete:
         p.ended = True
@@ -191,9 +138,7 @@ def _read(codec: StreamCodec, p: Progressive, event: sse.SSEEvent) -> _Event | s
 # -- checking -----------------------------------------------------------------------------------
 
 
-async def _check_sentences(
-    state: StreamState, st: StreamedResponse, p: Progressive, checked: CheckedRequest, rt: Runtime
-) -> None:
+async def _check_sentences(state: StreamState, p: Progressive, checked: CheckedRequest, rt: Runtime) -> None:
     """Check the sentences the new text completes (one detector call for all of them)."""
     ends = p.splitter.feed(p.text)
     if not ends:
@@ -203,7 +148,7 @@ async def _check_sentences(
     if detection is None:
         return
     if detection.status == "unavailable":
-        _stop_or_flow(state, st, p, rt, checked, detection.reason or "detector_error")
+        _stop_or_flow(state, p, rt, checked, detection.reason or "detector_error")
         return
     flagged = _first_flagged(detection, ends, start)
     for end in ends[:flagged]:
@@ -215,9 +160,9 @@ async def _check_sentences(
     route = checked.route
     if "block" in route.actions:
         shown = _sentence_presentation(state, checked, rt, detection)
-        _stop(st, p, p.passed, shown)
+        _stop(p, p.passed, shown)
     elif "body" in route.actions:
-        _warn_before(st.codec, p, p.passed, route.warning.text)
+        _warn_before(p, p.passed, route.warning.text)
         p.phase = "flowing"
     else:  # nothing to do about it now: the end's verdict says so
         p.passed = ends[-1]
@@ -251,7 +196,7 @@ async def _detect(state: StreamState, checked: CheckedRequest, rt: Runtime, pref
     except Draining:
         st = state.streamed
         assert st is not None and st.progressive is not None
-        _stop_or_flow(state, st, st.progressive, rt, checked, "draining")
+        _stop_or_flow(state, st.progressive, rt, checked, "draining")
         return None
 
 
@@ -271,11 +216,11 @@ def _sentence_presentation(
 
 
 async def _finish(
-    state: StreamState, st: StreamedResponse, p: Progressive, checked: CheckedRequest, rt: Runtime, end: _Event
+    state: StreamState, p: Progressive, checked: CheckedRequest, rt: Runtime, end: Event
 ) -> None:
     """The answer ended: check it whole with the route's mode; its verdict decides the sentences
     not yet released and goes before ``end``."""
-    verdict, shown = await check_verdict(state, checked, rt, st.codec.answers())
+    verdict, shown = await check_verdict(state, checked, rt, p.codec.answers())
     ends = p.splitter.feed(p.text, final=True)
     cut = None
     if verdict is not None and verdict.status == "detected" and verdict.choices:
@@ -287,23 +232,23 @@ async def _finish(
     if shown.refusal is not None:
         p.released_sentences += passed_now
         p.flagged_sentence = p.released_sentences
-        _stop(st, p, cut if cut is not None else p.passed, shown)
+        _stop(p, cut if cut is not None else p.passed, shown)
         return
     p.released_sentences += len(ends)
     if shown.warning is not None and p.warned_sentence is None:
         if cut is not None and cut < len(p.text):
             p.flagged_sentence = p.released_sentences - len(ends) + passed_now
-            _warn_before(st.codec, p, cut, shown.warning.text)
+            _warn_before(p, cut, shown.warning.text)
         else:  # flagged only across released sentences: the warning follows the answer
-            p.edits.append(_Edit(end.start, end.start, st.codec.text_event("\n\n" + shown.warning.text.strip())))
+            p.edits.append(Edit(end.start, end.start, p.codec.text_event("\n\n" + shown.warning.text.strip())))
             p.warned_sentence = p.released_sentences
-    _place_verdict(st, p, end, shown)
+    _place_verdict(p, end, shown)
 
 
-def _place_verdict(st: StreamedResponse, p: Progressive, end: _Event, shown: Presentation) -> None:
+def _place_verdict(p: Progressive, end: Event, shown: Presentation) -> None:
     """The verdict in place of ``end`` (which follows it); every later event flows."""
     p.edits = [e for e in p.edits if not (end.start <= e.start and e.end <= end.end and e.start < e.end)]
-    p.edits.append(_Edit(end.start, end.end, st.codec.verdict_before(shown, _details(shown, p), end.event)))
+    p.edits.append(Edit(end.start, end.end, p.codec.verdict_before(shown, _details(shown, p), end.event)))
     p.phase = "flowing"
     p.held_from = None
 
@@ -319,37 +264,39 @@ def _details(shown: Presentation, p: Progressive) -> dict[str, Any]:
 # -- what the client gets ---------------------------------------------------------------------
 
 
-def _stop(st: StreamedResponse, p: Progressive, cut: int, shown: Presentation) -> None:
+def _stop(p: Progressive, cut: int, shown: Presentation) -> None:
     """End the stream at answer character ``cut``: what passed stands, the verdict and the
     refusal (naming how many sentences went out) follow it, and nothing after reaches the client."""
     refusal = shown.refusal
     if refusal is not None:
         note = f" {p.released_sentences} sentence(s) had been released before the flagged one."
         shown = replace(shown, refusal=replace(refusal, message=refusal.message + note))
-    at, head = _split_at(st.codec, p, cut)
+    at, head = _split_at(p, cut)
     p.edits = [e for e in p.edits if e.start < at]
-    p.edits.append(_Edit(at, _FOREVER, head + st.codec.verdict_before(shown, _details(shown, p), None)))
+    p.edits.append(Edit(at, FOREVER, head + p.codec.verdict_before(shown, _details(shown, p), None)))
     p.phase = "stopped"
 
 
-def _warn_before(codec: StreamCodec, p: Progressive, cut: int, warning: str) -> None:
+def _warn_before(p: Progressive, cut: int, warning: str) -> None:
     """The warning as content just before answer character ``cut`` (a sentence's start)."""
     note = warning.strip()
     note = f"\n\n{note}\n\n" if cut > 0 else f"{note}\n\n"
+    codec = p.codec
     p.warned_sentence = p.flagged_sentence
     for item in p.events:
         if item.text_after > cut:
             if item.text_before >= cut:
-                p.edits.append(_Edit(item.start, item.start, codec.text_event(note)))
+                p.edits.append(Edit(item.start, item.start, codec.text_event(note)))
             else:
                 first, rest = codec.cut_event(item.event, cut - item.text_before)
-                p.edits.append(_Edit(item.start, item.end, first + codec.text_event(note) + rest))
+                p.edits.append(Edit(item.start, item.end, first + codec.text_event(note) + rest))
             return
 
 
-def _split_at(codec: StreamCodec, p: Progressive, cut: int) -> tuple[int, bytes]:
+def _split_at(p: Progressive, cut: int) -> tuple[int, bytes]:
     """Where in the body the answer passes character ``cut``, and the passed head of the event
     that holds it (re-encoded; empty when the cut falls between events)."""
+    codec = p.codec
     for item in p.events:
         if item.text_after > cut:
             if item.text_before >= cut:
@@ -359,7 +306,7 @@ def _split_at(codec: StreamCodec, p: Progressive, cut: int) -> tuple[int, bytes]
 
 
 def _stop_or_flow(
-    state: StreamState, st: StreamedResponse, p: Progressive, rt: Runtime, checked: CheckedRequest, reason: str
+    state: StreamState, p: Progressive, rt: Runtime, checked: CheckedRequest, reason: str
 ) -> None:
     """A sentence check could not run (``reason``): a fail-closed route ends the stream with its
     refusal; otherwise the rest flows as it comes, checked whole at the end (a drain: marked
@@ -368,7 +315,7 @@ def _stop_or_flow(
     if checked.route.fail_policy == "closed" or reason == "draining":
         shown = skip(state, rt, checked.route, checked.decision.name, reason, "a sentence check could not run")
         if shown.refusal is not None:
-            _stop(st, p, p.passed, shown)
+            _stop(p, p.passed, shown)
         else:
             p.unchecked = shown
 
@@ -382,21 +329,21 @@ def _give_up(state: StreamState, st: StreamedResponse, p: Progressive, rt: Runti
         return
     shown = skip(state, rt, checked.route, checked.decision.name, reason, detail, upstream=True)
     if shown.refusal is not None:
-        _stop(st, p, p.passed, shown)
+        _stop(p, p.passed, shown)
         return
     p.ended = True
     p.phase = "open"
     p.held_from = None
-    verdict = st.codec.unchecked_events(shown)
+    verdict = p.codec.unchecked_events(shown)
     if st.decoder.pending_bytes:
         verdict = b"\n\n" + verdict
-    p.edits.append(_Edit(p.received, p.received, verdict))
+    p.edits.append(Edit(p.received, p.received, verdict))
 
 
 def _safe_until(p: Progressive, end_of_stream: bool) -> int:
     """The body offset before which every byte may be answered now."""
     if end_of_stream or p.phase in ("stopped", "open"):
-        return _FOREVER
+        return FOREVER
     limit = p.read  # never half an event (an upstream verdict is dropped whole)
     if p.phase == "checking":
         limit = next((e.start for e in p.events if e.text_after > p.passed), limit)
@@ -422,14 +369,14 @@ def _replies(p: Progressive, *, end_of_stream: bool) -> list[pb.ProcessingRespon
     return replies
 
 
-def _drain(p: Progressive, limit: int = _FOREVER) -> list[_Chunk]:
-    out: list[_Chunk] = []
+def _drain(p: Progressive, limit: int = FOREVER) -> list[Chunk]:
+    out: list[Chunk] = []
     while p.chunks and p.chunks[0].start + len(p.chunks[0].body) <= limit:
         out.append(p.chunks.popleft())
     return out
 
 
-def _edited(p: Progressive, chunk: _Chunk) -> bytes:
+def _edited(p: Progressive, chunk: Chunk) -> bytes:
     """``chunk``'s bytes with the edits that touch it: replaced bytes left out, each replacement
     where its range starts."""
     a, b = chunk.start, chunk.start + len(chunk.body)

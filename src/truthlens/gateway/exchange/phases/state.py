@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from truthlens.gateway.apis.interface import ParsedRequest, Presentation, StreamCodec
     from truthlens.gateway.apis.sse import SSEDecoder
     from truthlens.gateway.core.telemetry import Telemetry
-    from truthlens.gateway.exchange.phases.response_progressive import Progressive
+    from truthlens.gateway.exchange.phases.progressive_state import Progressive
     from truthlens.gateway.exchange.services import ServiceLease, ServiceProvider
     from truthlens.gateway.policy.config import Config, Decision, RouteSettings
     from truthlens.gateway.policy.config_store import ConfigStore
