@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from truthlens.gateway.apis.chat import body as openai_body
+from truthlens.gateway.apis.chat.progressive import ProgressiveChatStream
 from truthlens.gateway.apis.chat.stream import ChatStream
 from truthlens.gateway.apis.responses import body as responses_body
 from truthlens.gateway.apis.responses.progressive import ProgressiveResponsesStream
@@ -47,7 +48,7 @@ class ChatEndpoint:
         return ChatStream(strategy)
 
     def progressive_stream(self) -> ProgressiveCodec:
-        return ChatStream("progressive")
+        return ProgressiveChatStream()
 
 
 class ResponsesEndpoint:

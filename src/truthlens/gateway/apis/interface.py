@@ -110,9 +110,9 @@ class ProgressiveCodec(StreamCodec, Protocol):
     """A stream codec for progressive release: a held answer released sentence by sentence as
     each passes its check."""
 
-    def tracked_text(self) -> str | None:
-        """The answer's text so far, which only grows; None once the stream has more than one
-        answer (progressive release follows one)."""
+    def text_added(self) -> str | None:
+        """The text the events read since the last call added to the answer; None once the
+        stream has more than one answer (progressive release follows one)."""
 
     def cut_event(self, event: SSEEvent, keep: int) -> tuple[bytes, bytes]:
         """``event`` (one that adds text) as two events: its first ``keep`` characters, then the rest."""

@@ -50,9 +50,19 @@ class SentenceSplitter:
         """Where the sentence not yet complete begins."""
         return self._start
 
-    def feed(self, text: str, *, final: bool = False) -> list[int]:
-        """The ends of the sentences ``text`` (the whole answer so far, grown since the last call)
-        completes; ``final``: the text is whole, its rest is the last sentence."""
+    def feed(self, text: str, *, final: bool = False, base: int = 0) -> list[int]:
+        """The ends of the sentences ``text`` (the answer so far, grown since the last call)
+        completes; ``final``: the text is whole, its rest is the last sentence. ``base``: ``text``
+        is the answer from that character on (at most :attr:`start`), so a caller need not keep
+        the whole answer in one string."""
+        if not 0 <= base <= self._start:
+            raise ValueError(f"base {base} is past the sentence being read ({self._start})")
+        self._start -= base
+        ends = [end + base for end in self._feed(text, final)]
+        self._start += base
+        return ends
+
+    def _feed(self, text: str, final: bool) -> list[int]:
         ends: list[int] = []
         while True:
             end = self._next_end(text)

@@ -6,7 +6,7 @@ answer re-chunked, the error event of a refusal). The byte bookkeeping stays in 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from truthlens.gateway.apis.chat import body as openai_body
 from truthlens.gateway.apis.chat import chunks
@@ -96,40 +96,6 @@ class ChatStream:
         if shown.refusal is not None:
             out += self.refusal_events(shown.refusal)
         return bytes(out)
-
-    # -- progressive release (phases.response_progressive) -------------------------------------
-
-    def tracked_text(self) -> str | None:
-        """The one answer's text so far; None once the stream has more than one choice."""
-        contents = self.accumulator.contents()
-        if len(contents) > 1:
-            return None
-        return contents[0] if contents else ""
-
-    def cut_event(self, event: SSEEvent, keep: int) -> tuple[bytes, bytes]:
-        """``event`` (a content chunk) as two chunks: its first ``keep`` characters, then the rest."""
-        doc = openai_body.event_object(event.data)
-        content = doc["choices"][0]["delta"]["content"]
-        return _with_content(doc, content[:keep]), _with_content(doc, content[keep:])
-
-    def text_event(self, text: str) -> bytes:
-        """A content chunk of ``text`` (a warning inside the answer)."""
-        return chunks.chunk_event(self.accumulator.meta, deltas={0: text})
-
-    def verdict_before(self, shown: Presentation, details: dict[str, Any], end: SSEEvent | None) -> bytes:
-        """The verdict chunk (then the refusal's error event, which ends the stream), and ``end``
-        after it unless refused."""
-        out = chunks.chunk_event(self.accumulator.meta, details=details)
-        if shown.refusal is not None:
-            return out + self.refusal_events(shown.refusal)
-        return out + (end.raw if end is not None else b"")
-
-
-def _with_content(doc: dict[str, Any], content: str) -> bytes:
-    choices = doc["choices"]
-    assert isinstance(choices, list)
-    choice = {**choices[0], "delta": {**choices[0]["delta"], "content": content}}
-    return b"data: " + openai_body.encode_json({**doc, "choices": [choice]}) + b"\n\n"
 
 
 def _check_indexes(chunk: dict[str, object]) -> None:

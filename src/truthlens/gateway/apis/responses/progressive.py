@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from truthlens.gateway.apis.chat.body import DETAILS_FIELD, event_object
+from truthlens.gateway.apis.responses.rendered import Part
 from truthlens.gateway.apis.responses.stream import (
     VERDICT_EVENT,
     ResponsesStream,
@@ -32,13 +33,23 @@ class ProgressiveResponsesStream(ResponsesStream):
 
     def __init__(self) -> None:
         super().__init__("progressive")
+        self._rendered.added = []
+        self._part: Part | None = None  # the text part followed
 
-    def tracked_text(self) -> str | None:
-        """The one message's text so far; None once the stream has more than one message."""
-        answers = self.answers()
-        if len(answers) > 1:
-            return None
-        return answers[0] if answers else ""
+    def text_added(self) -> str | None:
+        """The text the events since the last call added to the one message's one text part;
+        None once the stream has text anywhere else (another message or part)."""
+        added = self._rendered.added
+        assert added is not None
+        out = []
+        for part, text in added:
+            if self._part is None:
+                self._part = part
+            elif part != self._part:
+                self._part = (-1, -1)  # never a real part: from here on, always None
+            out.append(text)
+        added.clear()
+        return None if self._part == (-1, -1) else "".join(out)
 
     def cut_event(self, event: SSEEvent, keep: int) -> tuple[bytes, bytes]:
         """``event`` (an ``output_text.delta``) as two deltas: its first ``keep`` characters, then

@@ -57,7 +57,10 @@ class Progressive:
     edits: list[Edit] = field(default_factory=list)
     received: int = 0  # body bytes received
     read: int = 0  # body bytes read into whole events
-    text: str = ""  # the answer so far
+    pieces: list[str] = field(default_factory=list)  # the answer so far (joined when a check reads it)
+    length: int = 0  # characters of the answer so far
+    tail: str = ""  # the answer from ``tail_base`` on: the sentence the splitter is reading
+    tail_base: int = 0
     passed: int = 0  # characters of the answer checked and passed
     released_sentences: int = 0
     phase: Phase = "checking"

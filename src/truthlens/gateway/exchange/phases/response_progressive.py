@@ -116,18 +116,21 @@ def _read(p: Progressive, event: sse.SSEEvent) -> Event | str | None:
         p.edits.append(Edit(start, p.read, scrubbed.raw))
     if p.ended or p.phase == "stopped":
         return None
-    before = len(p.text)
+    before = p.length
     try:
         ends = codec.add(scrubbed)
     except (openai_body.BodyError, ValueError) as exc:
         return str(getattr(exc, "reason", "sse_framing"))
-    text = codec.tracked_text()
-    if text is None:
+    added = codec.text_added()
+    if added is None:
         if p.held_from is None:  # a second answer: progressive release follows one
             p.held_from = start
-    else:
-        p.text = text
-    item = Event(start, p.read, before, len(p.text), scrubbed)
+    elif added:
+        p.pieces.append(added)
+        p.length += len(added)
+        if p.phase == "checking":
+            p.tail += added
+    item = Event(start, p.read, before, p.length, scrubbed)
     p.events.append(item)
     if ends or codec.answer_complete:
         p.ended = True
@@ -140,11 +143,11 @@ def _read(p: Progressive, event: sse.SSEEvent) -> Event | str | None:
 
 async def _check_sentences(state: StreamState, p: Progressive, checked: CheckedRequest, rt: Runtime) -> None:
     """Check the sentences the new text completes (one detector call for all of them)."""
-    ends = p.splitter.feed(p.text)
+    ends = _sentence_ends(p, final=False)
     if not ends:
         return
     start = p.passed
-    detection = await _detect(state, checked, rt, p.text[: ends[-1]])
+    detection = await _detect(state, checked, rt, _text(p)[: ends[-1]])
     if detection is None:
         return
     if detection.status == "unavailable":
@@ -167,6 +170,22 @@ async def _check_sentences(state: StreamState, p: Progressive, checked: CheckedR
     else:  # nothing to do about it now: the end's verdict says so
         p.passed = ends[-1]
         p.released_sentences += len(ends) - flagged
+
+
+def _sentence_ends(p: Progressive, *, final: bool) -> list[int]:
+    """The ends of the sentences the answer's new text completes (``final``: it is whole)."""
+    ends = p.splitter.feed(p.tail, final=final, base=p.tail_base)
+    start = p.splitter.start
+    p.tail = p.tail[start - p.tail_base :]
+    p.tail_base = start
+    return ends
+
+
+def _text(p: Progressive) -> str:
+    """The answer so far, as one string (joined once: later reads stay linear)."""
+    if len(p.pieces) > 1:
+        p.pieces[:] = ["".join(p.pieces)]
+    return p.pieces[0] if p.pieces else ""
 
 
 def _first_flagged(detection: Detection, ends: list[int], start: int) -> int | None:
@@ -221,7 +240,13 @@ async def _finish(
     """The answer ended: check it whole with the route's mode; its verdict decides the sentences
     not yet released and goes before ``end``."""
     verdict, shown = await check_verdict(state, checked, rt, p.codec.answers())
-    ends = p.splitter.feed(p.text, final=True)
+    if p.phase == "flowing":  # everything read was released: only the verdict (and warning) remain
+        if shown.warning is not None and p.warned_sentence is None and shown.refusal is None:
+            p.edits.append(Edit(end.start, end.start, p.codec.text_event("\n\n" + shown.warning.text.strip())))
+            p.warned_sentence = p.released_sentences
+        _place_verdict(p, end, shown)
+        return
+    ends = _sentence_ends(p, final=True)
     cut = None
     if verdict is not None and verdict.status == "detected" and verdict.choices:
         flagged = _first_flagged(verdict.choices[0].detection, ends, p.passed)
@@ -236,7 +261,7 @@ async def _finish(
         return
     p.released_sentences += len(ends)
     if shown.warning is not None and p.warned_sentence is None:
-        if cut is not None and cut < len(p.text):
+        if cut is not None and cut < p.length:
             p.flagged_sentence = p.released_sentences - len(ends) + passed_now
             _warn_before(p, cut, shown.warning.text)
         else:  # flagged only across released sentences: the warning follows the answer
