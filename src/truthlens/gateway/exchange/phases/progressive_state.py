@@ -57,8 +57,12 @@ class Progressive:
     edits: list[Edit] = field(default_factory=list)
     received: int = 0  # body bytes received
     read: int = 0  # body bytes read into whole events
-    pieces: list[str] = field(default_factory=list)  # the answer so far (joined when a check reads it)
     length: int = 0  # characters of the answer so far
+    # The answer from ``recent_base`` on: the sentences a check reads before the new ones (a
+    # bounded window, so that each check costs the same however long the answer grows).
+    recent: str = ""
+    recent_base: int = 0
+    released_ends: list[int] = field(default_factory=list)  # where each released sentence ends
     tail: str = ""  # the answer from ``tail_base`` on: the sentence the splitter is reading
     tail_base: int = 0
     passed: int = 0  # characters of the answer checked and passed

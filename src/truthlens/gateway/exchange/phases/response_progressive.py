@@ -41,6 +41,11 @@ from truthlens.gateway.policy.explanations import flag_reason
 from truthlens.gateway.policy.presentation import present
 from truthlens.modes.base import ChoiceVerdict, Verdict
 
+# How much of the released answer a sentence check reads before the new sentences: enough for
+# the claims a sentence leans on ("It was completed in ..."), bounded so that every check costs
+# the same on a long answer (whole released sentences, at least the last one).
+WINDOW_CHARS = 1500
+
 if TYPE_CHECKING:
     from truthlens.gateway.apis.interface import Presentation
     from truthlens.gateway.exchange.phases.state import CheckedRequest, Runtime, StreamedResponse, StreamState
@@ -126,10 +131,10 @@ def _read(p: Progressive, event: sse.SSEEvent) -> Event | str | None:
         if p.held_from is None:  # a second answer: progressive release follows one
             p.held_from = start
     elif added:
-        p.pieces.append(added)
         p.length += len(added)
         if p.phase == "checking":
             p.tail += added
+            p.recent += added
     item = Event(start, p.read, before, p.length, scrubbed)
     p.events.append(item)
     if ends or codec.answer_complete:
@@ -147,16 +152,16 @@ async def _check_sentences(state: StreamState, p: Progressive, checked: CheckedR
     if not ends:
         return
     start = p.passed
-    detection = await _detect(state, checked, rt, _text(p)[: ends[-1]])
+    base = _window_start(p)
+    detection = await _detect(state, checked, rt, p.recent[: ends[-1] - base])
     if detection is None:
         return
     if detection.status == "unavailable":
         _stop_or_flow(state, p, rt, checked, detection.reason or "detector_error")
         return
-    flagged = _first_flagged(detection, ends, start)
+    flagged = _first_flagged(detection, ends, start, base)
     for end in ends[:flagged]:
-        p.passed = end
-        p.released_sentences += 1
+        _passed(p, end)
     if flagged is None:
         return
     p.flagged_sentence = p.released_sentences
@@ -168,8 +173,8 @@ async def _check_sentences(state: StreamState, p: Progressive, checked: CheckedR
         _warn_before(p, p.passed, route.warning.text)
         p.phase = "flowing"
     else:  # nothing to do about it now: the end's verdict says so
-        p.passed = ends[-1]
-        p.released_sentences += len(ends) - flagged
+        for end in ends[flagged:]:
+            _passed(p, end)
 
 
 def _sentence_ends(p: Progressive, *, final: bool) -> list[int]:
@@ -181,21 +186,37 @@ def _sentence_ends(p: Progressive, *, final: bool) -> list[int]:
     return ends
 
 
-def _text(p: Progressive) -> str:
-    """The answer so far, as one string (joined once: later reads stay linear)."""
-    if len(p.pieces) > 1:
-        p.pieces[:] = ["".join(p.pieces)]
-    return p.pieces[0] if p.pieces else ""
+def _window_start(p: Progressive) -> int:
+    """Where the text a sentence check reads begins: the released sentences that end within
+    :data:`WINDOW_CHARS` before the new ones (at least the last one), the rest dropped from
+    ``recent``."""
+    floor = p.passed - WINDOW_CHARS
+    keep = next((i for i, end in enumerate(p.released_ends) if end >= floor), len(p.released_ends))
+    keep = min(keep, max(0, len(p.released_ends) - 1))
+    base = p.released_ends[keep - 1] if keep > 0 else 0
+    if base > p.recent_base:
+        p.recent = p.recent[base - p.recent_base :]
+        p.recent_base = base
+        del p.released_ends[: keep - 1]
+    return p.recent_base
 
 
-def _first_flagged(detection: Detection, ends: list[int], start: int) -> int | None:
-    """The index into ``ends`` of the first sentence a span of ``detection`` falls in (spans
-    before ``start`` are in sentences already released); None when none does."""
+def _passed(p: Progressive, end: int) -> None:
+    p.passed = end
+    p.released_sentences += 1
+    p.released_ends.append(end)
+
+
+def _first_flagged(detection: Detection, ends: list[int], start: int, base: int = 0) -> int | None:
+    """The index into ``ends`` of the first sentence a span of ``detection`` (offsets from
+    answer character ``base``) falls in (spans before ``start`` are in sentences already
+    released); None when none does."""
     first: int | None = None
-    for span in detection.spans:
-        if span.end <= start:
+    for raw in detection.spans:
+        span_start, span_end = raw.start + base, raw.end + base
+        if span_end <= start:
             continue
-        at = max(span.start, start)
+        at = max(span_start, start)
         k = next((i for i, end in enumerate(ends) if at < end), None)
         if k is not None and (first is None or k < first):
             first = k
