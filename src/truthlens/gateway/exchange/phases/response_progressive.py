@@ -318,6 +318,8 @@ def _stop(p: Progressive, cut: int, shown: Presentation) -> None:
         note = f" {p.released_sentences} sentence(s) had been released before the flagged one."
         shown = replace(shown, refusal=replace(refusal, message=refusal.message + note))
     at, head = _split_at(p, cut)
+    if p.held_from is not None and p.held_from < at:  # nothing from a second answer on went out
+        at, head = p.held_from, b""
     p.edits = [e for e in p.edits if e.start < at]
     p.edits.append(Edit(at, FOREVER, head + p.codec.verdict_before(shown, _details(shown, p), None)))
     p.phase = "stopped"
