@@ -60,10 +60,7 @@ def progressive(stack: Stack) -> Iterator[Stack]:
     assert stack.write_config(stack.config_yaml(decisions=DECISIONS)) in ("applied", "unchanged")
     stack.set_script(SCRIPT)
     yield stack
-    if not stack.processor_alive():
-        stack.processor_grace_s = None
-        stack.start_processor()
-        stack.wait_processor()
+    stack.revive_processor()
 
 
 @dataclass
@@ -245,15 +242,21 @@ def _no_gap(got: Reads) -> None:
         assert got.error is not None or b"[DONE]" not in got.body
 
 
-def test_sigkill_mid_stream_loses_no_byte_silently(progressive: Stack) -> None:
-    thread, out = _in_flight(progressive, "slowgrounded")
-    launch.wait_until(lambda: len(progressive.upstream_calls()) >= 1, "the upstream call", None, 15)
-    # Part-way through the second sentence: the processor holds replies for the chunks it has.
+def _killed_mid_answer(stack: Stack, port: int | None = None) -> Reads:
+    """A slow grounded answer whose processor is SIGKILLed part-way through its second
+    sentence (the processor then holds the replies of the chunks it has)."""
+    thread, out = _in_flight(stack, "slowgrounded", port)
+    launch.wait_until(lambda: len(stack.upstream_calls()) >= 1, "the upstream call", None, 15)
     time.sleep(_upstream_seconds(FIRST, 0.25) + 1.0)
-    progressive.kill_processor()
+    stack.kill_processor()
     thread.join(60)
     (got,) = out
     assert got.status == 200
+    return got
+
+
+def test_sigkill_mid_stream_loses_no_byte_silently(progressive: Stack) -> None:
+    got = _killed_mid_answer(progressive)
     _no_gap(got)
     # Envoy fails open (failure_mode_allow): the chunks the processor had not answered yet are
     # sent on unprocessed, so this client got every byte, and no verdict claims a check.
@@ -274,9 +277,7 @@ def test_sigterm_mid_stream_loses_no_byte_silently(progressive: Stack) -> None:
         thread.join(60)
     finally:
         progressive.stop_processor()
-        progressive.processor_grace_s = None
-        progressive.start_processor()
-        progressive.wait_processor()
+        progressive.revive_processor()
     (got,) = out
     assert got.status == 200
     _no_gap(got)
@@ -300,13 +301,7 @@ def test_sigkill_on_a_fail_closed_envoy_route_ends_the_stream_visibly(
     progressive: Stack, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     with progressive.second_envoy(FAIL_CLOSED_ROUTES, tmp_path_factory.mktemp("closed-envoy")) as port:
-        thread, out = _in_flight(progressive, "slowgrounded", port)
-        launch.wait_until(lambda: len(progressive.upstream_calls()) >= 1, "the upstream call", None, 15)
-        time.sleep(_upstream_seconds(FIRST, 0.25) + 1.0)
-        progressive.kill_processor()
-        thread.join(60)
-    (got,) = out
-    assert got.status == 200
+        got = _killed_mid_answer(progressive, port)
     text = answer_text(got.body, "chat")
     # The first sentence had passed; the rest never arrives, and the client sees the stream
     # broken (Envoy resets it: no [DONE], no verdict), not an answer with a hole.

@@ -18,7 +18,7 @@ from harness import chat_body, decision, parse_sse
 from prometheus_client import CollectorRegistry
 from shipped_inputs import CONTEXT as PASSAGE
 from shipped_inputs import require_shipped_model
-from test_stream import request_body, request_headers, response_body, response_headers, split, sse_stream
+from test_stream import released, request_body, request_headers, response_body, response_headers, split, sse_stream
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
 from truthlens.gateway.core.telemetry import Telemetry
@@ -36,6 +36,10 @@ FLAGGED3 = f"{FIRST} It was completed in 1925 and designed by Albert Speer. It w
 DECISIONS = [
     decision("pblock", route_header="pblock", streaming="progressive", actions=["header", "block"]),
     decision("pwarn", route_header="pwarn", streaming="progressive", actions=["header", "body"]),
+    decision("pslow", route_header="pslow", streaming="progressive", actions=["header", "block"],
+             budgets={"detection_ms": 0.001, "total_ms": 2000}),
+    decision("pslowclosed", route_header="pslowclosed", streaming="progressive", actions=["header", "block"],
+             budgets={"detection_ms": 0.001, "total_ms": 2000}, fail_policy="closed"),
 ]
 
 
@@ -69,14 +73,9 @@ async def stream(channel: grpc.aio.Channel, route: str, chunks: Sequence[bytes])
 
 
 def delivered(replies: Sequence[pb.ProcessingResponse], chunks: Sequence[bytes]) -> bytes:
-    """What the client receives: each chunk as its reply leaves it (one reply per chunk)."""
+    """What the client receives: each chunk as its reply leaves it (exactly one reply per chunk)."""
     assert len(replies) == len(chunks)
-    out = b""
-    for reply, chunk in zip(replies, chunks, strict=True):
-        mutation = reply.response_body.response.body_mutation
-        kind = mutation.WhichOneof("mutation")
-        out += chunk if kind is None else b"" if kind == "clear_body" else mutation.body
-    return out
+    return released(replies, chunks)
 
 
 def text_of(body: bytes) -> str:
@@ -153,3 +152,20 @@ async def test_every_chunk_gets_one_reply_in_order_when_the_stream_is_cut_short(
     assert out.startswith(b"".join(chunks))
     tail = out[len(b"".join(chunks)):]
     assert json.loads(tail.strip().split(b"data: ", 1)[1])["truthlens"]["status"] == "unavailable"
+
+
+async def test_a_sentence_check_that_cannot_run_lets_the_rest_flow_marked_unavailable(channel: grpc.aio.Channel) -> None:
+    upstream = sse_stream(FLAGGED3)
+    chunks = split(upstream, 31)
+    out = delivered(await stream(channel, "pslow", chunks), chunks)  # fail-open: the detector's budget runs out
+    assert text_of(out) == FLAGGED3  # every byte, and nothing claims a check
+    verdict = verdict_of(out)
+    assert verdict["status"] == "unavailable"
+    assert parse_sse(out)[-1] == "[DONE]"
+
+
+async def test_a_sentence_check_that_cannot_run_on_a_fail_closed_route_refuses(channel: grpc.aio.Channel) -> None:
+    chunks = split(sse_stream(GROUNDED3), 31)
+    out = delivered(await stream(channel, "pslowclosed", chunks), chunks)
+    assert text_of(out) == ""  # closed means closed: no sentence went out unchecked
+    assert parse_sse(out)[-1]["error"]["code"] == "detector_timeout"  # why, as a held stream says it
