@@ -148,10 +148,13 @@ async def test_every_chunk_gets_one_reply_in_order_when_the_stream_is_cut_short(
     upstream = sse_stream(GROUNDED3, done=False)
     chunks = split(upstream[: len(upstream) - 30], 40)  # ends inside the finish chunk, no [DONE]
     out = delivered(await stream(channel, "pblock", chunks), chunks)
-    # Broken off: what was read goes out as it came, with the "unavailable" verdict after it.
-    assert out.startswith(b"".join(chunks))
-    tail = out[len(b"".join(chunks)):]
-    assert json.loads(tail.strip().split(b"data: ", 1)[1])["truthlens"]["status"] == "unavailable"
+    # Broken off: every byte goes out as it came, with the "unavailable" verdict after the last
+    # whole event (not inside the one the upstream left open).
+    received = b"".join(chunks)
+    whole = received.rindex(b"\n\n") + 2
+    assert out.startswith(received[:whole]) and out.endswith(received[whole:])
+    verdict = out[whole : len(out) - (len(received) - whole)]
+    assert json.loads(verdict.removeprefix(b"data: "))["truthlens"]["status"] == "unavailable"
 
 
 async def test_a_sentence_check_that_cannot_run_lets_the_rest_flow_marked_unavailable(channel: grpc.aio.Channel) -> None:

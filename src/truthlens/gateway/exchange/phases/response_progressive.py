@@ -67,19 +67,19 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
         if chunk.end_of_stream:
             events += st.decoder.flush()
     except sse.SSEError as exc:
-        _give_up(state, st, p, rt, exc.reason, str(exc))
+        _give_up(state, p, rt, exc.reason, str(exc))
         return _replies(p, end_of_stream=chunk.end_of_stream)
     end: Event | None = None
     for event in events:
         read = _read(p, event)
         if read is not None and end is None:
             if isinstance(read, str):
-                _give_up(state, st, p, rt, read, "an event of the stream could not be read")
+                _give_up(state, p, rt, read, "an event of the stream could not be read")
                 break
             end = read
     if checked is not None and p.phase == "checking":
         if p.received > checked.route.max_body_bytes:
-            _give_up(state, st, p, rt, "too_large",
+            _give_up(state, p, rt, "too_large",
                      f"the stream is over the route's max_body_bytes ({checked.route.max_body_bytes})")
         elif end is None:
             await _check_sentences(state, p, checked, rt)
@@ -89,7 +89,7 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
         elif p.unchecked is not None:
             _place_verdict(p, end, p.unchecked)
     if chunk.end_of_stream and not p.ended and p.phase in ("checking", "flowing"):
-        _give_up(state, st, p, rt, "sse_framing", "the stream ended before the answer did")
+        _give_up(state, p, rt, "sse_framing", "the stream ended before the answer did")
     return _replies(p, end_of_stream=chunk.end_of_stream)
 
 
@@ -125,6 +125,7 @@ def _read(p: Progressive, event: sse.SSEEvent) -> Event | str | None:
     try:
         ends = codec.add(scrubbed)
     except (openai_body.BodyError, ValueError) as exc:
+        p.read = start  # the verdict goes before the event that cannot be read, never glued onto it
         return str(getattr(exc, "reason", "sse_framing"))
     added = codec.text_added()
     if added is None:
@@ -368,7 +369,7 @@ def _stop_or_flow(
             p.unchecked = shown
 
 
-def _give_up(state: StreamState, st: StreamedResponse, p: Progressive, rt: Runtime, reason: str, detail: str) -> None:
+def _give_up(state: StreamState, p: Progressive, rt: Runtime, reason: str, detail: str) -> None:
     """The answer cannot be read: the rest goes out as it came, with the "unavailable" verdict
     (or, fail-closed, the refusal) after what was read."""
     checked = state.checked
@@ -382,10 +383,8 @@ def _give_up(state: StreamState, st: StreamedResponse, p: Progressive, rt: Runti
     p.ended = True
     p.phase = "open"
     p.held_from = None
-    verdict = p.codec.unchecked_events(shown)
-    if st.decoder.pending_bytes:
-        verdict = b"\n\n" + verdict
-    p.edits.append(Edit(p.received, p.received, verdict))
+    # After the last whole event: never inside the event the upstream left open.
+    p.edits.append(Edit(p.read, p.read, p.codec.unchecked_events(shown)))
 
 
 def _safe_until(p: Progressive, end_of_stream: bool) -> int:
