@@ -172,3 +172,23 @@ async def test_a_sentence_check_that_cannot_run_on_a_fail_closed_route_refuses(c
     out = delivered(await stream(channel, "pslowclosed", chunks), chunks)
     assert text_of(out) == ""  # closed means closed: no sentence went out unchecked
     assert parse_sse(out)[-1]["error"]["code"] == "detector_timeout"  # why, as a held stream says it
+
+
+async def test_a_bug_mid_stream_releases_every_chunk_unchanged(
+    channel: grpc.aio.Channel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from truthlens.gateway.exchange.phases import response_progressive
+
+    calls = 0
+
+    async def broken(*args: Any) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 3:  # the third chunk's check: earlier chunks are waiting on their sentence
+            raise RuntimeError("a bug")
+
+    monkeypatch.setattr(response_progressive, "_check_sentences", broken)
+    upstream = sse_stream(GROUNDED3)
+    chunks = split(upstream, 40)
+    out = delivered(await stream(channel, "pblock", chunks), chunks)
+    assert out == upstream  # every byte, in order; nothing of the verdict claims a check
