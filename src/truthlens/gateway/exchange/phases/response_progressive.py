@@ -12,7 +12,8 @@ an upstream-written verdict dropped, the warning put before a flagged sentence, 
 before the end of the answer, or the stream ended by a block (the passed part of the event that
 holds the flagged sentence's start, the verdict, the error event; every later byte dropped).
 
-Per sentence the detector checks the answer up to its end; a span inside the new sentence
+Per sentence the detector checks the answer up to its end (the released sentences within
+:data:`WINDOW_CHARS` before it, the new ones); a span inside the new sentence
 flags it (spans in sentences already released stand: the whole answer's check at the end sees
 them). The whole answer is still checked by the route's mode at the end, and its verdict sent
 as in passthrough. When sentence k is flagged: ``block`` ends the stream there; the body action
@@ -35,20 +36,20 @@ from truthlens.gateway.apis.chat import body as openai_body
 from truthlens.gateway.exchange import audit, mutations
 from truthlens.gateway.exchange.lifecycle import Draining
 from truthlens.gateway.exchange.phases.check import check_verdict, skip
-from truthlens.gateway.exchange.phases.progressive_state import FOREVER, Chunk, Edit, Event, Progressive
+from truthlens.gateway.exchange.phases.progressive_state import FOREVER, Chunk, Edit, Event, Progressive, drain, replies
 from truthlens.gateway.policy.checking import BudgetedDetector
 from truthlens.gateway.policy.explanations import flag_reason
 from truthlens.gateway.policy.presentation import present
 from truthlens.modes.base import ChoiceVerdict, Verdict
 
+if TYPE_CHECKING:
+    from truthlens.gateway.apis.interface import Presentation
+    from truthlens.gateway.exchange.phases.state import CheckedRequest, Runtime, StreamedResponse, StreamState
+
 # How much of the released answer a sentence check reads before the new sentences: enough for
 # the claims a sentence leans on ("It was completed in ..."), bounded so that every check costs
 # the same on a long answer (whole released sentences, at least the last one).
 WINDOW_CHARS = 1500
-
-if TYPE_CHECKING:
-    from truthlens.gateway.apis.interface import Presentation
-    from truthlens.gateway.exchange.phases.state import CheckedRequest, Runtime, StreamedResponse, StreamState
 
 async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> list[pb.ProcessingResponse]:
     """The replies this chunk lets go: none while its sentences wait for their check, several
@@ -60,7 +61,7 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
     p.chunks.append(Chunk(p.received, chunk.body))
     p.received += len(chunk.body)
     if p.phase in ("stopped", "open"):
-        return _replies(p, end_of_stream=chunk.end_of_stream)
+        return replies(p, end_of_stream=chunk.end_of_stream)
     checked = state.checked
     try:
         events = st.decoder.feed(chunk.body)
@@ -68,7 +69,7 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
             events += st.decoder.flush()
     except sse.SSEError as exc:
         _give_up(state, p, rt, exc.reason, str(exc))
-        return _replies(p, end_of_stream=chunk.end_of_stream)
+        return replies(p, end_of_stream=chunk.end_of_stream)
     end: Event | None = None
     for event in events:
         read = _read(p, event)
@@ -90,7 +91,7 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
             _place_verdict(p, end, p.unchecked)
     if chunk.end_of_stream and not p.ended and p.phase in ("checking", "flowing"):
         _give_up(state, p, rt, "sse_framing", "the stream ended before the answer did")
-    return _replies(p, end_of_stream=chunk.end_of_stream)
+    return replies(p, end_of_stream=chunk.end_of_stream)
 
 
 def release_all(st: StreamedResponse) -> list[pb.ProcessingResponse]:
@@ -101,7 +102,7 @@ def release_all(st: StreamedResponse) -> list[pb.ProcessingResponse]:
     p.phase = "flowing"
     p.edits.clear()
     p.held_from = None
-    return [mutations.passthrough("response_body") for _ in _drain(p)]
+    return [mutations.passthrough("response_body") for _ in drain(p)]
 
 
 # -- reading ------------------------------------------------------------------------------------
@@ -385,63 +386,3 @@ def _give_up(state: StreamState, p: Progressive, rt: Runtime, reason: str, detai
     p.held_from = None
     # After the last whole event: never inside the event the upstream left open.
     p.edits.append(Edit(p.read, p.read, p.codec.unchecked_events(shown)))
-
-
-def _safe_until(p: Progressive, end_of_stream: bool) -> int:
-    """The body offset before which every byte may be answered now."""
-    if end_of_stream or p.phase in ("stopped", "open"):
-        return FOREVER
-    limit = p.read  # never half an event (an upstream verdict is dropped whole)
-    if p.phase == "checking":
-        limit = next((e.start for e in p.events if e.text_after > p.passed), limit)
-    if p.held_from is not None:
-        limit = min(limit, p.held_from)
-    return limit
-
-
-def _replies(p: Progressive, *, end_of_stream: bool) -> list[pb.ProcessingResponse]:
-    limit = _safe_until(p, end_of_stream)
-    replies: list[pb.ProcessingResponse] = []
-    for chunk in _drain(p, limit):
-        out = _edited(p, chunk)
-        if out == chunk.body:
-            replies.append(mutations.passthrough("response_body"))
-        else:
-            replies.append(mutations.chunk_reply("response_body", out))
-    if p.events and p.chunks:
-        first = p.chunks[0].start
-        p.events = [e for e in p.events if e.end > first]
-    elif not p.chunks:
-        p.events.clear()
-    return replies
-
-
-def _drain(p: Progressive, limit: int = FOREVER) -> list[Chunk]:
-    out: list[Chunk] = []
-    while p.chunks and p.chunks[0].start + len(p.chunks[0].body) <= limit:
-        out.append(p.chunks.popleft())
-    return out
-
-
-def _edited(p: Progressive, chunk: Chunk) -> bytes:
-    """``chunk``'s bytes with the edits that touch it: replaced bytes left out, each replacement
-    where its range starts."""
-    a, b = chunk.start, chunk.start + len(chunk.body)
-    out = bytearray()
-    pos = a
-    touched = False
-    for edit in sorted(p.edits, key=lambda e: (e.start, e.end)):
-        inserts_here = a <= edit.start < b or (edit.start == b and edit.start == edit.end == p.received)
-        if not inserts_here and not (edit.start < a < edit.end):
-            continue
-        touched = True
-        if edit.start >= pos:
-            out += chunk.body[pos - a : edit.start - a]
-        if inserts_here:
-            out += edit.replacement
-        pos = max(pos, min(edit.end, b))
-    if not touched:
-        return chunk.body
-    out += chunk.body[pos - a :]
-    p.edits = [e for e in p.edits if e.end > b or (e.start >= b and not (e.start == b == e.end == p.received))]
-    return bytes(out)
