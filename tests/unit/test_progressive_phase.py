@@ -25,6 +25,7 @@ from truthlens.gateway.core.telemetry import Telemetry
 from truthlens.gateway.server.processor import METHOD_PATH
 from truthlens.gateway.server.serve import ProcessorServer, ServerSettings
 from truthlens.testing.launch import config_yaml
+from truthlens.testing.responses_upstream import encode, response_events
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -34,7 +35,7 @@ GROUNDED3 = (f"{FIRST} It was designed by the engineering company of Gustave Eif
              "It was completed in 1889 as the entrance arch to the World's Fair.")
 FLAGGED3 = f"{FIRST} It was completed in 1925 and designed by Albert Speer. It was the entrance arch to the World's Fair."
 DECISIONS = [
-    decision("pblock", route_header="pblock", streaming="progressive", actions=["header", "block"]),
+    decision("pblock", route_header="pblock", streaming="progressive", actions=["header", "block"], path_prefix="/v1/"),
     decision("pwarn", route_header="pwarn", streaming="progressive", actions=["header", "body"]),
     decision("pslow", route_header="pslow", streaming="progressive", actions=["header", "block"],
              budgets={"detection_ms": 0.001, "total_ms": 2000}),
@@ -56,13 +57,15 @@ async def channel(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[grp
     await server.stop()
 
 
-async def stream(channel: grpc.aio.Channel, route: str, chunks: Sequence[bytes]) -> list[pb.ProcessingResponse]:
+async def stream(channel: grpc.aio.Channel, route: str, chunks: Sequence[bytes],
+                 path: str = "/v1/chat/completions") -> list[pb.ProcessingResponse]:
     """Envoy's way for a STREAMED body: every chunk sent at once; the replies of the body chunks."""
     call = channel.stream_stream(METHOD_PATH, request_serializer=pb.ProcessingRequest.SerializeToString,
                                  response_deserializer=pb.ProcessingResponse.FromString)()
-    messages = [request_headers(route=route),
-                request_body(chat_body("When was the Eiffel Tower completed?", context=CONTEXT, stream=True)),
-                response_headers(200, "text/event-stream")]
+    question = "When was the Eiffel Tower completed?"
+    body = (chat_body(question, context=CONTEXT, stream=True) if path.endswith("completions") else
+            {"model": "m", "input": question, "truthlens_context": CONTEXT, "stream": True})
+    messages = [request_headers(path=path, route=route), request_body(body), response_headers(200, "text/event-stream")]
     messages += [response_body(c, end_of_stream=i == len(chunks) - 1) for i, c in enumerate(chunks)]
     for msg in messages:
         await call.write(msg)
@@ -192,3 +195,40 @@ async def test_a_bug_mid_stream_releases_every_chunk_unchanged(
     chunks = split(upstream, 40)
     out = delivered(await stream(channel, "pblock", chunks), chunks)
     assert out == upstream  # every byte, in order; nothing of the verdict claims a check
+
+
+def responses_stream(text: str) -> bytes:
+    """A Responses API stream of ``text``, one delta per word."""
+    words = text.split(" ")
+    pieces = [words[0]] + [" " + w for w in words[1:]]
+    return b"".join(encode(e) for e in response_events("resp_1", "m", [text], [pieces]))
+
+
+@pytest.mark.parametrize("size", [23, 100_000])
+async def test_a_flag_the_whole_answer_shows_blocks_what_was_not_released_responses(
+    channel: grpc.aio.Channel, size: int
+) -> None:
+    # The flagged claim is in the last sentence, which only the end's check of the whole answer reads.
+    answer = f"{FIRST} It was completed in 1925."
+    chunks = split(responses_stream(answer), size)
+    out = delivered(await stream(channel, "pblock", chunks, "/v1/responses"), chunks)
+    events = [e for e in parse_sse(out) if isinstance(e, dict)]
+    text = "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta")
+    assert text == FIRST and b"1925" not in out
+    kinds = [e["type"] for e in events]
+    assert kinds[-3:] == ["truthlens.verdict", "error", "response.failed"]
+    assert events[-3]["truthlens"]["progressive"] == {"released_sentences": 1, "flagged_sentence": 1,
+                                                      "warned_before_sentence": None}
+    numbers = [e["sequence_number"] for e in events]
+    assert numbers == sorted(numbers)
+
+
+async def test_a_grounded_responses_stream_keeps_its_events_and_numbers(channel: grpc.aio.Channel) -> None:
+    upstream = responses_stream(GROUNDED3)
+    chunks = split(upstream, 37)
+    out = delivered(await stream(channel, "pblock", chunks, "/v1/responses"), chunks)
+    events = [e for e in parse_sse(out) if isinstance(e, dict)]
+    kinds = [e["type"] for e in events]
+    assert kinds[-2:] == ["truthlens.verdict", "response.completed"]
+    assert [e["sequence_number"] for e in events] == list(range(len(events)))  # renumbered after the verdict
+    assert out.startswith(upstream[: upstream.index(b"event: response.completed")])
