@@ -106,6 +106,13 @@ class Stack:
         child = self._children.pop("processor", None)
         return child.stop() if child is not None else None
 
+    def revive_processor(self) -> None:
+        """Start the processor again (with its default grace) if a test stopped or killed it."""
+        if not self.processor_alive():
+            self.processor_grace_s = None
+            self.start_processor()
+            self.wait_processor()
+
     def kill_processor(self) -> None:
         """SIGKILL the processor (no drain, as when it crashes); :meth:`start_processor` brings it back."""
         child = self._children.pop("processor", None)

@@ -442,3 +442,16 @@ def test_a_models_reply_bound_is_read_and_checked() -> None:
     assert parse_config(yaml.safe_load(base + "    max_reply_bytes: 65536\n")).models["judge"].max_reply_bytes == 65536
     with pytest.raises(ConfigError, match=r"models\.judge\.max_reply_bytes"):
         parse_config(yaml.safe_load(base + "    max_reply_bytes: 10\n"))
+
+
+@pytest.mark.parametrize("mode", registry.mode_names())
+def test_streaming_progressive_is_for_modes_that_do_not_rewrite(mode: str) -> None:
+    if registry.load_mode_module(mode).REWRITES:
+        err = error_of(with_mode(mode, streaming="progressive"))
+        assert err.key == "decisions[0].plugins[0].configuration.streaming"
+        assert f"progressive cannot be used with mode {mode!r}" in str(err)
+    else:
+        policy = parse_config(with_mode(mode, streaming="progressive", actions=["header", "block"])).decisions[0].route
+        assert policy is not None and policy.streaming == "progressive"
+    err = error_of(with_mode(mode, streaming="progresive"))
+    assert "auto, passthrough, hold, progressive" in str(err)

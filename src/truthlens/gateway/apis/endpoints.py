@@ -14,8 +14,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from truthlens.gateway.apis.chat import body as openai_body
+from truthlens.gateway.apis.chat.progressive import ProgressiveChatStream
 from truthlens.gateway.apis.chat.stream import ChatStream
 from truthlens.gateway.apis.responses import body as responses_body
+from truthlens.gateway.apis.responses.progressive import ProgressiveResponsesStream
 from truthlens.gateway.apis.responses.stream import ResponsesStream
 from truthlens.gateway.core.paths import normal_path
 
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
         Endpoint,
         EndpointName,
         ParsedResponse,
+        ProgressiveCodec,
         Strategy,
         StreamCodec,
     )
@@ -44,6 +47,9 @@ class ChatEndpoint:
     def stream(self, strategy: Strategy, *, warns: bool) -> StreamCodec:
         return ChatStream(strategy)
 
+    def progressive_stream(self) -> ProgressiveCodec:
+        return ProgressiveChatStream()
+
 
 class ResponsesEndpoint:
     """``POST /v1/responses``."""
@@ -58,6 +64,9 @@ class ResponsesEndpoint:
 
     def stream(self, strategy: Strategy, *, warns: bool) -> StreamCodec:
         return ResponsesStream(strategy, warns=warns)
+
+    def progressive_stream(self) -> ProgressiveCodec:
+        return ProgressiveResponsesStream()
 
 
 CHAT = ChatEndpoint()

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from truthlens.modes.base import GroundedQuery
 
 EndpointName = Literal["chat", "responses"]
-Strategy = Literal["passthrough", "hold"]
+Strategy = Literal["passthrough", "hold", "progressive"]
 
 
 class ParsedRequest(Protocol):
@@ -106,6 +106,25 @@ class StreamCodec(Protocol):
         """The whole stream the client gets instead of a held answer that is refused."""
 
 
+class ProgressiveCodec(StreamCodec, Protocol):
+    """A stream codec for progressive release: a held answer released sentence by sentence as
+    each passes its check."""
+
+    def text_added(self) -> str | None:
+        """The text the events read since the last call added to the answer; None once the
+        stream has more than one answer (progressive release follows one)."""
+
+    def cut_event(self, event: SSEEvent, keep: int) -> tuple[bytes, bytes]:
+        """``event`` (one that adds text) as two events: its first ``keep`` characters, then the rest."""
+
+    def text_event(self, text: str) -> bytes:
+        """An event adding ``text`` to the answer (a warning inside it)."""
+
+    def verdict_before(self, shown: Presentation, details: dict[str, Any], end: SSEEvent | None) -> bytes:
+        """What replaces ``end`` (the event that ends the answer; None: the stream's end): the
+        verdict, then ``end``; or the verdict and the refusal's events that end the stream."""
+
+
 class Endpoint(Protocol):
     """One API: how its requests, JSON answers and streams are read and rewritten."""
 
@@ -120,6 +139,9 @@ class Endpoint(Protocol):
 
     def stream(self, strategy: Strategy, *, warns: bool) -> StreamCodec:
         """A codec for one SSE answer; ``warns``: a warning may be added to it (the body action)."""
+
+    def progressive_stream(self) -> ProgressiveCodec:
+        """A codec for one SSE answer released sentence by sentence."""
 
 
 Outcome = Literal["block", "refuse", "rewrite", "annotate", "unchecked", "skipped"]

@@ -25,6 +25,7 @@ from truthlens.gateway.exchange.phases import (
     request_headers,
     response_buffered,
     response_headers,
+    response_progressive,
     response_stream,
     unchecked_body,
 )
@@ -81,8 +82,9 @@ class Stream:
         the exchange through unprocessed (``phases.response_buffered.over_buffer``)."""
         return self._state is not None and self._state.end_call
 
-    async def handle(self, msg: pb.ProcessingRequest) -> pb.ProcessingResponse | None:
-        """The reply to ``msg``; ``None`` in observability mode (Envoy ignores replies)."""
+    async def handle(self, msg: pb.ProcessingRequest) -> pb.ProcessingResponse | list[pb.ProcessingResponse] | None:
+        """The reply to ``msg``; ``None`` in observability mode (Envoy ignores replies); on a
+        progressive stream, the replies it lets go (maybe none yet, maybe earlier chunks' too)."""
         kind = msg.WhichOneof("request")
         if kind is None:
             raise ProtocolError("a ProcessingRequest without a request message")
@@ -98,6 +100,8 @@ class Stream:
                 assert info is not None
                 state.span = self._start_span(info.traceparent, info.headers.get("tracestate"))
                 state.span.set_attribute("http.path", info.path)
+        elif kind == "response_body" and state.streamed is not None and state.streamed.progressive is not None:
+            return await self._progressive(state, msg)
         elif state.span is None:
             reply = await self._dispatch(state, msg, kind)
         else:
@@ -129,6 +133,16 @@ class Stream:
         request_id.echo(reply, msg, state.info.headers.get(request_id.REQUEST_ID_HEADER) if state.info else None)
         return reply
 
+    async def _progressive(self, state: StreamState, msg: pb.ProcessingRequest) -> list[pb.ProcessingResponse] | None:
+        """A progressive stream's chunk (``phases.response_progressive``): its replies wait for
+        the sentences their bytes hold."""
+        if self.overloaded or msg.observability_mode:
+            return None if msg.observability_mode else [overloaded.handle(state, msg, "response_body")]
+        if state.span is None:
+            return await response_progressive.handle(state, msg, self._rt)
+        with trace.use_span(state.span, end_on_exit=False):
+            return await response_progressive.handle(state, msg, self._rt)
+
     def _start_span(self, traceparent: str | None, tracestate: str | None) -> Any:
         """The exchange's span, a child of the client's W3C trace; ended by :meth:`close`."""
         carrier = {}
@@ -140,7 +154,9 @@ class Stream:
             "truthlens.exchange", context=_PROPAGATOR.extract(carrier), kind=trace.SpanKind.SERVER
         )
 
-    def fallback(self, msg: pb.ProcessingRequest, exc: BaseException) -> pb.ProcessingResponse | None:
+    def fallback(
+        self, msg: pb.ProcessingRequest, exc: BaseException
+    ) -> pb.ProcessingResponse | list[pb.ProcessingResponse] | None:
         """The reply when handling ``msg`` raised: unchanged ("continue") on a fail-open route,
         an error on a fail-closed one; the rest of the exchange passes through."""
         kind = msg.WhichOneof("request")
@@ -150,6 +166,10 @@ class Stream:
         if state is None:
             return mutations.passthrough(kind)
         streamed = state.streamed
+        if kind == "response_body" and streamed is not None and streamed.progressive is not None:
+            # Every chunk not answered yet goes on unchanged, this one too: nothing is lost.
+            state.checked = None
+            return response_progressive.release_all(streamed)
         if kind == "response_body" and streamed is not None:
             # Headers already went out: release every withheld byte, in order, unchanged.
             state.checked = None

@@ -42,7 +42,7 @@ SCHEMA_VERSION = 1
 DEFAULT_MAX_STREAMS = 2048  # per worker; an idle held stream costs about 20 KB
 ACTIONS = ("header", "body", "block")
 Action = Literal["header", "body", "block"]
-StreamingMode = Literal["passthrough", "hold"]
+StreamingMode = Literal["passthrough", "hold", "progressive"]
 WarningPosition = Literal["prepend", "append"]
 FailPolicy = Literal["open", "closed"]
 
@@ -372,13 +372,19 @@ def _resolve_route(
 def _resolve_streaming(s: Section, mode: str, rewrites: bool, actions: frozenset[Action]) -> StreamingMode:
     """``streaming: auto`` streams through only when nothing can change the answer after its
     first bytes went out: a mode that rewrites answers, or the block action, must hold it."""
-    requested: Literal["auto", StreamingMode] = s.choice("streaming", "auto", ("auto", "passthrough", "hold"))
+    requested: Literal["auto", StreamingMode] = s.choice(
+        "streaming", "auto", ("auto", "passthrough", "hold", "progressive"))
     must_hold = rewrites or "block" in actions
     if requested == "auto":
         return "hold" if must_hold else "passthrough"
     if requested == "passthrough" and must_hold:
         why = f"mode {mode!r} rewrites answers" if rewrites else "the block action withholds answers"
         raise ConfigError(s.key("streaming"), f"passthrough cannot be used here: {why}; use hold or auto")
+    if requested == "progressive" and rewrites:
+        # Releasing a rewriting mode's answer sentence by sentence needs a continuation re-asked
+        # from the released prefix; not built yet.
+        raise ConfigError(s.key("streaming"), f"progressive cannot be used with mode {mode!r} yet (it rewrites "
+                                              "answers); use hold")
     return requested
 
 

@@ -53,7 +53,10 @@ class ExternalProcessor:
                     reply = self._fallback(stream, msg, exc, rt)
                 if stream.ends_call:
                     return
-                if reply is not None:
+                if isinstance(reply, list):  # a progressive stream: the replies its chunk lets go
+                    for one in reply:
+                        yield one
+                elif reply is not None:
                     yield reply
         finally:
             stream.close()
@@ -64,7 +67,7 @@ class ExternalProcessor:
     @staticmethod
     def _fallback(
         stream: Stream, msg: pb.ProcessingRequest, exc: Exception, rt: Runtime
-    ) -> pb.ProcessingResponse | None:
+    ) -> pb.ProcessingResponse | list[pb.ProcessingResponse] | None:
         reason = errors.reason_for_exception(exc)
         log.exception("ext_proc %s failed (%s); answering with the fallback reply", msg.WhichOneof("request"), reason)
         rt.telemetry.record_error(reason)

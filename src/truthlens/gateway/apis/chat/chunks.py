@@ -103,6 +103,11 @@ class StreamAccumulator:
     def contents(self) -> tuple[str, ...]:
         return tuple("".join(self._state(i).content) for i in range(self.n))
 
+    def content_pieces(self, index: int) -> list[str]:
+        """The content deltas of choice ``index`` so far, as received (the live list: it grows)."""
+        state = self._choices.get(index)
+        return state.content if state is not None else []
+
     def finish_reasons(self) -> tuple[str | None, ...]:
         return tuple(self._state(i).finish_reason for i in range(self.n))
 

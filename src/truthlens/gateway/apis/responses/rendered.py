@@ -36,6 +36,8 @@ class RenderedText:
         self._pieces: dict[Part, list[str]] = {}
         self._closed: set[Part] = set()  # parts a done event declared finished
         self.ended = False  # a terminal event declared the whole response finished
+        # Progressive release reads each event's new text: when set, every delta is also noted here.
+        self.added: list[tuple[Part, str]] | None = None
 
     # -- what the deltas build --------------------------------------------------------------------
 
@@ -47,10 +49,14 @@ class RenderedText:
     def open_part(self, part: Part, text: str) -> None:
         """``response.content_part.added``: the part starts with ``text`` (usually empty)."""
         self._check_open(part, "response.content_part.added")
+        if self.added is not None and part not in self._pieces:
+            self.added.append((part, text))
         self._pieces.setdefault(part, [text])
 
     def delta(self, part: Part, text: str) -> None:
         self._check_open(part, "response.output_text.delta")
+        if self.added is not None:
+            self.added.append((part, text))
         self._pieces.setdefault(part, []).append(text)
 
     def _check_open(self, part: Part, kind: str) -> None:

@@ -17,9 +17,17 @@ from truthlens.gateway.policy.presentation import present, unchecked
 
 if TYPE_CHECKING:
     from truthlens.gateway.policy.config import RouteSettings
+    from truthlens.modes.base import Verdict
 
 
 async def check(state: StreamState, checked: CheckedRequest, rt: Runtime, answers: tuple[str, ...]) -> Presentation:
+    return (await check_verdict(state, checked, rt, answers))[1]
+
+
+async def check_verdict(
+    state: StreamState, checked: CheckedRequest, rt: Runtime, answers: tuple[str, ...]
+) -> tuple[Verdict | None, Presentation]:
+    """:func:`check`, with the verdict it presented (None: the check did not run)."""
     started = time.monotonic()
     try:
         # A drain bounds the check: near the end of the grace period the answer goes out
@@ -28,7 +36,7 @@ async def check(state: StreamState, checked: CheckedRequest, rt: Runtime, answer
             checked.route, checked.decision, checked.request, answers, checked.services, rt.telemetry
         ))
     except Draining:
-        return skip(state, rt, checked.route, checked.decision.name, "draining")
+        return None, skip(state, rt, checked.route, checked.decision.name, "draining")
     with rt.telemetry.span("truthlens.mitigation", decision=checked.decision.name, mode=verdict.mode) as span:
         shown = present(
             checked.route,
@@ -52,7 +60,7 @@ async def check(state: StreamState, checked: CheckedRequest, rt: Runtime, answer
     if state.span is not None:
         rt.telemetry.annotate_exchange(state.span, decision=checked.decision.name,
                                        model=checked.request.model, verdict=verdict, outcome=shown.outcome)
-    return shown
+    return verdict, shown
 
 
 def skip(

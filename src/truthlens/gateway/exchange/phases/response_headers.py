@@ -8,8 +8,10 @@ from collections.abc import Mapping
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
 from truthlens.gateway.apis import sse
+from truthlens.gateway.apis.interface import Endpoint
 from truthlens.gateway.exchange import mutations
 from truthlens.gateway.exchange.phases.check import skip
+from truthlens.gateway.exchange.phases.progressive_state import Progressive
 from truthlens.gateway.exchange.phases.request_headers import header_dict
 from truthlens.gateway.exchange.phases.state import Runtime, StreamedResponse, StreamState
 from truthlens.gateway.policy.presentation import VERDICT_HEADER_PREFIX, provisional_headers
@@ -33,11 +35,14 @@ def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> pb.Pro
             return mutations.refusal_response(shown.refusal)
         return reply(shown.headers, spoofed, "none")
 
-    if _media_type(headers) == "text/event-stream" and route.streaming == "passthrough":
+    if _media_type(headers) == "text/event-stream" and route.streaming == "progressive":
+        state.streamed = progressive_stream(state.api, route.actions)
+    elif _media_type(headers) == "text/event-stream" and route.streaming == "passthrough":
         state.streamed = StreamedResponse(
             strategy="passthrough", decoder=sse.SSEDecoder(),
             codec=state.api.stream("passthrough", warns="body" in route.actions),
         )
+    if state.streamed is not None:
         # These go out now; the verdict itself travels in the stream's last chunk.
         early = {"x-truthlens-enabled": "true", "x-truthlens-mode": route.mode}
         return reply(early if "header" in route.actions else None, spoofed, "streamed")
@@ -56,6 +61,19 @@ def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> pb.Pro
     # (BUFFERED_PARTIAL cannot replace a body of announced length: Envoy answers 500.)
     mode: mutations.BodyMode = "buffered" if "content-length" in headers else "buffered_partial"
     return reply(provisional_headers(route), spoofed, mode)
+
+
+def progressive_stream(api: Endpoint, actions: frozenset[str]) -> StreamedResponse:
+    """A progressive stream's state. A Responses stream whose route warns without blocking
+    streams through instead (its warning follows the answer, as on a passthrough route):
+    nothing there has to be withheld, and a warning inside a Responses answer would have to be
+    restated in every done event."""
+    if api.name == "responses" and "body" in actions and "block" not in actions:
+        return StreamedResponse(strategy="passthrough", decoder=sse.SSEDecoder(),
+                                codec=api.stream("passthrough", warns=True))
+    codec = api.progressive_stream()
+    return StreamedResponse(strategy="progressive", decoder=sse.SSEDecoder(), codec=codec,
+                            progressive=Progressive(codec))
 
 
 def _scrub_mode(state: StreamState, headers: dict[str, str]) -> mutations.BodyMode:

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from truthlens.gateway.apis.interface import ParsedRequest, Presentation, StreamCodec
     from truthlens.gateway.apis.sse import SSEDecoder
     from truthlens.gateway.core.telemetry import Telemetry
+    from truthlens.gateway.exchange.phases.progressive_state import Progressive
     from truthlens.gateway.exchange.services import ServiceLease, ServiceProvider
     from truthlens.gateway.policy.config import Config, Decision, RouteSettings
     from truthlens.gateway.policy.config_store import ConfigStore
@@ -66,7 +67,7 @@ class StreamedResponse:
     any point can release it unchanged (nothing is lost).
     """
 
-    strategy: Literal["passthrough", "hold"]
+    strategy: Literal["passthrough", "hold", "progressive"]
     decoder: SSEDecoder
     codec: StreamCodec  # the endpoint's reading and rendering of the events
     # Envoy holds the whole body (BUFFERED_PARTIAL) and sends it in one message: if the
@@ -82,6 +83,8 @@ class StreamedResponse:
     # but a verdict the upstream wrote is still dropped (the verdict is the gateway's alone).
     scrub_rest: bool = False
     broken: str | None = None  # reason the events could not be understood
+    # ``progressive``: the chunks whose replies wait for their sentences' checks, and what was checked.
+    progressive: Progressive | None = None
 
 
 @dataclass(slots=True)

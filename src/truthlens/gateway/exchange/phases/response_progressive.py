@@ -1,0 +1,388 @@
+"""Response body (SSE), ``streaming: progressive``: a held answer released sentence by sentence,
+each sentence checked against the context together with the answer before it.
+
+The processor holds *replies*, not bytes. Envoy sends every STREAMED chunk at once and keeps it
+until the processor answers it; the processor answers chunk j (with its own bytes, unchanged)
+only once every sentence that chunk j's events touch has passed its check. So Envoy, not the
+processor, keeps every byte not yet released: a processor that dies or is stopped leaves Envoy
+with the unanswered chunks, which it then sends on unprocessed (``failure_mode_allow``) or ends
+the stream with a reset (fail-closed): the client gets every byte or a visible failure, never an
+answer with a gap. A chunk is answered with other bytes only where something changes:
+an upstream-written verdict dropped, the warning put before a flagged sentence, the verdict
+before the end of the answer, or the stream ended by a block (the passed part of the event that
+holds the flagged sentence's start, the verdict, the error event; every later byte dropped).
+
+Per sentence the detector checks the answer up to its end (the released sentences within
+:data:`WINDOW_CHARS` before it, the new ones); a span inside the new sentence
+flags it (spans in sentences already released stand: the whole answer's check at the end sees
+them). The whole answer is still checked by the route's mode at the end, and its verdict sent
+as in passthrough. When sentence k is flagged: ``block`` ends the stream there; the body action
+sends the warning before sentence k and lets the rest flow (checked at the end). A stream with
+more than one answer (``n`` > 1, several message items) is held from the second answer on and
+released by the end's verdict. A sentence check that cannot run (detector unavailable, drain)
+releases the rest as it comes, checked at the end (a fail-closed route refuses instead).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from truthlens._proto import truthlens_ext_proc_pb2 as pb
+from truthlens.detector.types import Detection, DetectionInput
+from truthlens.gateway.apis import sse
+from truthlens.gateway.apis.chat import body as openai_body
+from truthlens.gateway.exchange import audit, mutations
+from truthlens.gateway.exchange.lifecycle import Draining
+from truthlens.gateway.exchange.phases.check import check_verdict, skip
+from truthlens.gateway.exchange.phases.progressive_state import FOREVER, Chunk, Edit, Event, Progressive, drain, replies
+from truthlens.gateway.policy.checking import BudgetedDetector
+from truthlens.gateway.policy.explanations import flag_reason
+from truthlens.gateway.policy.presentation import present
+from truthlens.modes.base import ChoiceVerdict, Verdict
+
+if TYPE_CHECKING:
+    from truthlens.gateway.apis.interface import Presentation
+    from truthlens.gateway.exchange.phases.state import CheckedRequest, Runtime, StreamedResponse, StreamState
+
+# How much of the released answer a sentence check reads before the new sentences: enough for
+# the claims a sentence leans on ("It was completed in ..."), bounded so that every check costs
+# the same on a long answer (whole released sentences, at least the last one).
+WINDOW_CHARS = 1500
+
+async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> list[pb.ProcessingResponse]:
+    """The replies this chunk lets go: none while its sentences wait for their check, several
+    when a check releases earlier chunks too (one per chunk, in order)."""
+    st = state.streamed
+    assert st is not None and st.progressive is not None
+    p = st.progressive
+    chunk = msg.response_body
+    p.chunks.append(Chunk(p.received, chunk.body))
+    p.received += len(chunk.body)
+    if p.phase in ("stopped", "open"):
+        return replies(p, end_of_stream=chunk.end_of_stream)
+    checked = state.checked
+    try:
+        events = st.decoder.feed(chunk.body)
+        if chunk.end_of_stream:
+            events += st.decoder.flush()
+    except sse.SSEError as exc:
+        _give_up(state, p, rt, exc.reason, str(exc))
+        return replies(p, end_of_stream=chunk.end_of_stream)
+    end: Event | None = None
+    for event in events:
+        read = _read(p, event)
+        if read is not None and end is None:
+            if isinstance(read, str):
+                _give_up(state, p, rt, read, "an event of the stream could not be read")
+                break
+            end = read
+    if checked is not None and p.phase == "checking":
+        if p.received > checked.route.max_body_bytes:
+            _give_up(state, p, rt, "too_large",
+                     f"the stream is over the route's max_body_bytes ({checked.route.max_body_bytes})")
+        elif end is None:
+            await _check_sentences(state, p, checked, rt)
+    if end is not None and p.phase in ("checking", "flowing"):
+        if checked is not None:
+            await _finish(state, p, checked, rt, end)
+        elif p.unchecked is not None:
+            _place_verdict(p, end, p.unchecked)
+    if chunk.end_of_stream and not p.ended and p.phase in ("checking", "flowing"):
+        _give_up(state, p, rt, "sse_framing", "the stream ended before the answer did")
+    return replies(p, end_of_stream=chunk.end_of_stream)
+
+
+def release_all(st: StreamedResponse) -> list[pb.ProcessingResponse]:
+    """Every chunk not yet answered, unchanged (failure containment): nothing is lost."""
+    p = st.progressive
+    if p is None:
+        return []
+    p.phase = "flowing"
+    p.edits.clear()
+    p.held_from = None
+    return [mutations.passthrough("response_body") for _ in drain(p)]
+
+
+# -- reading ------------------------------------------------------------------------------------
+
+
+def _read(p: Progressive, event: sse.SSEEvent) -> Event | str | None:
+    """Account for one whole event: the text it adds, an upstream verdict dropped. Returns the
+    event when it ends the answer, a reason when it cannot be read, else None."""
+    codec = p.codec
+    start = p.read
+    p.read += len(event.raw)
+    scrubbed = codec.scrub(event)
+    if scrubbed is None:
+        p.edits.append(Edit(start, p.read, b""))
+        return None
+    if scrubbed is not event:
+        p.edits.append(Edit(start, p.read, scrubbed.raw))
+    if p.ended or p.phase == "stopped":
+        return None
+    before = p.length
+    try:
+        ends = codec.add(scrubbed)
+    except (openai_body.BodyError, ValueError) as exc:
+        p.read = start  # the verdict goes before the event that cannot be read, never glued onto it
+        return str(getattr(exc, "reason", "sse_framing"))
+    added = codec.text_added()
+    if added is None:
+        if p.held_from is None:  # a second answer: progressive release follows one
+            p.held_from = start
+    elif added:
+        p.length += len(added)
+        if p.phase == "checking":
+            p.tail += added
+            p.recent += added
+    item = Event(start, p.read, before, p.length, scrubbed)
+    p.events.append(item)
+    if ends or codec.answer_complete:
+        p.ended = True
+        return item
+    return None
+
+
+# -- checking -----------------------------------------------------------------------------------
+
+
+async def _check_sentences(state: StreamState, p: Progressive, checked: CheckedRequest, rt: Runtime) -> None:
+    """Check the sentences the new text completes (one detector call for all of them)."""
+    ends = _sentence_ends(p, final=False)
+    if not ends:
+        return
+    start = p.passed
+    base = _window_start(p)
+    detection = await _detect(state, checked, rt, p.recent[: ends[-1] - base])
+    if detection is None:
+        return
+    if detection.status == "unavailable":
+        _stop_or_flow(state, p, rt, checked, detection.reason or "detector_error")
+        return
+    flagged = _first_flagged(detection, ends, start, base)
+    for end in ends[:flagged]:
+        _passed(p, end)
+    if flagged is None:
+        return
+    p.flagged_sentence = p.released_sentences
+    route = checked.route
+    if "block" in route.actions:
+        shown = _sentence_presentation(state, checked, rt, detection)
+        _stop(p, p.passed, shown)
+    elif "body" in route.actions:
+        _warn_before(p, p.passed, route.warning.text)
+        p.phase = "flowing"
+    else:  # nothing to do about it now: the end's verdict says so
+        for end in ends[flagged:]:
+            _passed(p, end)
+
+
+def _sentence_ends(p: Progressive, *, final: bool) -> list[int]:
+    """The ends of the sentences the answer's new text completes (``final``: it is whole)."""
+    ends = p.splitter.feed(p.tail, final=final, base=p.tail_base)
+    start = p.splitter.start
+    p.tail = p.tail[start - p.tail_base :]
+    p.tail_base = start
+    return ends
+
+
+def _window_start(p: Progressive) -> int:
+    """Where the text a sentence check reads begins: the released sentences that end within
+    :data:`WINDOW_CHARS` before the new ones (at least the last one), the rest dropped from
+    ``recent``."""
+    floor = p.passed - WINDOW_CHARS
+    keep = next((i for i, end in enumerate(p.released_ends) if end >= floor), len(p.released_ends))
+    keep = min(keep, max(0, len(p.released_ends) - 1))
+    base = p.released_ends[keep - 1] if keep > 0 else 0
+    if base > p.recent_base:
+        p.recent = p.recent[base - p.recent_base :]
+        p.recent_base = base
+        del p.released_ends[: keep - 1]
+    return p.recent_base
+
+
+def _passed(p: Progressive, end: int) -> None:
+    p.passed = end
+    p.released_sentences += 1
+    p.released_ends.append(end)
+
+
+def _first_flagged(detection: Detection, ends: list[int], start: int, base: int = 0) -> int | None:
+    """The index into ``ends`` of the first sentence a span of ``detection`` (offsets from
+    answer character ``base``) falls in (spans before ``start`` are in sentences already
+    released); None when none does."""
+    first: int | None = None
+    for raw in detection.spans:
+        span_start, span_end = raw.start + base, raw.end + base
+        if span_end <= start:
+            continue
+        at = max(span_start, start)
+        k = next((i for i, end in enumerate(ends) if at < end), None)
+        if k is not None and (first is None or k < first):
+            first = k
+    return first
+
+
+async def _detect(state: StreamState, checked: CheckedRequest, rt: Runtime, prefix: str) -> Detection | None:
+    """The detector's check of ``prefix``; None when a drain stopped it (the rest then flows)."""
+    route = checked.route
+    query = checked.request.grounded_query()
+    detector = BudgetedDetector(checked.services.detector, route.budgets.detection_s,
+                                time.monotonic() + route.budgets.total_s, rt.telemetry, route.mode)
+    item = DetectionInput(context=query.passages, question=query.question, answer=prefix)
+    try:
+        with rt.telemetry.span("truthlens.sentence_check", chars=len(prefix)):
+            return await rt.lifecycle.bounded(detector.detect(item, threshold=route.threshold))
+    except Draining:
+        st = state.streamed
+        assert st is not None and st.progressive is not None
+        _stop_or_flow(state, st.progressive, rt, checked, "draining")
+        return None
+
+
+def _sentence_presentation(
+    state: StreamState, checked: CheckedRequest, rt: Runtime, detection: Detection
+) -> Presentation:
+    """What the client sees of an answer blocked at a sentence: the route's presentation of
+    the sentence check's verdict (recorded like the end's)."""
+    verdict = Verdict(mode=checked.route.mode, choices=(ChoiceVerdict(index=0, detection=detection),))
+    shown = present(checked.route, checked.decision.name, verdict, n_choices=1,
+                    include_spans=checked.include_spans, latency_s=time.monotonic() - state.started)
+    rt.telemetry.record_detection(checked.decision.name, checked.route.mode, verdict.status, verdict.score)
+    audit.record(state, rt, shown, decision=checked.decision.name, mode=verdict.mode, verdict=verdict.status,
+                 score=verdict.score, reason=flag_reason([detection]))
+    state.checked = None
+    return shown
+
+
+async def _finish(
+    state: StreamState, p: Progressive, checked: CheckedRequest, rt: Runtime, end: Event
+) -> None:
+    """The answer ended: check it whole with the route's mode; its verdict decides the sentences
+    not yet released and goes before ``end``."""
+    verdict, shown = await check_verdict(state, checked, rt, p.codec.answers())
+    if p.phase == "flowing":  # everything read was released: only the verdict (and warning) remain
+        if shown.warning is not None and p.warned_sentence is None and shown.refusal is None:
+            p.edits.append(Edit(end.start, end.start, p.codec.text_event("\n\n" + shown.warning.text.strip())))
+            p.warned_sentence = p.released_sentences
+        _place_verdict(p, end, shown)
+        return
+    ends = _sentence_ends(p, final=True)
+    cut = None
+    if verdict is not None and verdict.status == "detected" and verdict.choices:
+        flagged = _first_flagged(verdict.choices[0].detection, ends, p.passed)
+        cut = p.passed if flagged is None else ([p.passed, *ends])[flagged]
+        passed_now = flagged if flagged is not None else 0
+    else:
+        passed_now = len(ends)
+    if shown.refusal is not None:
+        p.released_sentences += passed_now
+        p.flagged_sentence = p.released_sentences
+        _stop(p, cut if cut is not None else p.passed, shown)
+        return
+    p.released_sentences += len(ends)
+    if shown.warning is not None and p.warned_sentence is None:
+        if cut is not None and cut < p.length:
+            p.flagged_sentence = p.released_sentences - len(ends) + passed_now
+            _warn_before(p, cut, shown.warning.text)
+        else:  # flagged only across released sentences: the warning follows the answer
+            p.edits.append(Edit(end.start, end.start, p.codec.text_event("\n\n" + shown.warning.text.strip())))
+            p.warned_sentence = p.released_sentences
+    _place_verdict(p, end, shown)
+
+
+def _place_verdict(p: Progressive, end: Event, shown: Presentation) -> None:
+    """The verdict in place of ``end`` (which follows it); every later event flows."""
+    p.edits = [e for e in p.edits if not (end.start <= e.start and e.end <= end.end and e.start < e.end)]
+    p.edits.append(Edit(end.start, end.end, p.codec.verdict_before(shown, _details(shown, p), end.event)))
+    p.phase = "flowing"
+    p.held_from = None
+
+
+def _details(shown: Presentation, p: Progressive) -> dict[str, Any]:
+    """The verdict's details, with what progressive release did."""
+    details = dict(shown.details)
+    details["progressive"] = {"released_sentences": p.released_sentences, "flagged_sentence": p.flagged_sentence,
+                              "warned_before_sentence": p.warned_sentence}
+    return details
+
+
+# -- what the client gets ---------------------------------------------------------------------
+
+
+def _stop(p: Progressive, cut: int, shown: Presentation) -> None:
+    """End the stream at answer character ``cut``: what passed stands, the verdict and the
+    refusal (naming how many sentences went out) follow it, and nothing after reaches the client."""
+    refusal = shown.refusal
+    if refusal is not None:
+        note = f" {p.released_sentences} sentence(s) had been released before the flagged one."
+        shown = replace(shown, refusal=replace(refusal, message=refusal.message + note))
+    at, head = _split_at(p, cut)
+    if p.held_from is not None and p.held_from < at:  # nothing from a second answer on went out
+        at, head = p.held_from, b""
+    p.edits = [e for e in p.edits if e.start < at]
+    p.edits.append(Edit(at, FOREVER, head + p.codec.verdict_before(shown, _details(shown, p), None)))
+    p.phase = "stopped"
+
+
+def _warn_before(p: Progressive, cut: int, warning: str) -> None:
+    """The warning as content just before answer character ``cut`` (a sentence's start)."""
+    note = warning.strip()
+    note = f"\n\n{note}\n\n" if cut > 0 else f"{note}\n\n"
+    codec = p.codec
+    p.warned_sentence = p.flagged_sentence
+    for item in p.events:
+        if item.text_after > cut:
+            if item.text_before >= cut:
+                p.edits.append(Edit(item.start, item.start, codec.text_event(note)))
+            else:
+                first, rest = codec.cut_event(item.event, cut - item.text_before)
+                p.edits.append(Edit(item.start, item.end, first + codec.text_event(note) + rest))
+            return
+
+
+def _split_at(p: Progressive, cut: int) -> tuple[int, bytes]:
+    """Where in the body the answer passes character ``cut``, and the passed head of the event
+    that holds it (re-encoded; empty when the cut falls between events)."""
+    codec = p.codec
+    for item in p.events:
+        if item.text_after > cut:
+            if item.text_before >= cut:
+                return item.start, b""
+            return item.start, codec.cut_event(item.event, cut - item.text_before)[0]
+    return p.read, b""
+
+
+def _stop_or_flow(
+    state: StreamState, p: Progressive, rt: Runtime, checked: CheckedRequest, reason: str
+) -> None:
+    """A sentence check could not run (``reason``): a fail-closed route ends the stream with its
+    refusal; otherwise the rest flows as it comes, checked whole at the end (a drain: marked
+    unavailable there)."""
+    p.phase = "flowing"
+    if checked.route.fail_policy == "closed" or reason == "draining":
+        shown = skip(state, rt, checked.route, checked.decision.name, reason, "a sentence check could not run")
+        if shown.refusal is not None:
+            _stop(p, p.passed, shown)
+        else:
+            p.unchecked = shown
+
+
+def _give_up(state: StreamState, p: Progressive, rt: Runtime, reason: str, detail: str) -> None:
+    """The answer cannot be read: the rest goes out as it came, with the "unavailable" verdict
+    (or, fail-closed, the refusal) after what was read."""
+    checked = state.checked
+    if checked is None:
+        p.phase = "flowing"
+        return
+    shown = skip(state, rt, checked.route, checked.decision.name, reason, detail, upstream=True)
+    if shown.refusal is not None:
+        _stop(p, p.passed, shown)
+        return
+    p.ended = True
+    p.phase = "open"
+    p.held_from = None
+    # After the last whole event: never inside the event the upstream left open.
+    p.edits.append(Edit(p.read, p.read, p.codec.unchecked_events(shown)))
