@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
-    from truthlens.gateway.apis.chat.body import ContextSettings, Rewrite, WarningSpec
+    from truthlens.gateway.apis.chat.body import Rewrite, WarningSpec
+    from truthlens.gateway.apis.context.settings import ContextSettings
     from truthlens.gateway.apis.sse import SSEEvent
     from truthlens.modes.base import GroundedQuery
 
@@ -38,6 +39,11 @@ class ParsedRequest(Protocol):
     @property
     def forward_body(self) -> bytes | None:
         """The body to send upstream when the context extension field was stripped; None: the original."""
+
+    @property
+    def context_source(self) -> str:
+        """Where the passages came from: ``field``, ``tool``, ``system`` (comma-joined when several),
+        ``template:<name>``, or "" (:mod:`~truthlens.gateway.apis.context.sources`)."""
 
     def grounded_query(self) -> GroundedQuery: ...
 

@@ -37,6 +37,7 @@ async def check(state: StreamState, checked: CheckedRequest, rt: Runtime, answer
             n_choices=len(answers),
             include_spans=checked.include_spans,
             latency_s=time.monotonic() - started,
+            context_source=checked.request.context_source,
         )
         span.set_attribute("truthlens.verdict", shown.outcome)
     # A check that ran but could not decide is logged once, by its audit line (with the reason).
@@ -48,10 +49,11 @@ async def check(state: StreamState, checked: CheckedRequest, rt: Runtime, answer
         reason = flag_reason(c.detection for c in verdict.choices)
     audit.record(state, rt, shown, decision=checked.decision.name, mode=verdict.mode, verdict=verdict.status,
                  score=verdict.score, latency_s=time.monotonic() - started, reason=reason,
-                 original=audit.original_of(verdict))
+                 original=audit.original_of(verdict), context_source=checked.request.context_source)
     if state.span is not None:
         rt.telemetry.annotate_exchange(state.span, decision=checked.decision.name,
                                        model=checked.request.model, verdict=verdict, outcome=shown.outcome)
+        state.span.set_attribute("truthlens.context_source", checked.request.context_source)
     return shown
 
 
