@@ -127,6 +127,18 @@ class Endpoint(Protocol):
     def stream(self, strategy: Strategy, *, warns: bool) -> StreamCodec:
         """A codec for one SSE answer; ``warns``: a warning may be added to it (the body action)."""
 
+    def mentions(self, body: bytes, name: str) -> bool:
+        """Whether ``body`` may hold the top-level field ``name`` (spelt out or escaped), without
+        decoding it."""
+
+    def without_field(self, body: bytes, name: str, *, strict: bool = False) -> bytes | None:
+        """``body`` less its top-level field ``name``, whatever the request's shape (None: it has
+        no such field); ``strict``: a body that mentions ``name`` but is not JSON raises
+        ``BodyError`` (``malformed_json``) instead of reading as "no field"."""
+
+    def error_body(self, status: int, message: str, error_type: str | None = None, code: str | None = None) -> bytes:
+        """The API's error body (``{"error": {"message", "type", "param", "code"}}``)."""
+
 
 Outcome = Literal["block", "refuse", "rewrite", "annotate", "unchecked", "skipped"]
 # What was done to the answer (x-truthlens-action, the details' "action", the actions metric).

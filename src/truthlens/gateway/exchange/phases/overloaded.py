@@ -37,7 +37,7 @@ def handle(state: StreamState, msg: pb.ProcessingRequest, kind: str) -> pb.Proce
         refusal = _refusal(state, _body_decision(state, body))
         if refusal is not None:
             return refusal
-        return strip_only(body, state.config)
+        return strip_only(body, state.config, state.api)
     if kind == "response_headers":
         spoofed = spoofed_headers(header_dict(msg.response_headers.headers))
         return reply(unavailable_headers(state.config.hallucination, REASON), spoofed, "none")

@@ -18,4 +18,4 @@ def handle(state: StreamState, msg: pb.ProcessingRequest) -> pb.ProcessingRespon
     body = whole_body(state, msg)
     if body is None:
         return mutations.passthrough("request_body")
-    return strip_only(body, state.config)
+    return strip_only(body, state.config, state.api)
