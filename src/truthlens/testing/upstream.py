@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import posixpath
 import time
@@ -259,9 +260,10 @@ class ScriptedUpstream:
         if key < 0 and asks_for_spans(body):
             rule = SPAN_JUDGE_RULE  # an unscripted span-detection request: the judge answers it
         params = {k: v for k, v in body.items() if k not in ("model", messages_field)}
+        raw = await request.read()  # already read by request.json(): aiohttp keeps the bytes
         self.calls.append(Call(model=model, messages=tuple(messages), params=params,
                                headers={k.lower(): v for k, v in request.headers.items()},
-                               rule=rule.name, time=time.time()))
+                               rule=rule.name, time=time.time(), body_sha256=hashlib.sha256(raw).hexdigest()))
         if rule.reply.delay_s > 0:
             await asyncio.sleep(rule.reply.delay_s)
         return key, rule, failure(rule.reply) if rule.reply.status >= 400 else None
