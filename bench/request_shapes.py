@@ -22,6 +22,11 @@ Per shape and task: ``checked`` (% answered ``x-truthlens-detected: true|false``
 ``faithful flagged`` (% of faithful answers marked ``true``), ``agree`` (% of items whose verdict
 equals the reference's), and the context source the gateway reported.
 
+Then false positives on ordinary chat, in process through the chat translator with the shipped
+config's context settings: every RAGTruth question sent alone as the user's message, and every
+RAGTruth response (real LLM prose, lists and JSON-ish records) sent as a user's message: each one
+the gateway would read as a template is a false positive.
+
     python -m bench.request_shapes [--items 12] [--fold eval|dev] [--shapes field,langchain-rag-prompt,...]
 """
 
@@ -41,6 +46,8 @@ from pathlib import Path
 from typing import Any
 
 from training.corpus import ragtruth
+from truthlens.gateway.apis.chat.body import decode_chat_request
+from truthlens.gateway.policy.config import load_config
 from truthlens.testing import launch
 
 Body = tuple[str, dict[str, Any]]  # (path, JSON body)
@@ -198,7 +205,28 @@ def main(argv: list[str] | None = None) -> int:
     items = pick_items(args.fold, args.items)
     results = run(items, shapes, args.concurrency)
     report(items, shapes, results, args)
+    false_positives()
     return 0
+
+
+def false_positives() -> None:
+    """Ordinary messages the shipped config's chat route would read as a template."""
+    context = load_config(launch.SHIPPED_CONFIG).hallucination.context
+    texts: dict[str, set[str]] = {"RAGTruth questions alone": set(), "RAGTruth responses as user messages": set()}
+    for task in ragtruth.TASKS:
+        for r in ragtruth.responses(task, ("eval", "dev", "train")):
+            if task == "qa":
+                texts["RAGTruth questions alone"].add(r.question)
+            texts["RAGTruth responses as user messages"].add(r.answer)
+    print("\nFalse positives on ordinary chat (shipped config, chat translator):")
+    for name, found in texts.items():
+        hits = Counter()
+        for text in found:
+            body = json.dumps({"model": "m", "messages": [{"role": "user", "content": text}]}).encode()
+            source = decode_chat_request(body).read(context).context_source
+            if source:
+                hits[source] += 1
+        print(f"  {name}: {sum(hits.values())} of {len(found)} read as context {dict(hits) or ''}")
 
 
 def run(items: list[Item], shapes: list[str], concurrency: int) -> dict[str, list[Outcome | None]]:
