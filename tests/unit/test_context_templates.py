@@ -196,7 +196,7 @@ def test_haystack_generator_page_template_without_answer_line() -> None:
     f"## Context\n{format_docs(DOCS)}\n\n## Question\n{QUESTION}",
     f"Question: {QUESTION}\n\nContext:\n{format_docs(DOCS)}\n\nAnswer:",
     "".join(f"Document {i + 1}: {d}\n" for i, d in enumerate(DOCS)) + f"\nQuestion: {QUESTION}\nAnswer:",
-    f"Sources:\n" + "".join(f"[{i + 1}] {d}\n" for i, d in enumerate(DOCS)) + f"Query: {QUESTION}",
+    "Sources:\n" + "".join(f"[{i + 1}] {d}\n" for i, d in enumerate(DOCS)) + f"Query: {QUESTION}",
 ])
 def test_plain_labelled_layouts(text: str) -> None:
     found = read([("user", text)])
