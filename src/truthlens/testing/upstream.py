@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import logging
 import posixpath
@@ -265,9 +266,10 @@ class ScriptedUpstream:
         # One line per request (the command line shows them; tests read the call log instead).
         log.info("%s %s model=%s rule=%s%s", request.method, request.path, model or "-", rule.name,
                  " stream" if body.get("stream") else "")
+        raw = await request.read()  # already read by request.json(): aiohttp keeps the bytes
         self.calls.append(Call(model=model, messages=tuple(messages), params=params,
                                headers={k.lower(): v for k, v in request.headers.items()},
-                               rule=rule.name, time=time.time()))
+                               rule=rule.name, time=time.time(), body_sha256=hashlib.sha256(raw).hexdigest()))
         if rule.reply.delay_s > 0:
             await asyncio.sleep(rule.reply.delay_s)
         return key, rule, failure(rule.reply) if rule.reply.status >= 400 else None

@@ -33,7 +33,20 @@ if TYPE_CHECKING:
     )
 
 
-class ChatEndpoint:
+class _JsonBodies:
+    """What both APIs share: JSON request bodies and OpenAI error bodies."""
+
+    def mentions(self, body: bytes, name: str) -> bool:
+        return openai_body.mentions(body, name)
+
+    def without_field(self, body: bytes, name: str, *, strict: bool = False) -> bytes | None:
+        return openai_body.without_field(body, name, strict=strict)
+
+    def error_body(self, status: int, message: str, error_type: str | None = None, code: str | None = None) -> bytes:
+        return openai_body.error_json(status, message, error_type, code)
+
+
+class ChatEndpoint(_JsonBodies):
     """``POST /v1/chat/completions``."""
 
     name: EndpointName = "chat"
@@ -51,7 +64,7 @@ class ChatEndpoint:
         return ProgressiveChatStream()
 
 
-class ResponsesEndpoint:
+class ResponsesEndpoint(_JsonBodies):
     """``POST /v1/responses``."""
 
     name: EndpointName = "responses"

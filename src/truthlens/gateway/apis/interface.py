@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
-    from truthlens.gateway.apis.chat.body import ContextSettings, Rewrite, WarningSpec
+    from truthlens.gateway.apis.chat.body import Rewrite, WarningSpec
+    from truthlens.gateway.apis.context.settings import ContextSettings
     from truthlens.gateway.apis.sse import SSEEvent
     from truthlens.modes.base import GroundedQuery
 
@@ -38,6 +39,11 @@ class ParsedRequest(Protocol):
     @property
     def forward_body(self) -> bytes | None:
         """The body to send upstream when the context extension field was stripped; None: the original."""
+
+    @property
+    def context_source(self) -> str:
+        """Where the passages came from: ``field``, ``tool``, ``system`` (comma-joined when several),
+        ``template:<name>``, or "" (:mod:`~truthlens.gateway.apis.context.sources`)."""
 
     def grounded_query(self) -> GroundedQuery: ...
 
@@ -142,6 +148,18 @@ class Endpoint(Protocol):
 
     def progressive_stream(self) -> ProgressiveCodec:
         """A codec for one SSE answer released sentence by sentence."""
+
+    def mentions(self, body: bytes, name: str) -> bool:
+        """Whether ``body`` may hold the top-level field ``name`` (spelt out or escaped), without
+        decoding it."""
+
+    def without_field(self, body: bytes, name: str, *, strict: bool = False) -> bytes | None:
+        """``body`` less its top-level field ``name``, whatever the request's shape (None: it has
+        no such field); ``strict``: a body that mentions ``name`` but is not JSON raises
+        ``BodyError`` (``malformed_json``) instead of reading as "no field"."""
+
+    def error_body(self, status: int, message: str, error_type: str | None = None, code: str | None = None) -> bytes:
+        """The API's error body (``{"error": {"message", "type", "param", "code"}}``)."""
 
 
 Outcome = Literal["block", "refuse", "rewrite", "annotate", "unchecked", "skipped"]

@@ -1,8 +1,9 @@
 """One log line per checked exchange, for audit: request id, decision, mode, verdict, score,
-action and latency (and, for an answer a mode rewrote, the verdict and score of the upstream's own
-answer); never a body, a question or an answer. Logged on ``truthlens.audit`` at INFO, at WARNING
-for a check that could not run (text: ``key=value`` pairs; with ``--log-format json`` the fields
-are keys of the JSON object, see :mod:`truthlens.logs`).
+action, latency and where the request's context came from (``context_source``), and, for an
+answer a mode rewrote, the verdict and score of the upstream's own answer; never a body, a
+question or an answer. Logged on ``truthlens.audit`` at INFO, at WARNING for a check that
+could not run (text: ``key=value`` pairs; with ``--log-format json`` the fields are keys of the
+JSON object, see :mod:`truthlens.logs`).
 
 Some values come from the client (``x-request-id``): in the text form a value that is not a plain
 token is written as a JSON string (quoted, with ``"``, ``\\``, control and non-ASCII characters
@@ -44,13 +45,15 @@ def record(
     latency_s: float | None = None,
     reason: str | None = None,
     original: tuple[str, float | None] | None = None,
+    context_source: str | None = None,
 ) -> None:
     """Count the exchange's action (``truthlens_actions_total``) and log its line (``original``:
     see :func:`original_of`)."""
     rt.telemetry.record_action(decision, shown.action)
     request_id = state.info.headers.get("x-request-id") if state.info is not None else None
     exchange(request_id=request_id, decision=decision, mode=mode, verdict=verdict, score=score,
-             action=shown.action, latency_s=latency_s, reason=reason, original=original)
+             action=shown.action, latency_s=latency_s, reason=reason, original=original,
+             context_source=context_source)
 
 
 def original_of(verdict: Verdict) -> tuple[str, float | None] | None:
@@ -77,6 +80,7 @@ def exchange(
     latency_s: float | None,
     reason: str | None = None,
     original: tuple[str, float | None] | None = None,
+    context_source: str | None = None,
 ) -> None:
     """Log one exchange's outcome (``verdict``: detected | clean | unavailable | skipped). An
     unavailable verdict (a check that could not run, with its ``reason``) is a WARNING: that
@@ -100,6 +104,8 @@ def exchange(
         fields["original_score"] = None if original[1] is None else round(original[1], 4)
     if reason is not None:
         fields["reason"] = reason
+    if context_source:
+        fields["context_source"] = context_source
     log.log(level, "exchange %s", text_fields(fields), extra={FIELDS: fields})
 
 

@@ -14,7 +14,7 @@ from truthlens._proto import truthlens_ext_proc_pb2 as pb
 from truthlens.gateway.apis.chat import body as openai_body
 
 if TYPE_CHECKING:
-    from truthlens.gateway.apis.interface import Refusal
+    from truthlens.gateway.apis.interface import Endpoint, Refusal
 
 HeaderPhase = Literal["request_headers", "response_headers"]
 BodyPhase = Literal["request_body", "response_body"]
@@ -184,10 +184,10 @@ def immediate_response(
 UNREMOVABLE_REASON = "context_field_unremovable"
 
 
-def field_unremovable(message: str) -> pb.ProcessingResponse:
+def field_unremovable(api: Endpoint, message: str) -> pb.ProcessingResponse:
     """The 400 of a request body the context extension field cannot be cut out of (not JSON, or
     in a content coding): ``code`` and ``x-truthlens-reason`` ``context_field_unremovable``."""
-    body = openai_body.error_json(400, message, "invalid_request_error", UNREMOVABLE_REASON)
+    body = api.error_body(400, message, "invalid_request_error", UNREMOVABLE_REASON)
     return immediate_response(400, body, set_headers={"x-truthlens-reason": UNREMOVABLE_REASON},
                               details="truthlens_" + UNREMOVABLE_REASON)
 

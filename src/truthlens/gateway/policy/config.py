@@ -26,7 +26,8 @@ import yaml
 from truthlens.detector.types import (
     DetectorSettings,
 )
-from truthlens.gateway.apis.chat.body import ContextSettings, WarningSpec
+from truthlens.gateway.apis.chat.body import WarningSpec
+from truthlens.gateway.apis.context.settings import ContextSettings, parse_templates
 from truthlens.gateway.policy.backend_config import parse_detector, parse_models
 from truthlens.gateway.policy.decisions import Rule, compile_rules
 from truthlens.llm import Endpoint as ModelEndpoint
@@ -319,11 +320,12 @@ def _resolve_route(
 
     ctx = layers.nested("context")
     for s in ctx.sections:
-        s.allow("extension_field", "tool_messages", "system_messages")
+        s.allow("extension_field", "tool_messages", "system_messages", "templates")
     context = ContextSettings(
         extension_field=ctx.pick("extension_field").optional_string("extension_field", "truthlens_context"),
         tool_messages=ctx.pick("tool_messages").boolean("tool_messages", True),
         system_messages=ctx.pick("system_messages").boolean("system_messages", False),
+        templates=parse_templates(ctx.pick("templates")),
     )
 
     ev = layers.nested("evidence")

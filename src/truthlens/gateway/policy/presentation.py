@@ -37,6 +37,8 @@ CONFIRM_HEADER = "x-truthlens-confirm"
 CONFIRM_REASON_HEADER = "x-truthlens-confirm-reason"
 # What was done to the answer (:attr:`~truthlens.gateway.apis.interface.Presentation.action`).
 ACTION_HEADER = "x-truthlens-action"
+# Where the checked request's context came from: field, tool, system, template:<name>.
+CONTEXT_SOURCE_HEADER = "x-truthlens-context-source"
 
 
 def present(
@@ -47,10 +49,14 @@ def present(
     n_choices: int,
     include_spans: bool,
     latency_s: float,
+    context_source: str = "",
 ) -> Presentation:
-    """The presentation of a verdict under ``route``'s actions and failure policy."""
+    """The presentation of a verdict under ``route``'s actions and failure policy; ``context_source``
+    (where the request's passages came from) goes with the verdict headers and the details."""
     status = verdict.status
     headers = _verdict_headers(route, verdict, latency_s)
+    if headers and context_source:
+        headers[CONTEXT_SOURCE_HEADER] = context_source
     refusal = None
     if status == "detected" and "block" in route.actions:
         refusal = Refusal(
@@ -68,6 +74,8 @@ def present(
     else:
         outcome = "rewrite" if contents is not None or warning is not None else "annotate"
     details = _details(decision, verdict, include_spans=include_spans, confirm=route.confirm)
+    if context_source:
+        details["context_source"] = context_source
     if warning is not None:
         details[WARNING_POSITION_KEY] = warning.position
         # Offsets index the content the client receives: a prepended warning moves them.

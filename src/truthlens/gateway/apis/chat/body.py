@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from truthlens.gateway.apis.context.settings import ContextSettings as ContextSettings  # re-exported
+from truthlens.gateway.apis.context.sources import gather
 from truthlens.gateway.apis.sse import encode_event
 from truthlens.gateway.core.errors import GatewayError
 from truthlens.modes.base import GroundedQuery
@@ -30,23 +32,11 @@ SAMPLING_KEYS = (
     "stop",
 )
 
-_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
-
 
 class BodyError(GatewayError):
     """A body that is not the OpenAI shape expected; ``reason`` is one of
     :data:`truthlens.gateway.core.errors.REASONS` (``malformed_json``, ``not_an_object``, ``bad_messages``,
     ``bad_field``, ``bad_context``, ``too_large``, ``bad_response``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ContextSettings:
-    """Where a route finds the grounding passages of a request."""
-
-    # Request field holding passages; stripped before the body goes upstream. None: not used.
-    extension_field: str | None = "truthlens_context"
-    tool_messages: bool = True  # ``role: tool`` message contents are passages
-    system_messages: bool = False  # system message paragraphs are passages
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +51,7 @@ class ChatRequest:
     # The body to send upstream when the extension field was stripped; None: send the original.
     forward_body: bytes | None = None
     include_usage: bool = False  # stream_options.include_usage
+    context_source: str = ""  # where the passages came from (:mod:`~truthlens.gateway.apis.context.sources`)
 
     def grounded_query(self) -> GroundedQuery:
         return GroundedQuery(
@@ -137,43 +128,35 @@ def decode_chat_request(body: bytes, *, max_bytes: int | None = None) -> Decoded
     return DecodedRequest(doc=doc, model=model, question=question, stream=stream, n=n, include_usage=include_usage)
 
 
+_READ_ROLES = frozenset({"user", "tool", "system", "developer"})
+
+
 def read_chat_request(decoded: DecodedRequest, ctx: ContextSettings) -> ChatRequest:
     """The request as a route with context settings ``ctx`` sees it; ``decoded`` is not changed."""
     doc = decoded.doc
     messages: list[dict[str, Any]] = doc["messages"]
-    passages, forward_body = read_extension(doc, ctx)
-    if ctx.tool_messages:
-        for i, msg in enumerate(messages):
-            if msg["role"] == "tool":
-                text = _message_text(msg, i)
-                if text.strip():
-                    passages.append(text)
-    if ctx.system_messages:
-        for i, msg in enumerate(messages):
-            if msg["role"] in ("system", "developer"):
-                passages.extend(paragraphs(_message_text(msg, i)))
-
+    field, forward_body = read_extension(doc, ctx)
+    # The messages context may be in (a malformed one is a bad request, as the upstream would say).
+    texts = [(msg["role"], _message_text(msg, i)) for i, msg in enumerate(messages) if msg["role"] in _READ_ROLES]
+    tools = [text for role, text in texts if role == "tool" and text.strip()] if ctx.tool_messages else []
+    found = gather(ctx, field=field, tools=tools, messages=texts, question=decoded.question)
     return ChatRequest(
         model=decoded.model,
         messages=tuple(messages),
-        question=decoded.question,
-        passages=tuple(passages),
+        question=found.question,
+        passages=found.passages,
         stream=decoded.stream,
         n=decoded.n,
         sampling={k: doc[k] for k in SAMPLING_KEYS if doc.get(k) is not None},
         forward_body=forward_body,
         include_usage=decoded.include_usage,
+        context_source=found.source,
     )
 
 
 def parse_chat_request(body: bytes, ctx: ContextSettings, *, max_bytes: int | None = None) -> ChatRequest:
     """:func:`decode_chat_request` then :func:`read_chat_request`."""
     return read_chat_request(decode_chat_request(body, max_bytes=max_bytes), ctx)
-
-
-def paragraphs(text: str) -> list[str]:
-    """A system prompt read as context: its paragraphs, each a passage."""
-    return [p.strip() for p in _PARAGRAPH_BREAK.split(text) if p.strip()]
 
 
 def _message_text(msg: Mapping[str, Any], i: int) -> str:

@@ -6,8 +6,10 @@ Field names and item types are those of the ``openai`` package's ``types/respons
 Requests: ``input`` is a string (one user message) or a list of items; ``instructions`` is the
 system prompt. Grounding passages come from the context extension field, tool results
 (``function_call_output``, ``custom_tool_call_output`` and ``mcp_call`` outputs, each
-``file_search_call`` result's text; the route's ``tool_messages``) and, with the route's
-``system_messages``, the paragraphs of ``instructions`` and of system / developer messages.
+``file_search_call`` result's text; the route's ``tool_messages``), else a template the route
+reads in the user's ``input`` text or in ``instructions`` and system / developer messages
+(:mod:`~truthlens.gateway.apis.context.sources`), else, with the route's ``system_messages``,
+their paragraphs.
 Responses: each ``output`` item of type ``message`` is one answer (as chat's choices are), its
 text the ``output_text`` parts joined (and parts of type ``text``, which clients render as text:
 they are read and checked like ``output_text`` parts, never reported checked unread). A JSON
@@ -26,14 +28,14 @@ from typing import Any, Literal
 
 from truthlens.gateway.apis.chat.body import (
     BodyError,
-    ContextSettings,
     Rewrite,
     content_text,
     decode_json,
-    paragraphs,
     read_extension,
     render_answers,
 )
+from truthlens.gateway.apis.context.settings import ContextSettings
+from truthlens.gateway.apis.context.sources import gather
 from truthlens.modes.base import GroundedQuery
 
 # Input item types whose ``output`` is a tool's result (a passage, like chat's tool messages).
@@ -64,6 +66,7 @@ class ResponsesRequest:
     messages: tuple[Mapping[str, Any], ...]
     sampling: Mapping[str, Any]
     forward_body: bytes | None = None  # the body without the context extension field; None: the original
+    context_source: str = ""  # where the passages came from (:mod:`~truthlens.gateway.apis.context.sources`)
 
     def grounded_query(self) -> GroundedQuery:
         return GroundedQuery(
@@ -118,23 +121,20 @@ def decode_responses_request(body: bytes, *, max_bytes: int | None = None) -> De
 def read_responses_request(decoded: DecodedResponsesRequest, ctx: ContextSettings) -> ResponsesRequest:
     """The request as a route with context settings ``ctx`` sees it; ``decoded`` is not changed."""
     doc = decoded.doc
-    passages, forward_body = read_extension(doc, ctx)
-    if ctx.tool_messages:
-        passages.extend(t for item in decoded.items if item.kind == "tool_output" for t in item.texts if t.strip())
-    if ctx.system_messages:
-        passages.extend(paragraphs(decoded.instructions))
-        for item in decoded.items:
-            if item.kind == "message" and item.role in ("system", "developer"):
-                passages.extend(paragraphs(item.texts[0]))
+    field, forward_body = read_extension(doc, ctx)
+    tools = [t for item in decoded.items if item.kind == "tool_output" for t in item.texts if t.strip()] \
+        if ctx.tool_messages else []
     messages: list[Mapping[str, Any]] = [{"role": "system", "content": decoded.instructions}] \
         if decoded.instructions else []
     messages += [{"role": item.role, "content": item.texts[0]} for item in decoded.items if item.kind == "message"]
+    found = gather(ctx, field=field, tools=tools, messages=[(m["role"], m["content"]) for m in messages],
+                   question=decoded.question)
     sampling = {k: doc[k] for k in _SAMPLING_KEYS if doc.get(k) is not None}
     if isinstance(doc.get("max_output_tokens"), int):
         sampling["max_tokens"] = doc["max_output_tokens"]  # the re-asks speak chat completions
     return ResponsesRequest(
-        model=decoded.model, question=decoded.question, passages=tuple(passages), stream=decoded.stream,
-        messages=tuple(messages), sampling=sampling, forward_body=forward_body,
+        model=decoded.model, question=found.question, passages=found.passages, stream=decoded.stream,
+        messages=tuple(messages), sampling=sampling, forward_body=forward_body, context_source=found.source,
     )
 
 

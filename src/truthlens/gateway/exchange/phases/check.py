@@ -45,6 +45,7 @@ async def check_verdict(
             n_choices=len(answers),
             include_spans=checked.include_spans,
             latency_s=time.monotonic() - started,
+            context_source=checked.request.context_source,
         )
         span.set_attribute("truthlens.verdict", shown.outcome)
     # A check that ran but could not decide is logged once, by its audit line (with the reason).
@@ -56,10 +57,11 @@ async def check_verdict(
         reason = flag_reason(c.detection for c in verdict.choices)
     audit.record(state, rt, shown, decision=checked.decision.name, mode=verdict.mode, verdict=verdict.status,
                  score=verdict.score, latency_s=time.monotonic() - started, reason=reason,
-                 original=audit.original_of(verdict))
+                 original=audit.original_of(verdict), context_source=checked.request.context_source)
     if state.span is not None:
         rt.telemetry.annotate_exchange(state.span, decision=checked.decision.name,
                                        model=checked.request.model, verdict=verdict, outcome=shown.outcome)
+        state.span.set_attribute("truthlens.context_source", checked.request.context_source)
     return verdict, shown
 
 

@@ -60,7 +60,7 @@ def refusal(state: StreamState) -> pb.ProcessingResponse | None:
 
 
 def _field_unremovable(state: StreamState, field: str) -> pb.ProcessingResponse:
-    return mutations.field_unremovable(f"{_message(state)}, so its {field!r} field cannot be removed before it "
+    return mutations.field_unremovable(state.api, f"{_message(state)}, so its {field!r} field cannot be removed before it "
                                        "goes upstream; send the body uncompressed")
 
 

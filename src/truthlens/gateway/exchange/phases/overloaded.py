@@ -38,7 +38,7 @@ def handle(state: StreamState, msg: pb.ProcessingRequest, kind: str) -> pb.Proce
         refusal = _refusal(state, _body_decision(state, body))
         if refusal is None:
             refusal = encoded_request.refusal(state)
-        return refusal if refusal is not None else strip_only(body, state.config)
+        return refusal if refusal is not None else strip_only(body, state.config, state.api)
     if kind == "response_headers":
         spoofed = spoofed_headers(header_dict(msg.response_headers.headers))
         return reply(unavailable_headers(state.config.hallucination, REASON), spoofed, "none")

@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
-from truthlens.gateway.apis.chat import body as openai_body
 from truthlens.gateway.apis.interface import DecodedRequest, Endpoint, ParsedRequest
+from truthlens.gateway.core.errors import GatewayError
 from truthlens.gateway.exchange import mutations, ungrounded
 from truthlens.gateway.exchange.phases import encoded_request
 from truthlens.gateway.exchange.phases.check import skip
@@ -23,7 +23,7 @@ from truthlens.gateway.policy.decisions import RequestFacts
 class _Routed:
     decision: Decision | None
     decoded: DecodedRequest | None  # None: no route needed it, or it failed
-    error: openai_body.BodyError | None = None
+    error: GatewayError | None = None
 
 
 def whole_body(state: StreamState, msg: pb.ProcessingRequest) -> bytes | None:
@@ -64,10 +64,10 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
     assert routed.decoded is not None
     try:
         request = routed.decoded.read(route.context)
-    except openai_body.BodyError as exc:
+    except GatewayError as exc:
         return _cannot_check(state, rt, decision, exc, body)
     if len(body) > route.max_body_bytes:
-        return _cannot_check(state, rt, decision, openai_body.BodyError("too_large", "over max_body_bytes"), body)
+        return _cannot_check(state, rt, decision, GatewayError("too_large", "over max_body_bytes"), body)
     if ungrounded.needs_skipping(route, request):  # no context, no check (the route's no_context)
         shown = ungrounded.skip(state, rt, route, decision.name)
         return mutations.refusal_response(shown.refusal) if shown.refusal else _forward(request)
@@ -96,7 +96,7 @@ def _route(config: Config, api: Endpoint, facts: RequestFacts, body: bytes) -> _
     limit = early.route.max_body_bytes if isinstance(early, Decision) and early.route else _largest_limit(config)
     try:
         decoded = api.decode_request(body, max_bytes=limit)
-    except openai_body.BodyError as exc:
+    except GatewayError as exc:
         # Rules on the model or the user's text then see empty values: a route that needs
         # them to match stays untouched.
         return _Routed(early if isinstance(early, Decision) else decisions.match(config, facts), None, exc)
@@ -107,7 +107,7 @@ def _route(config: Config, api: Endpoint, facts: RequestFacts, body: bytes) -> _
 
 
 def _cannot_check(
-    state: StreamState, rt: Runtime, decision: Decision, error: openai_body.BodyError, body: bytes
+    state: StreamState, rt: Runtime, decision: Decision, error: GatewayError, body: bytes
 ) -> pb.ProcessingResponse:
     """The route's check cannot run on this body: refused on a fail-closed route, else the
     request goes on unchanged (less the context extension field, whatever its shape or the
@@ -117,7 +117,7 @@ def _cannot_check(
     shown = skip(state, rt, route, decision.name, error.reason, str(error))
     if shown.refusal is not None:
         return mutations.refusal_response(shown.refusal)
-    return _without_context_field(body, route.context.extension_field)
+    return _without_context_field(state.api, body, route.context.extension_field)
 
 
 _NO = frozenset({"", "0", "false", "no", "off"})
@@ -133,10 +133,10 @@ def _largest_limit(config: Config) -> int:
     return max(limits, default=config.hallucination.max_body_bytes)
 
 
-def strip_only(body: bytes, config: Config) -> pb.ProcessingResponse:
+def strip_only(body: bytes, config: Config, api: Endpoint) -> pb.ProcessingResponse:
     """The request unchecked, less the context extension field (when it mentions it; the body
     is not read as a request of either API)."""
-    return _without_context_field(body, config.hallucination.context.extension_field)
+    return _without_context_field(api, body, config.hallucination.context.extension_field)
 
 
 def _forward_unchecked(
@@ -147,32 +147,32 @@ def _forward_unchecked(
     context = config.hallucination.context
     if decoded is None:
         field = context.extension_field
-        if field is None or not openai_body.mentions(body, field):
+        if field is None or not api.mentions(body, field):
             return mutations.passthrough("request_body")
     try:
         return _forward((decoded or api.decode_request(body)).read(context))
-    except openai_body.BodyError:
+    except GatewayError:
         # Unreadable as a request of its API (a malformed context field, say): the field still goes.
-        return _without_context_field(body, context.extension_field)
+        return _without_context_field(api, body, context.extension_field)
 
 
-def _without_context_field(body: bytes, field: str | None) -> pb.ProcessingResponse:
+def _without_context_field(api: Endpoint, body: bytes, field: str | None) -> pb.ProcessingResponse:
     """The request as it came, less the context extension field (whatever its shape); refused
     with a 400 when the body mentions the field but is not JSON (see :func:`_unremovable`)."""
     try:
-        stripped = openai_body.without_field(body, field, strict=True) if field else None
-    except openai_body.BodyError as exc:
-        return _unremovable(exc)
+        stripped = api.without_field(body, field, strict=True) if field else None
+    except GatewayError as exc:
+        return _unremovable(api, exc)
     return mutations.body_reply("request_body", body=stripped) if stripped is not None else mutations.passthrough(
         "request_body")
 
 
-def _unremovable(error: openai_body.BodyError) -> pb.ProcessingResponse:
+def _unremovable(api: Endpoint, error: GatewayError) -> pb.ProcessingResponse:
     """A body that is not JSON but mentions the context field: the field cannot be cut out of
     it, and forwarding it would hand the upstream the passages (often private documents) the
     gateway promises to keep from it. The upstream would refuse invalid JSON with a 400 anyway,
     so the client loses nothing by getting that 400 here, with the reason named."""
-    return mutations.field_unremovable(str(error))
+    return mutations.field_unremovable(api, str(error))
 
 
 def _forward(request: ParsedRequest) -> pb.ProcessingResponse:

@@ -22,4 +22,4 @@ def handle(state: StreamState, msg: pb.ProcessingRequest) -> pb.ProcessingRespon
     if body is None:
         return mutations.passthrough("request_body")
     refusal = encoded_request.refusal(state)
-    return refusal if refusal is not None else strip_only(body, state.config)
+    return refusal if refusal is not None else strip_only(body, state.config, state.api)

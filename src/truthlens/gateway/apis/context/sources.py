@@ -1,0 +1,60 @@
+"""Where a request's grounding passages come from, in the order the gateway looks, and the name
+of the source the client, the audit line and the span are told (``x-truthlens-context-source``).
+
+1. ``field``: the context extension field (``truthlens_context``), and ``tool``: tool messages
+   (chat) or tool outputs (Responses). An application that sends either has said where its
+   context is: nothing else is read as context then, except system messages on a route that
+   asks for them.
+2. ``template:<name>``: else the first template or layout the route reads that recognises the
+   user's last message or a system message (:func:`~truthlens.gateway.apis.context.reading.recognise`);
+   the question is then the template's question slot (or a summary prompt's instruction).
+3. ``system``: else, on a route with ``system_messages: true``, each paragraph of every system
+   (and developer) message.
+
+Several sources are named in that order, comma-separated (``field,tool``); a request with
+none has the empty source.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from truthlens.gateway.apis.context.reading import SYSTEM_ROLES, recognise
+from truthlens.gateway.apis.context.settings import ContextSettings
+
+_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """A request's grounding passages, the question they answer, and where they came from."""
+
+    passages: tuple[str, ...]
+    question: str
+    source: str  # "field", "tool", "system" (comma-joined), "template:<name>"; "" when none
+
+
+def gather(ctx: ContextSettings, *, field: Sequence[str], tools: Sequence[str],
+           messages: Sequence[tuple[str, str]], question: str) -> Context:
+    """The context of a request whose extension field held ``field``, whose tool messages or
+    outputs said ``tools`` and whose messages are ``messages`` (``(role, text)``, instructions
+    first); ``question`` is the user's last message."""
+    passages = [*field, *tools]
+    sources = [name for name, found in (("field", field), ("tool", tools)) if found]
+    if not passages:
+        reading = recognise(messages, ctx.templates)
+        if reading is not None:
+            return Context(reading.passages, reading.question or question, reading.source)
+    if ctx.system_messages:
+        system = [p for role, text in messages if role in SYSTEM_ROLES for p in paragraphs(text)]
+        if system:
+            passages += system
+            sources.append("system")
+    return Context(tuple(passages), question, ",".join(sources))
+
+
+def paragraphs(text: str) -> list[str]:
+    """A system prompt read as context: its paragraphs, each a passage."""
+    return [p.strip() for p in _PARAGRAPH_BREAK.split(text) if p.strip()]
