@@ -60,8 +60,9 @@ def refusal(state: StreamState) -> pb.ProcessingResponse | None:
 
 
 def _field_unremovable(state: StreamState, field: str) -> pb.ProcessingResponse:
-    return mutations.field_unremovable(state.api, f"{_message(state)}, so its {field!r} field cannot be removed before it "
-                                       "goes upstream; send the body uncompressed")
+    message = (f"{_message(state)}, so its {field!r} field cannot be removed before it goes upstream; "
+               "send the body uncompressed")
+    return mutations.field_unremovable(state.api, message)
 
 
 def _message(state: StreamState) -> str:
