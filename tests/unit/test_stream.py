@@ -565,10 +565,13 @@ async def test_a_fail_closed_route_ends_an_uncheckable_stream_with_an_error_even
     chunks = split(upstream, 40)
     replies = await _stream(channel, chunks, route="closed")
     out = released(replies[3:], chunks + [b""])
-    assert out.startswith(upstream)  # what arrived still reaches the client, unchanged
-    events = parse_sse(out[len(upstream) :])
+    whole = upstream[: upstream.rindex(b"\n\n") + 2]
+    # The whole events went out as they came (passthrough); the unreadable rest is withheld for
+    # good (closed means closed) and the client learns why and that the route refuses it.
+    assert out.startswith(whole) and upstream[len(whole) :] not in out
+    events = parse_sse(out[len(whole) :])
     assert events[0]["truthlens"]["status"] == "unavailable"
-    assert events[-1]["error"]["code"] == "sse_framing"  # and it learns the route refuses it
+    assert events[-1]["error"]["code"] == "sse_framing"
 
 
 # -- protocol and containment ----------------------------------------------------------------------

@@ -34,6 +34,9 @@ REASONS: dict[str, tuple[int, str]] = {
     "stream_mismatch": (502, "the upstream's Responses stream restates a text (done / completed events) its deltas "
                         "did not render, or adds text after declaring it done"),
     "no_choices": (502, "the upstream's answer has no choices (Responses: no message items) to check"),
+    # Not a failure: an answer with no text a client is shown (empty, blank, tool calls only) is skipped.
+    "no_text": (502, "the upstream's answer has no text to check (empty, blank, or tool calls only)"),
+    "upstream_reset": (502, "the upstream's connection ended in the middle of the answer"),
     # The checking itself.
     "detector_timeout": (503, "the detector did not answer within the detection budget"),
     "detector_overloaded": (503, "the detector queue is full"),

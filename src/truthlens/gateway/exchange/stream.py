@@ -10,6 +10,7 @@ the exchange is passed through unchecked.
 from __future__ import annotations
 
 import functools
+import logging
 from typing import Any, Literal
 
 from opentelemetry import trace
@@ -28,7 +29,7 @@ from truthlens.gateway.exchange.phases import (
     response_stream,
     unchecked_body,
 )
-from truthlens.gateway.exchange.phases.state import Runtime, StreamState
+from truthlens.gateway.exchange.phases.state import CheckedRequest, Runtime, StreamState
 from truthlens.gateway.policy.presentation import unchecked
 
 MessageKind = Literal[
@@ -44,6 +45,7 @@ _REPEATABLE = frozenset({"request_body", "response_body"})
 # Replies that can still replace the exchange with an error (nothing has gone to the client).
 _REFUSABLE = frozenset({"request_body", "response_headers", "response_body"})
 _PROPAGATOR = TraceContextTextMapPropagator()
+_log = logging.getLogger(__name__)
 
 
 @functools.cache
@@ -70,6 +72,9 @@ class Stream:
         # Known from the request headers: no check will run (phase_plan). Such an exchange is
         # not traced, and its request body only loses the context field.
         self._unchecked = False
+        # The check the request phase prepared (kept for the fallback: phases clear
+        # ``state.checked`` as the check begins).
+        self._checked: CheckedRequest | None = None
 
     @property
     def state(self) -> StreamState | None:
@@ -115,6 +120,7 @@ class Stream:
             if self._unchecked:
                 return unchecked_body.handle(state, msg)
             reply = await request_body.handle(state, msg, self._rt)
+            self._checked = state.checked
         elif kind == "response_headers":
             reply = response_headers.handle(state, msg, self._rt)
         elif kind == "response_body":
@@ -141,23 +147,31 @@ class Stream:
         )
 
     def fallback(self, msg: pb.ProcessingRequest, exc: BaseException) -> pb.ProcessingResponse | None:
-        """The reply when handling ``msg`` raised: unchanged ("continue") on a fail-open route,
-        an error on a fail-closed one; the rest of the exchange passes through."""
+        """The reply when handling ``msg`` raised: one policy for every phase. A fail-closed
+        route's refusal, never the bytes; on a fail-open route the message unchanged, and a
+        response body marked unavailable with the exception's reason (a stream releases every
+        withheld byte in order, with that verdict). The rest of the exchange passes through."""
         kind = msg.WhichOneof("request")
         if kind is None or msg.observability_mode:
             return None
         state = self._state
         if state is None:
             return mutations.passthrough(kind)
-        streamed = state.streamed
-        if kind == "response_body" and streamed is not None:
-            # Headers already went out: release every withheld byte, in order, unchanged.
-            state.checked = None
-            return mutations.chunk_reply("response_body", response_stream.release_pending(streamed))
-        checked = state.checked
+        # The check the route asked for, even once a phase has begun it (state.checked is
+        # cleared as a check starts, so that it runs at most once).
+        checked = state.checked or self._checked
         state.checked = None
+        reason = errors.reason_for_exception(exc)
+        try:
+            if kind == "response_body" and state.streamed is not None:
+                return response_stream.contain(state, state.streamed, self._rt, checked, reason,
+                                               msg.response_body.body)
+            if kind == "response_body" and checked is not None:
+                return response_buffered.contain(state, self._rt, checked, reason, msg.response_body)
+        except Exception:  # the containment itself failed: the policy still holds
+            _log.exception("ext_proc %s: the fallback reply failed too", kind)
         if checked is not None and checked.route.fail_policy == "closed" and kind in _REFUSABLE:
-            refusal = unchecked(checked.route, checked.decision.name, errors.reason_for_exception(exc)).refusal
+            refusal = unchecked(checked.route, checked.decision.name, reason).refusal
             if refusal is not None:
                 return mutations.refusal_response(refusal)
         return mutations.passthrough(kind)

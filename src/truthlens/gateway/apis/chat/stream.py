@@ -5,9 +5,9 @@ answer re-chunked, the error event of a refusal). The byte bookkeeping stays in 
 
 from __future__ import annotations
 
-import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from truthlens.gateway.apis import forged
 from truthlens.gateway.apis.chat import body as openai_body
 from truthlens.gateway.apis.chat import chunks
 from truthlens.gateway.apis.sse import SSEEvent
@@ -50,14 +50,9 @@ class ChatStream:
         return self.accumulator.contents()
 
     def scrub(self, event: SSEEvent) -> SSEEvent | None:
-        """None for a verdict chunk the upstream wrote (the verdict is the gateway's alone)."""
-        if not event.has_data or f'"{openai_body.DETAILS_FIELD}"' not in event.data:
-            return event
-        try:
-            value = json.loads(event.data)
-        except ValueError:
-            return event
-        return None if isinstance(value, dict) and openai_body.DETAILS_FIELD in value else event
+        """None for a verdict chunk the upstream wrote (the verdict is the gateway's alone); a
+        chunk that also carries answer text loses only its ``truthlens`` fields."""
+        return forged.scrub_event(event, _is_verdict_chunk)
 
     def finish(self, shown: Presentation, withheld: bytes, end: SSEEvent | None) -> bytes:
         answers = self.answers()
@@ -96,6 +91,11 @@ class ChatStream:
         if shown.refusal is not None:
             out += self.refusal_events(shown.refusal)
         return bytes(out)
+
+
+def _is_verdict_chunk(chunk: dict[str, Any]) -> bool:
+    """A chunk that is only a verdict: a top-level ``truthlens`` and no choice to carry."""
+    return forged.DETAILS_FIELD in chunk and not chunk.get("choices")
 
 
 def _check_indexes(chunk: dict[str, object]) -> None:

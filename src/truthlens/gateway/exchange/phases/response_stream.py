@@ -19,7 +19,7 @@ from collections.abc import Callable
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
 from truthlens.gateway.apis import sse
 from truthlens.gateway.apis.chat import body as openai_body
-from truthlens.gateway.exchange import mutations
+from truthlens.gateway.exchange import mutations, ungrounded
 from truthlens.gateway.exchange.phases.check import check, skip
 from truthlens.gateway.exchange.phases.response_buffered import over_buffer
 from truthlens.gateway.exchange.phases.state import CheckedRequest, Runtime, StreamedResponse, StreamState
@@ -31,6 +31,8 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
     checked = state.checked
     assert st is not None
     chunk = msg.response_body
+    if st.refused:
+        return mutations.chunk_reply("response_body", b"")  # closed means closed: nothing after the refusal
     if st.finished:
         if st.scrub_rest:
             return _scrub_only(st, chunk.body, chunk.end_of_stream)
@@ -152,15 +154,20 @@ async def _finish(
     state: StreamState, st: StreamedResponse, checked: CheckedRequest, rt: Runtime, withheld: bytes,
     end: sse.SSEEvent | None,
 ) -> bytes:
-    """Check the accumulated answer; return what replaces the ``withheld`` events and ``end``."""
-    st.finished = True
+    """Check the accumulated answer; return what replaces the ``withheld`` events and ``end``.
+    The stream is finished once the replacement exists: a failure before that is contained
+    (:func:`contain`) as the route says, never by releasing the withheld bytes unchecked."""
     answers = st.codec.answers()
     if not answers:
         shown = skip(state, rt, checked.route, checked.decision.name, "no_choices", upstream=True)
+    elif not any(a.strip() for a in answers):
+        shown = ungrounded.skip(state, rt, checked.route, checked.decision.name, ungrounded.NO_TEXT_REASON)
     else:
         shown = await check(state, checked, rt, answers)
     st.shown = shown
-    return st.codec.finish(shown, withheld, end)
+    replacement = st.codec.finish(shown, withheld, end)
+    st.finished = True
+    return replacement
 
 
 def give_up(
@@ -170,12 +177,37 @@ def give_up(
     that ends the answer among them, never glued onto an event the upstream left unterminated."""
     shown = skip(state, rt, checked.route, checked.decision.name, reason, detail, upstream=True)
     st.shown = shown
-    if st.buffered and shown.refusal is not None:
-        # Nothing has reached the client yet: the refusal replaces the held answer.
+    if shown.refusal is not None:
+        # Closed means closed: the refusal replaces every withheld byte (a held answer: all of
+        # it), and nothing of the upstream's goes out after it. What a passthrough stream
+        # already sent stays; its verdict chunk then says why the refusal came.
         release_pending(st)
-        return st.codec.refusal_events(shown.refusal)
+        st.decoder.drain()
+        st.refused = True
+        if st.buffered:
+            return st.codec.refusal_events(shown.refusal)
+        return (b"\n\n" if st.tail_open else b"") + st.codec.unchecked_events(shown)
     return place_verdict(release_pending(st), st.codec.unchecked_events(shown), st.codec.ends_answer,
                          tail_open=st.tail_open)
+
+
+def contain(
+    state: StreamState, st: StreamedResponse, rt: Runtime, checked: CheckedRequest | None, reason: str,
+    received: bytes,
+) -> pb.ProcessingResponse:
+    """The reply to a chunk whose handling raised (a bug: unreadable data is handled above),
+    as the route says: fail-closed, the refusal instead of every withheld byte; fail-open, the
+    withheld bytes in order with the "unavailable" verdict and ``reason``. A stream with no
+    check (left) releases what it withheld."""
+    if st.refused:
+        return mutations.chunk_reply("response_body", b"")
+    if checked is None or st.finished:
+        st.scrub_rest = False  # the reading failed: stop looking, let the rest through
+        st.decoder.drain()
+        return _reply(st, received, release_pending(st))
+    st.decoder.drain()
+    return _reply(st, received, give_up(state, st, checked, rt, reason,
+                                        "the gateway failed while reading the stream"))
 
 
 def place_verdict(

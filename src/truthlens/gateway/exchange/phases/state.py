@@ -82,6 +82,7 @@ class StreamedResponse:
     # but a verdict the upstream wrote is still dropped (the verdict is the gateway's alone).
     scrub_rest: bool = False
     broken: str | None = None  # reason the events could not be understood
+    refused: bool = False  # a fail-closed refusal went out: nothing more of the upstream's does
 
 
 @dataclass(slots=True)
