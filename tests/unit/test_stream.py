@@ -443,11 +443,17 @@ async def test_passthrough_forwards_every_event_and_adds_the_verdict_before_done
     assert replies[2].mode_override.response_body_mode == pb.ProcessingMode.STREAMED
     out = released(replies[3:], chunks)
     original = upstream[: -len(b"data: [DONE]\n\n")]
-    assert out.startswith(original)  # the upstream's bytes, unchanged and in order
-    events = parse_sse(out[len(original) :])
+    # The upstream's bytes, unchanged and in order, but the warning goes before the chunk that
+    # carries the finish_reason (clients that close a choice there would drop it after).
+    finish = original[original.rindex(b"data: ", 0, len(original) - 2) :]
+    assert b'"finish_reason": "stop"' in finish
+    assert out.startswith(original[: -len(finish)])
+    events = parse_sse(out[len(original) - len(finish) :])
     assert events[-1] == "[DONE]"
-    warning, verdict = events[0], events[1]
+    warning, finished, verdict = events[0], events[1], events[2]
     assert warning["choices"][0]["delta"]["content"].strip().startswith("⚠️ Warning")
+    assert warning["choices"][0]["finish_reason"] is None
+    assert finished == json.loads(finish[len(b"data: ") :])
     assert verdict["choices"] == [] and verdict["truthlens"]["status"] == "detected"
 
 

@@ -42,7 +42,7 @@ class ChatEndpoint:
         return openai_body.parse_chat_response(body)
 
     def stream(self, strategy: Strategy, *, warns: bool) -> StreamCodec:
-        return ChatStream(strategy)
+        return ChatStream(strategy, warns=warns)
 
 
 class ResponsesEndpoint:
