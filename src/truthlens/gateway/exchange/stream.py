@@ -29,6 +29,7 @@ from truthlens.gateway.exchange.phases import (
     response_stream,
     unchecked_body,
 )
+from truthlens.gateway.exchange.phases.check import skip
 from truthlens.gateway.exchange.phases.state import CheckedRequest, Runtime, StreamState
 from truthlens.gateway.policy.presentation import unchecked
 
@@ -75,6 +76,7 @@ class Stream:
         # The check the request phase prepared (kept for the fallback: phases clear
         # ``state.checked`` as the check begins).
         self._checked: CheckedRequest | None = None
+        self._awaits_body = False  # a response body was asked for and has not ended
 
     @property
     def state(self) -> StreamState | None:
@@ -123,7 +125,12 @@ class Stream:
             self._checked = state.checked
         elif kind == "response_headers":
             reply = response_headers.handle(state, msg, self._rt)
+            # Whether Envoy will send the body: an exchange whose call ends before the body's
+            # end was cut off (see :meth:`close`).
+            self._awaits_body = (not msg.response_headers.end_of_stream and reply.HasField("mode_override")
+                                 and reply.mode_override.response_body_mode != pb.ProcessingMode.NONE)
         elif kind == "response_body":
+            self._awaits_body = self._awaits_body and not msg.response_body.end_of_stream
             # The response headers phase chose the body's form: one buffered JSON message, or
             # SSE chunks that each need an answer.
             if state.streamed is not None:
@@ -178,9 +185,23 @@ class Stream:
 
     def close(self) -> None:
         if self._state is not None:
+            if self._awaits_body and not self._state.end_call and self._checked is not None:
+                self._cut_off(self._state, self._checked)
             self._state.lease.release()
             if self._state.span is not None:
                 self._state.span.end()
+
+    def _cut_off(self, state: StreamState, checked: CheckedRequest) -> None:
+        """The call ended before the answer's body did: the upstream reset or cut its connection
+        (Envoy answers a held one with its own 502, named by envoy.yaml's local reply; a
+        passthrough stream just stops). Recorded once, as ``upstream_reset``, unless the answer
+        had already been judged in full or refused. Envoy does not tell which side went away: a
+        client that disconnects mid-answer is recorded the same way."""
+        st = state.streamed
+        if st is not None and (st.refused or (st.finished and st.done_seen)):
+            return
+        skip(state, self._rt, checked.route, checked.decision.name, errors.UPSTREAM_RESET,
+             "the answer ended before its end (the upstream's connection was reset or cut)", upstream=True)
 
     def _begin(self, msg: pb.ProcessingRequest, kind: str) -> StreamState:
         rank = _RANK[kind]

@@ -65,6 +65,7 @@ class ResponsesStream:
         self._sent: dict[Part, str] = {}  # passthrough: what the client got of each part before holding
         self._created: dict[str, Any] | None = None  # the response object of response.created
         self._last_seq = -1
+        self._other_output = False  # an output item that is not a message (no_text when alone)
         # The withheld events as read (raw bytes, JSON object), so that the end of a held stream
         # does not parse them again.
         self._held: list[tuple[bytes, dict[str, Any] | None]] = []
@@ -116,6 +117,8 @@ class ResponsesStream:
             item = _object(doc, "item")
             if item.get("type") == "message":
                 rendered.message(_index(doc, "output_index"), item.get("id"))
+            else:
+                self._other_output = True  # a function call, say: no text of its own
         elif kind == "response.content_part.added":
             part = _object(doc, "part")
             if part.get("type") == "output_text":
@@ -165,7 +168,7 @@ class ResponsesStream:
         return isinstance(doc, dict) and doc.get("type") in TERMINAL_EVENTS
 
     def answers(self) -> tuple[str, ...]:
-        return self._rendered.answers()
+        return self._rendered.answers() or (("",) if self._other_output else ())
 
     def scrub(self, event: SSEEvent) -> SSEEvent | None:
         """None for a verdict event the upstream wrote (a ``truthlens.*`` type or event name, or
@@ -235,7 +238,7 @@ class ResponsesStream:
         """The text parts whose final text differs from the upstream's: rewritten or warned
         (hold: the presentation's final contents; passthrough: the warning after the text)."""
         answers = self.answers()
-        if shown.outcome == "unchecked":
+        if shown.outcome == "unchecked" or not self._messages:
             return {}
         if self.strategy == "hold":
             finals = shown.final_contents(answers)
