@@ -23,9 +23,9 @@ def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> pb.Pro
         # Nothing to check (say so when the request phase could not prepare a check the route
         # asked for); the body is still read, only to drop a verdict the upstream wrote.
         shown = state.unchecked
-        mode = _scrub_mode(state, headers)
-        return reply(shown.headers if shown is not None else None, spoofed + (_length(headers) if mode == "streamed"
-                                                                              else []), mode)
+        scrub = _scrub_mode(state, headers)
+        return reply(shown.headers if shown is not None else None,
+                     spoofed + (_length(headers) if scrub == "streamed" else []), scrub)
 
     route = checked.route
     reason = _unchecked_reason(headers, msg.response_headers.end_of_stream, route.max_body_bytes)
