@@ -19,7 +19,7 @@ import grpc
 import pytest
 from harness import parse_sse
 from shipped_inputs import HALLUCINATED
-from test_stream import _held, _stream, chat, channel, completion, released, set_headers, sse_stream
+from test_stream import _held, _stream, channel, chat, completion, released, set_headers, sse_stream
 
 from truthlens.gateway.apis import forged, json_doc
 from truthlens.gateway.apis.chat import body as openai_body
