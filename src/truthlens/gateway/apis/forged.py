@@ -50,12 +50,17 @@ def scrub_event(event: SSEEvent, is_verdict: Callable[[dict[str, Any]], bool]) -
     verdict in a value nested too deep to read: another reader may read it); the event without
     its ``truthlens`` fields (wherever they sit) when it only carries some; else ``event``
     itself. Data that is not JSON stays: no JSON reader finds a verdict in it."""
+    data = event.data
+    # Once per streamed token: the usual event (no name, no escape, no verdict) leaves after two
+    # substring searches, with no call.
+    if event.event is None and DETAILS_FIELD not in data and "\\u00" not in data:
+        return event
     if names_verdict(event.event):
         return None
-    if not event.has_data or not json_doc.mentions(event.data, DETAILS_FIELD):
+    if not event.has_data or not json_doc.mentions(data, DETAILS_FIELD):
         return event
     try:
-        doc = json_doc.loads(event.data)
+        doc = json_doc.loads(data)
     except json_doc.TooDeep:
         return None
     except ValueError:

@@ -11,6 +11,7 @@ linear token scan, so a document too deep to decode still loses a field the gate
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -38,11 +39,10 @@ class TooDeep(JSONError):
 
 def loads(data: str | bytes) -> Any:
     """``data`` decoded, never nested deeper than :data:`MAX_DEPTH`; :class:`JSONError` otherwise."""
-    text = data.decode("utf-8") if isinstance(data, bytes | bytearray) else data
-    if not within_depth(text):
+    if not within_depth(data):
         raise TooDeep(f"JSON nested deeper than {MAX_DEPTH} levels")
     try:
-        return json.loads(text)
+        return json.loads(data)
     except (ValueError, RecursionError) as exc:  # RecursionError: a caller already deep in its stack
         raise JSONError(str(exc)) from None
 
@@ -52,14 +52,19 @@ def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def within_depth(text: str) -> bool:
+def within_depth(text: str | bytes) -> bool:
     """Whether no value of ``text`` nests deeper than :data:`MAX_DEPTH`. Cheap for the usual
     event: fewer brackets than the limit cannot nest past it (two C-speed counts). Otherwise
     every byte but the brackets outside strings is dropped (C-speed byte operations) and the
     running depth is a cumulative sum: linear in the bytes, whatever the nesting."""
-    if text.count("[") + text.count("{") <= MAX_DEPTH:
+    if isinstance(text, str):
+        if text.count("[") + text.count("{") <= MAX_DEPTH:
+            return True
+        raw = text.encode("utf-8", "surrogatepass")
+    elif text.count(b"[") + text.count(b"{") <= MAX_DEPTH:
         return True
-    raw = text.encode("utf-8", "surrogatepass")
+    else:
+        raw = bytes(text)
     # Escaped backslashes first, then escaped quotes: what is left of a string is its brackets
     # between two quotes, and those go with the string.
     raw = raw.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _NOT_NESTING)
@@ -71,7 +76,8 @@ def within_depth(text: str) -> bool:
 def mentions(text: str | bytes, name: str) -> bool:
     """Whether ``text`` may hold the string ``name`` once JSON-decoded: spelt out, or with ASCII
     ``\\u00XX`` escapes (``"truthl\\u0065ns"`` is ``truthlens`` to every JSON reader). Sound for
-    an ASCII ``name``: a false answer means no decoding of ``text`` contains it."""
+    an ASCII ``name``: a false answer means no decoding of ``text`` contains it. Text with no
+    escape of one of ``name``'s letters is settled by two substring searches."""
     if isinstance(text, bytes | bytearray):
         if name.encode() in text:
             return True
@@ -82,7 +88,18 @@ def mentions(text: str | bytes, name: str) -> bool:
         return True
     elif "\\u00" not in text:
         return False
+    if not _letter_escapes(name).search(text):
+        return False
     return name in _ASCII_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text)
+
+
+@functools.cache
+def _letter_escapes(name: str) -> re.Pattern[str]:
+    """A ``\\u00XX`` escape of one of ``name``'s characters (hex digits in either case)."""
+    def either_case(hexa: str) -> str:
+        return "".join(f"[{d.lower()}{d.upper()}]" if d.isalpha() else d for d in hexa)
+
+    return re.compile(r"\\u00(?:" + "|".join(either_case(f"{ord(c):02x}") for c in sorted(set(name))) + ")")
 
 
 def without_member(body: bytes, name: str) -> bytes | None:
@@ -139,19 +156,6 @@ def _without(value: Any, name: str) -> Any:
 _TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},:]|[^\s\[\]{},:"]+', re.DOTALL)
 
 
-class _Frame:
-    """One open object or array of :func:`without_key_text`'s scan."""
-
-    __slots__ = ("is_object", "expect_key", "member_start", "cutting", "comma")
-
-    def __init__(self, is_object: bool) -> None:
-        self.is_object = is_object
-        self.expect_key = is_object
-        self.member_start = 0
-        self.cutting = False
-        self.comma: int | None = None  # the last comma kept before the current member
-
-
 def without_key_text(text: str, name: str, *, anywhere: bool = True) -> str | None:
     """``text`` (a JSON object or array of any depth) without each member named ``name`` (at
     any depth, or only at the top level), by a linear token scan that never recurses; None when
@@ -159,42 +163,57 @@ def without_key_text(text: str, name: str, *, anywhere: bool = True) -> str | No
     container, brackets that do not match). For documents :func:`loads` refuses as too deep,
     which other readers still parse."""
     cuts: list[tuple[int, int]] = []
-    frames: list[_Frame] = []
+    # The open containers, one entry each in parallel lists of plain values (objects per level
+    # would make the garbage collector walk them all, again and again, on a deep document).
+    is_object: list[bool] = []
+    expect_key: list[bool] = []
+    member_start: list[int] = []
+    cutting: list[bool] = []
+    comma: list[int] = []  # the last comma kept before the current member; -1: none
     cut_depth = 0  # > 0: inside the value of a member being cut at that depth
     for m in _TOKEN.finditer(text):
         tok = m.group()
         if tok in ("{", "["):
-            frames.append(_Frame(tok == "{"))
+            obj = tok == "{"
+            is_object.append(obj)
+            expect_key.append(obj)
+            member_start.append(0)
+            cutting.append(False)
+            comma.append(-1)
             continue
-        if not frames:
+        depth = len(is_object)
+        if not depth:
             raise JSONError("not a JSON object or array")
-        frame = frames[-1]
         if tok in ("}", "]"):
-            if frame.is_object != (tok == "}"):
+            if is_object[-1] != (tok == "}"):
                 raise JSONError(f"unmatched {tok!r} at {m.start()}")
-            frames.pop()
-            if frame.cutting:  # the last member goes with the comma before it
-                cuts.append((frame.comma if frame.comma is not None else frame.member_start, m.start()))
+            if cutting[-1]:  # the last member goes with the comma before it
+                cuts.append((comma[-1] if comma[-1] >= 0 else member_start[-1], m.start()))
                 cut_depth = 0
-            if not frames:
+            is_object.pop()
+            expect_key.pop()
+            member_start.pop()
+            cutting.pop()
+            comma.pop()
+            if depth == 1:
                 break
             continue
-        if cut_depth and len(frames) > cut_depth:
+        if cut_depth and depth > cut_depth:
             continue  # inside a value being cut
         if tok == ",":
-            if frame.cutting:
+            if cutting[-1]:
                 # The member and its comma; ``comma`` stays the one before it, so that a cut
                 # last member takes that one (the cuts then overlap and merge).
-                cuts.append((frame.member_start, m.end()))
-                frame.cutting, cut_depth = False, 0
+                cuts.append((member_start[-1], m.end()))
+                cutting[-1], cut_depth = False, 0
             else:
-                frame.comma = m.start()
-            frame.expect_key = frame.is_object
-        elif frame.expect_key:
-            frame.expect_key = False
-            frame.member_start = m.start()
-            if tok.startswith('"') and (anywhere or len(frames) == 1) and _decoded(tok) == name:
-                frame.cutting, cut_depth = True, len(frames)
+                comma[-1] = m.start()
+            expect_key[-1] = is_object[-1]
+        elif expect_key[-1]:
+            expect_key[-1] = False
+            member_start[-1] = m.start()
+            if tok.startswith('"') and (anywhere or depth == 1) and _decoded(tok) == name:
+                cutting[-1], cut_depth = True, depth
     else:
         raise JSONError("a bracket is never closed")
     if not cuts:

@@ -356,7 +356,7 @@ def render_answers(
     upstream's ``truthlens`` fields go wherever they sit (a reader may look for a verdict in any
     object)."""
     finals = changed_texts(originals, change)
-    forged = mentions(body, DETAILS_FIELD) and json_doc.has_key(raw, DETAILS_FIELD)
+    forged = forged_details(raw, body)
     if not finals and change.details is None and not forged:
         return body
     doc = dict(json_doc.without_key(raw, DETAILS_FIELD) if forged else raw)
@@ -365,6 +365,12 @@ def render_answers(
     if change.details is not None:
         doc[DETAILS_FIELD] = change.details
     return encode_json(doc)
+
+
+def forged_details(raw: Mapping[str, Any], body: bytes) -> bool:
+    """Whether the upstream wrote a ``truthlens`` field anywhere in ``body`` (its document
+    ``raw``); the bytes are searched first, so a body that never names it is not walked."""
+    return mentions(body, DETAILS_FIELD) and json_doc.has_key(raw, DETAILS_FIELD)
 
 
 def changed_texts(originals: Sequence[str], change: Rewrite) -> dict[int, str]:

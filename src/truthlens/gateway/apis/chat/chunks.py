@@ -85,7 +85,9 @@ class StreamAccumulator:
             delta = choice.get("delta")
             if isinstance(delta, dict):
                 content = delta.get("content")
-                if content is not None:
+                if isinstance(content, str):
+                    state.content.append(content)
+                elif content is not None:
                     # A list of text parts too: the text a client renders of it is checked.
                     state.content.append(content_text(content, f"stream chunk choices[{pos}].delta.content",
                                                       "bad_response", RESPONSE_TEXT_PARTS))
