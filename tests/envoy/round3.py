@@ -5,10 +5,10 @@ upstream sends, and the client's reading of a stream (WHATWG SSE: one leading BO
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
+from fuzzing import names_verdict, whatwg_events
 from gateway_routes import CONTEXT, GROUNDED, HALLUCINATED
 from harness import RawResponse, Stack, chat_body, decision
 
@@ -74,40 +74,19 @@ def ask_responses(stack: Stack, question: str, route: str | None = None, *, stre
     return stack.raw("POST", RESPONSES, body, {"x-test-route": route} if route else {}, timeout_s=120)
 
 
-_LINE = re.compile(r"\r\n|\r|\n")
-_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
-
-
-def _names_verdict(text: str | bytes) -> bool:
-    """Whether text a reader cannot decode here would name the verdict once its escapes are read."""
-    text = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
-    return "truthlens" in _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text)
-
-
 def client_events(body: bytes) -> list[tuple[str | None, str]]:
-    """The events a WHATWG ``EventSource`` / ``TextDecoder`` client reads, as (event, data),
-    up to the ``openai`` SDKs' end of stream (data starting with ``[DONE]``)."""
-    text = body.decode("utf-8", "replace")
-    text = text[1:] if text.startswith("\ufeff") else text
-    events: list[tuple[str | None, str]] = []
-    name: str | None = None
-    data: list[str] = []
-    for line in _LINE.split(text):
-        if not line:
-            if data:
-                payload = "\n".join(data)
-                if payload.startswith("[DONE]"):
-                    return events
-                events.append((name, payload))
-            name, data = None, []
-            continue
-        field, _, value = line.partition(":")
-        value = value[1:] if value.startswith(" ") else value
-        if field == "data":
-            data.append(value)
-        elif field == "event":
-            name = value
-    return events
+    """The events a WHATWG ``EventSource`` / ``TextDecoder`` client reads, as (event, data), up
+    to the ``openai`` SDKs' end of stream (data starting with ``[DONE]``)."""
+    events = whatwg_events(body)
+    done = next((i for i, (_, data) in enumerate(events) if data.startswith("[DONE]")), len(events))
+    return events[:done]
+
+
+def use(stack: Stack, script: Sequence[dict[str, Any]]) -> Stack:
+    """The shared stack with these routes and ``script`` (other suites may have changed both)."""
+    assert stack.write_config(stack.config_yaml(decisions=DECISIONS)) in ("applied", "unchanged")
+    stack.set_script(script)
+    return stack
 
 
 def verdicts(body: bytes) -> list[Any]:
@@ -119,7 +98,7 @@ def verdicts(body: bytes) -> list[Any]:
         try:
             doc = json.loads(data)
         except RecursionError:
-            if _names_verdict(data):
+            if names_verdict(data):
                 found.append("unreadable")
             continue
         except ValueError:
@@ -136,7 +115,7 @@ def json_verdicts(body: bytes) -> list[Any]:
     try:
         return _fields(json.loads(body))
     except RecursionError:
-        return ["unreadable"] if _names_verdict(body) else []
+        return ["unreadable"] if names_verdict(body.decode('utf-8', 'replace')) else []
 
 
 def _fields(value: Any) -> list[Any]:
@@ -159,16 +138,21 @@ def statuses(found: Sequence[Any]) -> list[Any]:
     return [v.get("status") if isinstance(v, dict) else v for v in found]
 
 
-def text_of(body: bytes) -> str:
-    """The answer text a client renders of a chat or Responses stream."""
-    out = []
+def _objects(body: bytes) -> Iterator[dict[str, Any]]:
+    """The JSON object of each event a client reads (others skipped)."""
     for _, data in client_events(body):
         try:
             doc = json.loads(data)
         except (ValueError, RecursionError):
             continue
-        if not isinstance(doc, dict):
-            continue
+        if isinstance(doc, dict):
+            yield doc
+
+
+def text_of(body: bytes) -> str:
+    """The answer text a client renders of a chat or Responses stream."""
+    out = []
+    for doc in _objects(body):
         if doc.get("type") == "response.output_text.delta":
             out.append(str(doc.get("delta")))
         for choice in doc.get("choices") or []:
@@ -179,15 +163,7 @@ def text_of(body: bytes) -> str:
 
 
 def error_codes(body: bytes) -> list[str]:
-    codes = []
-    for _, data in client_events(body):
-        try:
-            doc = json.loads(data)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(doc, dict) and isinstance(doc.get("error"), dict):
-            codes.append(str(doc["error"].get("code")))
-    return codes
+    return [str(doc["error"].get("code")) for doc in _objects(body) if isinstance(doc.get("error"), dict)]
 
 
 __all__ = ["CHAT", "CONTEXT", "DECISIONS", "DEEP", "GROUNDED", "HALLUCINATED", "RESPONSES"]

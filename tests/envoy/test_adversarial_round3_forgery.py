@@ -20,14 +20,12 @@ from __future__ import annotations
 import json
 import socket
 import threading
-from collections.abc import Iterator
 
 import pytest
 from harness import Stack
 from round3 import (
     CHAT,
     CONTEXT,
-    DECISIONS,
     DEEP,
     GROUNDED,
     HALLUCINATED,
@@ -41,6 +39,7 @@ from round3 import (
     responses_stream,
     statuses,
     text_of,
+    use,
     verdicts,
 )
 
@@ -101,10 +100,8 @@ SCRIPT = [
 
 
 @pytest.fixture
-def round3(stack: Stack) -> Iterator[Stack]:
-    assert stack.write_config(stack.config_yaml(decisions=DECISIONS)) in ("applied", "unchanged")
-    stack.set_script(SCRIPT)
-    yield stack
+def round3(stack: Stack) -> Stack:
+    return use(stack, SCRIPT)
 
 
 # -- N1–N4: a verdict the upstream escaped --------------------------------------------------------

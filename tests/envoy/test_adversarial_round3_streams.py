@@ -12,13 +12,11 @@ content-length instead of chunked with ``content_length``, a dropped connection 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from harness import Stack
 from round3 import (
-    DECISIONS,
     GROUNDED,
     HALLUCINATED,
     ask_chat,
@@ -32,6 +30,7 @@ from round3 import (
     responses_stream,
     statuses,
     text_of,
+    use,
     verdicts,
 )
 
@@ -98,10 +97,8 @@ SCRIPT = [
 
 
 @pytest.fixture
-def round3(stack: Stack) -> Iterator[Stack]:
-    assert stack.write_config(stack.config_yaml(decisions=DECISIONS)) in ("applied", "unchanged")
-    stack.set_script(SCRIPT)
-    yield stack
+def round3(stack: Stack) -> Stack:
+    return use(stack, SCRIPT)
 
 
 # -- text a client is shown that the gateway did not read ------------------------------------------

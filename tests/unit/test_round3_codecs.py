@@ -146,12 +146,16 @@ def _bug(*args: object, **kwargs: object) -> None:
     raise RuntimeError("an injected bug")
 
 
+@pytest.fixture
+def buggy_chat_codec(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ChatStream, "add", _bug)
+
+
 @ON_THE_PROCESSORS_LOOP
 async def test_a_bug_reading_a_held_stream_releases_it_on_a_fail_open_route_marked_internal(
-    channel: grpc.aio.Channel, monkeypatch: pytest.MonkeyPatch
+    channel: grpc.aio.Channel, buggy_chat_codec: None
 ) -> None:
     upstream = sse_stream(HALLUCINATED)
-    monkeypatch.setattr(ChatStream, "add", _bug)
     replies = await _held(channel, upstream)
     out = released(replies[3:], [upstream])
     headers = set_headers(replies[3].response_body.response)
@@ -162,10 +166,9 @@ async def test_a_bug_reading_a_held_stream_releases_it_on_a_fail_open_route_mark
 
 @ON_THE_PROCESSORS_LOOP
 async def test_a_bug_reading_a_stream_on_a_fail_closed_route_ends_it_with_the_refusal(
-    channel: grpc.aio.Channel, monkeypatch: pytest.MonkeyPatch
+    channel: grpc.aio.Channel, buggy_chat_codec: None
 ) -> None:
     upstream = sse_stream(HALLUCINATED)
-    monkeypatch.setattr(ChatStream, "add", _bug)
     replies = await _stream(channel, [upstream], route="closed")
     out = released(replies[3:], [upstream, b""])
     assert b"1925" not in out  # none of the unread answer
