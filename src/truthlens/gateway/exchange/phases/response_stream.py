@@ -79,7 +79,8 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
         # until it ends (the decoder keeps reading it, so the events after it stay in step).
         tail = _detach_open_event(st)
         out += give_up(state, st, checked, rt, "too_large",
-                       f"the stream is over the route's max_body_bytes ({checked.route.max_body_bytes})")
+                       f"the stream is over the route's max_body_bytes ({checked.route.max_body_bytes})",
+                       open_event=False)
         st.pending += tail
         st.scrub_rest = True
     if chunk.end_of_stream and not st.finished:
@@ -171,10 +172,14 @@ async def _finish(
 
 
 def give_up(
-    state: StreamState, st: StreamedResponse, checked: CheckedRequest, rt: Runtime, reason: str, detail: str
+    state: StreamState, st: StreamedResponse, checked: CheckedRequest, rt: Runtime, reason: str, detail: str,
+    *, open_event: bool = True,
 ) -> bytes:
     """Release every withheld byte unchanged with the "unavailable" verdict: before the event
-    that ends the answer among them, never glued onto an event the upstream left unterminated."""
+    that ends the answer among them, never inside an event the upstream left open. Mid-stream
+    (``open_event``) the open event's bytes go out after the verdict, so the chunks that finish it
+    (which then flow through unread) continue it as they came; at the end of the stream an open
+    event is closed with a blank line before the verdict."""
     shown = skip(state, rt, checked.route, checked.decision.name, reason, detail, upstream=True)
     st.shown = shown
     if shown.refusal is not None:
@@ -187,8 +192,12 @@ def give_up(
         if st.buffered:
             return st.codec.refusal_events(shown.refusal)
         return (b"\n\n" if st.tail_open else b"") + st.codec.unchecked_events(shown)
+    tail = b""
+    if open_event:  # the rest flows through unread: the decoder is done
+        tail = _detach_open_event(st)
+        st.decoder.drain()
     return place_verdict(release_pending(st), st.codec.unchecked_events(shown), st.codec.ends_answer,
-                         tail_open=st.tail_open)
+                         tail_open=st.tail_open) + tail
 
 
 def contain(
@@ -205,7 +214,6 @@ def contain(
         st.scrub_rest = False  # the reading failed: stop looking, let the rest through
         st.decoder.drain()
         return _reply(st, received, release_pending(st))
-    st.decoder.drain()
     return _reply(st, received, give_up(state, st, checked, rt, reason,
                                         "the gateway failed while reading the stream"))
 
