@@ -64,7 +64,7 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
     try:
         events = _feed(st, chunk.body, chunk.end_of_stream)
     except sse.SSEError as exc:
-        return _reply(st, chunk.body, give_up(state, st, checked, rt, exc.reason, str(exc)))
+        return _reply(st, chunk.body, give_up(state, st, checked, rt, exc.reason, str(exc), read_rest=False))
     try:
         if not over:
             await _consume(state, st, checked, rt, events, out, chunk.end_of_stream)
@@ -74,15 +74,9 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
         st.pending[:0] = out
         raise
     if over:
-        # The rest flows unchanged but for verdicts the upstream wrote, marked unavailable. The
-        # verdict goes after the last whole event; the event this chunk left open is withheld
-        # until it ends (the decoder keeps reading it, so the events after it stay in step).
-        tail = _detach_open_event(st)
+        # The rest flows unchanged but for verdicts the upstream wrote, marked unavailable.
         out += give_up(state, st, checked, rt, "too_large",
-                       f"the stream is over the route's max_body_bytes ({checked.route.max_body_bytes})",
-                       open_event=False)
-        st.pending += tail
-        st.scrub_rest = True
+                       f"the stream is over the route's max_body_bytes ({checked.route.max_body_bytes})")
     if chunk.end_of_stream and not st.finished:
         out += give_up(state, st, checked, rt, "sse_framing", "the stream ended before the answer did "
                         "(no data: [DONE], no response.completed)")
@@ -173,13 +167,15 @@ async def _finish(
 
 def give_up(
     state: StreamState, st: StreamedResponse, checked: CheckedRequest, rt: Runtime, reason: str, detail: str,
-    *, open_event: bool = True,
+    *, read_rest: bool = True,
 ) -> bytes:
     """Release every withheld byte unchanged with the "unavailable" verdict: before the event
-    that ends the answer among them, never inside an event the upstream left open. Mid-stream
-    (``open_event``) the open event's bytes go out after the verdict, so the chunks that finish it
-    (which then flow through unread) continue it as they came; at the end of the stream an open
-    event is closed with a blank line before the verdict."""
+    that ends the answer among them, never inside an event the upstream left open. With
+    ``read_rest`` (the events still frame) that open event stays withheld until it ends and the
+    rest of the stream is still read as it flows on, for a verdict the upstream wrote (dropped);
+    without it (the framing broke) the open event's bytes follow the verdict and the rest flows
+    through unread. At the end of the stream an open event is closed with a blank line before
+    the verdict."""
     shown = skip(state, rt, checked.route, checked.decision.name, reason, detail, upstream=True)
     st.shown = shown
     if shown.refusal is not None:
@@ -192,12 +188,15 @@ def give_up(
         if st.buffered:
             return st.codec.refusal_events(shown.refusal)
         return (b"\n\n" if st.tail_open else b"") + st.codec.unchecked_events(shown)
-    tail = b""
-    if open_event:  # the rest flows through unread: the decoder is done
-        tail = _detach_open_event(st)
-        st.decoder.drain()
-    return place_verdict(release_pending(st), st.codec.unchecked_events(shown), st.codec.ends_answer,
-                         tail_open=st.tail_open) + tail
+    tail = _detach_open_event(st)
+    released = place_verdict(release_pending(st), st.codec.unchecked_events(shown), st.codec.ends_answer,
+                             tail_open=st.tail_open)
+    if read_rest:
+        st.pending += tail  # the decoder keeps reading it, so the events after it stay in step
+        st.scrub_rest = True
+        return released
+    st.decoder.drain()
+    return released + tail
 
 
 def contain(
