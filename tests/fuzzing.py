@@ -190,3 +190,25 @@ def forged_in(name: str | None, data: str) -> bool:
         elif isinstance(item, list):
             stack.extend(item)
     return False
+
+
+def assert_released(body: bytes, out: bytes) -> None:
+    """What a fail-open passthrough route owes the client of ``body``: no verdict but the
+    gateway's in ``out``, and every event the upstream sent in it, byte for byte and in order,
+    but those that name the verdict (dropped or cut out of); an unframeable body as it came."""
+    from truthlens.gateway.apis.sse import SSEDecoder, SSEError
+
+    assert not any(forged_in(name, data) for name, data in whatwg_events(out))
+    try:
+        decoder = SSEDecoder()
+        upstream = decoder.feed(body) + decoder.flush()
+    except SSEError:
+        assert out.startswith(body)
+        return
+    position = 0
+    for event in upstream:
+        if (event.event or "").startswith(NAME) or names_verdict(event.data):
+            continue
+        found = out.find(event.raw, position)
+        assert found >= 0, event.raw[:120]
+        position = found + len(event.raw)
