@@ -33,7 +33,8 @@ from truthlens.gateway.apis.chat.body import (
     render_chat_response,
 )
 from truthlens.gateway.apis.chat.chunks import StreamAccumulator, parse_chunk
-from truthlens.gateway.apis.sse import SSEDecoder
+from truthlens.gateway.apis.chat.stream import ChatStream
+from truthlens.gateway.apis.sse import SSEDecoder, SSEEvent
 
 ANSWER = "The Eiffel Tower is a wrought-iron lattice tower in Paris, completed in 1889. " * 200
 
@@ -210,6 +211,18 @@ def main() -> None:
         "SSE framing path (per stream)", per_call_us(general, reps), per_call_us(whole, reps), "CRLF/general", "LF/fast"
     )
     print(f"{'decode + parse + accumulate':<34} {per_call_us(accumulate, reps):9.2f} us per stream")
+    # The verdict scrub runs on every event of every stream the processor reads (checked or not).
+    # An upstream that escapes non-ASCII text (Python's json.dumps default) puts "\\u00" in most
+    # events: the scrub's pre-test then reads the escapes before it can say "no verdict here".
+    escaped = stream.replace(b"token", b"t\\u00f6ken")
+    codec = ChatStream("passthrough")
+    plain_events, escaped_events = SSEDecoder().feed(stream), SSEDecoder().feed(escaped)
+
+    def scrub(events: list[SSEEvent]) -> Callable[[], None]:
+        return lambda: [codec.scrub(e) for e in events] and None
+
+    row("scrub every event (per stream)", per_call_us(scrub(escaped_events), reps),
+        per_call_us(scrub(plain_events), reps), "\\u00 escapes", "plain")
     protobuf_rows(n)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import fuzzing  # noqa: F401 - registers and loads the hypothesis profile (TRUTHLENS_FUZZ_PROFILE)
 import pytest
 from harness import Stack
 from shipped_inputs import require_shipped_model

@@ -96,6 +96,15 @@ def test_every_product_header_is_removed_from_upstream_responses(where: str) -> 
     assert all("response_headers_to_remove" not in r for r in host["routes"])
 
 
+@pytest.mark.parametrize("where", WHERE)
+def test_envoys_reply_to_an_upstream_reset_names_it(where: str) -> None:
+    # Not processor_unreachable (the route's unchecked mark): the processor was up. The behaviour:
+    # tests/envoy/test_adversarial_round3_streams.py::test_n69_*.
+    (mapper,) = hcm(configs()[where])["local_reply_config"]["mappers"]
+    assert set(mapper["filter"]["response_flag_filter"]["flags"]) == {"UR", "UC", "UPE"}
+    assert [h["header"] for h in mapper["headers_to_add"]] == [{"key": "x-truthlens-reason", "value": "upstream_reset"}]
+
+
 def test_compose_and_k8s_route_exactly_as_shipped() -> None:
     docs = configs()
     for where in ("compose", "k8s"):

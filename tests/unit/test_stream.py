@@ -494,11 +494,17 @@ async def test_passthrough_forwards_every_event_and_adds_the_verdict_before_done
     assert replies[2].mode_override.response_body_mode == pb.ProcessingMode.STREAMED
     out = released(replies[3:], chunks)
     original = upstream[: -len(b"data: [DONE]\n\n")]
-    assert out.startswith(original)  # the upstream's bytes, unchanged and in order
-    events = parse_sse(out[len(original) :])
+    # The upstream's bytes, unchanged and in order, but the warning goes before the chunk that
+    # carries the finish_reason (clients that close a choice there would drop it after).
+    finish = original[original.rindex(b"data: ", 0, len(original) - 2) :]
+    assert b'"finish_reason": "stop"' in finish
+    assert out.startswith(original[: -len(finish)])
+    events = parse_sse(out[len(original) - len(finish) :])
     assert events[-1] == "[DONE]"
-    warning, verdict = events[0], events[1]
+    warning, finished, verdict = events[0], events[1], events[2]
     assert warning["choices"][0]["delta"]["content"].strip().startswith("⚠️ Warning")
+    assert warning["choices"][0]["finish_reason"] is None
+    assert finished == json.loads(finish[len(b"data: ") :])
     assert verdict["choices"] == [] and verdict["truthlens"]["status"] == "detected"
 
 
@@ -616,10 +622,13 @@ async def test_a_fail_closed_route_ends_an_uncheckable_stream_with_an_error_even
     chunks = split(upstream, 40)
     replies = await _stream(channel, chunks, route="closed")
     out = released(replies[3:], chunks + [b""])
-    assert out.startswith(upstream)  # what arrived still reaches the client, unchanged
-    events = parse_sse(out[len(upstream) :])
+    whole = upstream[: upstream.rindex(b"\n\n") + 2]
+    # The whole events went out as they came (passthrough); the unreadable rest is withheld for
+    # good (closed means closed) and the client learns why and that the route refuses it.
+    assert out.startswith(whole) and upstream[len(whole) :] not in out
+    events = parse_sse(out[len(whole) :])
     assert events[0]["truthlens"]["status"] == "unavailable"
-    assert events[-1]["error"]["code"] == "sse_framing"  # and it learns the route refuses it
+    assert events[-1]["error"]["code"] == "sse_framing"
 
 
 # -- protocol and containment ----------------------------------------------------------------------

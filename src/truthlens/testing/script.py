@@ -12,7 +12,8 @@ Rule (YAML or JSON; every key optional)::
             drop_after_chunks: 3, confidence: 0.9, logprobs: [-0.1, ...], finish_reason: stop,
             verdicts: {"substring": "refuted", "*": "supported"},
             headers: {x-extra: "1"}, extra_fields: {...}, extra_events: ["data: {...}\n\n"],
-            chunked: false, repeat: 1, span_judge: {quotes: [...], extra_quotes: [...], malformed: false}}
+            chunked: false, content_length: false, repeat: 1,
+            span_judge: {quotes: [...], extra_quotes: [...], malformed: false}}
 
 ``content_encoding: negotiate`` answers gzip exactly when the request's ``Accept-Encoding`` accepts
 it, as nginx's ``gzip on`` and aiohttp's compression do. ``headers`` are added to the response,
@@ -101,6 +102,7 @@ class Reply:
     extra_fields: Mapping[str, Any] | None = None
     extra_events: tuple[str, ...] = ()
     chunked: bool = False  # a JSON body without content-length (chunked transfer encoding)
+    content_length: bool = False  # an SSE body sent whole with a content-length (a buffering proxy)
     repeat: int = 1  # the content is sent this many times over (very large answers, small scripts)
     span_judge: JudgeScript | None = None  # answer as a generative span detector (span_judge.py)
 
@@ -234,6 +236,7 @@ def parse_rule(raw: Mapping[str, Any], index: int = 0) -> Rule:
         extra_fields=typed(r, "extra_fields", Mapping, rw),
         extra_events=tuple(extra_events),
         chunked=bool(typed(r, "chunked", bool, rw)),
+        content_length=bool(typed(r, "content_length", bool, rw)),
         repeat=typed(r, "repeat", int, rw) or 1,
         span_judge=_judge_script(r, rw),
     )

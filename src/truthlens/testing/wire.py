@@ -61,9 +61,13 @@ async def send(request: web.Request, reply: Reply, data: bytes, content_type: st
 
 
 async def write_events(request: web.Request, reply: Reply, events: list[bytes]) -> web.StreamResponse:
-    """Send ``events`` as an SSE body with the reply's faults (gzip, delays, a dropped connection)."""
+    """Send ``events`` as an SSE body with the reply's faults (gzip, delays, a dropped connection,
+    a content-length instead of chunked)."""
     headers = {"Content-Type": reply.content_type or "text/event-stream", "Cache-Control": "no-cache",
                **dict(reply.headers)}
+    if reply.content_length:
+        # The whole stream at once with its length announced, as a buffering proxy sends it.
+        return web.Response(body=b"".join(events), headers=headers)
     compressor = None
     if _gzipped(request, reply):
         compressor = zlib.compressobj(wbits=31)  # gzip container, flushed per event

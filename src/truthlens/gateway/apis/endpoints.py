@@ -58,7 +58,7 @@ class ChatEndpoint(_JsonBodies):
         return openai_body.parse_chat_response(body)
 
     def stream(self, strategy: Strategy, *, warns: bool) -> StreamCodec:
-        return ChatStream(strategy)
+        return ChatStream(strategy, warns=warns)
 
     def progressive_stream(self) -> ProgressiveCodec:
         return ProgressiveChatStream()

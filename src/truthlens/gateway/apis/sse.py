@@ -48,7 +48,11 @@ class SSEEvent(NamedTuple):
 
     @property
     def is_done(self) -> bool:
-        return self.has_data and self.data.strip() == "[DONE]"
+        """The chat stream's end: data that starts with ``[DONE]``, as the ``openai`` SDKs
+        (Python and Node) read it; they stop there, so ``[DONE]x`` ends the answer too, and the
+        verdict goes before it. Data with a space before it (``data:  [DONE]``) is not the end:
+        the SDKs try to read it as JSON."""
+        return self.has_data and self.data.startswith("[DONE]")
 
 
 class SSEDecoder:
@@ -59,6 +63,11 @@ class SSEDecoder:
         self._max = max_event_bytes
         self._scan_from = 0  # the terminator search restarts just before the last unscanned bytes
         self._has_cr = False  # whether the pending bytes hold a "\r" (kept per chunk, never rescanned)
+        # The stream's first bytes: a UTF-8 byte order mark there is not part of the first field
+        # name (the SSE specification decodes the stream with one leading BOM stripped, as
+        # TextDecoder does); any later one is.
+        self._at_start = True
+        self._bom = False  # the next block starts with the stream's leading BOM
 
     @property
     def pending_bytes(self) -> int:
@@ -67,6 +76,11 @@ class SSEDecoder:
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         self._buffer += chunk
         buf = self._buffer
+        if self._at_start and buf:
+            if len(buf) < len(_BOM) and _BOM.startswith(bytes(buf)):
+                return []  # maybe the start of a BOM: wait for more (flush() keeps the bytes)
+            self._at_start = False
+            self._bom = buf.startswith(_BOM)
         events: list[SSEEvent] = []
         start = 0
         # Nearly every stream ends lines with "\n" only: a C-speed find is ~50x cheaper than
@@ -89,7 +103,7 @@ class SSEDecoder:
                 # its way; wait for the next byte (or flush) before deciding.
                 if end == len(buf) and buf[end - 1] == 0x0D:
                     break
-            events.append(_parse_block(bytes(buf[start:end])))
+            events.append(self._block(bytes(buf[start:end])))
             start = end
             self._scan_from = end
         if start:
@@ -111,6 +125,7 @@ class SSEDecoder:
         self._buffer.clear()
         self._scan_from = 0
         self._has_cr = False
+        self._at_start = False
         return rest
 
     def flush(self) -> list[SSEEvent]:
@@ -119,12 +134,24 @@ class SSEDecoder:
         # feed() released every terminated event except one held back on a final "\r":
         # whatever is left is one block (possibly only line breaks, which dispatch nothing
         # but still belong to the stream's bytes).
-        return [_parse_block(rest)] if rest else []
+        return [self._block(rest)] if rest else []
+
+    def _block(self, raw: bytes) -> SSEEvent:
+        """The event of ``raw``; the stream's leading BOM (kept in ``raw``: every byte comes back)
+        is not read as part of its first field."""
+        if self._bom:
+            self._bom = False
+            event = _parse_block(raw, skip=len(_BOM))
+            return event
+        return _parse_block(raw)
 
 
-def _parse_block(raw: bytes) -> SSEEvent:
+_BOM = b"\xef\xbb\xbf"
+
+
+def _parse_block(raw: bytes, skip: int = 0) -> SSEEvent:
     try:
-        text = raw.decode("utf-8")
+        text = raw[skip:].decode("utf-8") if skip else raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SSEError(f"SSE event is not valid UTF-8: {exc}") from None
     # The common event, one "data: ..." line and the blank line, skips the general parser.
@@ -148,7 +175,7 @@ def _parse_block(raw: bytes) -> SSEEvent:
             if "\0" not in value:
                 event_id = value
         elif name == "retry":
-            if value.isdigit():
+            if value.isascii() and value.isdigit():  # ASCII digits only ("²" is a digit to isdigit)
                 retry = int(value)
         # Other field names are ignored, as the SSE specification says.
     return SSEEvent(

@@ -34,6 +34,9 @@ REASONS: dict[str, tuple[int, str]] = {
     "stream_mismatch": (502, "the upstream's Responses stream restates a text (done / completed events) its deltas "
                         "did not render, or adds text after declaring it done"),
     "no_choices": (502, "the upstream's answer has no choices (Responses: no message items) to check"),
+    # Not a failure: an answer with no text a client is shown (empty, blank, tool calls only) is skipped.
+    "no_text": (502, "the upstream's answer has no text to check (empty, blank, or tool calls only)"),
+    "upstream_reset": (502, "the upstream's connection ended before the answer did (reset or cut off)"),
     # The checking itself.
     "detector_timeout": (503, "the detector did not answer within the detection budget"),
     "detector_overloaded": (503, "the detector queue is full"),
@@ -59,6 +62,7 @@ REASONS: dict[str, tuple[int, str]] = {
 }
 
 UPSTREAM_STATUS = 502  # a fail-closed refusal caused by the upstream's answer
+UPSTREAM_RESET = "upstream_reset"  # the answer was cut off (also the label envoy.yaml's local reply writes)
 
 # Reasons that describe something the client sent: a fail-closed gateway answers 4xx.
 CLIENT_REASONS = frozenset(r for r, (status, _) in REASONS.items() if 400 <= status < 500)

@@ -10,6 +10,7 @@ the exchange is passed through unchecked.
 from __future__ import annotations
 
 import functools
+import logging
 from typing import Any, Literal
 
 from opentelemetry import trace
@@ -29,7 +30,8 @@ from truthlens.gateway.exchange.phases import (
     response_stream,
     unchecked_body,
 )
-from truthlens.gateway.exchange.phases.state import Runtime, StreamState
+from truthlens.gateway.exchange.phases.check import skip
+from truthlens.gateway.exchange.phases.state import CheckedRequest, Runtime, StreamState
 from truthlens.gateway.policy.presentation import unchecked
 
 MessageKind = Literal[
@@ -45,6 +47,7 @@ _REPEATABLE = frozenset({"request_body", "response_body"})
 # Replies that can still replace the exchange with an error (nothing has gone to the client).
 _REFUSABLE = frozenset({"request_body", "response_headers", "response_body"})
 _PROPAGATOR = TraceContextTextMapPropagator()
+_log = logging.getLogger(__name__)
 
 
 @functools.cache
@@ -71,6 +74,10 @@ class Stream:
         # Known from the request headers: no check will run (phase_plan). Such an exchange is
         # not traced, and its request body only loses the context field.
         self._unchecked = False
+        # The check the request phase prepared (kept for the fallback: phases clear
+        # ``state.checked`` as the check begins).
+        self._checked: CheckedRequest | None = None
+        self._awaits_body = False  # a response body was asked for and has not ended
 
     @property
     def state(self) -> StreamState | None:
@@ -119,9 +126,15 @@ class Stream:
             if self._unchecked:
                 return unchecked_body.handle(state, msg)
             reply = await request_body.handle(state, msg, self._rt)
+            self._checked = state.checked
         elif kind == "response_headers":
             reply = response_headers.handle(state, msg, self._rt)
+            # Whether Envoy will send the body: an exchange whose call ends before the body's
+            # end was cut off (see :meth:`close`).
+            self._awaits_body = (not msg.response_headers.end_of_stream and reply.HasField("mode_override")
+                                 and reply.mode_override.response_body_mode != pb.ProcessingMode.NONE)
         elif kind == "response_body":
+            self._awaits_body = self._awaits_body and not msg.response_body.end_of_stream
             # The response headers phase chose the body's form: one buffered JSON message, or
             # SSE chunks that each need an answer.
             if state.streamed is not None:
@@ -157,36 +170,56 @@ class Stream:
     def fallback(
         self, msg: pb.ProcessingRequest, exc: BaseException
     ) -> pb.ProcessingResponse | list[pb.ProcessingResponse] | None:
-        """The reply when handling ``msg`` raised: unchanged ("continue") on a fail-open route,
-        an error on a fail-closed one; the rest of the exchange passes through."""
+        """The reply when handling ``msg`` raised: one policy for every phase. A fail-closed
+        route's refusal, never the bytes; on a fail-open route the message unchanged, and a
+        response body marked unavailable with the exception's reason (a stream releases every
+        withheld byte in order, with that verdict). The rest of the exchange passes through."""
         kind = msg.WhichOneof("request")
         if kind is None or msg.observability_mode:
             return None
         state = self._state
         if state is None:
             return mutations.passthrough(kind)
-        streamed = state.streamed
-        if kind == "response_body" and streamed is not None and streamed.progressive is not None:
-            # Every chunk not answered yet goes on unchanged, this one too: nothing is lost.
-            state.checked = None
-            return response_progressive.release_all(streamed)
-        if kind == "response_body" and streamed is not None:
-            # Headers already went out: release every withheld byte, in order, unchanged.
-            state.checked = None
-            return mutations.chunk_reply("response_body", response_stream.release_pending(streamed))
-        checked = state.checked
+        # The check the route asked for, even once a phase has begun it (state.checked is
+        # cleared as a check starts, so that it runs at most once).
+        checked = state.checked or self._checked
         state.checked = None
+        reason = errors.reason_for_exception(exc)
+        try:
+            if kind == "response_body" and state.streamed is not None and state.streamed.progressive is not None:
+                return response_progressive.contain(state, state.streamed, self._rt, checked, reason)
+            if kind == "response_body" and state.streamed is not None:
+                return response_stream.contain(state, state.streamed, self._rt, checked, reason,
+                                               msg.response_body.body)
+            if kind == "response_body" and checked is not None:
+                return response_buffered.contain(state, self._rt, checked, reason, msg.response_body)
+        except Exception:  # the containment itself failed: the policy still holds
+            _log.exception("ext_proc %s: the fallback reply failed too", kind)
         if checked is not None and checked.route.fail_policy == "closed" and kind in _REFUSABLE:
-            refusal = unchecked(checked.route, checked.decision.name, errors.reason_for_exception(exc)).refusal
+            refusal = unchecked(checked.route, checked.decision.name, reason).refusal
             if refusal is not None:
                 return mutations.refusal_response(refusal)
         return mutations.passthrough(kind)
 
     def close(self) -> None:
         if self._state is not None:
+            if self._awaits_body and not self._state.end_call and self._checked is not None:
+                self._cut_off(self._state, self._checked)
             self._state.lease.release()
             if self._state.span is not None:
                 self._state.span.end()
+
+    def _cut_off(self, state: StreamState, checked: CheckedRequest) -> None:
+        """The call ended before the answer's body did: the upstream reset or cut its connection
+        (Envoy answers a held one with its own 502, named by envoy.yaml's local reply; a
+        passthrough stream just stops). Recorded once, as ``upstream_reset``, unless the answer
+        had already been judged in full or refused. Envoy does not tell which side went away: a
+        client that disconnects mid-answer is recorded the same way."""
+        st = state.streamed
+        if st is not None and (st.refused or (st.finished and st.done_seen)):
+            return
+        skip(state, self._rt, checked.route, checked.decision.name, errors.UPSTREAM_RESET,
+             "the answer ended before its end (the upstream's connection was reset or cut)", upstream=True)
 
     def _begin(self, msg: pb.ProcessingRequest, kind: str) -> StreamState:
         rank = _RANK[kind]

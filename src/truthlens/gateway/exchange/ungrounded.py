@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from truthlens.gateway.policy.config import RouteSettings
 
 REASON = "no_context"
+NO_TEXT_REASON = "no_text"  # an answer with no text to check (empty, blank, tool calls only)
 STATUS = 400
 MESSAGE = (
     "TruthLens: this route answers only requests that carry grounding context "
@@ -34,17 +35,19 @@ def needs_skipping(route: RouteSettings, request: ParsedRequest) -> bool:
     return route.no_context != "check" and not any(p.strip() for p in request.passages)
 
 
-def presentation(route: RouteSettings, decision: str) -> Presentation:
-    """Skipped (the answer unchanged, said so in headers), or refused on ``no_context: block``."""
+def presentation(route: RouteSettings, decision: str, reason: str = REASON) -> Presentation:
+    """Skipped (the answer unchanged, said so in headers), or refused on ``no_context: block``.
+    ``reason``: ``no_context``, or ``no_text`` (an answer with no text to check: empty, blank,
+    tool calls only; never refused)."""
     headers = {
         "x-truthlens-enabled": "true",
         "x-truthlens-mode": route.mode,
         "x-truthlens-detected": "skipped",
-        "x-truthlens-reason": REASON,
+        "x-truthlens-reason": reason,
     }
-    details: dict[str, Any] = {"decision": decision, "mode": route.mode, "status": "skipped", "reason": REASON}
+    details: dict[str, Any] = {"decision": decision, "mode": route.mode, "status": "skipped", "reason": reason}
     refusal = None
-    if route.no_context == "block":
+    if route.no_context == "block" and reason == REASON:
         refusal = Refusal(STATUS, MESSAGE, "invalid_request_error", REASON, headers,
                           envoy_details=f"truthlens_{REASON}")
     return with_action(Presentation(headers=headers, contents=None, warning=None, details=details,
@@ -52,15 +55,15 @@ def presentation(route: RouteSettings, decision: str) -> Presentation:
                                     outcome="block" if refusal is not None else "skipped"))
 
 
-def skip(state: StreamState, rt: Runtime, route: RouteSettings, decision: str) -> Presentation:
+def skip(state: StreamState, rt: Runtime, route: RouteSettings, decision: str, reason: str = REASON) -> Presentation:
     """Count it, say it on the exchange span, and remember the presentation for the response
     headers phase (which marks the answer and lets its body through unread)."""
-    shown = presentation(route, decision)
-    rt.telemetry.record_skip(decision, REASON)
-    audit.record(state, rt, shown, decision=decision, mode=route.mode, verdict="skipped", reason=REASON)
+    shown = presentation(route, decision, reason)
+    rt.telemetry.record_skip(decision, reason)
+    audit.record(state, rt, shown, decision=decision, mode=route.mode, verdict="skipped", reason=reason)
     if state.span is not None:
         state.span.set_attributes({"truthlens.decision": decision, "truthlens.mode": route.mode,
-                                   "truthlens.detected": "skipped", "truthlens.reason": REASON,
+                                   "truthlens.detected": "skipped", "truthlens.reason": reason,
                                    "truthlens.verdict": shown.outcome})
     state.checked = None
     state.unchecked = shown

@@ -8,14 +8,14 @@ field they do not touch (unknown ones included).
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from truthlens.gateway.apis import json_doc
 from truthlens.gateway.apis.context.settings import ContextSettings as ContextSettings  # re-exported
 from truthlens.gateway.apis.context.sources import gather
+from truthlens.gateway.apis.forged import DETAILS_FIELD
 from truthlens.gateway.apis.sse import encode_event
 from truthlens.gateway.core.errors import GatewayError
 from truthlens.modes.base import GroundedQuery
@@ -64,16 +64,17 @@ class ChatRequest:
 
 
 def decode_json(body: bytes | str, what: str) -> Any:
-    """``body`` as JSON; anything else is a :class:`BodyError` (``malformed_json``) naming ``what``."""
+    """``body`` as JSON, nested at most :data:`json_doc.MAX_DEPTH` deep; anything else is a
+    :class:`BodyError` (``malformed_json``) naming ``what``."""
     try:
-        return json.loads(body)
-    except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError
+        return json_doc.loads(body)
+    except ValueError as exc:  # JSONError and UnicodeDecodeError
         raise BodyError("malformed_json", f"{what} is not valid JSON: {exc}") from None
 
 
 def encode_json(value: Any) -> bytes:
     """Compact UTF-8 JSON, as every rewritten body is sent."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return json_doc.dumps(value).encode("utf-8")
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +165,17 @@ def _message_text(msg: Mapping[str, Any], i: int) -> str:
 
 
 _CHAT_TEXT_PARTS = frozenset({"text"})
+# An answer's parts: chat's ``text``, and ``output_text`` (the Responses API's, which some servers
+# put in chat answers too): a client renders both.
+RESPONSE_TEXT_PARTS = frozenset({"text", "output_text"})
+
+
+def answer_text(content: str, refusal: Any) -> str:
+    """The text a client is shown of an answer: its content, or its refusal when the content is
+    blank (a refusal-only answer is text too, and checked as such)."""
+    if not content.strip() and isinstance(refusal, str) and refusal.strip():
+        return refusal
+    return content
 
 
 def content_text(content: Any, where: str, reason: str, text_parts: frozenset[str] = _CHAT_TEXT_PARTS) -> str:
@@ -287,7 +299,8 @@ def parse_chat_response(body: bytes) -> ChatResponse:
         if not isinstance(message, dict):
             raise BodyError("bad_response", f"choices[{pos}].message is not an object")
         by_index[index] = pos
-        contents[index] = content_text(message.get("content"), f"choices[{pos}].message.content", "bad_response")
+        contents[index] = answer_text(content_text(message.get("content"), f"choices[{pos}].message.content",
+                                                   "bad_response", RESPONSE_TEXT_PARTS), message.get("refusal"))
     if sorted(by_index) != list(range(len(by_index))):
         raise BodyError("bad_response", f"choice indices {sorted(by_index)} are not 0..{len(by_index) - 1}")
     return ChatResponse(
@@ -330,17 +343,25 @@ def render_answers(
     """What every JSON answer's rendering shares: ``body`` (its document ``raw``, its answers
     ``originals``) when ``change`` changes nothing and the upstream wrote no verdict; else the
     document without the upstream's ``truthlens`` field, ``write`` called with each changed
-    answer's final text (by index), and the change's details as the field ``truthlens``."""
+    answer's final text (by index), and the change's details as the field ``truthlens``. The
+    upstream's ``truthlens`` fields go wherever they sit (a reader may look for a verdict in any
+    object)."""
     finals = changed_texts(originals, change)
-    if not finals and change.details is None and DETAILS_FIELD not in raw:
+    forged = forged_details(raw, body)
+    if not finals and change.details is None and not forged:
         return body
-    doc = dict(raw)
-    doc.pop(DETAILS_FIELD, None)
+    doc = dict(json_doc.without_key(raw, DETAILS_FIELD) if forged else raw)
     if finals:
         write(doc, finals)
     if change.details is not None:
         doc[DETAILS_FIELD] = change.details
     return encode_json(doc)
+
+
+def forged_details(raw: Mapping[str, Any], body: bytes) -> bool:
+    """Whether the upstream wrote a ``truthlens`` field anywhere in ``body`` (its document
+    ``raw``); the bytes are searched first, so a body that never names it is not walked."""
+    return mentions(body, DETAILS_FIELD) and json_doc.has_key(raw, DETAILS_FIELD)
 
 
 def changed_texts(originals: Sequence[str], change: Rewrite) -> dict[int, str]:
@@ -361,44 +382,26 @@ def changed_texts(originals: Sequence[str], change: Rewrite) -> dict[int, str]:
 
 def without_field(body: bytes, name: str, *, strict: bool = False) -> bytes | None:
     """``body`` (a JSON object) without its top-level field ``name``, or None when it has no
-    such field or is not a JSON object. Used to strip the context extension field from a
-    request that cannot be checked (over the route's limit, a malformed field): it never
-    reaches the upstream, whatever its shape. ``strict``: a body that mentions ``name`` but is
-    not JSON raises :class:`BodyError` (``malformed_json``) instead of reading as "no field"."""
-    if not mentions(body, name):
-        return None
+    such field or is not a JSON object (:func:`json_doc.without_member`: any depth). Used to strip
+    the context extension field from a request that cannot be checked (over the route's limit, a
+    malformed field): it never reaches the upstream, whatever its shape. ``strict``: a body that
+    mentions ``name`` but is not JSON raises :class:`BodyError` (``malformed_json``) instead of
+    reading as "no field"."""
     try:
-        doc = json.loads(body)
-    except ValueError as exc:
+        return json_doc.without_member(body, name)
+    except json_doc.JSONError as exc:
         if strict:
             raise BodyError("malformed_json", f"request body is not valid JSON ({exc}) and mentions '{name}', "
                             "which the gateway cannot remove from it") from None
         return None
-    if not isinstance(doc, dict) or name not in doc:
-        return None
-    del doc[name]
-    return encode_json(doc)
-
-
-_ASCII_ESCAPE = re.compile(rb"\\u00([0-7][0-9a-fA-F])")
 
 
 def mentions(body: bytes, name: str) -> bool:
     """Whether ``body`` may hold the JSON key ``name``: spelt out, or with ASCII ``\\u00XX``
     escapes (``"truthlens\\u005fcontext"`` is the same key to a JSON reader)."""
-    raw = name.encode()
-    if raw in body:
-        return True
-    return b"\\u00" in body and raw in _ASCII_ESCAPE.sub(lambda m: bytes([int(m.group(1), 16)]), body)
+    return json_doc.mentions(body, name)
 
 
-def without_details(body: bytes) -> bytes | None:
-    """``body`` (a JSON object) without a top-level ``truthlens`` field the upstream wrote, or
-    None when it has none (or is not a JSON object: nothing of ours to protect there)."""
-    return without_field(body, DETAILS_FIELD)  # cheap when the body never mentions it
-
-
-DETAILS_FIELD = "truthlens"  # the gateway's verdict field in a body or a stream's chunk
 
 
 # ---------------------------------------------------------------------------- events
@@ -406,8 +409,12 @@ DETAILS_FIELD = "truthlens"  # the gateway's verdict field in a body or a stream
 
 def event_object(data: str) -> dict[str, Any]:
     """The JSON object of one SSE event's data. Not JSON: ``ValueError`` (the stream is broken,
-    reason ``sse_framing``); JSON but not an object: :class:`BodyError` ``bad_response``."""
-    value = json.loads(data)
+    reason ``sse_framing``); nested past :data:`json_doc.MAX_DEPTH` or JSON but not an object:
+    :class:`BodyError` ``bad_response``."""
+    try:
+        value = json_doc.loads(data)
+    except json_doc.TooDeep as exc:
+        raise BodyError("bad_response", f"an SSE event's data is {exc}") from None
     if not isinstance(value, dict):
         raise BodyError("bad_response", "an SSE event's data is not a JSON object")
     return value
@@ -429,4 +436,4 @@ def error_json(status: int, message: str, type: str | None = None, code: str | N
 
 def error_event(status: int, message: str, type: str | None = None, code: str | None = None) -> bytes:
     """The same error as one SSE event (for a stream whose headers already went out)."""
-    return encode_event(json.dumps(_error_doc(status, message, type, code), ensure_ascii=False))
+    return encode_event(json_doc.dumps(_error_doc(status, message, type, code)))

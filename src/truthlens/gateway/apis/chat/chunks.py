@@ -10,7 +10,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from truthlens.gateway.apis.chat.body import BodyError, decode_json, encode_json
+from truthlens.gateway.apis.chat.body import (
+    RESPONSE_TEXT_PARTS,
+    BodyError,
+    answer_text,
+    content_text,
+    decode_json,
+    encode_json,
+)
 from truthlens.gateway.apis.sse import DONE_EVENT
 
 
@@ -80,6 +87,10 @@ class StreamAccumulator:
                 content = delta.get("content")
                 if isinstance(content, str):
                     state.content.append(content)
+                elif content is not None:
+                    # A list of text parts too: the text a client renders of it is checked.
+                    state.content.append(content_text(content, f"stream chunk choices[{pos}].delta.content",
+                                                      "bad_response", RESPONSE_TEXT_PARTS))
                 refusal = delta.get("refusal")
                 if isinstance(refusal, str):
                     state.refusal.append(refusal)
@@ -101,7 +112,9 @@ class StreamAccumulator:
         return max(self._choices) + 1 if self._choices else 0
 
     def contents(self) -> tuple[str, ...]:
-        return tuple("".join(self._state(i).content) for i in range(self.n))
+        """Each choice's text: its content, or its refusal when it has no content (a refusal
+        is text the client is shown, and checked as the answer)."""
+        return tuple(answer_text("".join(self._state(i).content), self.refusal(i)) for i in range(self.n))
 
     def content_pieces(self, index: int) -> list[str]:
         """The content deltas of choice ``index`` so far, as received (the live list: it grows)."""
@@ -128,6 +141,8 @@ def _merge_tool_calls(calls: dict[int, dict[str, Any]], deltas: list[Any]) -> No
         if not isinstance(delta, dict):
             continue
         key = delta.get("index", pos)
+        if not isinstance(key, int) or key < 0:
+            raise BodyError("bad_response", f"stream chunk tool_calls[{pos}].index is not a non-negative integer")
         call = calls.setdefault(key, {"index": key, "function": {"arguments": ""}})
         for name in ("id", "type"):
             if isinstance(delta.get(name), str):

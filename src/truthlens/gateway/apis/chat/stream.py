@@ -5,9 +5,9 @@ answer re-chunked, the error event of a refusal). The byte bookkeeping stays in 
 
 from __future__ import annotations
 
-import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from truthlens.gateway.apis import forged
 from truthlens.gateway.apis.chat import body as openai_body
 from truthlens.gateway.apis.chat import chunks
 from truthlens.gateway.apis.sse import SSEEvent
@@ -27,12 +27,16 @@ MAX_TOOL_CALLS = 128
 class ChatStream:
     """One chat completion stream (see :class:`truthlens.gateway.apis.interface.StreamCodec`)."""
 
-    holding = False  # a passthrough chat stream forwards every event before [DONE] at once
     answer_complete = False  # only data: [DONE] ends a chat answer
 
-    def __init__(self, strategy: Strategy) -> None:
+    def __init__(self, strategy: Strategy, *, warns: bool = False) -> None:
         self.strategy = strategy
         self.accumulator = chunks.StreamAccumulator()
+        # Passthrough forwards every event at once, except, on a route that warns, from the
+        # first chunk that carries a ``finish_reason`` on: clients that close a choice there
+        # would drop a warning delta sent after it, so the warning goes before those chunks.
+        self._warns = warns and strategy == "passthrough"
+        self.holding = False
 
     def add(self, event: SSEEvent) -> bool:
         if event.is_done:
@@ -41,6 +45,8 @@ class ChatStream:
             chunk = openai_body.event_object(event.data)
             _check_indexes(chunk)
             self.accumulator.add(chunk)
+            if self._warns and not self.holding:
+                self.holding = _finishes(chunk)
         return False
 
     def ends_answer(self, event: SSEEvent) -> bool:
@@ -50,25 +56,21 @@ class ChatStream:
         return self.accumulator.contents()
 
     def scrub(self, event: SSEEvent) -> SSEEvent | None:
-        """None for a verdict chunk the upstream wrote (the verdict is the gateway's alone)."""
-        if not event.has_data or f'"{openai_body.DETAILS_FIELD}"' not in event.data:
-            return event
-        try:
-            value = json.loads(event.data)
-        except ValueError:
-            return event
-        return None if isinstance(value, dict) and openai_body.DETAILS_FIELD in value else event
+        """None for a verdict chunk the upstream wrote (the verdict is the gateway's alone); a
+        chunk that also carries answer text loses only its ``truthlens`` fields."""
+        return forged.scrub_event(event, _is_verdict_chunk)
 
     def finish(self, shown: Presentation, withheld: bytes, end: SSEEvent | None) -> bytes:
         answers = self.answers()
         end_raw = end.raw if end is not None else b""
         if self.strategy == "passthrough":
-            return self._after_content(shown, len(answers)) + end_raw
+            # The warning, then the finish chunks withheld for it, then the verdict.
+            return self._warning(shown, len(answers)) + withheld + self._verdict(shown) + end_raw
         if shown.refusal is not None:
             return self.refusal_events(shown.refusal)
         if shown.outcome == "unchecked":
             # Not checked (a drain): the held events go out as they came.
-            return withheld + self._after_content(shown, 0) + end_raw
+            return withheld + self._verdict(shown) + end_raw
         acc = self.accumulator
         return chunks.rechunk(
             acc.meta, shown.final_contents(answers), dict(shown.details),
@@ -76,26 +78,36 @@ class ChatStream:
         )
 
     def unchecked_events(self, shown: Presentation) -> bytes:
-        return self._after_content(shown, 0)
+        return self._verdict(shown)
 
     def refusal_events(self, refusal: Refusal) -> bytes:
         return openai_body.error_event(refusal.status, refusal.message, refusal.error_type, refusal.code)
 
-    def _after_content(self, shown: Presentation, n_answers: int) -> bytes:
-        """What follows answer content that already went out: the warning (it can only follow
-        the content now), the verdict chunk, and the refusal (too late to withhold, but the
-        client learns of it)."""
-        meta = self.accumulator.meta
-        out = bytearray()
+    def _warning(self, shown: Presentation, n_answers: int) -> bytes:
+        """The warning delta after content that already went out (it can only follow it now)."""
         note = shown.late_warning()
-        if note is not None:
-            deltas = {i: note for i in range(n_answers) if shown.warns(i)}
-            if deltas:
-                out += chunks.chunk_event(meta, deltas=deltas)
-        out += chunks.chunk_event(meta, details=dict(shown.late_details()))
+        deltas = {i: note for i in range(n_answers) if shown.warns(i)} if note is not None else {}
+        return chunks.chunk_event(self.accumulator.meta, deltas=deltas) if deltas else b""
+
+    def _verdict(self, shown: Presentation) -> bytes:
+        """The verdict chunk, and the refusal (too late to withhold what went out, but the
+        client learns of it)."""
+        out = chunks.chunk_event(self.accumulator.meta, details=dict(shown.late_details()))
         if shown.refusal is not None:
             out += self.refusal_events(shown.refusal)
-        return bytes(out)
+        return out
+
+
+def _finishes(chunk: dict[str, Any]) -> bool:
+    """Whether a chunk closes a choice (carries a ``finish_reason``)."""
+    choices = chunk.get("choices")
+    return isinstance(choices, list) and any(
+        isinstance(c, dict) and c.get("finish_reason") is not None for c in choices)
+
+
+def _is_verdict_chunk(chunk: dict[str, Any]) -> bool:
+    """A chunk that is only a verdict: a top-level ``truthlens`` and no choice to carry."""
+    return forged.DETAILS_FIELD in chunk and not chunk.get("choices")
 
 
 def _check_indexes(chunk: dict[str, object]) -> None:

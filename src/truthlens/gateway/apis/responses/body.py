@@ -219,12 +219,19 @@ def parse_responses_response(body: bytes) -> ResponsesResponse:
     if doc.get("status") == "failed":
         raise BodyError("bad_response", f"the upstream's response failed: {_error_message(doc.get('error'))}")
     messages = message_texts(doc.get("output"), "output")
-    contents = tuple(m.text for m in messages)
+    # No message but other output (function calls): one answer with no text, skipped as such.
+    contents = tuple(m.text for m in messages) or no_text_answer(doc["output"])
     top = doc.get("output_text")
     divergent = isinstance(top, str) and top != output_text(doc["output"])
     if isinstance(top, str) and divergent:
         contents += (top,)
     return ResponsesResponse(raw=doc, contents=contents, body=body, messages=messages, divergent=divergent)
+
+
+def no_text_answer(output: list[Any]) -> tuple[str, ...]:
+    """The answers of an output with no message item: one without text when it has other items
+    (function or tool calls: the gateway skips them, ``no_text``), none when it is empty."""
+    return ("",) if output else ()
 
 
 def message_texts(output: Any, where: str) -> tuple[MessageText, ...]:

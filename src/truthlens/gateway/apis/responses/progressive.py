@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from truthlens.gateway.apis.chat.body import DETAILS_FIELD, event_object
+from truthlens.gateway.apis.chat.body import event_object
+from truthlens.gateway.apis.forged import DETAILS_FIELD
 from truthlens.gateway.apis.responses.rendered import Part
 from truthlens.gateway.apis.responses.stream import (
     VERDICT_EVENT,

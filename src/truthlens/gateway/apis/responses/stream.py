@@ -21,12 +21,13 @@ around a checked answer.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from truthlens.gateway.apis.chat.body import DETAILS_FIELD, BodyError, event_object
+from truthlens.gateway.apis import forged, json_doc
+from truthlens.gateway.apis.chat.body import BodyError, event_object
+from truthlens.gateway.apis.forged import DETAILS_FIELD
 from truthlens.gateway.apis.responses.body import output_text, place_text, with_part_text
 from truthlens.gateway.apis.responses.rendered import Part, RenderedText
 from truthlens.gateway.apis.sse import SSEDecoder, SSEError, SSEEvent, encode_event
@@ -64,6 +65,7 @@ class ResponsesStream:
         self._sent: dict[Part, str] = {}  # passthrough: what the client got of each part before holding
         self._created: dict[str, Any] | None = None  # the response object of response.created
         self._last_seq = -1
+        self._other_output = False  # an output item that is not a message (no_text when alone)
         # The withheld events as read (raw bytes, JSON object), so that the end of a held stream
         # does not parse them again.
         self._held: list[tuple[bytes, dict[str, Any] | None]] = []
@@ -115,6 +117,8 @@ class ResponsesStream:
             item = _object(doc, "item")
             if item.get("type") == "message":
                 rendered.message(_index(doc, "output_index"), item.get("id"))
+            else:
+                self._other_output = True  # a function call, say: no text of its own
         elif kind == "response.content_part.added":
             part = _object(doc, "part")
             if part.get("type") == "output_text":
@@ -158,34 +162,19 @@ class ResponsesStream:
         if not event.has_data or not any(kind in event.data for kind in TERMINAL_EVENTS):
             return False
         try:
-            doc = json.loads(event.data)
+            doc = json_doc.loads(event.data)
         except ValueError:
             return False
         return isinstance(doc, dict) and doc.get("type") in TERMINAL_EVENTS
 
     def answers(self) -> tuple[str, ...]:
-        return self._rendered.answers()
+        return self._rendered.answers() or (("",) if self._other_output else ())
 
     def scrub(self, event: SSEEvent) -> SSEEvent | None:
-        """None for a verdict event the upstream wrote (a ``truthlens`` field or a ``truthlens.*``
-        type); a lifecycle event whose response object carries a ``truthlens`` field loses it."""
-        if not event.has_data or "truthlens" not in event.data:
-            return event
-        try:
-            doc = json.loads(event.data)
-        except ValueError:
-            return event
-        if not isinstance(doc, dict):
-            return event
-        kind = doc.get("type")
-        if DETAILS_FIELD in doc or (isinstance(kind, str) and kind.startswith("truthlens.")):
-            return None
-        response = doc.get("response")
-        if isinstance(response, dict) and DETAILS_FIELD in response:
-            doc["response"] = {k: v for k, v in response.items() if k != DETAILS_FIELD}
-            raw = encode_event(_dumps(doc), event=event.event, id=event.id)
-            return SSEEvent(_dumps(doc), event.event, event.id, raw)
-        return event
+        """None for a verdict event the upstream wrote (a ``truthlens.*`` type or event name, or
+        a top-level ``truthlens`` field, whatever its type); any other event loses its
+        ``truthlens`` fields wherever they sit (a lifecycle event's response object, say)."""
+        return forged.scrub_event(event, _is_verdict_event)
 
     # -- writing ----------------------------------------------------------------------------------
 
@@ -249,7 +238,7 @@ class ResponsesStream:
         """The text parts whose final text differs from the upstream's: rewritten or warned
         (hold: the presentation's final contents; passthrough: the warning after the text)."""
         answers = self.answers()
-        if shown.outcome == "unchecked":
+        if shown.outcome == "unchecked" or not self._messages:
             return {}
         if self.strategy == "hold":
             finals = shown.final_contents(answers)
@@ -346,7 +335,7 @@ def _doc(event: SSEEvent) -> dict[str, Any] | None:
     if not event.has_data or event.is_done:
         return None
     try:
-        value = json.loads(event.data)
+        value = json_doc.loads(event.data)
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
@@ -357,12 +346,23 @@ def _emit(raw: bytes, doc: dict[str, Any], patched: dict[str, Any], numbers: _Nu
     number = numbers.take()
     if patched is doc and doc.get("sequence_number") == number:
         return raw
-    return encode_event(_dumps({**patched, "sequence_number": number}), event=str(patched["type"]))
+    return encode_event(_dumps({**patched, "sequence_number": number}), event=_event_name(patched["type"]))
 
 
 def _encode(doc: Mapping[str, Any], numbers: _Numbers) -> bytes:
     out = {**doc, "sequence_number": numbers.take()}
-    return encode_event(_dumps(out), event=str(out["type"]))
+    return encode_event(_dumps(out), event=_event_name(out["type"]))
+
+
+def _event_name(kind: Any) -> str | None:
+    """The ``event:`` line of a re-emitted event: its type, unless that cannot be one line (a
+    type with a line break is still the type in the data; the name line is only a hint)."""
+    return kind if isinstance(kind, str) and "\n" not in kind and "\r" not in kind else None
+
+
+def _is_verdict_event(doc: dict[str, Any]) -> bool:
+    kind = doc.get("type")
+    return forged.DETAILS_FIELD in doc or (isinstance(kind, str) and forged.names_verdict(kind))
 
 
 def _error(refusal: Refusal) -> dict[str, Any]:
@@ -371,7 +371,7 @@ def _error(refusal: Refusal) -> dict[str, Any]:
 
 
 def _dumps(doc: Mapping[str, Any]) -> str:
-    return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+    return json_doc.dumps(doc)
 
 
 def _seq(doc: Mapping[str, Any] | None) -> int | None:

@@ -5,9 +5,10 @@ read by the exchange's endpoint) once and translate its presentation into a body
 from __future__ import annotations
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
+from truthlens.gateway.apis import forged
 from truthlens.gateway.apis.chat import body as openai_body
 from truthlens.gateway.apis.interface import ParsedResponse, Presentation
-from truthlens.gateway.exchange import mutations
+from truthlens.gateway.exchange import mutations, ungrounded
 from truthlens.gateway.exchange.phases.check import check, skip
 from truthlens.gateway.exchange.phases.state import CheckedRequest, Runtime, StreamState
 from truthlens.gateway.policy.presentation import final_headers
@@ -19,7 +20,7 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
         # Unchecked: only a verdict the upstream wrote goes (the whole body, or nothing).
         if not msg.response_body.end_of_stream:
             return over_buffer(state)
-        scrubbed = openai_body.without_details(msg.response_body.body)
+        scrubbed = forged.without_details(msg.response_body.body)
         return mutations.passthrough("response_body") if scrubbed is None else mutations.body_reply(
             "response_body", body=scrubbed)
     # BUFFERED_PARTIAL: this one message holds the whole body, or as much as Envoy buffers.
@@ -45,7 +46,21 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
     # (a ``truthlens`` field the upstream wrote is dropped by the rendering below)
     if not response.contents:
         return _unchecked(state, rt, checked, "no_choices", body=body)
+    if not any(text.strip() for text in response.contents):
+        # Nothing a client is shown to check (empty, blank, tool calls only): skipped, not clean.
+        return _translate(ungrounded.skip(state, rt, checked.route, checked.decision.name,
+                                          ungrounded.NO_TEXT_REASON), response)
     return _translate(await check(state, checked, rt, response.contents), response)
+
+
+def contain(state: StreamState, rt: Runtime, checked: CheckedRequest, reason: str,
+            chunk: pb.HttpBody) -> pb.ProcessingResponse:
+    """The reply to a body whose handling raised (a bug: unreadable bodies are handled above), as
+    the route says: the refusal on a fail-closed route, else the body unchanged but for a verdict
+    the upstream wrote, marked unavailable with ``reason``."""
+    if not chunk.end_of_stream:
+        return over_buffer(state)
+    return _unchecked(state, rt, checked, reason, "the gateway failed while reading the answer", body=chunk.body)
 
 
 def over_buffer(state: StreamState) -> pb.ProcessingResponse:
@@ -84,5 +99,5 @@ def _unchecked(
     if shown.refusal is not None:
         return mutations.refusal_response(shown.refusal)
     headers, remove = final_headers(shown.headers)
-    scrubbed = openai_body.without_details(body) if body is not None else None
+    scrubbed = forged.without_details(body) if body is not None else None
     return mutations.body_reply("response_body", body=scrubbed, set_headers=headers, remove=remove)

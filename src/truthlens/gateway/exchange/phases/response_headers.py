@@ -25,7 +25,9 @@ def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> pb.Pro
         # Nothing to check (say so when the request phase could not prepare a check the route
         # asked for); the body is still read, only to drop a verdict the upstream wrote.
         shown = state.unchecked
-        return reply(shown.headers if shown is not None else None, spoofed, _scrub_mode(state, headers))
+        scrub = _scrub_mode(state, headers)
+        return reply(shown.headers if shown is not None else None,
+                     spoofed + (_length(headers) if scrub == "streamed" else []), scrub)
 
     route = checked.route
     reason = _unchecked_reason(headers, msg.response_headers.end_of_stream, route.max_body_bytes)
@@ -45,7 +47,7 @@ def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> pb.Pro
     if state.streamed is not None:
         # These go out now; the verdict itself travels in the stream's last chunk.
         early = {"x-truthlens-enabled": "true", "x-truthlens-mode": route.mode}
-        return reply(early if "header" in route.actions else None, spoofed, "streamed")
+        return reply(early if "header" in route.actions else None, spoofed + _length(headers), "streamed")
     if _media_type(headers) == "text/event-stream":
         # A held stream: Envoy keeps the bytes (it has them all if the processor goes away)
         # and sends them in one message at the end, or, over its buffer, what it holds with
@@ -60,7 +62,9 @@ def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> pb.Pro
     # an answer larger than Envoy buffers goes through intact instead of becoming a 500.
     # (BUFFERED_PARTIAL cannot replace a body of announced length: Envoy answers 500.)
     mode: mutations.BodyMode = "buffered" if "content-length" in headers else "buffered_partial"
-    return reply(provisional_headers(route), spoofed, mode)
+    # A held stream is re-written whole: its length is the body reply's (set there), and an
+    # upstream's content-length would stand until then.
+    return reply(provisional_headers(route), spoofed + (_length(headers) if state.streamed else []), mode)
 
 
 def progressive_stream(api: Endpoint, actions: frozenset[str]) -> StreamedResponse:
@@ -89,6 +93,14 @@ def _scrub_mode(state: StreamState, headers: dict[str, str]) -> mutations.BodyMo
         )
         return "streamed"
     return "buffered" if "content-length" in headers else "buffered_partial"
+
+
+def _length(headers: Mapping[str, str]) -> list[str]:
+    """``content-length`` when the upstream sent one with an event stream the processor may
+    change (a verdict added, a forged one dropped, a held one re-written): a buffering proxy or
+    a serverless front sends a stream whole with its length, and Envoy then refused the longer
+    body (500, or a cut stream). Removed, the response goes chunked."""
+    return ["content-length"] if "content-length" in headers else []
 
 
 def spoofed_headers(headers: Mapping[str, str]) -> list[str]:

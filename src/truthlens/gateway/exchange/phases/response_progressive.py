@@ -94,6 +94,22 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
     return replies(p, end_of_stream=chunk.end_of_stream)
 
 
+def contain(
+    state: StreamState, st: StreamedResponse, rt: Runtime, checked: CheckedRequest | None, reason: str
+) -> list[pb.ProcessingResponse]:
+    """A bug while this stream was read: a fail-closed route ends it after the sentences that
+    passed, with its refusal (the unchecked rest never goes out); any other route gets every
+    chunk not answered yet, unchanged, so nothing is lost."""
+    p = st.progressive
+    if p is not None and checked is not None and checked.route.fail_policy == "closed" and p.phase != "stopped":
+        shown = skip(state, rt, checked.route, checked.decision.name, reason, "the stream could not be read",
+                     upstream=True)
+        if shown.refusal is not None:
+            _stop(p, p.passed, shown)
+            return replies(p, end_of_stream=False)
+    return release_all(st)
+
+
 def release_all(st: StreamedResponse) -> list[pb.ProcessingResponse]:
     """Every chunk not yet answered, unchanged (failure containment): nothing is lost."""
     p = st.progressive

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
 from truthlens.gateway.apis import sse
 from truthlens.gateway.apis.chat import body as openai_body
-from truthlens.gateway.exchange import mutations
+from truthlens.gateway.exchange import mutations, ungrounded
 from truthlens.gateway.exchange.phases.check import check, skip
 from truthlens.gateway.exchange.phases.response_buffered import over_buffer
 from truthlens.gateway.exchange.phases.state import CheckedRequest, Runtime, StreamedResponse, StreamState
@@ -31,6 +31,8 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
     checked = state.checked
     assert st is not None
     chunk = msg.response_body
+    if st.refused:
+        return mutations.chunk_reply("response_body", b"")  # closed means closed: nothing after the refusal
     if st.finished:
         if st.scrub_rest:
             return _scrub_only(st, chunk.body, chunk.end_of_stream)
@@ -62,7 +64,7 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
     try:
         events = _feed(st, chunk.body, chunk.end_of_stream)
     except sse.SSEError as exc:
-        return _reply(st, chunk.body, give_up(state, st, checked, rt, exc.reason, str(exc)))
+        return _reply(st, chunk.body, give_up(state, st, checked, rt, exc.reason, str(exc), read_rest=False))
     try:
         if not over:
             await _consume(state, st, checked, rt, events, out, chunk.end_of_stream)
@@ -72,14 +74,9 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
         st.pending[:0] = out
         raise
     if over:
-        # The rest flows unchanged but for verdicts the upstream wrote, marked unavailable. The
-        # verdict goes after the last whole event; the event this chunk left open is withheld
-        # until it ends (the decoder keeps reading it, so the events after it stay in step).
-        tail = _detach_open_event(st)
+        # The rest flows unchanged but for verdicts the upstream wrote, marked unavailable.
         out += give_up(state, st, checked, rt, "too_large",
                        f"the stream is over the route's max_body_bytes ({checked.route.max_body_bytes})")
-        st.pending += tail
-        st.scrub_rest = True
     if chunk.end_of_stream and not st.finished:
         out += give_up(state, st, checked, rt, "sse_framing", "the stream ended before the answer did "
                         "(no data: [DONE], no response.completed)")
@@ -152,30 +149,72 @@ async def _finish(
     state: StreamState, st: StreamedResponse, checked: CheckedRequest, rt: Runtime, withheld: bytes,
     end: sse.SSEEvent | None,
 ) -> bytes:
-    """Check the accumulated answer; return what replaces the ``withheld`` events and ``end``."""
-    st.finished = True
+    """Check the accumulated answer; return what replaces the ``withheld`` events and ``end``.
+    The stream is finished once the replacement exists: a failure before that is contained
+    (:func:`contain`) as the route says, never by releasing the withheld bytes unchecked."""
     answers = st.codec.answers()
     if not answers:
         shown = skip(state, rt, checked.route, checked.decision.name, "no_choices", upstream=True)
+    elif not any(a.strip() for a in answers):
+        shown = ungrounded.skip(state, rt, checked.route, checked.decision.name, ungrounded.NO_TEXT_REASON)
     else:
         shown = await check(state, checked, rt, answers)
     st.shown = shown
-    return st.codec.finish(shown, withheld, end)
+    replacement = st.codec.finish(shown, withheld, end)
+    st.finished = True
+    return replacement
 
 
 def give_up(
-    state: StreamState, st: StreamedResponse, checked: CheckedRequest, rt: Runtime, reason: str, detail: str
+    state: StreamState, st: StreamedResponse, checked: CheckedRequest, rt: Runtime, reason: str, detail: str,
+    *, read_rest: bool = True,
 ) -> bytes:
     """Release every withheld byte unchanged with the "unavailable" verdict: before the event
-    that ends the answer among them, never glued onto an event the upstream left unterminated."""
+    that ends the answer among them, never inside an event the upstream left open. With
+    ``read_rest`` (the events still frame) that open event stays withheld until it ends and the
+    rest of the stream is still read as it flows on, for a verdict the upstream wrote (dropped);
+    without it (the framing broke) the open event's bytes follow the verdict and the rest flows
+    through unread. At the end of the stream an open event is closed with a blank line before
+    the verdict."""
     shown = skip(state, rt, checked.route, checked.decision.name, reason, detail, upstream=True)
     st.shown = shown
-    if st.buffered and shown.refusal is not None:
-        # Nothing has reached the client yet: the refusal replaces the held answer.
+    if shown.refusal is not None:
+        # Closed means closed: the refusal replaces every withheld byte (a held answer: all of
+        # it), and nothing of the upstream's goes out after it. What a passthrough stream
+        # already sent stays; its verdict chunk then says why the refusal came.
         release_pending(st)
-        return st.codec.refusal_events(shown.refusal)
-    return place_verdict(release_pending(st), st.codec.unchecked_events(shown), st.codec.ends_answer,
-                         tail_open=st.tail_open)
+        st.decoder.drain()
+        st.refused = True
+        if st.buffered:
+            return st.codec.refusal_events(shown.refusal)
+        return (b"\n\n" if st.tail_open else b"") + st.codec.unchecked_events(shown)
+    tail = _detach_open_event(st)
+    released = place_verdict(release_pending(st), st.codec.unchecked_events(shown), st.codec.ends_answer,
+                             tail_open=st.tail_open)
+    if read_rest:
+        st.pending += tail  # the decoder keeps reading it, so the events after it stay in step
+        st.scrub_rest = True
+        return released
+    st.decoder.drain()
+    return released + tail
+
+
+def contain(
+    state: StreamState, st: StreamedResponse, rt: Runtime, checked: CheckedRequest | None, reason: str,
+    received: bytes,
+) -> pb.ProcessingResponse:
+    """The reply to a chunk whose handling raised (a bug: unreadable data is handled above),
+    as the route says: fail-closed, the refusal instead of every withheld byte; fail-open, the
+    withheld bytes in order with the "unavailable" verdict and ``reason``. A stream with no
+    check (left) releases what it withheld."""
+    if st.refused:
+        return mutations.chunk_reply("response_body", b"")
+    if checked is None or st.finished:
+        st.scrub_rest = False  # the reading failed: stop looking, let the rest through
+        st.decoder.drain()
+        return _reply(st, received, release_pending(st))
+    return _reply(st, received, give_up(state, st, checked, rt, reason,
+                                        "the gateway failed while reading the stream"))
 
 
 def place_verdict(

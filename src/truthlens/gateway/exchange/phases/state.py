@@ -85,6 +85,7 @@ class StreamedResponse:
     broken: str | None = None  # reason the events could not be understood
     # ``progressive``: the chunks whose replies wait for their sentences' checks, and what was checked.
     progressive: Progressive | None = None
+    refused: bool = False  # a fail-closed refusal went out: nothing more of the upstream's does
 
 
 @dataclass(slots=True)
