@@ -23,19 +23,16 @@ from typing import Any
 
 import pytest
 import yaml
-from harness import RawResponse, chat_body, decision, parse_sse
+from harness import RawResponse, decision, parse_sse
 
 from truthlens.modes.prompts import REFINE_SYSTEM
 from truthlens.modes.revisions import why_not_an_answer
-from truthlens.testing.llama_server import SERVED_MODEL
+from truthlens.testing.llama_server import MODE_OPTIONS, MODELS, PASSAGE, QUESTION, grounded_request
 
 from .real_stack import RealServerStack
 
 pytestmark = pytest.mark.envoy
 
-PASSAGE = ("The Harbour Pavilion in Rotterdam was designed by the architect Ada Verhoef and opened in 1931. "
-           "It is 40 metres long and built of brick.")
-QUESTION = "Who designed the Harbour Pavilion, and when did it open?"
 # Each route's whole-check budget. Wide enough for a few calls on a contended core, far below the
 # minutes an unbounded call used to take; the premium and ACR checks may run out of it, and then
 # must say so.
@@ -44,23 +41,6 @@ BUDGET_MS = {"lightweight": 20_000, "standard": 40_000, "premium": 40_000, "acr"
 # A probe of a free server: 4 tokens take well under a second; an abandoned call still generating
 # would hold it for up to its max_tokens (many seconds).
 FREE_WITHIN_S = 10.0
-MODELS: dict[str, Any] = {
-    "default": {"served_model": SERVED_MODEL, "timeout_s": 20, "max_retries": 0},
-    "verifier-a": {"served_model": SERVED_MODEL, "timeout_s": 20, "max_retries": 0,
-                   "sampling": {"temperature": 0.7, "seed": 11}},
-    "verifier-b": {"served_model": SERVED_MODEL, "timeout_s": 20, "max_retries": 0,
-                   "sampling": {"temperature": 0.7, "seed": 23}},
-    "judge": {"served_model": SERVED_MODEL, "timeout_s": 20, "max_retries": 0,
-              "max_tokens": {"default": 128, "verdict": 96}},
-}
-MODE_OPTIONS: dict[str, dict[str, Any]] = {
-    "lightweight": {},
-    "standard": {"max_iterations": 2},
-    "premium": {"verification_models": ["verifier-a", "verifier-b"], "judge_model": "judge",
-                "verify_temperature": None},
-    "acr": {"samples": 2, "max_tokens": 48},
-    "auto": {},
-}
 
 
 def routes() -> list[dict[str, Any]]:
@@ -86,8 +66,7 @@ def use(stack: RealServerStack, *, detector: dict[str, Any] | None = None,
 def ask(stack: RealServerStack, route: str, *, stream: bool = False) -> tuple[RawResponse, float]:
     """One exchange through Envoy: the passage in the user message (so the model sees it) and in
     the context field (so the processor checks against it)."""
-    body = chat_body(f"{PASSAGE}\n\nQuestion: {QUESTION}", context=[PASSAGE], model=SERVED_MODEL, stream=stream,
-                     max_tokens=48, temperature=0.0)
+    body = grounded_request(stream=stream)
     start = time.monotonic()
     resp = stack.raw("POST", "/v1/chat/completions", body, {"x-test-route": route}, timeout_s=150)
     return resp, time.monotonic() - start

