@@ -15,7 +15,12 @@ Prints per configuration: p50 of the exchange (ms), p50 of the check the process
 (true / false / unavailable), how many answers went out rewritten, and the p50 of a 4-token probe
 straight to the server right after each exchange (a server still busy with abandoned work answers
 it late).
-Run: ``python -m bench.real_server [--requests 5] [--modes lightweight,premium]``.
+Then, with ``--cancellation``: what a client that gives up costs the server. A long answer
+(``max_tokens`` 400) is asked for and abandoned after 0.5 s, once as a plain (non-streamed) call
+whose connection is closed, once streamed and the stream closed (what the processor's client
+does); right after each, a 4-token probe: how long it waited is how long the server kept working
+for nobody. Also the long answer's own time, for scale.
+Run: ``python -m bench.real_server [--requests 5] [--modes lightweight,premium] [--cancellation]``.
 """
 
 from __future__ import annotations
@@ -56,6 +61,40 @@ def exchange(port: int, name: str) -> tuple[float, dict[str, str]]:
     return time.monotonic() - start, headers
 
 
+LONG_PROMPT = "Count from one to five hundred in words, separated by commas: one, two, three,"
+
+
+def abandon(server: llama_server.LlamaServer, *, stream: bool) -> float:
+    """Ask for a long answer, give up after 0.5 s (close the connection), then probe: the probe's wait."""
+    body = json.dumps({"model": llama_server.SERVED_MODEL, "max_tokens": 400, "temperature": 0.0, "stream": stream,
+                       "messages": [{"role": "user", "content": LONG_PROMPT}]}).encode()
+    request = urllib.request.Request(f"{server.base_url}/chat/completions", data=body,
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=0.5) as resp:
+            while resp.read(64):  # streamed: read until the timeout closes it
+                pass
+    except (TimeoutError, OSError):
+        pass  # given up: urllib closes the connection
+    return server.complete("Say hello.", max_tokens=4, timeout_s=600)
+
+
+def cancellation(server: llama_server.LlamaServer) -> None:
+    body = json.dumps({"model": llama_server.SERVED_MODEL, "max_tokens": 400, "temperature": 0.0,
+                       "messages": [{"role": "user", "content": LONG_PROMPT}]}).encode()
+    request = urllib.request.Request(f"{server.base_url}/chat/completions", data=body,
+                                     headers={"Content-Type": "application/json"})
+    start = time.monotonic()
+    with urllib.request.urlopen(request, timeout=600) as resp:
+        tokens = json.loads(resp.read())["usage"]["completion_tokens"]
+    print(f"the long answer itself: {tokens} tokens in {(time.monotonic() - start) * 1000:.0f} ms")
+    idle = server.complete("Say hello.", max_tokens=4)
+    plain = abandon(server, stream=False)
+    streamed = abandon(server, stream=True)
+    print(f"probe on an idle server: {idle * 1000:.0f} ms; after abandoning the long answer: "
+          f"non-streamed {plain * 1000:.0f} ms, streamed {streamed * 1000:.0f} ms")
+
+
 def p50_ms(values: list[float]) -> float:
     return statistics.median(values) * 1000.0 if values else float("nan")
 
@@ -64,6 +103,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=5)
     parser.add_argument("--modes", default=",".join(llama_server.MODE_OPTIONS))
+    parser.add_argument("--cancellation", action="store_true", help="also measure abandoned calls")
     args = parser.parse_args(argv)
     modes = [m for m in args.modes.split(",") if m]
     reason = llama_server.unavailable_reason()
@@ -72,6 +112,8 @@ def main(argv: list[str] | None = None) -> None:
     with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         server = stack.enter_context(llama_server.running(workdir))
+        if args.cancellation:
+            cancellation(server)
         ports = launch.EnvoyPorts(listener=launch.free_port(), upstream=server.port, processor=launch.free_port(),
                                   admin=launch.free_port())
         routes = [route("off", "lightweight", {}, enabled=False)]

@@ -359,8 +359,11 @@ async def _read_stream(resp: aiohttp.ClientResponse, limit: int, call: ChatCall,
             break
     reply.feed(b"\n")  # a last event without its line break
     result = reply.result(time.monotonic() - start)
-    if not reply.done and any(c.finish_reason is None for c in result.choices):
-        raise LLMError("bad_response", f"{call.model}: the stream ended before the answer did")
+    if any(c.finish_reason is None for c in result.choices):
+        # Cut off: the connection ended early, or the server stopped the stream itself
+        # (llama-cpp-python does so, with [DONE], when another request waits, unless started
+        # with --interrupt_requests false): half an answer is no answer.
+        raise LLMError("bad_response", f"{call.model}: the stream ended without a finish_reason")
     return result
 
 

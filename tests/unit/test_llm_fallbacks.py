@@ -44,6 +44,12 @@ class LimitedServer:
             return web.json_response({"error": {"message": "internal error"}}, status=500)
         if body["messages"][-1]["content"] == "slow":
             return await self._slow(request)
+        if body["messages"][-1]["content"] == "interrupted":  # llama-cpp-python's interrupt_requests
+            response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+            await response.prepare(request)
+            event = {"choices": [{"index": 0, "delta": {"content": "The tower was"}, "finish_reason": None}]}
+            await response.write(f"data: {json.dumps(event)}\n\ndata: [DONE]\n\n".encode())
+            return response
         text = '{"ok": true}' if fmt == "json_object" or "JSON Schema" in json.dumps(body["messages"]) else "Fine."
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
@@ -198,3 +204,16 @@ async def test_report_unreadable_is_one_warning_and_one_count(caplog: pytest.Log
     assert seen == [("judge", "verdict", "unreadable")]
     assert [r.getMessage() for r in caplog.records] == [
         "model call unreadable: model=judge role=verdict reason=the reply is not the verdict JSON object"]
+
+
+async def test_a_stream_cut_short_is_no_answer(server: tuple[LimitedServer, str]) -> None:
+    _, url = server
+    client, seen = recording_client(url, max_retries=0)
+    try:
+        with pytest.raises(LLMError) as err:
+            await client.chat(ChatCall(model="judge", messages=[{"role": "user", "content": "interrupted"}],
+                                       role="judge"))
+    finally:
+        await client.aclose()
+    assert err.value.reason == "bad_response" and "finish_reason" in str(err.value)
+    assert ("outcome", "judge", "judge", "bad_response") in seen

@@ -167,6 +167,9 @@ class LlamaServer:
             "--host", "127.0.0.1", "--port", str(self.port),
             "--n_ctx", str(self.n_ctx), "--n_threads", "1", "--n_threads_batch", "1",
             "--chat_format", "hf-tokenizer-config", "--hf_tokenizer_config_path", str(template),
+            # Its default ends a stream (with [DONE], no finish_reason) as soon as another request
+            # waits: the processor's concurrent calls would cut each other short.
+            "--interrupt_requests", "false",
         ]
         self.child = launch.Child("llama-server", argv, self.workdir / "llama-server.log")
         launch.wait_until(lambda: launch.http_ok(f"{self.base_url}/models"), "llama.cpp server", self.child, timeout_s)
