@@ -16,7 +16,8 @@ Prints per configuration: p50 of the exchange (ms), p50 of the check the process
 straight to the server right after each exchange (a server still busy with abandoned work answers
 it late).
 Then, with ``--cancellation``: what a client that gives up costs the server. A long answer
-(``max_tokens`` 400) is asked for and abandoned after 0.5 s, once as a plain (non-streamed) call
+(``max_tokens`` 400, on ``/v1/completions``: the chat template would stop it at the first blank
+line) is asked for and abandoned after 0.5 s, once as a plain (non-streamed) call
 whose connection is closed, once streamed and the stream closed (what the processor's client
 does); right after each, a 4-token probe: how long it waited is how long the server kept working
 for nobody. Also the long answer's own time, for scale.
@@ -61,14 +62,18 @@ def exchange(port: int, name: str) -> tuple[float, dict[str, str]]:
     return time.monotonic() - start, headers
 
 
-LONG_PROMPT = "Count from one to five hundred in words, separated by commas: one, two, three,"
+# A long generation: the base model keeps counting. Asked on /v1/completions, where the chat
+# template's stop (a blank line) does not end it early; the server serves a call given up on the
+# same way on both endpoints (a non-streamed one runs to its end in a worker thread, a stream
+# stops when its client is gone).
+LONG_PROMPT = "one, two, three, four, five, six, seven, eight, nine, ten, eleven, twelve, thirteen,"
 
 
 def abandon(server: llama_server.LlamaServer, *, stream: bool) -> float:
     """Ask for a long answer, give up after 0.5 s (close the connection), then probe: the probe's wait."""
     body = json.dumps({"model": llama_server.SERVED_MODEL, "max_tokens": 400, "temperature": 0.0, "stream": stream,
-                       "messages": [{"role": "user", "content": LONG_PROMPT}]}).encode()
-    request = urllib.request.Request(f"{server.base_url}/chat/completions", data=body,
+                       "prompt": LONG_PROMPT}).encode()
+    request = urllib.request.Request(f"{server.base_url}/completions", data=body,
                                      headers={"Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(request, timeout=0.5) as resp:
@@ -81,8 +86,8 @@ def abandon(server: llama_server.LlamaServer, *, stream: bool) -> float:
 
 def cancellation(server: llama_server.LlamaServer) -> None:
     body = json.dumps({"model": llama_server.SERVED_MODEL, "max_tokens": 400, "temperature": 0.0,
-                       "messages": [{"role": "user", "content": LONG_PROMPT}]}).encode()
-    request = urllib.request.Request(f"{server.base_url}/chat/completions", data=body,
+                       "prompt": LONG_PROMPT}).encode()
+    request = urllib.request.Request(f"{server.base_url}/completions", data=body,
                                      headers={"Content-Type": "application/json"})
     start = time.monotonic()
     with urllib.request.urlopen(request, timeout=600) as resp:
