@@ -107,6 +107,7 @@ def assert_rewrite_is_an_answer(resp: RawResponse) -> None:
 
 @pytest.mark.parametrize("route", ["lightweight", "standard", "premium", "auto"])
 def test_a_mode_against_the_real_server_ends_in_budget_and_frees_it(real_stack: RealServerStack, route: str) -> None:
+    """Real llama.cpp + Gemma 3 270M answers and re-asks; nothing scripted."""
     use(real_stack)
     resp, _ = ask(real_stack, route)
     assert_bounded_and_server_free(real_stack, resp, route)
@@ -119,6 +120,7 @@ def test_a_mode_against_the_real_server_ends_in_budget_and_frees_it(real_stack: 
 
 
 def test_lightweight_stream_from_the_real_server_carries_the_verdict(real_stack: RealServerStack) -> None:
+    """llama.cpp's own SSE (role-only first chunk, chunked encoding) through Envoy; nothing scripted."""
     use(real_stack)
     resp, _ = ask(real_stack, "lightweight", stream=True)
     assert resp.status == 200
@@ -134,6 +136,7 @@ def test_lightweight_stream_from_the_real_server_carries_the_verdict(real_stack:
 
 
 def test_acr_works_or_says_exactly_why_not(real_stack: RealServerStack) -> None:
+    """ACR's agents against the real server (no n, no log-probs); nothing scripted."""
     use(real_stack)
     resp, _ = ask(real_stack, "acr")
     assert_bounded_and_server_free(real_stack, resp, "acr")
@@ -152,6 +155,7 @@ def test_acr_works_or_says_exactly_why_not(real_stack: RealServerStack) -> None:
 
 @pytest.mark.parametrize("stage", ["cascade", "llm_detector"])
 def test_generative_detectors_work_or_say_exactly_why_not(real_stack: RealServerStack, stage: str) -> None:
+    """The real server as the span detector (no json_schema: the client falls back); nothing scripted."""
     judge = {"model": "judge", "max_tokens": 128}
     route = decision(f"{stage}_route", route_header=stage, mode="lightweight", actions=["header", "body"],
                      budgets={"detection_ms": BUDGET_MS[stage], "total_ms": BUDGET_MS[stage]},
