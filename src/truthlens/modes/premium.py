@@ -24,10 +24,11 @@
    disputed versions (called only when there was a dispute: with full agreement the primary
    answer already is the synthesis).
 6. The final answer is re-detected against the context; it replaces the upstream's answer only
-   when it scores better. ``require_consensus`` turns a claim without any majority into a
-   warning (the choice stays detected) or an abstention. A claim no verifier voted on (every
-   verdict about it unreadable or ``unknown``, and the detector not against it) is kept, but it
-   has no consensus: ``x-truthlens-consensus`` is never ``true`` on the primary's word alone.
+   when it scores better and the re-check passes it (a still-flagged hybrid is not shipped).
+   ``require_consensus`` turns a claim without any majority into a warning (the choice stays
+   detected) or an abstention. A claim no verifier voted on (every verdict about it unreadable or
+   ``unknown``, and the detector not against it) is kept, but it has no consensus:
+   ``x-truthlens-consensus`` is never ``true`` on the primary's word alone.
 7. With ``max_iterations > 1``, a choice still detected after a round goes another round: the
    verifiers see the current answer and its disputed claims, answer again (the critique step
    of multi-agent debate), and steps 3-6 repeat against their new answers.
@@ -178,6 +179,9 @@ class PremiumMode:
         consensus = all(c.consensus for c in checks)
         choices = []
         for i, (original, st) in enumerate(zip(exchange.answers, states, strict=True)):
+            if st.text != original and st.detection.status != "clean":
+                # A hybrid the re-check still flags is no fix: the original goes out with its warning.
+                st = replace(st, text=original, detection=primaries[i])
             detection = st.detection
             no_majority = st.check is not None and not st.check.consensus
             warn_on_no_majority = opts.require_consensus and opts.on_no_consensus == "warn"
