@@ -1,116 +1,89 @@
 """One capability: ask an OpenAI-compatible chat endpoint and get typed choices back.
 
-:class:`LLMClient` talks to vLLM (or any ``/v1/chat/completions`` server) over one pooled
-aiohttp session per event loop. Every call has a per-attempt timeout (the endpoint's) and an
-optional absolute ``deadline`` (``time.monotonic()``) that it never waits past; connection
-errors and 5xx answers are retried with full-jitter backoff, bounded by the endpoint's
-``max_retries`` and by the deadline. A reply is read only up to the endpoint's
-``max_reply_bytes`` (a content-length over it is refused before anything is read, a body
-without one is cut off there): the model server decides a reply's size, so it must never decide
-the processor's memory (``LLMError("too_large")``, not retried). Each call is one OpenTelemetry client span (GenAI
-semantic conventions: ``chat {model}``, ``gen_ai.request.model``, ``gen_ai.usage.*``), started
-with the tracer the client is given, and every attempt carries that span's W3C ``traceparent``
-so the model server's own spans join the exchange's trace; and one ``on_call(model, role)``
-notification (the gateway counts it as ``truthlens_models_used_total``).
-API keys are read once from the environment variables the config names and never appear in
-reprs or logs.
+:class:`LLMClient` talks to vLLM, llama.cpp (or any ``/v1/chat/completions`` server) over one
+pooled aiohttp session per event loop. Every call is bounded: it carries ``max_tokens`` (its
+own, its model's bound for its role, or the role's default: :func:`truthlens.llm_wire.token_bound`),
+a per-attempt timeout (the endpoint's) and an optional absolute ``deadline``
+(``time.monotonic()``) that it never waits past; connection errors and 5xx answers are retried
+with full-jitter backoff, bounded by the endpoint's ``max_retries`` and by the deadline. Replies
+are streamed (internally) and a call the client gives up on — timeout, deadline, the caller
+cancelled — has its connection closed at once: servers stop generating for a stream nobody
+reads, while some (llama.cpp) finish a non-streamed one for a client long gone, and keep the
+next caller waiting. A reply is read only up to the endpoint's ``max_reply_bytes`` (a
+content-length over it is refused before anything is read, a body without one is cut off
+there): the model server decides a reply's size, so it must never decide the processor's
+memory (``LLMError("too_large")``, not retried).
+
+What servers do not support is worked around, named in :attr:`ChatResult.fallbacks` and
+reported through ``on_fallback``: a JSON reply (:class:`JsonReply`) is asked for as
+``json_schema``, else ``json_object`` with the schema, else the schema in words only
+(per model in config, or — ``structured_output: auto`` — learned from the first refusal and
+remembered per endpoint and served model); ``n > 1`` answered with fewer choices is topped up
+with sequential samples (remembered too); ``logprobs`` asked for and not returned is named.
+
+Each call is one OpenTelemetry client span (GenAI semantic conventions: ``chat {model}``,
+``gen_ai.request.model``, ``gen_ai.usage.*``), started with the tracer the client is given,
+and every attempt carries that span's W3C ``traceparent`` so the model server's own spans join
+the exchange's trace; one ``on_call(model, role)`` notification (the gateway counts it as
+``truthlens_models_used_total``) and one ``on_outcome(model, role, outcome)`` when it ends (``ok``,
+an :class:`LLMError` reason, ``cancelled``; callers add ``unreadable`` through
+:meth:`LLMClient.report_unreadable`). Every call that fails is one WARNING line naming the
+model, the role and the reason — never a body. API keys are read once from the environment
+variables the config names and never appear in reprs or logs.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import math
 import os
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlparse
 
 import aiohttp
 from opentelemetry import trace
 
+from truthlens.llm_wire import (
+    DEFAULT_MAX_REPLY_BYTES,
+    STRUCTURED_FORMS,
+    ChatCall,
+    ChatChoice,
+    ChatResult,
+    Endpoint,
+    JsonReply,
+    LLMError,
+    StreamedReply,
+    StructuredForm,
+    parse_result,
+    request_body,
+    token_bound,
+)
 from truthlens.tracing import NO_TRACER, inject_trace_context
+
+__all__ = [
+    "DEFAULT_MAX_REPLY_BYTES", "ChatCall", "ChatChoice", "ChatResult", "Endpoint", "JsonReply", "LLMClient",
+    "LLMError", "OnCall", "OnFallback", "OnOutcome",
+]
 
 log = logging.getLogger(__name__)
 
-# A chat reply of n choices with per-token log-probs stays well under this; a reply over it is
-# an endpoint misbehaving (or hostile), not an answer worth holding in memory.
-DEFAULT_MAX_REPLY_BYTES = 8 * 1024 * 1024
 _READ_CHUNK = 64 * 1024
-
-
-class LLMError(Exception):
-    """A call failed for good (after retries). ``reason`` is a short metric-safe label:
-    ``timeout``, ``connect``, ``http_5xx``, ``http_4xx``, ``bad_response``, ``too_large``, ``budget``,
-    ``unknown_model``."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-
-
-@dataclass(frozen=True, slots=True)
-class ChatCall:
-    model: str
-    messages: Sequence[Mapping[str, Any]]
-    role: str  # why the call is made: refine, verify, judge, acr_internal, ... (metrics label)
-    n: int = 1
-    temperature: float | None = None
-    top_p: float | None = None
-    max_tokens: int | None = None
-    logprobs: bool = False
-    extra: Mapping[str, Any] = field(default_factory=dict)  # passed through into the JSON body
-
-
-@dataclass(frozen=True, slots=True)
-class ChatChoice:
-    text: str
-    token_logprobs: tuple[float, ...] | None = None  # one per generated token, when asked
-    finish_reason: str | None = None
-
-    @property
-    def mean_logprob(self) -> float | None:
-        if not self.token_logprobs:
-            return None
-        return sum(self.token_logprobs) / len(self.token_logprobs)
-
-    @property
-    def confidence(self) -> float | None:
-        """exp(mean token log-prob): the sequence confidence of ACR eq. 10."""
-        mean = self.mean_logprob
-        return None if mean is None else math.exp(mean)
-
-
-@dataclass(frozen=True, slots=True)
-class ChatResult:
-    model: str
-    choices: tuple[ChatChoice, ...]
-    latency_s: float
-    response_id: str | None = None
-    input_tokens: int | None = None  # the server's ``usage``, when it reports one
-    output_tokens: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Endpoint:
-    """Where a configured model name is served (the config's ``models:`` entry, 1:1)."""
-
-    base_url: str  # e.g. http://127.0.0.1:8000/v1
-    api_key_env: str | None = None  # name of the environment variable holding the key
-    timeout_s: float = 30.0  # per attempt
-    max_retries: int = 2  # extra attempts after the first, on connection errors and 5xx
-    served_model: str | None = None  # the name sent upstream; None: the configured name
-    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES  # a longer reply is refused (too_large), never held
+_parse_result = parse_result  # the name the client's tests use
 
 
 OnCall = Callable[[str, str], None]  # (model, role)
+OnOutcome = Callable[[str, str, str], None]  # (model, role, outcome)
+OnFallback = Callable[[str, str], None]  # (model, fallback)
 
 
 _RETRYABLE = frozenset({"connect", "http_5xx"})
+# A request with a response_format answered with one of these may be a refusal of the format
+# (llama.cpp answers json_schema with a 500): the next, less constrained form is tried.
+_REFUSALS = frozenset({"http_4xx", "http_5xx"})
 
 
 class LLMClient:
@@ -121,6 +94,8 @@ class LLMClient:
         endpoints: Mapping[str, Endpoint],
         *,
         on_call: OnCall | None = None,
+        on_outcome: OnOutcome | None = None,
+        on_fallback: OnFallback | None = None,
         tracer: trace.Tracer = NO_TRACER,
         environ: Mapping[str, str] | None = None,
         pool_limit: int = 64,
@@ -138,12 +113,17 @@ class LLMClient:
                 else:
                     log.info("model %r: environment variable %s is unset; calling without a key", name, ep.api_key_env)
         self._on_call = on_call
+        self._on_outcome = on_outcome
+        self._on_fallback = on_fallback
         self._tracer = tracer
         self._pool_limit = pool_limit
         self._backoff_base_s = backoff_base_s
         self._backoff_cap_s = backoff_cap_s
         self._session: aiohttp.ClientSession | None = None
         self._session_loop: asyncio.AbstractEventLoop | None = None
+        # What each server (base URL, served model) was found not to support, learned once.
+        self._structured_form: dict[tuple[str, str], StructuredForm] = {}
+        self._no_n: set[tuple[str, str]] = set()
 
     def __repr__(self) -> str:
         # Keys never leave the object: the repr says only which endpoints carry one.
@@ -164,6 +144,11 @@ class LLMClient:
             return "default", self._endpoints["default"]
         raise LLMError("unknown_model", f"no endpoint for model {model!r} and no default")
 
+    def learned_structured_form(self, model: str) -> StructuredForm | None:
+        """The structured-output form learned for ``model``'s server (None: nothing refused yet)."""
+        _, ep = self.resolve(model)
+        return self._structured_form.get(_server_key(ep, model))
+
     async def aclose(self) -> None:
         if self._session is not None:
             await self._session.close()
@@ -179,35 +164,118 @@ class LLMClient:
             self._session_loop = loop
         return self._session
 
+    def report_unreadable(self, model: str, role: str, why: str) -> None:
+        """A caller could not read a reply it got (not the JSON it asked for, no usable text): one
+        WARNING line and ``on_outcome(model, role, "unreadable")``. ``why`` names the problem;
+        it must not quote the reply."""
+        log.warning("model call unreadable: model=%s role=%s reason=%s", model, role, why)
+        if self._on_outcome is not None:
+            self._on_outcome(model, role, "unreadable")
+
     async def chat(self, call: ChatCall, *, deadline: float | None = None) -> ChatResult:
         """One chat completion (``n`` choices). Raises :class:`LLMError`; never waits past ``deadline``."""
-        entry, ep = self.resolve(call.model)
         if self._on_call is not None:
             self._on_call(call.model, call.role)
         start = time.monotonic()
-        with self._tracer.start_as_current_span(
-            f"chat {call.model}", kind=trace.SpanKind.CLIENT, attributes=_request_attributes(call, ep)
-        ) as span:
-            attempts = 0
-            outcome = "ok"
+        outcome = "ok"
+        attempts = [0]
+        try:
+            entry, ep = self.resolve(call.model)
+            with self._tracer.start_as_current_span(
+                f"chat {call.model}", kind=trace.SpanKind.CLIENT, attributes=_request_attributes(call, ep)
+            ) as span:
+                try:
+                    result = await self._complete(call, entry, ep, deadline, attempts)
+                    _record_response(span, result)
+                    span.set_attribute("truthlens.llm.outcome", "ok")
+                    return result
+                except LLMError as exc:
+                    span.set_attribute("truthlens.llm.outcome", exc.reason)
+                    span.set_attribute("error.type", exc.reason)
+                    span.set_status(trace.Status(trace.StatusCode.ERROR, exc.reason))
+                    raise
+                except asyncio.CancelledError:
+                    span.set_attribute("truthlens.llm.outcome", "cancelled")
+                    raise
+                finally:
+                    span.set_attribute("truthlens.llm.attempts", attempts[0])
+                    span.set_attribute("truthlens.llm.latency_ms", (time.monotonic() - start) * 1000.0)
+        except LLMError as exc:
+            outcome = exc.reason
+            status = f" status={exc.status}" if exc.status is not None else ""
+            log.warning("model call failed: model=%s role=%s reason=%s%s attempts=%d after %.0f ms", call.model,
+                        call.role, exc.reason, status, attempts[0], (time.monotonic() - start) * 1000.0)
+            raise
+        except asyncio.CancelledError:
+            outcome = "cancelled"  # the caller gave up (its own deadline); the connection is closed
+            log.warning("model call cancelled: model=%s role=%s after %.0f ms", call.model, call.role,
+                        (time.monotonic() - start) * 1000.0)
+            raise
+        finally:
+            if self._on_outcome is not None:
+                self._on_outcome(call.model, call.role, outcome)
+
+    async def _complete(self, call: ChatCall, entry: str, ep: Endpoint, deadline: float | None,
+                        attempts: list[int]) -> ChatResult:
+        """The call's ``n`` choices: one request, topped up with single samples when the server
+        returns fewer choices than asked for (it ignores ``n``)."""
+        key = _server_key(ep, call.model)
+        one_at_a_time = call.n > 1 and key in self._no_n
+        result = await self._structured(call, entry, ep, deadline, 1 if one_at_a_time else call.n, attempts)
+        fallbacks = list(result.fallbacks)
+        choices = list(result.choices)
+        if len(choices) < call.n:
+            if not one_at_a_time:
+                self._no_n.add(key)
+                log.warning("model %r at %s ignores n=%d (%d choice(s) back): sampling one at a time from now on",
+                            call.model, ep.base_url, call.n, len(choices))
+            fallbacks.append("sequential_samples")
+            while len(choices) < call.n:
+                try:
+                    more = await self._structured(call, entry, ep, deadline, 1, attempts)
+                except LLMError:
+                    break  # the samples so far are the answer; the caller sees how many came back
+                choices.extend(more.choices)
+        if call.logprobs and any(c.token_logprobs is None for c in choices):
+            fallbacks.append("no_logprobs")
+        for fallback in fallbacks:
+            if self._on_fallback is not None:
+                self._on_fallback(call.model, fallback)
+        return replace(result, choices=tuple(choices[: call.n]), fallbacks=tuple(fallbacks))
+
+    async def _structured(self, call: ChatCall, entry: str, ep: Endpoint, deadline: float | None, n: int,
+                          attempts: list[int]) -> ChatResult:
+        """One request; a JSON reply asked for in the most constrained form the server takes."""
+        if call.json_reply is None:
+            return await self._with_retries(call, entry, ep, deadline, n, None, attempts, retry=True)
+        key = _server_key(ep, call.model)
+        if ep.structured_output != "auto":
+            forms: tuple[StructuredForm, ...] = (ep.structured_output,)  # type: ignore[assignment]
+        else:
+            learned = self._structured_form.get(key, STRUCTURED_FORMS[0])
+            forms = STRUCTURED_FORMS[STRUCTURED_FORMS.index(learned):]
+        for i, form in enumerate(forms):
+            last = i == len(forms) - 1
             try:
-                result, attempts = await self._with_retries(call, entry, ep, deadline)
-                _record_response(span, result)
-                return result
+                result = await self._with_retries(call, entry, ep, deadline, n, form, attempts, retry=last)
             except LLMError as exc:
-                outcome = exc.reason
-                span.set_attribute("error.type", exc.reason)
-                span.set_status(trace.Status(trace.StatusCode.ERROR, exc.reason))
-                raise
-            finally:
-                span.set_attribute("truthlens.llm.outcome", outcome)
-                span.set_attribute("truthlens.llm.attempts", attempts)
-                span.set_attribute("truthlens.llm.latency_ms", (time.monotonic() - start) * 1000.0)
+                if last or exc.reason not in _REFUSALS:
+                    raise
+                log.warning("model %r at %s refused response_format %s (%s): asking for %s instead",
+                            call.model, ep.base_url, form, exc.reason, forms[i + 1])
+                continue
+            if i > 0:
+                self._structured_form[key] = form  # remembered: later calls start here
+            auto_fallback = ep.structured_output == "auto" and form != STRUCTURED_FORMS[0]
+            return replace(result, structured=form, fallbacks=(f"structured:{form}",) if auto_fallback else ())
+        raise AssertionError("unreachable: the last form raises or returns")
 
     async def _with_retries(
-        self, call: ChatCall, entry: str, ep: Endpoint, deadline: float | None
-    ) -> tuple[ChatResult, int]:
-        body = _request_body(call, ep.served_model or call.model)
+        self, call: ChatCall, entry: str, ep: Endpoint, deadline: float | None, n: int,
+        structured: StructuredForm | None, attempts: list[int], *, retry: bool,
+    ) -> ChatResult:
+        body = request_body(call, ep.served_model or call.model, max_tokens=token_bound(call, ep), n=n,
+                            stream=ep.stream, structured=structured, sampling=ep.sampling)
         headers = {"Content-Type": "application/json"}
         inject_trace_context(headers)  # the current span is this call's client span
         if entry in self._keys:
@@ -216,6 +284,7 @@ class LLMClient:
         attempt = 0
         while True:
             attempt += 1
+            attempts[0] += 1
             timeout = ep.timeout_s
             if deadline is not None:
                 left = deadline - time.monotonic()
@@ -223,9 +292,9 @@ class LLMClient:
                     raise LLMError("budget", f"{call.model}: no time left in the exchange budget")
                 timeout = min(timeout, left)
             try:
-                return await self._attempt(url, headers, body, call, timeout, deadline, ep.max_reply_bytes), attempt
+                return await self._attempt(url, headers, body, call, timeout, deadline, ep.max_reply_bytes)
             except LLMError as exc:
-                if exc.reason not in _RETRYABLE or attempt > ep.max_retries:
+                if not retry or exc.reason not in _RETRYABLE or attempt > ep.max_retries:
                     raise
                 # Full jitter (sleep ~ U(0, min(cap, base * 2^k))) spreads retries of many streams.
                 pause = random.uniform(0.0, min(self._backoff_cap_s, self._backoff_base_s * 2 ** (attempt - 1)))
@@ -239,11 +308,22 @@ class LLMClient:
     ) -> ChatResult:
         session = self._session_for_loop()
         start = time.monotonic()
+        streamed: ChatResult | None = None
         try:
             async with asyncio.timeout(timeout):
                 async with session.post(url, data=body, headers=headers) as resp:
-                    raw = await _read_bounded(resp, max_reply_bytes, call.model)
-                    status = resp.status
+                    try:
+                        status = resp.status
+                        if status < 400 and resp.content_type == "text/event-stream":
+                            streamed = await _read_stream(resp, max_reply_bytes, call, start)
+                            raw = b""
+                        else:  # an error body, or a server that answers a stream request whole
+                            raw = await _read_bounded(resp, max_reply_bytes, call.model)
+                    except BaseException:
+                        # Given up (timeout, deadline, cancelled, unreadable): close the connection
+                        # so the server sees the client leave and stops generating.
+                        resp.close()
+                        raise
         except TimeoutError as exc:
             budget_hit = deadline is not None and time.monotonic() >= deadline - 1e-3
             reason = "budget" if budget_hit else "timeout"
@@ -253,11 +333,38 @@ class LLMClient:
             raise LLMError("bad_response", f"{call.model}: {type(exc).__name__}: {exc}") from exc
         except aiohttp.ClientError as exc:
             raise LLMError("connect", f"{call.model}: {type(exc).__name__}: {exc}") from exc
+        if streamed is not None:
+            return streamed
         if status >= 500:
-            raise LLMError("http_5xx", f"{call.model}: HTTP {status}: {_snippet(raw)}")
+            raise LLMError("http_5xx", f"{call.model}: HTTP {status}: {_snippet(raw)}", status=status)
         if status >= 400:
-            raise LLMError("http_4xx", f"{call.model}: HTTP {status}: {_snippet(raw)}")
-        return _parse_result(raw, call, time.monotonic() - start)
+            raise LLMError("http_4xx", f"{call.model}: HTTP {status}: {_snippet(raw)}", status=status)
+        return parse_result(raw, call, time.monotonic() - start)
+
+
+def _server_key(ep: Endpoint, model: str) -> tuple[str, str]:
+    return ep.base_url, ep.served_model or model
+
+
+async def _read_stream(resp: aiohttp.ClientResponse, limit: int, call: ChatCall, start: float) -> ChatResult:
+    """A streamed completion, read event by event up to ``limit`` bytes in all."""
+    reply = StreamedReply(call)
+    total = 0
+    while chunk := await resp.content.read(_READ_CHUNK):
+        total += len(chunk)
+        if total > limit:
+            raise LLMError("too_large", f"{call.model}: the reply is over {limit} bytes")
+        reply.feed(chunk)
+        if reply.done:
+            break
+    reply.feed(b"\n")  # a last event without its line break
+    result = reply.result(time.monotonic() - start)
+    if any(c.finish_reason is None for c in result.choices):
+        # Cut off: the connection ended early, or the server stopped the stream itself
+        # (llama-cpp-python does so, with [DONE], when another request waits, unless started
+        # with --interrupt_requests false): half an answer is no answer.
+        raise LLMError("bad_response", f"{call.model}: the stream ended without a finish_reason")
+    return result
 
 
 async def _read_bounded(resp: aiohttp.ClientResponse, limit: int, model: str) -> bytes:
@@ -265,13 +372,11 @@ async def _read_bounded(resp: aiohttp.ClientResponse, limit: int, model: str) ->
     content-length before anything is read, else as soon as the bytes read pass it (the
     connection is then closed, not drained)."""
     if resp.content_length is not None and resp.content_length > limit:
-        resp.close()
         raise LLMError("too_large", f"{model}: the reply is {resp.content_length} bytes, over {limit}")
     buf = bytearray()
     while chunk := await resp.content.read(_READ_CHUNK):
         buf += chunk
         if len(buf) > limit:
-            resp.close()
             raise LLMError("too_large", f"{model}: the reply is over {limit} bytes")
     return bytes(buf)
 
@@ -284,10 +389,11 @@ def _request_attributes(call: ChatCall, ep: Endpoint) -> dict[str, Any]:
         "gen_ai.provider.name": "openai",  # the wire API spoken (vLLM serves the same)
         "gen_ai.request.model": ep.served_model or call.model,
         "gen_ai.request.choice.count": call.n,
+        "gen_ai.request.max_tokens": token_bound(call, ep),
         "truthlens.llm.model": call.model,
         "truthlens.llm.role": call.role,
     }
-    for key, value in (("temperature", call.temperature), ("top_p", call.top_p), ("max_tokens", call.max_tokens)):
+    for key, value in (("temperature", call.temperature), ("top_p", call.top_p)):
         if value is not None:
             attrs[f"gen_ai.request.{key}"] = value
     if url.hostname:
@@ -307,63 +413,8 @@ def _record_response(span: trace.Span, result: ChatResult) -> None:
         span.set_attribute("gen_ai.usage.input_tokens", result.input_tokens)
     if result.output_tokens is not None:
         span.set_attribute("gen_ai.usage.output_tokens", result.output_tokens)
-
-
-def _request_body(call: ChatCall, served_model: str) -> bytes:
-    body: dict[str, Any] = dict(call.extra)
-    body.update(model=served_model, messages=list(call.messages), n=call.n, stream=False)
-    for key, value in (("temperature", call.temperature), ("top_p", call.top_p), ("max_tokens", call.max_tokens)):
-        if value is not None:
-            body[key] = value
-    if call.logprobs:
-        body["logprobs"] = True
-    return json.dumps(body).encode()
-
-
-def _parse_result(raw: bytes, call: ChatCall, latency_s: float) -> ChatResult:
-    try:
-        payload = json.loads(raw)
-        items = sorted(payload["choices"], key=lambda c: c.get("index", 0))
-        choices = tuple(_parse_choice(c, call.logprobs) for c in items)
-    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
-        # RecursionError: JSON nested deeper than the parser goes is no completion either.
-        raise LLMError("bad_response", f"{call.model}: malformed completion: {exc}") from exc
-    if not choices:
-        raise LLMError("bad_response", f"{call.model}: completion has no choices")
-    usage = payload.get("usage") if isinstance(payload.get("usage"), Mapping) else {}
-    return ChatResult(
-        model=str(payload.get("model") or call.model),
-        choices=choices,
-        latency_s=latency_s,
-        response_id=payload["id"] if isinstance(payload.get("id"), str) else None,
-        input_tokens=_count(usage.get("prompt_tokens")),
-        output_tokens=_count(usage.get("completion_tokens")),
-    )
-
-
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-def _parse_choice(choice: Mapping[str, Any], want_logprobs: bool) -> ChatChoice:
-    """One choice; raises TypeError/KeyError on any shape but the API's (a content that is a
-    number, an object, parts without text strings): callers read ``text`` as a string."""
-    content = choice["message"].get("content")
-    if isinstance(content, list):  # content parts
-        texts = [p.get("text", "") for p in content if isinstance(p, Mapping)]
-        if not all(isinstance(t, str) for t in texts):
-            raise TypeError("a content part's text is not a string")
-        content = "".join(texts)
-    if content is not None and not isinstance(content, str):
-        raise TypeError(f"message content is {type(content).__name__}, not a string")
-    finish = choice.get("finish_reason")
-    if finish is not None and not isinstance(finish, str):
-        raise TypeError("finish_reason is not a string")
-    logprobs = None
-    if want_logprobs and isinstance(choice.get("logprobs"), Mapping):
-        entries = choice["logprobs"].get("content") or []
-        logprobs = tuple(float(e["logprob"]) for e in entries)
-    return ChatChoice(text=content or "", token_logprobs=logprobs, finish_reason=finish)
+    if result.fallbacks:
+        span.set_attribute("truthlens.llm.fallbacks", list(result.fallbacks))
 
 
 def _snippet(raw: bytes, limit: int = 200) -> str:

@@ -87,7 +87,7 @@ def test_a_stream_gets_the_verdict_chunk(stack: SpanDetectorStack) -> None:
 
 @pytest.mark.parametrize(("words", "route", "reason"), [
     ("hallucinated slow-judge", "tight", "detector_timeout"),  # the route's 500 ms detection budget
-    ("hallucinated garbled-judge", None, "detector_error"),  # the reply is cut off: not the schema's JSON
+    ("hallucinated garbled-judge", None, "detector_unreadable"),  # the reply is cut off: not the schema's JSON
 ])
 def test_a_failing_detector_model_is_unavailable_never_clean(stack: SpanDetectorStack, words: str,
                                                               route: str | None, reason: str) -> None:

@@ -54,7 +54,8 @@ async def test_request_shape_choices_and_logprobs() -> None:
     assert result.choices[0].confidence == pytest.approx(0.5)
     sent = up.calls[0]
     assert sent.model == "served-m"
-    assert sent.params == {"seed": 7, "n": 2, "stream": False, "temperature": 0.3, "top_p": 0.8,
+    assert sent.params == {"seed": 7, "n": 2, "stream": True, "stream_options": {"include_usage": True},
+                           "temperature": 0.3, "top_p": 0.8,
                            "max_tokens": 64, "logprobs": True}
     assert list(sent.messages) == list(MSGS)
 

@@ -173,6 +173,8 @@ class DetectorHooks:
     tracer: trace.Tracer = NO_TRACER
     on_model_call: Callable[[str, str], None] | None = None  # (model, role), as LLMClient's on_call
     on_dropped_quotes: Callable[[str, int], None] | None = None  # (role, how many)
+    on_llm_outcome: Callable[[str, str, str], None] | None = None  # (model, role, outcome), as LLMClient's
+    on_llm_fallback: Callable[[str, str], None] | None = None  # (model, fallback), as LLMClient's
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,10 +24,11 @@
    disputed versions (called only when there was a dispute: with full agreement the primary
    answer already is the synthesis).
 6. The final answer is re-detected against the context; it replaces the upstream's answer only
-   when it scores better. ``require_consensus`` turns a claim without any majority into a
-   warning (the choice stays detected) or an abstention. A claim no verifier voted on (every
-   verdict about it unreadable or ``unknown``, and the detector not against it) is kept, but it
-   has no consensus: ``x-truthlens-consensus`` is never ``true`` on the primary's word alone.
+   when it scores better and the re-check passes it (a still-flagged hybrid is not shipped).
+   ``require_consensus`` turns a claim without any majority into a warning (the choice stays
+   detected) or an abstention. A claim no verifier voted on (every verdict about it unreadable or
+   ``unknown``, and the detector not against it) is kept, but it has no consensus:
+   ``x-truthlens-consensus`` is never ``true`` on the primary's word alone.
 7. With ``max_iterations > 1``, a choice still detected after a round goes another round: the
    verifiers see the current answer and its disputed claims, answer again (the critique step
    of multi-agent debate), and steps 3-6 repeat against their new answers.
@@ -54,10 +55,9 @@ from truthlens.modes.prompts import (
     context_message,
     debate_messages,
     judge_messages,
-    parse_verdicts,
-    verdict_messages,
 )
 from truthlens.modes.standard import detect_answer
+from truthlens.modes.verdicts import ask_verdicts, current_tally, no_consensus_reason, start_tally, vote
 from truthlens.options import OptionContext, Section
 
 NAME = "premium"
@@ -138,6 +138,7 @@ class PremiumMode:
     name = NAME
 
     async def run(self, exchange: Exchange, services: Services) -> Verdict:
+        start_tally()
         opts = exchange.options_as(PremiumOptions)
         verify_deadline = time.monotonic() + _VERIFY_SHARE * exchange.remaining_s()
         request = _with_context(exchange.query.messages, exchange.query.passages)
@@ -178,6 +179,9 @@ class PremiumMode:
         consensus = all(c.consensus for c in checks)
         choices = []
         for i, (original, st) in enumerate(zip(exchange.answers, states, strict=True)):
+            if st.text != original and st.detection.status != "clean":
+                # A hybrid the re-check still flags is no fix: the original goes out with its warning.
+                st = replace(st, text=original, detection=primaries[i])
             detection = st.detection
             no_majority = st.check is not None and not st.check.consensus
             warn_on_no_majority = opts.require_consensus and opts.on_no_consensus == "warn"
@@ -190,13 +194,20 @@ class PremiumMode:
                                          original=primaries[i] if text is not None else None))
         abstain = opts.abstain_message if opts.require_consensus and not consensus \
             and opts.on_no_consensus == "abstain" else None
+        tally = current_tally()
+        headers = {"x-truthlens-consensus": "true" if consensus else "false",
+                   "x-truthlens-verifiers": f"{len(texts)}/{len(texts) + len(failed)}"}
+        if not consensus:
+            headers["x-truthlens-consensus-reason"] = no_consensus_reason(any(c.disputed for c in checks), tally)
         return Verdict(
             mode=NAME,
             choices=tuple(choices),
             iterations=rounds,
-            headers={"x-truthlens-consensus": "true" if consensus else "false",
-                     "x-truthlens-verifiers": f"{len(texts)}/{len(texts) + len(failed)}"},
+            headers=headers,
             attributes={
+                "premium.verdicts_unreadable": tuple(sorted(set(tally.unreadable))),
+                "premium.verdicts_failed": tuple(sorted(set(tally.failed))),
+                "premium.fallbacks": tuple(sorted(tally.fallbacks)),
                 "premium.verifiers_ok": tuple(sorted(texts)),
                 "premium.verifiers_failed": tuple(f"{m}:{e.reason}" for m, e in sorted(failed.items()))
                 + tuple(debate_failures),
@@ -301,23 +312,13 @@ class PremiumMode:
             self._entailed(exchange, services, pairs),
             asyncio.gather(*(self._verdicts(exchange, services, v, claims) for v, claims in asks)))
         detector = iter(entailed)
-        return [[_vote(said, next(detector)) for said in row] for row in verdicts]
+        return [[vote(said, next(detector)) for said in row] for row in verdicts]
 
     async def _verdicts(self, exchange: Exchange, services: Services, verifier: _Verifier,
                         claims: Sequence[str]) -> tuple[ClaimVerdict, ...]:
-        """The verifier's own verdict on each claim against its answer; ``unknown`` for every claim
-        when the call fails or the reply is not the requested JSON."""
-        unknown: tuple[ClaimVerdict, ...] = parse_verdicts("", len(claims))
-        if not claims or services.llm is None:
-            return unknown
         deadline = time.monotonic() + _VERDICT_SHARE * exchange.remaining_s()
-        call = ChatCall(model=verifier.model, messages=verdict_messages(exchange.query.question, verifier.text, claims),
-                        role="verdict", temperature=0.0)
-        try:
-            result = await services.llm.chat(call, deadline=deadline)
-        except LLMError:
-            return unknown
-        return parse_verdicts(result.choices[0].text, len(claims))
+        return await ask_verdicts(services, exchange.query.question, verifier.model, verifier.text, claims,
+                                  deadline=deadline)
 
     async def _cross_check(self, exchange: Exchange, services: Services, opts: PremiumOptions,
                            primary: str, verifiers: Sequence[_Verifier]) -> _CrossCheck:
@@ -414,15 +415,6 @@ class PremiumMode:
             return f"failed:{exc.reason}", hybrid
         text = result.choices[0].text.strip()
         return ("ok", text) if text else ("failed:empty", hybrid)
-
-
-def _vote(verdict: ClaimVerdict, entailed: bool | None) -> bool | None:
-    """A verifier's vote on a claim from its own verdict and the detector's entailment check."""
-    if verdict == "refuted" or entailed is False:
-        return False
-    if verdict == "supported":
-        return True
-    return None  # unknown or unreadable: no vote, never agreement
 
 
 def _better(candidate: Detection, incumbent: Detection) -> bool:

@@ -4,9 +4,12 @@ R₀ is the upstream's answer. While the latest score is at or above the converg
 the same model (or ``refine_model``) is asked to revise the best answer so far with a prompt
 that lists the flagged spans and their confidences next to the context and the question
 (:mod:`truthlens.modes.prompts`); each revision is re-detected. The loop stops on
-convergence, after ``max_iterations`` rounds, when the exchange budget runs out, or when a
-refine call or a detection fails; the best-scoring answer wins, so the result is never scored
-worse than R₀. Every choice of an ``n > 1`` response is refined independently and concurrently.
+convergence, after ``max_iterations`` rounds, when the exchange budget runs out, when a
+refine call or a detection fails, or when the revision is no answer at all
+(:mod:`truthlens.modes.revisions`: the prompt's rules echoed back, the original in quotes, JSON).
+The best-scoring revision is shipped only when the re-check passes it (not detected); otherwise
+the original goes out with its warning — a still-flagged "improvement" is never ``rewritten``.
+Every choice of an ``n > 1`` response is refined independently and concurrently.
 
 This module also holds the detection helpers premium mode shares (:func:`detect_answer`).
 """
@@ -23,11 +26,12 @@ from typing import Any
 from truthlens.detector.types import Detection, DetectionInput, DetectorError
 from truthlens.llm import ChatCall, LLMError
 from truthlens.modes.base import ChoiceVerdict, Exchange, Services, Verdict
-from truthlens.modes.prompts import refine_messages
+from truthlens.modes.prompts import REFINE_SYSTEM, refine_messages
+from truthlens.modes.revisions import why_not_an_answer
 from truthlens.options import OptionContext, Section
 
 NAME = "standard"
-REWRITES = True  # a revision that scores better replaces the answer
+REWRITES = True  # a revision the re-check passes replaces the answer
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +156,10 @@ class StandardMode:
             if detection.score < converge_below:
                 stop = "converged"
                 break
+        # Only an answer the re-check passes is shipped: a revision that scores lower yet is
+        # still flagged is no fix, so the original goes out with its warning.
+        if best_text != original and best.status != "clean":
+            best_text, best, stop = original, first, f"{stop}:still_flagged"
         rewritten = best_text if best_text != original else None
         return _ChoiceOutcome(ChoiceVerdict(index=index, detection=best, text=rewritten,
                                             original=first if rewritten is not None else None), iterations, stop,
@@ -179,7 +187,13 @@ class StandardMode:
             return ("budget" if exc.reason == "budget" else "refine_error"), None, None
         text = result.choices[0].text.strip()
         if not text:
+            services.llm.report_unreadable(model, "refine", "the reply has no text")
             return "empty_refine", None, None
+        why = why_not_an_answer(text, original=answer, question=exchange.query.question,
+                                passages=exchange.query.passages, instructions=(REFINE_SYSTEM,))
+        if why is not None:
+            services.llm.report_unreadable(model, "refine", f"the revision is no answer ({why})")
+            return f"not_an_answer:{why}", None, None
         revised = await detect_answer(services, exchange, text)
         return ("scored" if revised.score is not None else "detector_unavailable"), text, revised
 

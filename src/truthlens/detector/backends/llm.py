@@ -33,7 +33,8 @@ from opentelemetry import trace
 
 from truthlens.detector.backends.llm_prompt import (
     PARTLY_INVENTED,
-    RESPONSE_FORMAT,
+    SCHEMA,
+    SCHEMA_NAME,
     MalformedReply,
     messages,
     read_quotes,
@@ -48,7 +49,7 @@ from truthlens.detector.types import (
     Span,
 )
 from truthlens.detector.validation import validate, validate_threshold
-from truthlens.llm import ChatCall, Endpoint, LLMClient, LLMError
+from truthlens.llm import ChatCall, Endpoint, JsonReply, LLMClient, LLMError
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +105,7 @@ class LlmDetector:
             role=self.llm.role,
             temperature=0.0,
             max_tokens=self.llm.max_tokens,
-            extra={"response_format": RESPONSE_FORMAT},
+            json_reply=JsonReply(SCHEMA_NAME, SCHEMA),
         )
         try:
             async with asyncio.timeout(timeout_s):
@@ -112,8 +113,7 @@ class LlmDetector:
                     result = await self._client.chat(call, deadline=deadline)
         except TimeoutError:
             return Detection.unavailable("llm_timeout", elapsed_ms())
-        except LLMError as exc:
-            log.debug("llm detector %r: %s", self.llm.model, exc)
+        except LLMError as exc:  # the client has logged it (WARNING) and counted it
             return Detection.unavailable(_FAILURES.get(exc.reason, "llm_error"), elapsed_ms())
         choice = result.choices[0]
         try:
@@ -126,7 +126,7 @@ class LlmDetector:
             if quotes and not located.ranges and located.invented:
                 raise MalformedReply(f"none of its {len(quotes)} quote(s) is in the answer")
         except MalformedReply as exc:
-            log.warning("llm detector %r: malformed reply (%s); the check is unavailable", self.llm.model, exc)
+            self._client.report_unreadable(self.llm.model, self.llm.role, f"{exc}; the check is unavailable")
             return Detection.unavailable(BAD_OUTPUT, elapsed_ms())
         except Exception:  # containment: an odd reply costs this answer's check, not the exchange's
             log.exception("llm detector %r: the reply could not be read; the check is unavailable", self.llm.model)
@@ -162,7 +162,8 @@ class LlmDetector:
 def client_for(llm: LlmSettings, hooks: DetectorHooks) -> LLMClient:
     """The chat client of one detector: its one endpoint, the process's tracer and counters."""
     endpoints: dict[str, Endpoint] = {llm.model: llm.endpoint}
-    return LLMClient(endpoints, on_call=hooks.on_model_call, tracer=hooks.tracer)
+    return LLMClient(endpoints, on_call=hooks.on_model_call, on_outcome=hooks.on_llm_outcome,
+                     on_fallback=hooks.on_llm_fallback, tracer=hooks.tracer)
 
 
 def load(settings: DetectorSettings, hooks: DetectorHooks | None = None) -> LlmDetector:

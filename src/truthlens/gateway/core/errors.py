@@ -42,6 +42,8 @@ REASONS: dict[str, tuple[int, str]] = {
     "detector_overloaded": (503, "the detector queue is full"),
     "detector_error": (503, "the detector failed"),
     "detector_unavailable": (503, "the remote inference or model server is down or its model not ready"),
+    "detector_unreadable": (503, "the generative detector's reply could not be read (not the JSON asked for, "
+                            "cut off at max_tokens, or quoting nothing of the answer)"),
     "invalid_input": (503, "the detector refused the input (over its size limits)"),
     "mode_error": (503, "the route's mode failed"),
     "mode_unavailable": (503, "the route's mode cannot be loaded"),
@@ -84,7 +86,7 @@ _DETECTOR_REASONS: dict[str, str] = {
     "llm_timeout": "detector_timeout",
     "llm_unavailable": "detector_unavailable",
     "llm_error": "detector_error",
-    "llm_bad_output": "detector_error",
+    "llm_bad_output": "detector_unreadable",
 }
 
 

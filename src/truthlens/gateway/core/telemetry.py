@@ -41,6 +41,7 @@ from prometheus_client import multiprocess as prom_multiprocess
 
 from truthlens.detector.types import DetectorHooks
 from truthlens.gateway.core.errors import normalize_reason
+from truthlens.gateway.core.llm_metrics import LlmMetrics, LlmRecorders
 from truthlens.gateway.core.trace_export import console_exporter
 from truthlens.tracing import capture_content
 
@@ -144,6 +145,7 @@ class _Metrics:
             "facts_stand, or why it could not: timeout, bad_output, error, invalid_input, not_loaded)",
             ["decision", "outcome"], registry=registry,
         )
+        self.llm = LlmMetrics(registry)  # truthlens_llm_calls_total, truthlens_llm_fallbacks_total
         self.dropped_quotes = Counter(
             "truthlens_llm_detector_dropped_quotes_total",
             "Quotes a generative detector gave that the answer does not contain (dropped, never spans)",
@@ -269,6 +271,10 @@ class Telemetry:
 
         return record
 
+    def llm_recorders(self, model_names: Iterable[str]) -> LlmRecorders:
+        """The counting hooks of an LLM client for one ``models:`` section (labels bounded)."""
+        return self.metrics.llm.recorders(model_names, self.model_call_recorder(model_names))
+
     def record_error(self, reason: str) -> None:
         self.metrics.errors.labels(normalize_reason(reason)).inc()
 
@@ -308,8 +314,10 @@ class Telemetry:
     def detector_hooks(self, model_names: Iterable[str]) -> DetectorHooks:
         """What backends that make calls of their own trace and count with (see
         :class:`truthlens.detector.types.DetectorHooks`)."""
-        return DetectorHooks(tracer=self.tracer, on_model_call=self.model_call_recorder(model_names),
-                             on_dropped_quotes=self.record_dropped_quotes)
+        recorders = self.llm_recorders(model_names)
+        return DetectorHooks(tracer=self.tracer, on_model_call=recorders.on_call,
+                             on_dropped_quotes=self.record_dropped_quotes,
+                             on_llm_outcome=recorders.on_outcome, on_llm_fallback=recorders.on_fallback)
 
     def set_queue_depth(self, depth: int) -> None:
         self.metrics.queue_depth.set(depth)

@@ -150,8 +150,9 @@ class ServiceProvider:
             return None
         from truthlens.llm import LLMClient
 
-        return LLMClient(dict(config.models), on_call=self._telemetry.model_call_recorder(config.models),
-                         tracer=self._telemetry.tracer)
+        recorders = self._telemetry.llm_recorders(config.models)
+        return LLMClient(dict(config.models), on_call=recorders.on_call, on_outcome=recorders.on_outcome,
+                         on_fallback=recorders.on_fallback, tracer=self._telemetry.tracer)
 
     def queue_depth(self) -> int | None:
         """Checks waiting for the detector, when the backend reports it."""

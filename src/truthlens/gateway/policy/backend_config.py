@@ -18,6 +18,7 @@ from truthlens.detector.types import (
 )
 from truthlens.llm import DEFAULT_MAX_REPLY_BYTES
 from truthlens.llm import Endpoint as ModelEndpoint
+from truthlens.llm_wire import ROLE_MAX_TOKENS, STRUCTURED_CHOICES
 from truthlens.options import ConfigError, Section
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -177,7 +178,8 @@ def parse_models(s: Section) -> dict[str, ModelEndpoint]:
                 m.key("api_key"),
                 "keys do not belong in the config file; set api_key_env to the NAME of an environment variable",
             )
-        m.allow("base_url", "api_key_env", "timeout_s", "max_retries", "served_model", "max_reply_bytes")
+        m.allow("base_url", "api_key_env", "timeout_s", "max_retries", "served_model", "max_reply_bytes",
+                "max_tokens", "structured_output", "stream", "sampling")
         base_url = m.http_url("base_url")
         env = m.optional_string("api_key_env")
         if env is not None and not _ENV_NAME.match(env):
@@ -193,8 +195,40 @@ def parse_models(s: Section) -> dict[str, ModelEndpoint]:
             served_model=m.optional_string("served_model"),
             # A judge's or re-ask's reply is held whole before it is parsed: bound it (1 KiB to 256 MiB).
             max_reply_bytes=m.integer("max_reply_bytes", DEFAULT_MAX_REPLY_BYTES, lo=1024, hi=256 << 20),
+            max_tokens=tuple(_model_max_tokens(m).items()),
+            structured_output=m.choice("structured_output", "auto", STRUCTURED_CHOICES),
+            stream=m.boolean("stream", True),
+            sampling=tuple(_model_sampling(m).items()),
         )
     return models
+
+
+def _model_sampling(m: Section) -> dict[str, float]:
+    """``sampling``: what a call to the model takes where the call sets none."""
+    if "sampling" not in m:
+        return {}
+    s = m.section("sampling")
+    s.allow("temperature", "top_p", "seed")
+    out: dict[str, float] = {}
+    if "temperature" in s:
+        out["temperature"] = s.number("temperature", 1.0, lo=0.0, hi=2.0)
+    if "top_p" in s:
+        out["top_p"] = s.number("top_p", 1.0, lo=0.0, hi=1.0)
+    if "seed" in s:
+        out["seed"] = s.integer("seed", 0, lo=0)
+    return out
+
+
+def _model_max_tokens(m: Section) -> dict[str, int]:
+    """``max_tokens``: one bound for every call to the model, or one per role (``default`` for
+    the roles not named): ``{verdict: 256, judge: 1024, default: 512}``."""
+    if "max_tokens" not in m:
+        return {}
+    if not isinstance(m.get("max_tokens"), Mapping):
+        return {"default": m.integer("max_tokens", 512, lo=1, hi=65_536)}
+    per_role = m.section("max_tokens")
+    per_role.allow(*ROLE_MAX_TOKENS, "default")
+    return {role: per_role.integer(role, 512, lo=1, hi=65_536) for role in per_role.raw}
 
 
 # Keys of a hallucination section that the gateway itself reads; every other key of a

@@ -136,10 +136,14 @@ class EAgent:
         self._max_triples = max_triples
         self._tracer = tracer
         self.calls = 0
+        # What the LLM client worked around for these calls (no log-probs, n ignored, ...): the
+        # verdict names them, and they explain a confidence taken from agreement.
+        self.fallbacks: set[str] = set()
 
     async def _chat(self, call: ChatCall) -> list[Sample]:
         self.calls += 1
         result = await self._llm.chat(call, deadline=self._deadline)
+        self.fallbacks.update(result.fallbacks)
         return [
             Sample(call.role, c.text, prompts.extract_answer(c.text), c.confidence)
             for c in result.choices

@@ -124,6 +124,7 @@ class AcrMode:
             detect_task = asyncio.create_task(self._detect(exchange, services, answers))
             outcome: _Outcome | None = None
             failure: str | None = None
+            fallbacks: set[str] = set()  # filled by the E-Agent's calls, read even when ACR fails
             if services.llm is None or services.embedder is None:
                 failure = "acr needs an LLM client and an embedder"
             else:
@@ -131,7 +132,7 @@ class AcrMode:
                 reserve = min(2.0, 0.2 * exchange.remaining_s())
                 try:
                     async with asyncio.timeout_at(exchange.deadline - reserve):
-                        outcome = await self._resolve(exchange, services, opts, detect_task)
+                        outcome = await self._resolve(exchange, services, opts, detect_task, fallbacks)
                 except TimeoutError:
                     failure = "timeout: the exchange budget ran out before ACR finished"
                 except (AgentError, LLMError) as exc:
@@ -143,7 +144,8 @@ class AcrMode:
                 return Verdict(
                     mode=NAME,
                     choices=tuple(ChoiceVerdict(i, d) for i, d in enumerate(upstream)),
-                    attributes={"acr": {"outcome": "incomplete", "reason": failure}},
+                    attributes={"acr": {"outcome": "incomplete", "reason": failure,
+                                        **_fallback_facts(fallbacks, None)}},
                 )
             span.set_attribute("truthlens.acr.source", outcome.source)
             span.set_attribute("truthlens.acr.w", outcome.weight)
@@ -153,7 +155,7 @@ class AcrMode:
                 span.set_attribute("truthlens.acr.mu_ext", outcome.external.candidate.mu)
                 span.set_attribute("truthlens.acr.sigma_ext", outcome.external.candidate.sigma)
             span.set_attribute("truthlens.acr.upstream_calls", outcome.calls)
-            return await self._verdict(exchange, services, outcome, upstream)
+            return await self._verdict(exchange, services, outcome, upstream, fallbacks)
 
     async def _detect(self, exchange: Exchange, services: Services,
                       texts: Sequence[str]) -> list[Detection]:
@@ -163,7 +165,7 @@ class AcrMode:
             items, threshold=exchange.threshold, timeout_s=max(0.001, exchange.remaining_s()))
 
     async def _resolve(self, exchange: Exchange, services: Services, opts: AcrOptions,
-                       detect_task: asyncio.Task[list[Detection]]) -> _Outcome:
+                       detect_task: asyncio.Task[list[Detection]], fallbacks: set[str]) -> _Outcome:
         assert services.llm is not None and services.embedder is not None
         q = exchange.query
         sampling = SamplingSettings(opts.model or q.model, opts.samples, opts.temperature,
@@ -172,6 +174,7 @@ class AcrMode:
         e_agent = EAgent(services.llm, matcher, sampling, deadline=exchange.deadline,
                          max_passages=opts.max_passages, max_triples=opts.max_triples,
                          tracer=services.tracer)
+        e_agent.fallbacks = fallbacks
         k_agent = KAgent(services.llm, matcher, sampling, deadline=exchange.deadline,
                          theta=opts.theta, max_rounds=opts.max_rounds, tracer=services.tracer)
         answers = exchange.answers
@@ -237,7 +240,7 @@ class AcrMode:
         return _Outcome(texts, "external", weight, internal, external, None, e_agent.calls, "context")
 
     async def _verdict(self, exchange: Exchange, services: Services, outcome: _Outcome,
-                       upstream: list[Detection]) -> Verdict:
+                       upstream: list[Detection], fallbacks: set[str]) -> Verdict:
         rewritten = [i for i, t in enumerate(outcome.verdict_texts) if t is not None]
         fresh = (await self._detect(exchange, services,
                                     [outcome.verdict_texts[i] or "" for i in rewritten])
@@ -253,7 +256,7 @@ class AcrMode:
         headers = {WEIGHT_HEADER: f"{outcome.weight:.3f}", SOURCE_HEADER: outcome.source,
                    CONTEXT_HEADER: "departed" if departed else "kept"}
         rounds = outcome.resolution.rounds if outcome.resolution else ()
-        facts = _facts(outcome)
+        facts = {**_facts(outcome), **_fallback_facts(fallbacks, outcome.internal.confidence_source)}
         facts["context"] = "departed" if departed else "kept"
         facts["rewrites"] = [
             {"index": i, "words_kept": _words_kept(exchange.answers[i], outcome.verdict_texts[i] or "")}
@@ -286,6 +289,18 @@ def _source(matcher: AnswerMatcher, final: str, internal: str, external: str) ->
     if like_ext and not like_int:
         return "external"
     return "fused"
+
+
+def _fallback_facts(fallbacks: set[str], confidence_source: str | None) -> dict[str, Any]:
+    """What the model server did not support, and where the confidences came from because of it."""
+    facts: dict[str, Any] = {"fallbacks": sorted(fallbacks)}
+    if confidence_source is not None:
+        facts["confidence_source"] = confidence_source
+        if confidence_source == "agreement":
+            facts["confidence_reason"] = (
+                "the model server returned no log-probs: confidence is the share of samples that agree"
+                if "no_logprobs" in fallbacks else "some samples came back without log-probs")
+    return facts
 
 
 def _facts(outcome: _Outcome) -> dict[str, Any]:
