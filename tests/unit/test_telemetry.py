@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry
 
-from truthlens.gateway.core import telemetry as tm
+from truthlens.gateway.core import trace_export
 from truthlens.gateway.core.telemetry import Telemetry, build_tracer_provider, parse_listen
 
 REPO = Path(__file__).resolve().parents[2]
@@ -96,15 +96,15 @@ def test_exchange_span_without_traceparent_starts_a_trace() -> None:
 def test_no_exporter_without_otel_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
         monkeypatch.delenv(name, raising=False)
-    assert tm._span_exporters() == []
+    assert trace_export.span_exporters() == []
     monkeypatch.setenv("OTEL_TRACES_EXPORTER", "console")
-    assert [type(e).__name__ for e in tm._span_exporters()] == ["ConsoleSpanExporter"]
+    assert [type(e).__name__ for e in trace_export.span_exporters()] == ["ConsoleSpanExporter"]
     monkeypatch.setenv("OTEL_TRACES_EXPORTER", "none")
-    assert tm._span_exporters() == []
+    assert trace_export.span_exporters() == []
     monkeypatch.delenv("OTEL_TRACES_EXPORTER")
     # An endpoint alone switches OTLP on; the exporter is built lazily and sends nothing yet.
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:18499")
-    (exporter,) = tm._span_exporters()
+    (exporter,) = trace_export.span_exporters()
     assert type(exporter).__name__ == "OTLPSpanExporter"
     exporter.shutdown()
     monkeypatch.setenv("OTEL_SERVICE_NAME", "gw-a")

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
 from prometheus_client import multiprocess as prom_multiprocess
@@ -42,7 +42,7 @@ from prometheus_client import multiprocess as prom_multiprocess
 from truthlens.detector.types import DetectorHooks
 from truthlens.gateway.core.errors import normalize_reason
 from truthlens.gateway.core.llm_metrics import LlmMetrics, LlmRecorders
-from truthlens.gateway.core.trace_export import console_exporter
+from truthlens.gateway.core.trace_export import span_exporters
 from truthlens.tracing import capture_content
 
 if TYPE_CHECKING:
@@ -406,46 +406,6 @@ def build_tracer_provider(service_name: str = SERVICE_NAME) -> TracerProvider:
     provider = TracerProvider(resource=resource)
     if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
         return provider
-    for exporter in _span_exporters():
+    for exporter in span_exporters():
         provider.add_span_processor(BatchSpanProcessor(exporter))
     return provider
-
-
-def _span_exporters() -> list[SpanExporter]:
-    names_env = os.environ.get("OTEL_TRACES_EXPORTER")
-    if names_env is None:
-        endpoint = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get(
-            "OTEL_EXPORTER_OTLP_ENDPOINT"
-        )
-        names = ["otlp"] if endpoint else []
-    else:
-        names = [n.strip().lower() for n in names_env.split(",") if n.strip()]
-    exporters: list[SpanExporter] = []
-    for name in names:
-        if name == "none":
-            continue
-        if name == "console":
-            exporters.append(console_exporter())
-        elif name == "otlp":
-            exporters.append(_otlp_exporter())
-        else:
-            log.warning("OTEL_TRACES_EXPORTER names %r, which is not supported (otlp, console, none)", name)
-    return exporters
-
-
-def _otlp_exporter() -> SpanExporter:
-    protocol = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or os.environ.get(
-        "OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"
-    )
-    if protocol.startswith("http"):
-        try:
-            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HTTPExporter
-        except ImportError:
-            log.warning("OTLP over %s needs opentelemetry-exporter-otlp-proto-http; using grpc", protocol)
-        else:
-            http_exporter: SpanExporter = HTTPExporter()
-            return http_exporter
-    # Imported here: the gRPC exporter is only loaded when tracing is switched on.
-    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-
-    return OTLPSpanExporter()

@@ -1,13 +1,16 @@
-"""Where the processor's spans go, said and done plainly: the console exporter's line format and the
-start-up log's one-line summary of the ``OTEL_*`` choice (the exporters themselves:
-:func:`truthlens.gateway.core.telemetry.build_tracer_provider`)."""
+"""Where the processor's spans go, said and done plainly: the exporters the ``OTEL_*`` variables name
+(:func:`span_exporters`, used by :func:`truthlens.gateway.core.telemetry.build_tracer_provider`), the
+console exporter's line format and the start-up log's one-line summary of the choice."""
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 
 from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SpanExporter
+
+log = logging.getLogger("truthlens.gateway.core.telemetry")
 
 
 def console_exporter() -> SpanExporter:
@@ -33,3 +36,44 @@ def trace_export_summary() -> str:
         return "traces: not exported (OTEL_TRACES_EXPORTER=none)"
     where = f" (OTLP endpoint {endpoint or 'the SDK default, localhost:4317'})" if "otlp" in chosen else ""
     return f"traces: exported to {', '.join(chosen)}{where}"
+
+
+def span_exporters() -> list[SpanExporter]:
+    """The exporters the standard ``OTEL_*`` variables name (none unless they do)."""
+    names_env = os.environ.get("OTEL_TRACES_EXPORTER")
+    if names_env is None:
+        endpoint = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get(
+            "OTEL_EXPORTER_OTLP_ENDPOINT"
+        )
+        names = ["otlp"] if endpoint else []
+    else:
+        names = [n.strip().lower() for n in names_env.split(",") if n.strip()]
+    exporters: list[SpanExporter] = []
+    for name in names:
+        if name == "none":
+            continue
+        if name == "console":
+            exporters.append(console_exporter())
+        elif name == "otlp":
+            exporters.append(_otlp_exporter())
+        else:
+            log.warning("OTEL_TRACES_EXPORTER names %r, which is not supported (otlp, console, none)", name)
+    return exporters
+
+
+def _otlp_exporter() -> SpanExporter:
+    protocol = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or os.environ.get(
+        "OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"
+    )
+    if protocol.startswith("http"):
+        try:
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HTTPExporter
+        except ImportError:
+            log.warning("OTLP over %s needs opentelemetry-exporter-otlp-proto-http; using grpc", protocol)
+        else:
+            http_exporter: SpanExporter = HTTPExporter()
+            return http_exporter
+    # Imported here: the gRPC exporter is only loaded when tracing is switched on.
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+    return OTLPSpanExporter()
