@@ -42,9 +42,10 @@ from training.verdict_data import HUMAN_DEV_SETS, Raw, development_sets, load_or
 from truthlens.detector.backends.factory import create_detector
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.manifest import resolve_model_dir
+from truthlens.detector.prompt import SHAPES
 from truthlens.detector.spans import SpanRules
 from truthlens.detector.types import DetectorSettings
-from truthlens.detector.verdict import FEATURES, SHAPES, SUPPORT_FEATURES, VerdictModel, features
+from truthlens.detector.verdict import FEATURES, SUPPORT_FEATURES, VerdictModel, features
 
 FOLDS = 5
 MAX_FALSE_ALARMS = 0.25

@@ -32,16 +32,9 @@ from training.scoring import BLOCK, Case, halueval_cases, ragtruth_cases
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.facts import FactCheck, check_facts
 from truthlens.detector.fusion import fused
+from truthlens.detector.prompt import Shape, checked, read_task
 from truthlens.detector.types import DetectionInput
-from truthlens.detector.verdict import (
-    MAX_SUPPORT_SENTENCES,
-    SUPPORT_SHORTLIST,
-    Shape,
-    Signals,
-    signals_for,
-    support_scores,
-    task_shape,
-)
+from truthlens.detector.verdict import MAX_SUPPORT_SENTENCES, SUPPORT_SHORTLIST, Signals, signals_for, support_scores
 
 CACHE_DIR = Path("training/output/verdict")
 
@@ -57,7 +50,7 @@ class Raw:
 
     @property
     def shape(self) -> Shape:
-        return task_shape(self.case.item.context, self.case.item.question)
+        return read_task(self.case.item.context, self.case.item.question).shape
 
 
 # The human-labelled sets whose dev parts the verdict reads. The accuracy shared task's 11 dev
@@ -111,6 +104,9 @@ def _key(engine: DetectorEngine, name: str, cases: list[Case]) -> str:
     support = f"{SUPPORT_SHORTLIST}:{MAX_SUPPORT_SENTENCES}"
     models = ":".join(f"{g.st_size}:{g.st_mtime_ns}" for g in graphs)
     digest = hashlib.sha1(f"{models}:{len(cases)}:{support}".encode())
+    # The questions as the model reads them: a change in how requests are read rescores.
+    for c in cases:
+        digest.update(checked(c.item).question.encode())
     for c in cases[:5]:
         digest.update(c.item.answer.encode())
     return f"{name.replace(' ', '_').replace('(', '').replace(')', '')}-{digest.hexdigest()[:10]}.pkl"
