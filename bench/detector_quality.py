@@ -20,6 +20,13 @@ decision (span rules from its settings, else its model's calibrated ones) and th
 threshold.
 
     python -m bench.detector_quality [--items 300] [--summarization-items 150] [--model DIR ...]
+    python -m bench.detector_quality --wordings [--wording-items 100] [--human-dev training/output/llm5]
+
+``--wordings`` prints a third table instead, on development data only: the development answers
+of each task shape (RAGTruth's odd-``source_id`` dev part; the dev parts of HaluEval, and with a
+training mix, XSum and Quintd-1) checked under every instruction wording of
+:mod:`bench.wordings`, the shipped model with its defaults: per wording, the share of faithful
+answers flagged and the balanced accuracy, per set and pooled.
 
 The previous shipped model (run 6: run 3 trained on the human-labelled mix on one GPU,
 training/README.md) is kept in ``bench/baselines/run6`` and runs with the defaults its manifest
@@ -38,10 +45,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench import wordings
 from training.corpus import halueval, long_context, ragtruth
 from training.scoring import Case, Decision, Metrics, Scored, halueval_cases, metrics, ragtruth_cases, score_cases
+from training.verdict_data import human_dev_cases
 from truthlens.detector.backends.factory import create_detector
 from truthlens.detector.engine import DetectorEngine
+from truthlens.detector.prompt import checked
 from truthlens.detector.types import DetectionInput, DetectorSettings
 
 PREVIOUS_DIR = Path(__file__).with_name("baselines") / "run6"
@@ -145,6 +155,97 @@ def describe(data: dict[str, list[Case]]) -> str:
                      for name, cases in data.items())
 
 
+def wording_sets(
+    ragtruth_dir: Path, halueval_root: Path, human_dev: Path | None, items: int
+) -> dict[str, dict[str, list[Case]]]:
+    """The development answers each shape's wordings are applied to, by shape and set
+    (RAGTruth's dev part whole; the other sets' first ``items`` answers)."""
+    sets: dict[str, dict[str, list[Case]]] = {
+        "qa": {"ragtruth qa (dev)": ragtruth_cases("qa", ("dev",), ragtruth_dir),
+               "halueval qa (dev)": halueval_cases("qa", ("dev",), halueval_root, items // 2)},
+        "summary": {"ragtruth summary (dev)": ragtruth_cases("summary", ("dev",), ragtruth_dir),
+                    "halueval summarization (dev)": halueval_cases("summarization", ("dev",), halueval_root,
+                                                                   items // 2)},
+        "record": {"ragtruth data2txt (dev)": ragtruth_cases("data2txt", ("dev",), ragtruth_dir)},
+    }
+    if human_dev is not None:
+        sets["summary"]["xsum (dev)"] = human_dev_cases(human_dev, "xsum_faith")[:items]
+        sets["record"]["quintd (dev)"] = human_dev_cases(human_dev, "quintd")[:items]
+    return sets
+
+
+def worded(case: Case, wording: wordings.Wording) -> Case:
+    item = case.item
+    return dataclasses.replace(
+        case, item=DetectionInput(item.context, wording.question(item.question, item.context), item.answer))
+
+
+async def score_wordings(
+    engine: DetectorEngine, sets: dict[str, dict[str, list[Case]]]
+) -> dict[tuple[str, str, str], list[Scored]]:
+    """Every (shape, set, wording)'s answers scored; an input the engine sees as another
+    wording's (same context, answer and checked question) is scored once."""
+    keyed: dict[tuple[str, str, str], list[tuple[object, Case]]] = {}
+    unique: dict[object, Case] = {}
+    for shape, by_set in sets.items():
+        for set_name, cases in by_set.items():
+            for wording in wordings.BY_SHAPE[shape]:
+                rows = []
+                for case in cases:
+                    w = worded(case, wording)
+                    key = checked_key(w.item)
+                    unique.setdefault(key, w)
+                    rows.append((key, w))
+                keyed[(shape, set_name, wording.name)] = rows
+    keys = list(unique)
+    print(f"{sum(len(v) for v in keyed.values())} worded answers, {len(keys)} distinct as checked", flush=True)
+    scored = dict(zip(keys, await score_cases(engine, [unique[k] for k in keys]), strict=True))
+    # Each answer keeps its own worded case (the verdict reads the question as sent).
+    return {k: [dataclasses.replace(scored[key], case=case) for key, case in rows] for k, rows in keyed.items()}
+
+
+def checked_key(item: DetectionInput) -> object:
+    """What the engine's check depends on (the context, the question as checked, the answer)."""
+    return (tuple(item.context), checked(item).question, item.answer)
+
+
+def wording_table(args: argparse.Namespace) -> int:
+    root = halueval.fetch(args.halueval)
+    sets = wording_sets(args.ragtruth, root, args.human_dev, args.wording_items)
+    engine = create_detector(settings_for())
+    assert isinstance(engine, DetectorEngine), "the bench scores tokens in process (backend: onnx)"
+    started = time.perf_counter()
+    try:
+        scored = asyncio.run(score_wordings(engine, sets))
+    finally:
+        asyncio.run(engine.close())
+    decision = Decision(engine.rules, args.threshold, engine.verdict)
+    print(f"scored in {time.perf_counter() - started:.0f} s; shipped model, its defaults, response threshold "
+          f"{args.threshold}\n")
+    for shape, by_set in sets.items():
+        names = [*by_set, "pooled"]
+        rows: dict[str, dict[str, str]] = {}
+        spread: dict[str, list[float]] = {n: [] for n in names}
+        for wording in wordings.BY_SHAPE[shape]:
+            row: dict[str, str] = {}
+            pooled: list[Scored] = []
+            for set_name in by_set:
+                answers = scored[(shape, set_name, wording.name)]
+                pooled.extend(answers)
+                m = metrics(answers, decision)
+                row[f"{set_name} FA"], row[f"{set_name} BA"] = f"{m.false_alarms:.3f}", f"{m.balanced_accuracy:.3f}"
+                spread[set_name].append(m.balanced_accuracy)
+            m = metrics(pooled, decision)
+            row["pooled FA"], row["pooled BA"] = f"{m.false_alarms:.3f}", f"{m.balanced_accuracy:.3f}"
+            spread["pooled"].append(m.balanced_accuracy)
+            rows[wording.name] = row
+        rows["BA spread (max - min)"] = {f"{n} BA": f"{max(v) - min(v):.3f}" for n, v in spread.items()}
+        counts = ", ".join(f"{n} {len(c)} ({sum(x.hallucinated for x in c)} hallucinated)" for n, c in by_set.items())
+        print_table(f"wordings, {shape}: {counts}; FA = faithful answers flagged, BA = balanced accuracy",
+                    [f"{n} {k}" for n in names for k in ("FA", "BA")], rows)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.detector_quality", description=__doc__.splitlines()[0])
     parser.add_argument("--halueval", type=Path, default=halueval.DEFAULT_DIR, help="HaluEval (fetched if missing)")
@@ -155,9 +256,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shipped-only", action="store_true", help="leave the previous model out (half the time)")
     parser.add_argument("--model", type=Path, nargs="*", default=[],
                         help="also these model directories (an ensemble, an optional model package), their defaults")
+    parser.add_argument("--wordings", action="store_true",
+                        help="instead: the wording table on the development answers (bench/wordings.py)")
+    parser.add_argument("--wording-items", type=int, default=100,
+                        help="answers per non-RAGTruth set in the wording table (RAGTruth's dev part is whole)")
+    parser.add_argument("--human-dev", type=Path, default=None,
+                        help="a training mix (python -m training.corpus.llm_mix): XSum and Quintd-1 dev parts too")
     args = parser.parse_args(argv)
     if not ragtruth.available(args.ragtruth):
         parser.error(f"RAGTruth files not in {args.ragtruth}: python -m training.corpus.ragtruth --faithjudge DIR")
+    if args.wordings:
+        return wording_table(args)
     root = halueval.fetch(args.halueval)
     data = evaluation_sets(args.ragtruth, root, args.items, args.summarization_items)
     pair = long_context.build(root)
