@@ -16,6 +16,11 @@ gave Collins' role to Aldrin. :func:`misattributed_names` does the same, by rule
    that shares no word with the clause's names (names after a preposition, places and objects
    such as "on the Moon", are not judged).
 
+A short answer leaves out what the question says: "It was Buzz Aldrin." answers "Who stayed in
+lunar orbit aboard Columbia?", "The capital is Sydney." answers "What is the capital of
+Australia?". A one-sentence answer of at most :data:`SHORT_ANSWER_WORDS` words is judged as its
+long form: the question's content words join what its clause says of each name.
+
 So "The capital of Australia is Sydney." against "Canberra is the capital of Australia. Sydney
 is its largest city." flags "Sydney", and "Michael Collins stayed in lunar orbit aboard Columbia
 while Armstrong and Aldrin landed on the Moon." is left alone. Pronouns ("He said ...") do not
@@ -75,6 +80,7 @@ _STOP = frozenset(
 MAX_RELATION_WORDS = 8
 MAX_CLAUSE_NAMES = 3
 MIN_SHARED_WORDS = 2
+SHORT_ANSWER_WORDS = 12
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,12 +194,25 @@ def _answer_names(answer: str, index: ContextSentences) -> list[Name]:
     return sorted(names, key=lambda n: n.start)
 
 
-def misattributed_names(answer: str, context: Sequence[str] | ContextSentences) -> tuple[Misattribution, ...]:
-    """Names of ``answer`` whose clause's best evidence sentence names someone else instead."""
+def is_short_answer(answer: str) -> bool:
+    """One sentence of at most :data:`SHORT_ANSWER_WORDS` words (a bare "Yes." or "No." before it
+    aside): an answer that leans on its question."""
+    sentences = [answer[s:e] for s, e in _spans(answer.strip(), _SENTENCE_CUT)]
+    if len(sentences) == 2 and sentences[0].strip(" .!,").lower() in ("yes", "no"):
+        sentences = sentences[1:]
+    return len(sentences) == 1 and len(sentences[0].split()) <= SHORT_ANSWER_WORDS
+
+
+def misattributed_names(
+    answer: str, context: Sequence[str] | ContextSentences, question: str = ""
+) -> tuple[Misattribution, ...]:
+    """Names of ``answer`` whose clause's best evidence sentence names someone else instead (a
+    short answer read with its ``question``'s words)."""
     index = context if isinstance(context, ContextSentences) else context_sentences(context)
     sentences = index.sentences
     if not sentences:
         return ()
+    asked = _relation_words(question, [], 0) if question and is_short_answer(answer) else set()
     answer_names = _answer_names(answer, index)
     found: list[Misattribution] = []
     for c_start, c_end in _spans(answer, _CLAUSE_CUT):
@@ -209,6 +228,7 @@ def misattributed_names(answer: str, context: Sequence[str] | ContextSentences) 
             # The clause's words apart from this name (other names included: "capital of
             # Australia" must meet "Canberra is the capital of Australia" on both words).
             relation = _relation_words(answer[c_start:c_end], [name], c_start)
+            relation |= asked - {_stem(w) for w in name.words}
             if not relation or len(relation) > MAX_RELATION_WORDS:
                 continue
             overlaps = [len(relation & s.words) for s in sentences]
