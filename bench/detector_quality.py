@@ -1,6 +1,6 @@
 """Detector quality on text nobody here wrote, side by side: the shipped model vs the previous one.
 
-Two tables, one run, every configuration on the same inputs:
+Three tables, one run, every configuration on the same inputs:
 
 1. **RAGTruth evaluation half** (Niu et al. 2024, MIT; via ``vectara/FaithJudge`` ``eval_data/``;
    responses whose ``source_id`` is even — never trained, tuned or used to choose a checkpoint):
@@ -11,15 +11,20 @@ Two tables, one run, every configuration on the same inputs:
    anchor rows.
 2. **HaluEval evaluation fold** (RUCAIBox 2023, MIT; line index i % 10 == 0): QA, summarization
    and dialogue, each item's right and hallucinated answer (balanced) → accuracy and F1; the
-   long-context pair (~20k tokens, :mod:`training.corpus.long_context`): the faithful answer must
-   be clean, the wrong-year variant flagged on the year; the HaluEval paper's ChatGPT as anchor.
+   HaluEval paper's ChatGPT as anchor.
+3. **The long-context pair** (~20k tokens, :mod:`training.corpus.long_context`; development
+   data, HaluEval dev-fold news, so apart from the evaluation tables): the faithful answer must be
+   clean, the wrong-year variant flagged on the year.
+
+``--beside COMMIT`` adds the shipped defaults of another build (its code, bench and model from
+git, run in a child process on the same answers) as a row of each table.
 
 Every answer is scored the way ``truthlens detect`` scores it (:mod:`training.scoring`: the
 same fused token probabilities and the same ``score_answer``), with each configuration's own
 decision (span rules from its settings, else its model's calibrated ones) and the route
 threshold.
 
-    python -m bench.detector_quality [--items 300] [--summarization-items 150] [--model DIR ...]
+    python -m bench.detector_quality [--items 300] [--summarization-items 150] [--model DIR ...] [--beside COMMIT]
     python -m bench.detector_quality --wordings [--wording-items 100] [--human-dev training/output/llm5]
 
 ``--wordings`` prints a third table instead, on development data only: the development answers
@@ -40,18 +45,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import os
+import re
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import wordings
 from training.corpus import halueval, long_context, ragtruth
 from training.scoring import Case, Decision, Metrics, Scored, halueval_cases, metrics, ragtruth_cases, score_cases
-from training.verdict_data import human_dev_cases
 from truthlens.detector.backends.factory import create_detector
 from truthlens.detector.engine import DetectorEngine
-from truthlens.detector.prompt import checked
 from truthlens.detector.types import DetectionInput, DetectorSettings
 
 PREVIOUS_DIR = Path(__file__).with_name("baselines") / "run6"
@@ -65,6 +72,8 @@ RAGTRUTH_ANCHORS = {
 }
 # HaluEval paper, Table 5 (ChatGPT, zero-shot, accuracy %).
 HALUEVAL_ANCHORS = {"ChatGPT zero-shot (HaluEval paper)": {"qa": 62.59, "dialogue": 72.40, "summarization": 58.53}}
+HALUEVAL_COLUMNS = [f"{t} {k}" for t in ("qa", "summarization", "dialogue") for k in ("acc", "F1", "AUROC")]
+PAIR_COLUMNS = ("20k faithful", "20k wrong year")
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,9 +150,11 @@ def print_table(title: str, columns: Sequence[str], rows: dict[str, dict[str, st
 
 
 def evaluation_sets(ragtruth_dir: Path, halueval_root: Path, items: int, summarization_items: int,
-                    ) -> dict[str, list[Case]]:
-    """The evaluation answers by set: RAGTruth's evaluation half per task, HaluEval's evaluation fold."""
-    data = {f"ragtruth {task}": ragtruth_cases(task, ("eval",), ragtruth_dir) for task in ragtruth.TASKS}
+                    ragtruth_items: int | None = None) -> dict[str, list[Case]]:
+    """The evaluation answers by set: RAGTruth's evaluation half per task (its first
+    ``ragtruth_items`` answers each, for a quick look; all by default), HaluEval's evaluation fold."""
+    data = {f"ragtruth {task}": ragtruth_cases(task, ("eval",), ragtruth_dir)[:ragtruth_items]
+            for task in ragtruth.TASKS}
     data["halueval qa"] = halueval_cases("qa", ("eval",), halueval_root, items)
     data["halueval summarization"] = halueval_cases("summarization", ("eval",), halueval_root, summarization_items)
     data["halueval dialogue"] = halueval_cases("dialogue", ("eval",), halueval_root, items)
@@ -155,125 +166,46 @@ def describe(data: dict[str, list[Case]]) -> str:
                      for name, cases in data.items())
 
 
-def wording_sets(
-    ragtruth_dir: Path, halueval_root: Path, human_dev: Path | None, items: int
-) -> dict[str, dict[str, list[Case]]]:
-    """The development answers each shape's wordings are applied to, by shape and set
-    (RAGTruth's dev part whole; the other sets' first ``items`` answers)."""
-    sets: dict[str, dict[str, list[Case]]] = {
-        "qa": {"ragtruth qa (dev)": ragtruth_cases("qa", ("dev",), ragtruth_dir),
-               "halueval qa (dev)": halueval_cases("qa", ("dev",), halueval_root, items // 2)},
-        "summary": {"ragtruth summary (dev)": ragtruth_cases("summary", ("dev",), ragtruth_dir),
-                    "halueval summarization (dev)": halueval_cases("summarization", ("dev",), halueval_root,
-                                                                   items // 2)},
-        "record": {"ragtruth data2txt (dev)": ragtruth_cases("data2txt", ("dev",), ragtruth_dir)},
-    }
-    if human_dev is not None:
-        sets["summary"]["xsum (dev)"] = human_dev_cases(human_dev, "xsum_faith")[:items]
-        sets["record"]["quintd (dev)"] = human_dev_cases(human_dev, "quintd")[:items]
-    return sets
-
-
-def worded(case: Case, wording: wordings.Wording) -> Case:
-    item = case.item
-    return dataclasses.replace(
-        case, item=DetectionInput(item.context, wording.question(item.question, item.context), item.answer))
-
-
-async def score_wordings(
-    engine: DetectorEngine, sets: dict[str, dict[str, list[Case]]]
-) -> dict[tuple[str, str, str], list[Scored]]:
-    """Every (shape, set, wording)'s answers scored; an input the engine sees as another
-    wording's (same context, answer and checked question) is scored once."""
-    keyed: dict[tuple[str, str, str], list[tuple[object, Case]]] = {}
-    unique: dict[object, Case] = {}
-    for shape, by_set in sets.items():
-        for set_name, cases in by_set.items():
-            for wording in wordings.BY_SHAPE[shape]:
-                rows = []
-                for case in cases:
-                    w = worded(case, wording)
-                    key = checked_key(w.item)
-                    unique.setdefault(key, w)
-                    rows.append((key, w))
-                keyed[(shape, set_name, wording.name)] = rows
-    keys = list(unique)
-    print(f"{sum(len(v) for v in keyed.values())} worded answers, {len(keys)} distinct as checked", flush=True)
-    scored = dict(zip(keys, await score_cases(engine, [unique[k] for k in keys]), strict=True))
-    # Each answer keeps its own worded case (the verdict reads the question as sent).
-    return {k: [dataclasses.replace(scored[key], case=case) for key, case in rows] for k, rows in keyed.items()}
-
-
-def checked_key(item: DetectionInput) -> object:
-    """What the engine's check depends on (the context, the question as checked, the answer)."""
-    return (tuple(item.context), checked(item).question, item.answer)
-
-
-def wording_table(args: argparse.Namespace) -> int:
-    root = halueval.fetch(args.halueval)
-    sets = wording_sets(args.ragtruth, root, args.human_dev, args.wording_items)
-    engine = create_detector(settings_for())
-    assert isinstance(engine, DetectorEngine), "the bench scores tokens in process (backend: onnx)"
-    started = time.perf_counter()
-    try:
-        scored = asyncio.run(score_wordings(engine, sets))
-    finally:
-        asyncio.run(engine.close())
-    decision = Decision(engine.rules, args.threshold, engine.verdict)
-    print(f"scored in {time.perf_counter() - started:.0f} s; shipped model, its defaults, response threshold "
-          f"{args.threshold}\n")
-    for shape, by_set in sets.items():
-        names = [*by_set, "pooled"]
-        rows: dict[str, dict[str, str]] = {}
-        spread: dict[str, list[float]] = {n: [] for n in names}
-        for wording in wordings.BY_SHAPE[shape]:
-            row: dict[str, str] = {}
-            pooled: list[Scored] = []
-            for set_name in by_set:
-                answers = scored[(shape, set_name, wording.name)]
-                pooled.extend(answers)
-                m = metrics(answers, decision)
-                row[f"{set_name} FA"], row[f"{set_name} BA"] = f"{m.false_alarms:.3f}", f"{m.balanced_accuracy:.3f}"
-                spread[set_name].append(m.balanced_accuracy)
-            m = metrics(pooled, decision)
-            row["pooled FA"], row["pooled BA"] = f"{m.false_alarms:.3f}", f"{m.balanced_accuracy:.3f}"
-            spread["pooled"].append(m.balanced_accuracy)
-            rows[wording.name] = row
-        rows["BA spread (max - min)"] = {f"{n} BA": f"{max(v) - min(v):.3f}" for n, v in spread.items()}
-        counts = ", ".join(f"{n} {len(c)} ({sum(x.hallucinated for x in c)} hallucinated)" for n, c in by_set.items())
-        print_table(f"wordings, {shape}: {counts}; FA = faithful answers flagged, BA = balanced accuracy",
-                    [f"{n} {k}" for n in names for k in ("FA", "BA")], rows)
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.detector_quality", description=__doc__.splitlines()[0])
     parser.add_argument("--halueval", type=Path, default=halueval.DEFAULT_DIR, help="HaluEval (fetched if missing)")
     parser.add_argument("--ragtruth", type=Path, default=ragtruth.DEFAULT_DIR, help="RAGTruth (training/README.md)")
     parser.add_argument("--items", type=int, default=300, help="HaluEval QA and dialogue items (x2 answers each)")
     parser.add_argument("--summarization-items", type=int, default=150, help="HaluEval summarization items (x2)")
+    parser.add_argument("--ragtruth-items", type=int, default=None,
+                        help="only the first N RAGTruth answers per task (a quick look; the table's figures use all)")
     parser.add_argument("--threshold", type=float, default=0.5, help="response score threshold (the routes' default)")
     parser.add_argument("--shipped-only", action="store_true", help="leave the previous model out (half the time)")
     parser.add_argument("--model", type=Path, nargs="*", default=[],
                         help="also these model directories (an ensemble, an optional model package), their defaults")
+    parser.add_argument("--beside", nargs="*", default=[], metavar="COMMIT",
+                        help="also the shipped defaults of the build at these commits (their own code, bench and "
+                             "model, from git), on the same answers")
     parser.add_argument("--wordings", action="store_true",
                         help="instead: the wording table on the development answers (bench/wordings.py)")
     parser.add_argument("--wording-items", type=int, default=100,
                         help="answers per non-RAGTruth set in the wording table (RAGTruth's dev part is whole)")
     parser.add_argument("--human-dev", type=Path, default=None,
                         help="a training mix (python -m training.corpus.llm_mix): XSum and Quintd-1 dev parts too")
+    parser.add_argument("--request-reading", choices=("canonical", "shape-only"), default="canonical",
+                        help="wording table: the shipped reading, or the shape from the context alone "
+                             "(questions as sent to the model)")
     args = parser.parse_args(argv)
     if not ragtruth.available(args.ragtruth):
         parser.error(f"RAGTruth files not in {args.ragtruth}: python -m training.corpus.ragtruth --faithjudge DIR")
     if args.wordings:
-        return wording_table(args)
+        from bench import wording_table  # (it builds on this module's table printer)
+
+        return wording_table.run(args)
     root = halueval.fetch(args.halueval)
-    data = evaluation_sets(args.ragtruth, root, args.items, args.summarization_items)
+    data = evaluation_sets(args.ragtruth, root, args.items, args.summarization_items, args.ragtruth_items)
     pair = long_context.build(root)
     print(f"answers: {describe(data)}; long-context pair {len(pair.context)} passages; "
           f"response threshold {args.threshold}\n")
 
     chosen = [c for c in configurations(args.model) if not args.shipped_only or not c.name.startswith("previous")]
+    # The other build first: its child process then has the cores to itself, as this one does after.
+    beside = {name: rows for commit in args.beside for name, rows in beside_commit(commit, args).items()}
     results = {name: row for c in chosen for name, row in asyncio.run(evaluate(c, data, pair, args.threshold)).items()}
     rag_rows: dict[str, dict[str, str]] = {}
     for name, (m, extra) in results.items():
@@ -291,19 +223,56 @@ def main(argv: list[str] | None = None) -> int:
                  "character-span F1; FA = faithful answers flagged", [*columns, "all FA"], rag_rows)
 
     hal_rows: dict[str, dict[str, str]] = {}
+    pair_rows: dict[str, dict[str, str]] = {}
     for name, (m, extra) in results.items():
-        row = dict(extra)
+        row = {"s": extra["s"]}
         for task in ("qa", "summarization", "dialogue"):
             r = m[f"halueval {task}"]
             row[f"{task} acc"], row[f"{task} F1"] = f"{r.accuracy:.3f}", f"{r.f1:.3f}"
             row[f"{task} AUROC"] = f"{r.auroc:.3f}"
         hal_rows[name] = row
+        pair_rows[name] = {k: extra[k] for k in PAIR_COLUMNS}
+    for name, tables in beside.items():
+        rag_rows[name], hal_rows[name], pair_rows[name] = tables
     for name, anchor in HALUEVAL_ANCHORS.items():
         hal_rows[name] = {f"{t} acc": f"{v / 100:.3f}" for t, v in anchor.items()}
-    columns = [f"{t} {k}" for t in ("qa", "summarization", "dialogue") for k in ("acc", "F1", "AUROC")]
-    print_table("HaluEval evaluation fold (i % 10 == 0), balanced; long-context pair",
-                 [*columns, "20k faithful", "20k wrong year", "s"], hal_rows)
+    print_table("HaluEval evaluation fold (i % 10 == 0), balanced", [*HALUEVAL_COLUMNS, "s"], hal_rows)
+    print_table("Long-context pair (development data: HaluEval dev-fold news around one fact passage, ~20k tokens)",
+                list(PAIR_COLUMNS), pair_rows)
     return 0
+
+
+def beside_commit(commit: str, args: argparse.Namespace) -> dict[str, tuple[dict[str, str], ...]]:
+    """The shipped defaults of the build at ``commit`` on the same answers: its own bench, model and
+    code (``git archive``) run in a child process, its rows read back from the tables it prints."""
+    with tempfile.TemporaryDirectory(prefix="bench-beside-") as tmp:
+        archive = subprocess.run(["git", "archive", commit, "src", "bench", "training"], check=True,
+                                 capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+        command = [sys.executable, "-m", "bench.detector_quality", "--shipped-only",
+                   "--ragtruth", str(args.ragtruth.resolve()), "--halueval", str(args.halueval.resolve()),
+                   "--items", str(args.items), "--summarization-items", str(args.summarization_items),
+                   "--threshold", str(args.threshold)]
+        if args.ragtruth_items is not None:  # (a build older than this option refuses it, saying so)
+            command += ["--ragtruth-items", str(args.ragtruth_items)]
+        env = {**os.environ, "PYTHONPATH": f"{tmp}/src{os.pathsep}{tmp}"}
+        out = subprocess.run(command, cwd=tmp, env=env, check=True, capture_output=True, text=True).stdout
+    rows = table_rows(out, "shipped (defaults)")
+    pair = {k: rows.get(k, "-") for k in PAIR_COLUMNS}
+    return {f"{commit}: shipped (defaults)": (rows, rows, pair)}
+
+
+def table_rows(printed: str, name: str) -> dict[str, str]:
+    """The cells of the row called ``name`` in every table ``print_table`` printed, by column."""
+    cells: dict[str, str] = {}
+    header: list[str] = []
+    for line in printed.splitlines():
+        parts = re.split(r"\s{2,}", line.strip())
+        if parts and parts[0] == "configuration":
+            header = parts
+        elif parts and parts[0] == name and header:
+            cells.update(zip(header[1:], parts[1:], strict=False))
+    return cells
 
 
 if __name__ == "__main__":
