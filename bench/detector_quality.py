@@ -216,6 +216,8 @@ def main(argv: list[str] | None = None) -> int:
             row[f"{task} AUROC"], row[f"{task} spanF1"] = f"{r.auroc:.3f}", f"{r.span_f1 or 0:.3f}"
         row["all FA"] = f"{m['ragtruth all'].false_alarms:.3f}"
         rag_rows[name] = row
+    for name, (rag, _, _) in beside.items():
+        rag_rows[name] = rag
     for name, f1 in RAGTRUTH_ANCHORS.items():
         rag_rows[name] = {"all F1": f"{f1 / 100:.3f}"}
     columns = ["decision"] + [f"{t} {k}" for t in (*ragtruth.TASKS, "all") for k in ("F1", "BA", "AUROC", "spanF1")]
@@ -232,8 +234,8 @@ def main(argv: list[str] | None = None) -> int:
             row[f"{task} AUROC"] = f"{r.auroc:.3f}"
         hal_rows[name] = row
         pair_rows[name] = {k: extra[k] for k in PAIR_COLUMNS}
-    for name, tables in beside.items():
-        rag_rows[name], hal_rows[name], pair_rows[name] = tables
+    for name, (_, hal, pair) in beside.items():
+        hal_rows[name], pair_rows[name] = hal, pair
     for name, anchor in HALUEVAL_ANCHORS.items():
         hal_rows[name] = {f"{t} acc": f"{v / 100:.3f}" for t, v in anchor.items()}
     print_table("HaluEval evaluation fold (i % 10 == 0), balanced", [*HALUEVAL_COLUMNS, "s"], hal_rows)
