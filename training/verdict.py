@@ -233,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
                             args.human_dev)
     engine = create_detector(DetectorSettings(model_dir=args.model, provider="cpu"))
     assert isinstance(engine, DetectorEngine), "the verdict is fitted on in-process token scores (backend: onnx)"
-    raw = load_or_score(engine, sets)
+    raw = load_or_score(engine, sets, with_support=args.support)
     rules = engine.rules
     answers = [(name, r) for name, rs in raw.items() for r in rs]
     labels = np.array([name for name, _ in answers])

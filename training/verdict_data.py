@@ -97,11 +97,11 @@ def development_sets(
     return sets
 
 
-def _key(engine: DetectorEngine, name: str, cases: list[Case]) -> str:
+def _key(engine: DetectorEngine, name: str, cases: list[Case], with_support: bool) -> str:
     # An ensemble's scores depend on every member's graph, not only the directory's own.
     graphs = [engine.manifest.model_path.stat(), *((m / "model.onnx").stat() for m in engine.manifest.ensemble)]
     # The support score's settings are part of what was scored: a changed shortlist rescores.
-    support = f"{SUPPORT_SHORTLIST}:{MAX_SUPPORT_SENTENCES}"
+    support = f"{SUPPORT_SHORTLIST}:{MAX_SUPPORT_SENTENCES}" if with_support else "no-support"
     models = ":".join(f"{g.st_size}:{g.st_mtime_ns}" for g in graphs)
     digest = hashlib.sha1(f"{models}:{len(cases)}:{support}".encode())
     # The questions as the model reads them: a change in how requests are read rescores.
@@ -112,8 +112,8 @@ def _key(engine: DetectorEngine, name: str, cases: list[Case]) -> str:
     return f"{name.replace(' ', '_').replace('(', '').replace(')', '')}-{digest.hexdigest()[:10]}.pkl"
 
 
-async def _score(engine: DetectorEngine, cases: list[Case]) -> list[Raw]:
-    encoder = getattr(engine.relevance, "encoder", None)
+async def _score(engine: DetectorEngine, cases: list[Case], with_support: bool) -> list[Raw]:
+    encoder = getattr(engine.relevance, "encoder", None) if with_support else None
 
     async def one(case: Case) -> Raw:
         scores = await engine.token_scores(case.item)
@@ -126,16 +126,20 @@ async def _score(engine: DetectorEngine, cases: list[Case]) -> list[Raw]:
     return out
 
 
-def load_or_score(engine: DetectorEngine, sets: dict[str, list[Case]]) -> dict[str, list[Raw]]:
-    """Every set's raw scores, from the cache where the same model scored it before."""
+def load_or_score(
+    engine: DetectorEngine, sets: dict[str, list[Case]], *, with_support: bool = True
+) -> dict[str, list[Raw]]:
+    """Every set's raw scores, from the cache where the same model scored it before. Without
+    ``with_support`` the embedder's support score is left out (``None``: a fit that does not read
+    it needs no embedder pass per answer, about as costly as the model's)."""
     CACHE_DIR.mkdir(parents=True, exist_ok=True)
     out: dict[str, list[Raw]] = {}
     for name, cases in sets.items():
-        path = CACHE_DIR / _key(engine, name, cases)
+        path = CACHE_DIR / _key(engine, name, cases, with_support)
         if path.exists():
             out[name] = pickle.loads(path.read_bytes())
             continue
-        out[name] = asyncio.run(_score(engine, cases))
+        out[name] = asyncio.run(_score(engine, cases, with_support))
         path.write_bytes(pickle.dumps(out[name]))
         print(f"scored {name}: {len(cases)} answers -> {path}", flush=True)
     return out

@@ -9,11 +9,15 @@ whether the request asks something about the content, never from how an instruct
 
 - ``record``: one passage of structured data (JSON, a Python literal, CSV rows, ``key: value``
   lines);
-- ``article``: a long context (over :data:`ARTICLE_CHARS` characters) and a request that asks
-  for the whole of it (:func:`asks_for_the_whole`): no request; over one passage, anything but
-  a question about its content ("Explain this report in plain language.", "TL;DR", "Recap for
-  a busy reader:"); over several, a summary request that names nothing in them;
-- ``passages``: everything else (a question over passages).
+- ``article``: a request that asks for the whole context rather than something in it
+  (:func:`asks_for_the_whole`). Over one passage: a request with no words of its own once words
+  about the document, the task and its form are set aside ("Give me the key points.", "TL;DR",
+  "Explain this report in plain language.", none at all), a summary request that is not a
+  question ("Summarise the piece on the floods"), or, over a passage longer than
+  :data:`ARTICLE_CHARS`, anything but a question about its content (:func:`asks_about_content`)
+  or a statement naming it. Over several passages (where the request is nearly always a
+  question) only a request with no words of its own;
+- ``passages``: everything else (a question over passages), and any request without context.
 
 For a record or an article whose request is not a question about its content, the model reads
 its shape's one **canonical instruction** (:data:`SUMMARY_INSTRUCTION`,
@@ -60,7 +64,6 @@ RECORD_INSTRUCTION = (
 )
 ARTICLE_CHARS = 300  # shorter: a fact or two to answer from, not a document to summarise
 
-# Words that ask for the whole document, in any wording ("summarise", "TL;DR", "key points").
 # Words that ask for a summary of the whole, in any wording ("summarise", "TL;DR", "recap").
 _WHOLE_ASK = re.compile(
     r"\w*summar\w*|\brecap\w*|\btl\s*;?\s*dr\b|\btldr\b|\bsynops[ie]s\b|\bcondens\w*|\bnutshell\b|\bgist\b|"
@@ -75,14 +78,14 @@ _REQUEST_WORDS = frozenset(
     reports piece content contents record records data dataset json csv table entry entries information info
     input message post blog page source sources context given provided following above below attached here
     write rewrite give tell provide produce generate create make compose draft prepare explain describe
-    describing describe description summary summaries answer answers respond response reply question questions
+    describing description summary summaries answer answers respond response reply question questions
     query please thanks thank kindly could would can may might want need help hi hello hey assistant helpful
     word words sentence sentences paragraph paragraphs line lines bullet bullets point points short shorter
     brief briefly concise concisely quick quickly simple simply plain language english natural fluent coherent
     clear clearly objective neutral faithful faithfully accurate accurately detail details detailed main key
     important major facts fact overview version form format style tone reader readers audience busy
-    newsletter website page listing listings blurb copy caption headline title based only using use read
-    overview highlight highlights takeaway takeaways digest abstract outline gist
+    newsletter website listing listings blurb copy caption headline title based only using use read
+    highlight highlights takeaway takeaways digest abstract outline gist
     reading less fewer under within maximum max least most limit than long length output result pls plz
     structured unstructured entity entities natural-language verbalize verbalise convert turn into about
     happened happen happens say says said mean means going
