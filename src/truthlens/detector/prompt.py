@@ -74,7 +74,8 @@ _WHOLE_ASK = re.compile(
 # Words about the request rather than the content: the document, the task and its form. What is
 # left of a request without them (and stop words) is what it asks about.
 _REQUEST_WORDS = frozenset(
-    """article articles text texts story stories passage passages document documents doc docs news report
+    """article articles text texts story stories passage passages document documents doc docs news report author
+    writer
     reports piece content contents record records data dataset json csv table entry entries information info
     input message post blog page source sources context given provided following above below attached here
     write rewrite give tell provide produce generate create make compose draft prepare explain describe
@@ -95,7 +96,8 @@ _CONTENT_WORD = re.compile(r"[^\W\d_]+|\d+(?:[.,]\d+)*")
 _STOPWORDS = frozenset(
     """a an the and or but of to in on at for from by with as is are was were be been being it its this
     that these those what which who whom whose when where why how do does did done i me my we our you
-    your he she they them their his her if then so no not all any some each more very just also there
+    your yours us him hers ours theirs mine myself yourself he she they them their his her if then so no not
+    all any some each more very just also there
     have has had will shall should can could would may might must don doesn didn isn aren wasn weren won
     wouldn couldn shouldn haven hasn hadn ll ve re let""".split()
 )
