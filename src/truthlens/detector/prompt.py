@@ -211,7 +211,9 @@ def is_record(text: str) -> bool:
             return isinstance(ast.literal_eval(text), (dict, list))
         except (ValueError, SyntaxError, MemoryError, RecursionError):
             return False
-    lines = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    # Comment lines ("# title: ...") and rules ("---") are neither rows nor prose.
+    lines = [line for line in text.splitlines()
+             if any(c.isalnum() for c in line) and not line.lstrip().startswith("#")]
     # Rows and fields do not end like sentences; prose lines (a transcript, a poem) mostly do.
     if len(lines) < 3 or sum(line.rstrip().endswith((".", "!", "?")) for line in lines) > 0.3 * len(lines):
         return False
