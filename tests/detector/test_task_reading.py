@@ -119,6 +119,7 @@ def test_reading_is_idempotent_and_checked_changes_only_the_question() -> None:
     "{'city': {'name': 'Snagov', 'country': 'RO'}, 'list': [{'temp': 7.15}]}",
     "# country: Malta\n# title: Life expectancy\nyear,value\n2000,78.1\n2001,78.4\n2002,78.6",
     "Catalan Republic\n---\n- basic form of government: republic\n- driving side: right\n- capital: Barcelona",
+    "Ohana Honpo\n---\n- headquarters location: Oita\n- instance of: business",
     "Name | Price | Stock\nLamp | 12.00 | 4\nDesk | 150.00 | 1",
 ])
 def test_structured_data_in_several_formats_is_a_record(text: str) -> None:
