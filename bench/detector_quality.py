@@ -187,6 +187,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="answers per non-RAGTruth set in the wording table (RAGTruth's dev part is whole)")
     parser.add_argument("--human-dev", type=Path, default=None,
                         help="a training mix (python -m training.corpus.llm_mix): XSum and Quintd-1 dev parts too")
+    parser.add_argument("--wording-shapes", nargs="+", choices=("qa", "summary", "record"),
+                        default=["qa", "summary", "record"], help="wording table: these task shapes only")
     parser.add_argument("--request-reading", choices=("canonical", "shape-only"), default="canonical",
                         help="wording table: the shipped reading, or the shape from the context alone "
                              "(questions as sent to the model)")

@@ -105,7 +105,9 @@ def checked_key(item: DetectionInput, as_sent: bool = False) -> object:
 
 def run(args: argparse.Namespace) -> int:
     root = halueval.fetch(args.halueval)
-    sets = wording_sets(args.ragtruth, root, args.human_dev, args.wording_items)
+    sets = {shape: by_set for shape, by_set in wording_sets(args.ragtruth, root, args.human_dev,
+                                                            args.wording_items).items()
+            if shape in args.wording_shapes}
     shape_only = args.request_reading == "shape-only"
     engine = create_detector(settings_for())
     assert isinstance(engine, DetectorEngine), "the bench scores tokens in process (backend: onnx)"
