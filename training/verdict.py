@@ -202,6 +202,8 @@ def _command(args: argparse.Namespace) -> str:
         parts += ["--items", str(args.items), "--summarization-items", str(args.summarization_items)]
     if args.no_train_part:
         parts.append("--no-train-part")
+    if args.report_only:
+        parts += ["--report-only", *args.report_only]
     if args.human_dev is not None:
         parts += ["--human-dev", args.human_dev.as_posix()]
     if args.support:
@@ -217,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--items", type=int, default=ITEMS, help="HaluEval dev QA and dialogue items (x2 answers)")
     parser.add_argument("--summarization-items", type=int, default=SUMMARIZATION_ITEMS)
     parser.add_argument("--no-train-part", action="store_true", help="fit on the dev parts only")
+    parser.add_argument("--report-only", nargs="*", default=[], metavar="SET",
+                        help="sets (by name prefix, e.g. quintd) reported but not fitted on")
     parser.add_argument("--human-dev", type=Path, default=None,
                         help="a training mix (python -m training.corpus.llm_mix --out DIR): also fit and report "
                              "on its human-labelled sets' dev parts")
@@ -245,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
     w = weights(list(labels), y)
     is_dev = np.array([not name.endswith("(train)") for name in labels])
     fitting = np.ones(len(y), dtype=bool) if not args.no_train_part else is_dev
+    for name in args.report_only:  # scored and reported out-of-fold, never fitted on
+        fitting &= ~np.char.startswith(labels.astype(str), name)
     groups = np.array([group_of(r) for _, r in answers])
     shapes = np.array([r.shape for _, r in answers])
 

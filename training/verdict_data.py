@@ -32,7 +32,7 @@ from training.scoring import BLOCK, Case, halueval_cases, ragtruth_cases
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.facts import FactCheck, check_facts
 from truthlens.detector.fusion import fused
-from truthlens.detector.prompt import Shape, checked, read_task
+from truthlens.detector.prompt import Shape, checked, model_questions, read_task
 from truthlens.detector.types import DetectionInput
 from truthlens.detector.verdict import MAX_SUPPORT_SENTENCES, SUPPORT_SHORTLIST, Signals, signals_for, support_scores
 
@@ -106,7 +106,7 @@ def _key(engine: DetectorEngine, name: str, cases: list[Case], with_support: boo
     digest = hashlib.sha1(f"{models}:{len(cases)}:{support}".encode())
     # The questions as the model reads them: a change in how requests are read rescores.
     for c in cases:
-        digest.update(checked(c.item).question.encode())
+        digest.update("\x00".join(model_questions(checked(c.item).question)).encode())
     for c in cases[:5]:
         digest.update(c.item.answer.encode())
     return f"{name.replace(' ', '_').replace('(', '').replace(')', '')}-{digest.hexdigest()[:10]}.pkl"

@@ -19,6 +19,7 @@ from truthlens.detector.prompt import (
     Task,
     checked,
     is_record,
+    model_questions,
     read_task,
 )
 from truthlens.detector.types import DetectionInput
@@ -102,6 +103,19 @@ def test_a_short_passage_with_a_remark_is_not_an_article() -> None:
     knowledge = "Iron Man is a 2008 film directed by Jon Favreau."
     assert read_task([knowledge], "[Human]: I loved Iron Man. [Assistant]: It is great. [Human]: Sure is").shape \
         == "passages"
+
+
+def test_a_short_passage_is_summarised_only_when_asked_to() -> None:
+    fact = "The tower was finished in 1889 and is 330 metres tall."
+    assert read_task([fact], "").shape == "passages"
+    assert read_task([fact], "q").shape == "passages"
+    assert read_task([fact], "Summarise this.") == Task("article", SUMMARY_INSTRUCTION)
+
+
+def test_a_summary_is_scored_under_every_wording_the_model_learned_summaries_with() -> None:
+    assert model_questions(SUMMARY_INSTRUCTION) == (SUMMARY_INSTRUCTION, "Summarize the article.")
+    assert model_questions(RECORD_INSTRUCTION) == (RECORD_INSTRUCTION,)
+    assert model_questions("When will the line open?") == ("When will the line open?",)
 
 
 def test_reading_is_idempotent_and_checked_changes_only_the_question() -> None:

@@ -31,7 +31,7 @@ from truthlens.detector.explain import explained
 from truthlens.detector.facts import FactCheck, Finding, check_facts
 from truthlens.detector.fusion import fused, label
 from truthlens.detector.manifest import ModelManifest
-from truthlens.detector.prompt import checked
+from truthlens.detector.prompt import checked, model_questions
 from truthlens.detector.relevance import LexicalRelevance, Relevance
 from truthlens.detector.scoring.ensemble import joined
 from truthlens.detector.scoring.token_scorer import RunRows, TokenScorer, TokenScores
@@ -214,9 +214,13 @@ class DetectorEngine:
         return await self._score_tokens(checked(item))
 
     async def _score_tokens(self, item: DetectionInput) -> TokenScores:
-        if not self._members:
+        # Every model of the directory under every wording the checked question is scored in
+        # (prompt.model_questions: a summary's two), their probabilities averaged per character.
+        items = [item if q == item.question else replace(item, question=q) for q in model_questions(item.question)]
+        scorers = (self._scorer, *self._members)
+        if len(items) * len(scorers) == 1:
             return await self._scorer.score(item, self.relevance)
-        own, *others = await asyncio.gather(*(s.score(item, self.relevance) for s in (self._scorer, *self._members)))
+        own, *others = await asyncio.gather(*(s.score(i, self.relevance) for i in items for s in scorers))
         return joined(own, others)
 
     async def detect_many(

@@ -10,20 +10,22 @@ whether the request asks something about the content, never from how an instruct
 - ``record``: one passage of structured data (JSON, a Python literal, CSV rows, ``key: value``
   lines);
 - ``article``: a request that asks for the whole context rather than something in it
-  (:func:`asks_for_the_whole`). Over one passage: a request with no words of its own once words
-  about the document, the task and its form are set aside ("Give me the key points.", "TL;DR",
-  "Explain this report in plain language.", none at all), a summary request that is not a
-  question ("Summarise the piece on the floods"), or, over a passage longer than
-  :data:`ARTICLE_CHARS`, anything but a question about its content (:func:`asks_about_content`)
-  or a statement naming it. Over several passages (where the request is nearly always a
-  question) only a request with no words of its own;
+  (:func:`asks_for_the_whole`). Over one passage: a summary request that is not a question
+  ("Summarise the piece on the floods", "TL;DR"), or, over a passage longer than
+  :data:`ARTICLE_CHARS`, a request with no words of its own once words about the document, the
+  task and its form are set aside ("Give me the key points.", "Explain this report in plain
+  language.", none at all) and anything else but a question about its content
+  (:func:`asks_about_content`) or a statement naming it. Over several passages (where the request
+  is nearly always a question) only a request with no words of its own;
 - ``passages``: everything else (a question over passages), and any request without context.
 
 For a record or an article whose request is not a question about its content, the model reads
 its shape's one **canonical instruction** (:data:`SUMMARY_INSTRUCTION`,
 :data:`RECORD_INSTRUCTION`: the ones it was trained on), whatever the application wrote: the
 model and the learned verdict were fitted on one wording per shape, and with any other wording
-summaries were judged at chance. A real question keeps its own words. A request that repeats the
+summaries were judged at chance (a summary's answer is scored under two wordings the model learned
+summaries with, :data:`MODEL_INSTRUCTIONS`, and the probabilities averaged). A real question keeps
+its own words. A request that repeats the
 document (an application that sends the article in its user message as well as in the passages)
 is read without it.
 """
@@ -62,6 +64,15 @@ RECORD_INSTRUCTION = (
     "Write an objective overview about the following local business based only on the provided "
     "structured data in the JSON format."
 )
+# The wordings the model's probabilities are averaged over for a canonical instruction: the
+# shipped model learned RAGTruth's summaries under RAGTruth's wording and HaluEval's under
+# HaluEval's, and its token probabilities follow the wording (development AUROC of the answer's
+# highest token probability, RAGTruth / HaluEval / XSum summaries: 0.713 / 0.750 / 0.781 under
+# RAGTruth's, 0.647 / 0.870 / 0.766 under "Summarize the article.", 0.717 / 0.820 / 0.779 averaged;
+# training/README.md). Each is a model pass: a summary costs two.
+MODEL_INSTRUCTIONS: dict[str, tuple[str, ...]] = {
+    SUMMARY_INSTRUCTION: (SUMMARY_INSTRUCTION, "Summarize the article."),
+}
 ARTICLE_CHARS = 300  # shorter: a fact or two to answer from, not a document to summarise
 
 # Words that ask for a summary of the whole, in any wording ("summarise", "TL;DR", "recap").
@@ -136,6 +147,12 @@ def read_task(context: Sequence[str], question: str) -> Task:
     return Task("passages", question)
 
 
+def model_questions(question: str) -> tuple[str, ...]:
+    """The questions the model scores a checked item's answer under (its probabilities averaged):
+    a canonical instruction's wordings (:data:`MODEL_INSTRUCTIONS`), else the question itself."""
+    return MODEL_INSTRUCTIONS.get(question, (question,))
+
+
 def checked(item: DetectionInput) -> DetectionInput:
     """``item`` as the detector checks it: its question replaced by :func:`read_task`'s (the same
     item when the question is kept)."""
@@ -145,21 +162,21 @@ def checked(item: DetectionInput) -> DetectionInput:
 
 def asks_for_the_whole(request: str, context: Sequence[str]) -> bool:
     """Whether ``request`` asks for all of the context rather than something in it. Over one
-    passage: a request with no words of its own ("Give me the key points."), a summary request
-    that is not a question ("Shorten this story."), or, when the passage is long, anything but a
-    question about its content (:func:`asks_about_content`) or a statement or query naming it
-    (at least two of its own words, and half, in the context: "This song was covered by Dwight
-    Yoakam."). Over several passages, where the request is nearly always a question, only a
-    request with no words of its own over a long context."""
+    passage: a summary request that is not a question ("Shorten this story."), or, when the
+    passage is long, a request with no words of its own ("Give me the key points.", none) and
+    anything but a question about its content (:func:`asks_about_content`) or a statement or
+    query naming it (at least two of its own words, and half, in the context: "This song was
+    covered by Dwight Yoakam."). Over several passages, where the request is nearly always a
+    question, only a request with no words of its own over a long context."""
     own = _own_words(request)
     if len(context) > 1:
         return not own and sum(len(p.strip()) for p in context) > ARTICLE_CHARS
-    if not own or (_WHOLE_ASK.search(request) is not None and not _is_question(request)):
+    if _WHOLE_ASK.search(request) is not None and not _is_question(request):
         return True
     if len(context[0].strip()) <= ARTICLE_CHARS:
-        return False
+        return False  # a fact or two to answer from, whatever is asked
     named = len(own & _words(context[0]))
-    return not (asks_about_content(request, context) or (named >= 2 and 2 * named >= len(own)))
+    return not own or not (asks_about_content(request, context) or (named >= 2 and 2 * named >= len(own)))
 
 
 def asks_about_content(request: str, context: Sequence[str]) -> bool:

@@ -4,7 +4,7 @@ Spans are runs of consecutive answer tokens over the token threshold (tokens wit
 characters, e.g. special or byte-fallback pieces, neither start nor break a run), with char
 offsets into the answer and the run's max probability as score. A run that starts or ends inside
 a word (a subword piece: "el" of "Eiffel") is widened to the whole word: a reader is shown words,
-never fragments. The response score is
+never fragments (in scripts written without spaces, a character stays a character). The response score is
 computed from the tokens of the spans that survive the length/confidence filters, so a
 verdict never rests on evidence the caller cannot see: ``noisy_or`` over every flagged token
 (grows with the number of flagged tokens, so with answer length), ``max_span`` (the most
@@ -90,12 +90,19 @@ def _whole_words(runs: list[_Run], answer: str) -> list[_Run]:
     widened = []
     for run in runs:
         start, end = run.start, run.end
-        while 0 < start < len(answer) and answer[start - 1].isalnum() and answer[start].isalnum():
+        while 0 < start < len(answer) and _in_word(answer[start - 1]) and _in_word(answer[start]):
             start -= 1
-        while 0 < end < len(answer) and answer[end - 1].isalnum() and answer[end].isalnum():
+        while 0 < end < len(answer) and _in_word(answer[end - 1]) and _in_word(answer[end]):
             end += 1
         widened.append(_Run(run.first, run.last, start, end, run.prob))
     return _merge_overlaps(widened)
+
+
+def _in_word(char: str) -> bool:
+    # Scripts written without spaces (Chinese, Japanese, Korean) have no word to widen to: a
+    # character is as far as a span reaches there.
+    return char.isalnum() and not ("\u2e80" <= char <= "\u9fff" or "\uac00" <= char <= "\ud7af"
+                                   or "\uf900" <= char <= "\ufaff")
 
 
 def _merge_overlaps(runs: list[_Run]) -> list[_Run]:
