@@ -1,6 +1,6 @@
 """Detector quality on text nobody here wrote, side by side: the shipped model vs the previous one.
 
-Two tables, one run, every configuration on the same inputs:
+Three tables, one run, every configuration on the same inputs:
 
 1. **RAGTruth evaluation half** (Niu et al. 2024, MIT; via ``vectara/FaithJudge`` ``eval_data/``;
    responses whose ``source_id`` is even — never trained, tuned or used to choose a checkpoint):
@@ -11,15 +11,27 @@ Two tables, one run, every configuration on the same inputs:
    anchor rows.
 2. **HaluEval evaluation fold** (RUCAIBox 2023, MIT; line index i % 10 == 0): QA, summarization
    and dialogue, each item's right and hallucinated answer (balanced) → accuracy and F1; the
-   long-context pair (~20k tokens, :mod:`training.corpus.long_context`): the faithful answer must
-   be clean, the wrong-year variant flagged on the year; the HaluEval paper's ChatGPT as anchor.
+   HaluEval paper's ChatGPT as anchor.
+3. **The long-context pair** (~20k tokens, :mod:`training.corpus.long_context`; development
+   data, HaluEval dev-fold news, so apart from the evaluation tables): the faithful answer must be
+   clean, the wrong-year variant flagged on the year.
+
+``--beside COMMIT`` adds the shipped defaults of another build (its code, bench and model from
+git, run in a child process on the same answers) as a row of each table.
 
 Every answer is scored the way ``truthlens detect`` scores it (:mod:`training.scoring`: the
 same fused token probabilities and the same ``score_answer``), with each configuration's own
 decision (span rules from its settings, else its model's calibrated ones) and the route
 threshold.
 
-    python -m bench.detector_quality [--items 300] [--summarization-items 150] [--model DIR ...] [--chart PNG]
+    python -m bench.detector_quality [--items 300] [--summarization-items 150] [--model DIR ...] [--beside COMMIT] [--chart PNG]
+    python -m bench.detector_quality --wordings [--wording-items 100] [--human-dev training/output/llm5]
+
+``--wordings`` prints a third table instead, on development data only: the development answers
+of each task shape (RAGTruth's odd-``source_id`` dev part; the dev parts of HaluEval, and with a
+training mix, XSum and Quintd-1) checked under every instruction wording of
+:mod:`bench.wordings`, the shipped model with its defaults: per wording, the share of faithful
+answers flagged and the balanced accuracy, per set and pooled.
 
 The previous shipped model (run 6: run 3 trained on the human-labelled mix on one GPU,
 training/README.md) is kept in ``bench/baselines/run6`` and runs with the defaults its manifest
@@ -33,6 +45,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import os
+import re
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -56,6 +73,8 @@ RAGTRUTH_ANCHORS = {
 }
 # HaluEval paper, Table 5 (ChatGPT, zero-shot, accuracy %).
 HALUEVAL_ANCHORS = {"ChatGPT zero-shot (HaluEval paper)": {"qa": 62.59, "dialogue": 72.40, "summarization": 58.53}}
+HALUEVAL_COLUMNS = [f"{t} {k}" for t in ("qa", "summarization", "dialogue") for k in ("acc", "F1", "AUROC")]
+PAIR_COLUMNS = ("20k faithful", "20k wrong year")
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,9 +151,11 @@ def print_table(title: str, columns: Sequence[str], rows: dict[str, dict[str, st
 
 
 def evaluation_sets(ragtruth_dir: Path, halueval_root: Path, items: int, summarization_items: int,
-                    ) -> dict[str, list[Case]]:
-    """The evaluation answers by set: RAGTruth's evaluation half per task, HaluEval's evaluation fold."""
-    data = {f"ragtruth {task}": ragtruth_cases(task, ("eval",), ragtruth_dir) for task in ragtruth.TASKS}
+                    ragtruth_items: int | None = None) -> dict[str, list[Case]]:
+    """The evaluation answers by set: RAGTruth's evaluation half per task (its first
+    ``ragtruth_items`` answers each, for a quick look; all by default), HaluEval's evaluation fold."""
+    data = {f"ragtruth {task}": ragtruth_cases(task, ("eval",), ragtruth_dir)[:ragtruth_items]
+            for task in ragtruth.TASKS}
     data["halueval qa"] = halueval_cases("qa", ("eval",), halueval_root, items)
     data["halueval summarization"] = halueval_cases("summarization", ("eval",), halueval_root, summarization_items)
     data["halueval dialogue"] = halueval_cases("dialogue", ("eval",), halueval_root, items)
@@ -152,21 +173,43 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ragtruth", type=Path, default=ragtruth.DEFAULT_DIR, help="RAGTruth (training/README.md)")
     parser.add_argument("--items", type=int, default=300, help="HaluEval QA and dialogue items (x2 answers each)")
     parser.add_argument("--summarization-items", type=int, default=150, help="HaluEval summarization items (x2)")
+    parser.add_argument("--ragtruth-items", type=int, default=None,
+                        help="only the first N RAGTruth answers per task (a quick look; the table's figures use all)")
     parser.add_argument("--threshold", type=float, default=0.5, help="response score threshold (the routes' default)")
     parser.add_argument("--shipped-only", action="store_true", help="leave the previous model out (half the time)")
     parser.add_argument("--model", type=Path, nargs="*", default=[],
                         help="also these model directories (an ensemble, an optional model package), their defaults")
     parser.add_argument("--chart", type=Path, help="also draw balanced accuracy per set as this PNG (the bench extra)")
+    parser.add_argument("--beside", nargs="*", default=[], metavar="COMMIT",
+                        help="also the shipped defaults of the build at these commits (their own code, bench and "
+                             "model, from git), on the same answers")
+    parser.add_argument("--wordings", action="store_true",
+                        help="instead: the wording table on the development answers (bench/wordings.py)")
+    parser.add_argument("--wording-items", type=int, default=100,
+                        help="answers per non-RAGTruth set in the wording table (RAGTruth's dev part is whole)")
+    parser.add_argument("--human-dev", type=Path, default=None,
+                        help="a training mix (python -m training.corpus.llm_mix): XSum and Quintd-1 dev parts too")
+    parser.add_argument("--wording-shapes", nargs="+", choices=("qa", "summary", "record"),
+                        default=["qa", "summary", "record"], help="wording table: these task shapes only")
+    parser.add_argument("--request-reading", choices=("canonical", "shape-only"), default="canonical",
+                        help="wording table: the shipped reading, or the shape from the context alone "
+                             "(questions as sent to the model)")
     args = parser.parse_args(argv)
     if not ragtruth.available(args.ragtruth):
         parser.error(f"RAGTruth files not in {args.ragtruth}: python -m training.corpus.ragtruth --faithjudge DIR")
+    if args.wordings:
+        from bench import wording_table  # (it builds on this module's table printer)
+
+        return wording_table.run(args)
     root = halueval.fetch(args.halueval)
-    data = evaluation_sets(args.ragtruth, root, args.items, args.summarization_items)
+    data = evaluation_sets(args.ragtruth, root, args.items, args.summarization_items, args.ragtruth_items)
     pair = long_context.build(root)
     print(f"answers: {describe(data)}; long-context pair {len(pair.context)} passages; "
           f"response threshold {args.threshold}\n")
 
     chosen = [c for c in configurations(args.model) if not args.shipped_only or not c.name.startswith("previous")]
+    # The other build first: its child process then has the cores to itself, as this one does after.
+    beside = {name: rows for commit in args.beside for name, rows in beside_commit(commit, args).items()}
     results = {name: row for c in chosen for name, row in asyncio.run(evaluate(c, data, pair, args.threshold)).items()}
     rag_rows: dict[str, dict[str, str]] = {}
     for name, (m, extra) in results.items():
@@ -177,6 +220,8 @@ def main(argv: list[str] | None = None) -> int:
             row[f"{task} AUROC"], row[f"{task} spanF1"] = f"{r.auroc:.3f}", f"{r.span_f1 or 0:.3f}"
         row["all FA"] = f"{m['ragtruth all'].false_alarms:.3f}"
         rag_rows[name] = row
+    for name, (rag, _, _) in beside.items():
+        rag_rows[name] = rag
     for name, f1 in RAGTRUTH_ANCHORS.items():
         rag_rows[name] = {"all F1": f"{f1 / 100:.3f}"}
     columns = ["decision"] + [f"{t} {k}" for t in (*ragtruth.TASKS, "all") for k in ("F1", "BA", "AUROC", "spanF1")]
@@ -184,22 +229,59 @@ def main(argv: list[str] | None = None) -> int:
                  "character-span F1; FA = faithful answers flagged", [*columns, "all FA"], rag_rows)
 
     hal_rows: dict[str, dict[str, str]] = {}
+    pair_rows: dict[str, dict[str, str]] = {}
     for name, (m, extra) in results.items():
-        row = dict(extra)
+        row = {"s": extra["s"]}
         for task in ("qa", "summarization", "dialogue"):
             r = m[f"halueval {task}"]
             row[f"{task} acc"], row[f"{task} F1"] = f"{r.accuracy:.3f}", f"{r.f1:.3f}"
             row[f"{task} AUROC"] = f"{r.auroc:.3f}"
         hal_rows[name] = row
+        pair_rows[name] = {k: extra[k] for k in PAIR_COLUMNS}
+    for name, (_, hal, pair) in beside.items():
+        hal_rows[name], pair_rows[name] = hal, pair
     for name, anchor in HALUEVAL_ANCHORS.items():
         hal_rows[name] = {f"{t} acc": f"{v / 100:.3f}" for t, v in anchor.items()}
-    columns = [f"{t} {k}" for t in ("qa", "summarization", "dialogue") for k in ("acc", "F1", "AUROC")]
-    print_table("HaluEval evaluation fold (i % 10 == 0), balanced; long-context pair",
-                 [*columns, "20k faithful", "20k wrong year", "s"], hal_rows)
+    print_table("HaluEval evaluation fold (i % 10 == 0), balanced", [*HALUEVAL_COLUMNS, "s"], hal_rows)
+    print_table("Long-context pair (development data: HaluEval dev-fold news around one fact passage, ~20k tokens)",
+                list(PAIR_COLUMNS), pair_rows)
     if args.chart:
         charts.quality_per_task(charts.balanced_accuracy_by_task([rag_rows, hal_rows]), args.chart,
                                 "Detector quality per evaluation set (bench.detector_quality)")
     return 0
+
+
+def beside_commit(commit: str, args: argparse.Namespace) -> dict[str, tuple[dict[str, str], ...]]:
+    """The shipped defaults of the build at ``commit`` on the same answers: its own bench, model and
+    code (``git archive``) run in a child process, its rows read back from the tables it prints."""
+    with tempfile.TemporaryDirectory(prefix="bench-beside-") as tmp:
+        archive = subprocess.run(["git", "archive", commit, "src", "bench", "training"], check=True,
+                                 capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+        command = [sys.executable, "-m", "bench.detector_quality", "--shipped-only",
+                   "--ragtruth", str(args.ragtruth.resolve()), "--halueval", str(args.halueval.resolve()),
+                   "--items", str(args.items), "--summarization-items", str(args.summarization_items),
+                   "--threshold", str(args.threshold)]
+        if args.ragtruth_items is not None:  # (a build older than this option refuses it, saying so)
+            command += ["--ragtruth-items", str(args.ragtruth_items)]
+        env = {**os.environ, "PYTHONPATH": f"{tmp}/src{os.pathsep}{tmp}"}
+        out = subprocess.run(command, cwd=tmp, env=env, check=True, capture_output=True, text=True).stdout
+    rows = table_rows(out, "shipped (defaults)")
+    pair = {k: rows.get(k, "-") for k in PAIR_COLUMNS}
+    return {f"{commit}: shipped (defaults)": (rows, rows, pair)}
+
+
+def table_rows(printed: str, name: str) -> dict[str, str]:
+    """The cells of the row called ``name`` in every table ``print_table`` printed, by column."""
+    cells: dict[str, str] = {}
+    header: list[str] = []
+    for line in printed.splitlines():
+        parts = re.split(r"\s{2,}", line.strip())
+        if parts and parts[0] == "configuration":
+            header = parts
+        elif parts and parts[0] == name and header:
+            cells.update(zip(header[1:], parts[1:], strict=False))
+    return cells
 
 
 if __name__ == "__main__":

@@ -113,7 +113,7 @@ def with_role_check(scored: list[Scored]) -> list[Scored]:
     """The same answers as if the fact check had also looked for names in another role."""
     out = []
     for s in scored:
-        extra = role_findings(s.case.item.answer, s.case.item.context, s.findings)
+        extra = role_findings(s.case.item.answer, s.case.item.context, s.findings, s.case.item.question)
         out.append(replace(s, probs=fuse(s.probs, s.offsets, extra), findings=(*s.findings, *extra)))
     return out
 

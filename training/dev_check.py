@@ -22,7 +22,7 @@ from training.batches import collate
 from training.corpus.splits import read_jsonl
 from training.encode import IGNORE, Encoded
 from training.evaluate import auroc
-from training.rows import RowBuilder
+from training.rows import REQUEST_READING, RowBuilder
 
 BATCH = 32
 MEAN = "mean"
@@ -57,7 +57,7 @@ def dev_answers(
     if not files:
         raise FileNotFoundError(f"{corpus}: no dev*.jsonl to choose an epoch on")
     # The tokenizer's bytes are part of the key: rows cached for one vocabulary must never feed another model.
-    key = content_key([*files, tokenizer], max_length=max_length)
+    key = content_key([*files, tokenizer], max_length=max_length, requests=REQUEST_READING)
     if cache.exists():
         saved = torch.load(cache, weights_only=False)
         if saved["key"] == key:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from tokenizers import Tokenizer
 
 from training.corpus.builder import Example
-from truthlens.detector.prompt import build_prompt
+from truthlens.detector.prompt import build_prompt, read_task
 
 IGNORE = -100
 
@@ -31,7 +31,7 @@ class TooLong(ValueError):
 
 
 def encode(tokenizer: Tokenizer, example: Example, max_length: int) -> Encoded:
-    prompt = build_prompt(example.context, example.question)
+    prompt = build_prompt(example.context, read_task(example.context, example.question).question)
     tokenizer.no_truncation()
     tokenizer.no_padding()
     enc = tokenizer.encode(prompt, example.answer)

@@ -20,9 +20,14 @@ from training.encode import IGNORE, Encoded
 from truthlens.detector.chunking import Plan, Window
 from truthlens.detector.encoding import ModelRow, TextEncoder
 from truthlens.detector.grounding import plan_grounded
+from truthlens.detector.prompt import read_task
 from truthlens.detector.relevance import Relevance
 from truthlens.detector.types import DetectorSettings
 
+# How a request's question becomes the prompt's (read_task: a summary's or a record's instruction
+# read as its shape's canonical one). Part of every cached rows key, so rows built before a
+# change in that reading are built again.
+REQUEST_READING = "read_task/1"
 # Serving's default overlap between answer windows.
 ANSWER_OVERLAP_TOKENS = DetectorSettings().answer_overlap_tokens
 
@@ -41,7 +46,7 @@ class RowBuilder:
         plan = plan_grounded(
             self.encoder,
             list(example.context),
-            example.question,
+            read_task(example.context, example.question).question,  # as serving reads the request
             example.answer,
             answer,
             self.relevance,

@@ -32,7 +32,7 @@ from training.corpus.splits import read_jsonl
 from training.dev_check import MEAN, DevAnswer, content_key, dev_answers, dev_scores, format_scores
 from training.encode import Encoded
 from training.resume import Progress, load, save_full
-from training.rows import RowBuilder
+from training.rows import REQUEST_READING, RowBuilder
 from truthlens.detector.encoding import TextEncoder
 from truthlens.detector.relevance import load_relevance
 
@@ -180,7 +180,8 @@ def _rows(args: argparse.Namespace, base: Path) -> list[Encoded]:
     """The serving rows of the corpus, built once per output directory (``OUT/rows.pt``)."""
     corpus = args.corpus / "train.jsonl"
     key = content_key([corpus, base / "tokenizer.json"], max_length=args.max_length,
-                      rows_per_example=args.rows_per_example, limit=args.limit, seed=args.seed)
+                      rows_per_example=args.rows_per_example, limit=args.limit, seed=args.seed,
+                      requests=REQUEST_READING)
     cache = args.out / "rows.pt"
     cached = load_rows(cache, key)
     if cached is not None:

@@ -42,9 +42,10 @@ from training.verdict_data import HUMAN_DEV_SETS, Raw, development_sets, load_or
 from truthlens.detector.backends.factory import create_detector
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.manifest import resolve_model_dir
+from truthlens.detector.prompt import SHAPES
 from truthlens.detector.spans import SpanRules
 from truthlens.detector.types import DetectorSettings
-from truthlens.detector.verdict import FEATURES, SHAPES, SUPPORT_FEATURES, VerdictModel, features
+from truthlens.detector.verdict import FEATURES, SUPPORT_FEATURES, VerdictModel, features
 
 FOLDS = 5
 MAX_FALSE_ALARMS = 0.25
@@ -201,6 +202,8 @@ def _command(args: argparse.Namespace) -> str:
         parts += ["--items", str(args.items), "--summarization-items", str(args.summarization_items)]
     if args.no_train_part:
         parts.append("--no-train-part")
+    if args.report_only:
+        parts += ["--report-only", *args.report_only]
     if args.human_dev is not None:
         parts += ["--human-dev", args.human_dev.as_posix()]
     if args.support:
@@ -216,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--items", type=int, default=ITEMS, help="HaluEval dev QA and dialogue items (x2 answers)")
     parser.add_argument("--summarization-items", type=int, default=SUMMARIZATION_ITEMS)
     parser.add_argument("--no-train-part", action="store_true", help="fit on the dev parts only")
+    parser.add_argument("--report-only", nargs="*", default=[], metavar="SET",
+                        help="sets (by name prefix, e.g. quintd) reported but not fitted on")
     parser.add_argument("--human-dev", type=Path, default=None,
                         help="a training mix (python -m training.corpus.llm_mix --out DIR): also fit and report "
                              "on its human-labelled sets' dev parts")
@@ -232,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
                             args.human_dev)
     engine = create_detector(DetectorSettings(model_dir=args.model, provider="cpu"))
     assert isinstance(engine, DetectorEngine), "the verdict is fitted on in-process token scores (backend: onnx)"
-    raw = load_or_score(engine, sets)
+    raw = load_or_score(engine, sets, with_support=args.support)
     rules = engine.rules
     answers = [(name, r) for name, rs in raw.items() for r in rs]
     labels = np.array([name for name, _ in answers])
@@ -244,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
     w = weights(list(labels), y)
     is_dev = np.array([not name.endswith("(train)") for name in labels])
     fitting = np.ones(len(y), dtype=bool) if not args.no_train_part else is_dev
+    for name in args.report_only:  # scored and reported out-of-fold, never fitted on
+        fitting &= ~np.char.startswith(labels.astype(str), name)
     groups = np.array([group_of(r) for _, r in answers])
     shapes = np.array([r.shape for _, r in answers])
 

@@ -32,16 +32,9 @@ from training.scoring import BLOCK, Case, halueval_cases, ragtruth_cases
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.facts import FactCheck, check_facts
 from truthlens.detector.fusion import fused
+from truthlens.detector.prompt import Shape, checked, model_questions, read_task
 from truthlens.detector.types import DetectionInput
-from truthlens.detector.verdict import (
-    MAX_SUPPORT_SENTENCES,
-    SUPPORT_SHORTLIST,
-    Shape,
-    Signals,
-    signals_for,
-    support_scores,
-    task_shape,
-)
+from truthlens.detector.verdict import MAX_SUPPORT_SENTENCES, SUPPORT_SHORTLIST, Signals, signals_for, support_scores
 
 CACHE_DIR = Path("training/output/verdict")
 
@@ -57,7 +50,7 @@ class Raw:
 
     @property
     def shape(self) -> Shape:
-        return task_shape(self.case.item.context, self.case.item.question)
+        return read_task(self.case.item.context, self.case.item.question).shape
 
 
 # The human-labelled sets whose dev parts the verdict reads. The accuracy shared task's 11 dev
@@ -104,20 +97,23 @@ def development_sets(
     return sets
 
 
-def _key(engine: DetectorEngine, name: str, cases: list[Case]) -> str:
+def _key(engine: DetectorEngine, name: str, cases: list[Case], with_support: bool) -> str:
     # An ensemble's scores depend on every member's graph, not only the directory's own.
     graphs = [engine.manifest.model_path.stat(), *((m / "model.onnx").stat() for m in engine.manifest.ensemble)]
     # The support score's settings are part of what was scored: a changed shortlist rescores.
-    support = f"{SUPPORT_SHORTLIST}:{MAX_SUPPORT_SENTENCES}"
+    support = f"{SUPPORT_SHORTLIST}:{MAX_SUPPORT_SENTENCES}" if with_support else "no-support"
     models = ":".join(f"{g.st_size}:{g.st_mtime_ns}" for g in graphs)
     digest = hashlib.sha1(f"{models}:{len(cases)}:{support}".encode())
+    # The questions as the model reads them: a change in how requests are read rescores.
+    for c in cases:
+        digest.update("\x00".join(model_questions(checked(c.item).question)).encode())
     for c in cases[:5]:
         digest.update(c.item.answer.encode())
     return f"{name.replace(' ', '_').replace('(', '').replace(')', '')}-{digest.hexdigest()[:10]}.pkl"
 
 
-async def _score(engine: DetectorEngine, cases: list[Case]) -> list[Raw]:
-    encoder = getattr(engine.relevance, "encoder", None)
+async def _score(engine: DetectorEngine, cases: list[Case], with_support: bool) -> list[Raw]:
+    encoder = getattr(engine.relevance, "encoder", None) if with_support else None
 
     async def one(case: Case) -> Raw:
         scores = await engine.token_scores(case.item)
@@ -130,16 +126,20 @@ async def _score(engine: DetectorEngine, cases: list[Case]) -> list[Raw]:
     return out
 
 
-def load_or_score(engine: DetectorEngine, sets: dict[str, list[Case]]) -> dict[str, list[Raw]]:
-    """Every set's raw scores, from the cache where the same model scored it before."""
+def load_or_score(
+    engine: DetectorEngine, sets: dict[str, list[Case]], *, with_support: bool = True
+) -> dict[str, list[Raw]]:
+    """Every set's raw scores, from the cache where the same model scored it before. Without
+    ``with_support`` the embedder's support score is left out (``None``: a fit that does not read
+    it needs no embedder pass per answer, about as costly as the model's)."""
     CACHE_DIR.mkdir(parents=True, exist_ok=True)
     out: dict[str, list[Raw]] = {}
     for name, cases in sets.items():
-        path = CACHE_DIR / _key(engine, name, cases)
+        path = CACHE_DIR / _key(engine, name, cases, with_support)
         if path.exists():
             out[name] = pickle.loads(path.read_bytes())
             continue
-        out[name] = asyncio.run(_score(engine, cases))
+        out[name] = asyncio.run(_score(engine, cases, with_support))
         path.write_bytes(pickle.dumps(out[name]))
         print(f"scored {name}: {len(cases)} answers -> {path}", flush=True)
     return out

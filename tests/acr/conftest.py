@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from shipped_inputs import require_shipped_model
 from span_capture import SpanCapture, captured_spans
 
 from truthlens.detector.backends.factory import create_detector
-from truthlens.detector.manifest import DEFAULT_MODEL_DIR
 from truthlens.detector.types import Detector, DetectorSettings
 from truthlens.evidence.embedder import OnnxEmbedder
 from truthlens.llm import Endpoint, LLMClient
@@ -25,8 +25,7 @@ def embedder() -> Iterator[OnnxEmbedder]:
 
 @pytest.fixture(scope="session")
 async def detector() -> AsyncIterator[Detector]:
-    if not (DEFAULT_MODEL_DIR / "manifest.json").is_file():
-        pytest.skip("the shipped detector model has not been built yet")
+    require_shipped_model()
     built = create_detector(DetectorSettings())
     yield built
     await built.close()

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
+from shipped_inputs import require_shipped_model
 
 from truthlens import cli
 from truthlens.gateway.core.telemetry import Telemetry
@@ -113,10 +114,7 @@ def test_gpu_image_installs_the_gpu_extra_and_keeps_only_onnxruntime_gpu() -> No
 
 def test_healthcheck_script_reports_a_real_processor(tmp_path: Path) -> None:
     """The image's health check against the real server: 0 when SERVING, 1 when nothing listens."""
-    from truthlens.detector.manifest import DEFAULT_MODEL_DIR
-
-    if not (DEFAULT_MODEL_DIR / "model.onnx").is_file():
-        pytest.skip("the shipped detector model is not built")
+    require_shipped_model()  # committed: missing, the image's check has nothing to serve
     script = DEPLOY / "docker" / "healthcheck.py"
     config = tmp_path / "config.yaml"
     config.write_text(launch.config_yaml(None, "http://127.0.0.1:9/v1"), encoding="utf-8")

@@ -35,8 +35,10 @@ WRONG = (
     "work for Brightvale Instruments. Brightvale Instruments opened for business in 1987."
 )
 RIGHT = WRONG.replace("1987", "1932")
-# The headcount of the relevant passage, wrong (the model-only checks below leave the
-# rule-based fact check off, so only the evidence passage in the claim's row can contradict it).
+# The headcount of the relevant passage, wrong and hedged ("About 61,500"): the filler passages
+# state other companies' headcounts, some within 10% of it, which must not excuse it. The
+# model-only checks below leave the rule-based fact check off (only the evidence passage in the
+# claim's row can contradict it); the shipped defaults run with it on.
 WRONG_NUMBER = RIGHT.replace("4,120", "61,500")
 
 
@@ -98,6 +100,41 @@ async def grounded() -> AsyncIterator[DetectorEngine]:
     assert detector.settings.chunk_aggregation == "grounded" and detector.relevance.name == "embedding"
     yield detector
     await detector.close()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def shipped_defaults() -> AsyncIterator[DetectorEngine]:
+    """The detector exactly as ``truthlens serve`` builds it by default: fact check on."""
+    detector = create_detector(DetectorSettings())
+    assert isinstance(detector, DetectorEngine) and detector.settings.evidence_checks
+    yield detector
+    await detector.close()
+
+
+@in_module_loop
+async def test_shipped_defaults_catch_a_hedged_wrong_number_over_a_long_context(
+    shipped_defaults: DetectorEngine, long_context: tuple[str, ...]
+) -> None:
+    """Other passages give headcounts near 61,500 (about 1,000 to 300,000 each); only one speaks of
+    Brightvale Instruments, and it says about 4,120."""
+    near = [p for p in long_context if any(f"About {n:,} people" in p for n in range(55_350, 67_650))]
+    assert near, "the filler should hold a headcount within 10% of the wrong one"
+    wrong = await shipped_defaults.detect(DetectionInput(long_context, QUESTION, WRONG_NUMBER), threshold=0.5)
+    assert wrong.status == "detected", wrong
+    (span,) = [s for s in wrong.spans if "61,500" in s.text]
+    assert span.reason == "unsupported_number", wrong.spans
+
+
+@in_module_loop
+async def test_shipped_defaults_clear_the_faithful_answer_and_flag_the_wrong_year_over_a_long_context(
+    shipped_defaults: DetectorEngine, long_context: tuple[str, ...]
+) -> None:
+    right = await shipped_defaults.detect(DetectionInput(long_context, QUESTION, RIGHT), threshold=0.5)
+    assert right.status == "clean" and right.spans == (), right
+    wrong = await shipped_defaults.detect(DetectionInput(long_context, QUESTION, WRONG), threshold=0.5)
+    assert wrong.status == "detected", wrong
+    year = WRONG.index("1987")
+    assert any(s.start <= year < s.end for s in wrong.spans), wrong.spans
 
 
 @in_module_loop

@@ -17,6 +17,7 @@ import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from shipped_inputs import CONTEXT, GROUNDED, HALLUCINATED, QUESTION
@@ -108,8 +109,23 @@ async def test_remote_verdicts_equal_in_process_verdicts(triton: model_server.Tr
         await sequential.close()
 
 
+def _count_calls(remote: RemoteDetector, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Record each inference call the remote client makes from now on (the call still runs)."""
+    client = remote.runner._client
+    calls: list[int] = []
+    real = client.infer
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(client, "infer", counted)
+    return calls
+
+
 async def test_a_stalled_server_times_out_then_recovers(triton: model_server.TritonServer,
-                                                        shipped_model_dir: Path) -> None:
+                                                        shipped_model_dir: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     remote = _remote(shipped_model_dir, triton.grpc_url, timeout_ms=1500, health_interval_s=0.2)
     assert triton.child is not None
     group = triton.child.proc.pid
@@ -123,10 +139,10 @@ async def test_a_stalled_server_times_out_then_recovers(triton: model_server.Tri
             assert slow.reason in ("remote_timeout", "remote_unavailable")
             await asyncio.sleep(1.0)  # the health thread notices: later checks fail at once
             assert not remote.backend_ready
-            started = time.monotonic()
+            calls = _count_calls(remote, monkeypatch)
             fast = await remote.detect(ITEMS[0], threshold=0.5)
             assert fast.status == "unavailable" and fast.reason == "remote_unavailable"
-            assert time.monotonic() - started < 0.4
+            assert calls == [], "a check waited on a server known to be down"
         finally:
             os.killpg(group, signal.SIGCONT)
         await _until_ready(remote)
@@ -141,9 +157,9 @@ async def test_a_stalled_server_times_out_then_recovers(triton: model_server.Tri
 async def test_a_call_ends_with_the_checks_budget_not_the_remote_timeout(
     triton: model_server.TritonServer, shipped_model_dir: Path
 ) -> None:
-    # remote.timeout_ms is 20 s and the health poll is slow: only the check's 0.3 s budget can
-    # end the stalled call early and free its slot.
-    remote = _remote(shipped_model_dir, triton.grpc_url, in_flight=1, timeout_ms=20_000, health_interval_s=60)
+    # remote.timeout_ms is 10 minutes and the health poll is slow: only the check's 0.3 s budget
+    # can end the stalled call and free its slot before the test's own limit.
+    remote = _remote(shipped_model_dir, triton.grpc_url, in_flight=1, timeout_ms=600_000, health_interval_s=60)
     assert triton.child is not None
     group = triton.child.proc.pid
     try:
@@ -153,8 +169,8 @@ async def test_a_call_ends_with_the_checks_budget_not_the_remote_timeout(
             started = time.monotonic()
             late = await remote.detect(ITEMS[0], threshold=0.5, timeout_s=0.3)
             assert late.status == "unavailable" and late.reason == "timeout"
-            while remote.batcher.running_batches:
-                assert time.monotonic() - started < 3.0, "the call outlived its check's budget"
+            while remote.batcher.running_batches:  # freed by the budget, or never (10 minutes)
+                assert time.monotonic() - started < 60, "the call outlived its check's budget"
                 await asyncio.sleep(0.02)
         finally:
             os.killpg(group, signal.SIGCONT)

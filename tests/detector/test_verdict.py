@@ -21,18 +21,9 @@ from truthlens.detector.facts import Finding
 from truthlens.detector.manifest import ModelDirError, load_manifest
 from truthlens.detector.spans import SpanRules
 from truthlens.detector.types import DetectionInput, DetectorSettings
-from truthlens.detector.verdict import FEATURES, Signals, VerdictModel, features, sentences, task_shape
+from truthlens.detector.verdict import FEATURES, Signals, VerdictModel, features, sentences
 
 RULES = SpanRules(token_threshold=0.5, aggregation="noisy_or", min_span_length=1)
-
-
-def test_the_task_shape_is_read_from_the_context_and_question() -> None:
-    article = "The council met on Tuesday. " * 40
-    assert task_shape([json.dumps({"name": "Cafe", "city": "Reno"})], "Write an overview.") == "record"
-    assert task_shape([article], "Summarize the following news article.") == "article"
-    assert task_shape([article], "") == "article"
-    assert task_shape([article], "When did the council meet?") == "passages"
-    assert task_shape(["Paris is the capital of France.", "Lyon is a city."], "Capital?") == "passages"
 
 
 def test_features_count_findings_by_kind_and_measure_the_flagged_tokens() -> None:

@@ -18,10 +18,6 @@ from shipped_inputs import QUESTION as EIFFEL_QUESTION
 pytestmark = pytest.mark.envoy
 
 PATH = "/v1/chat/completions"
-# What the shipped detector says of "2 + 2 = 4." against no passage at all: flagged, since no
-# passage supports it (the learned verdict weighs support; an answer nothing stands on is not
-# verified, which is what an operator who chose `no_context: check` is asking).
-PINNED_NO_CONTEXT_VERDICT = "true"
 QUESTION = "What is 2+2?"
 ANSWER = "2 + 2 = 4."
 SCRIPT = [{"name": "sum", "match": {"user": QUESTION}, "reply": {"content": ANSWER}}]
@@ -98,14 +94,16 @@ def test_no_context_block_refuses_before_the_upstream(gateway: Stack) -> None:
 
 
 def test_no_context_check_checks_anyway(gateway: Stack) -> None:
-    resp = ask(gateway, route="check")
+    """What `no_context: check` promises (docs/clients.md): the answer is checked against nothing,
+    so a fact it states that nothing supports is flagged, on that fact. "4" is stated by no
+    passage (the question gives only the 2s)."""
+    resp = gateway.raw("POST", PATH, chat_body(QUESTION), {"x-test-route": "check", "x-truthlens-include-spans": "1"})
     assert resp.status == 200
-    # Checked against nothing: the detector gave its verdict (not skipped, not unavailable).
-    assert resp.headers["x-truthlens-detected"] == PINNED_NO_CONTEXT_VERDICT
-    # The reason is the number no passage states ("4"; the question gives the 2s), or the
-    # answer as a whole where no span stands out: which one depends on the model's token scores.
-    assert resp.headers["x-truthlens-reason"] in ("unsupported_number", "unsupported_answer")
-    assert 0.0 <= float(resp.headers["x-truthlens-score"]) <= 1.0
+    assert resp.headers["x-truthlens-detected"] == "true"
+    assert resp.headers["x-truthlens-reason"] == "unsupported_number"
+    (span,) = resp.json()["truthlens"]["choices"][0]["spans"]
+    assert (span["text"], span["reason"]) == ("4", "unsupported_number")
+    assert float(resp.headers["x-truthlens-score"]) >= 0.5
 
 
 def with_tool_output(question: str, output: str | None) -> dict[str, Any]:

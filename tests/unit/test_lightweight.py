@@ -1,7 +1,7 @@
 """Lightweight mode on the REAL shipped detector (ONNX Runtime, trained model): option
 parsing, a grounded and a hallucinated choice in one exchange, the run through run_check with
 its metrics, and degraded paths (detection budget, detector size limits). Nothing is scripted;
-the tests skip, saying why, when the shipped model has not been built."""
+the shipped model is committed, so a checkout without it fails here."""
 
 from __future__ import annotations
 

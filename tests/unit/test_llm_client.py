@@ -147,7 +147,8 @@ async def test_per_attempt_timeout_and_exchange_budget() -> None:
             await budget_client.aclose()
     assert timeout.value.reason == "timeout" and len(up.calls) == 2  # timeouts are not retried
     assert budget.value.reason == "budget"
-    assert returned >= deadline and returned - deadline < 0.5  # never waited well past the deadline
+    # Gave up at the deadline: not before it, and not when the scripted reply came (5 s).
+    assert deadline <= returned < start + 5
     assert spent.value.reason == "budget"
 
 

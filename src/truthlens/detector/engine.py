@@ -1,6 +1,8 @@
 """The detector behind the :class:`~truthlens.detector.types.Detector` protocol, backend-neutral.
 
-Per check: validate → tokenise and plan rows (in a thread: long inputs take a while; with
+Per check: validate → read the task (:func:`truthlens.detector.prompt.checked`: a summary's or a
+record's instruction becomes the one the model was trained on, whatever its wording) → tokenise
+and plan rows (in a thread: long inputs take a while; with
 ``chunk_aggregation: grounded``, the default, one row per answer claim beside the context
 most relevant to it, :mod:`truthlens.detector.grounding`) → micro-batched model runs → combine
 each answer token's probability across the rows that saw it (grounded: its claim's row;
@@ -29,6 +31,7 @@ from truthlens.detector.explain import explained
 from truthlens.detector.facts import FactCheck, Finding, check_facts
 from truthlens.detector.fusion import fused, label
 from truthlens.detector.manifest import ModelManifest
+from truthlens.detector.prompt import checked, model_questions
 from truthlens.detector.relevance import LexicalRelevance, Relevance
 from truthlens.detector.scoring.ensemble import joined
 from truthlens.detector.scoring.token_scorer import RunRows, TokenScorer, TokenScores
@@ -118,6 +121,7 @@ class DetectorEngine:
         started = time.perf_counter()
         validate(item, self.settings)
         validate_threshold(threshold)
+        item = checked(item)
 
         def elapsed() -> float:
             return (time.perf_counter() - started) * 1000.0
@@ -168,7 +172,7 @@ class DetectorEngine:
         token's probability, raised inside the facts the context never states, and those facts.
         Unlike :meth:`detect`, failures raise :class:`DetectorError`."""
         validate(item, self.settings)
-        return await self._fused_scores(item)
+        return await self._fused_scores(checked(item))
 
     async def _fused_scores(self, item: DetectionInput) -> tuple[TokenScores, tuple[Finding, ...]]:
         # The fact check runs beside the model (a thread: regexes over a long context).
@@ -207,12 +211,16 @@ class DetectorEngine:
         """Per-answer-token probabilities (for evaluation and benchmarks). Unlike
         :meth:`detect`, failures raise :class:`DetectorError`."""
         validate(item, self.settings)
-        return await self._score_tokens(item)
+        return await self._score_tokens(checked(item))
 
     async def _score_tokens(self, item: DetectionInput) -> TokenScores:
-        if not self._members:
+        # Every model of the directory under every wording the checked question is scored in
+        # (prompt.model_questions: a summary's two), their probabilities averaged per character.
+        items = [item if q == item.question else replace(item, question=q) for q in model_questions(item.question)]
+        scorers = (self._scorer, *self._members)
+        if len(items) * len(scorers) == 1:
             return await self._scorer.score(item, self.relevance)
-        own, *others = await asyncio.gather(*(s.score(item, self.relevance) for s in (self._scorer, *self._members)))
+        own, *others = await asyncio.gather(*(s.score(i, self.relevance) for i in items for s in scorers))
         return joined(own, others)
 
     async def detect_many(

@@ -8,9 +8,13 @@ A token inside a fact the context never states (:mod:`truthlens.detector.facts`)
 Each weight crosses the default token and response thresholds (0.5) on its own, so one
 unsupported fact flags the answer even when the model sees nothing; the weights stay below 1
 so a stricter route threshold (e.g. 0.9) can still ask for the model's agreement on a name.
-Numbers and dates weigh more than names: a value is either in the context or not, while the
-name heuristics can take a capitalised common word for a name. On the HaluEval QA dev fold
-the check alone flagged 34% of the hallucinated answers and none of the right ones (docs/results.md).
+Numbers and dates weigh more than unsupported names and units: a value is either in the context
+or not, while the name heuristics can take a capitalised common word for a name. A name the
+context gives another role and a relation it states the other way round weigh as much as a
+number: each rests on a context sentence that says otherwise (on the QA dev parts 2.5% of
+faithful answers carry one), and at 0.8 the learned verdict left a short answer with one of them
+("The capital is Sydney.") just under the threshold (training/README.md). On the HaluEval QA dev
+fold the check alone flagged 34% of the hallucinated answers and none of the right ones (docs/results.md).
 """
 
 from __future__ import annotations
@@ -29,8 +33,8 @@ REASON_WEIGHTS: Mapping[FactReason, float] = {
     "unsupported_date": 0.9,
     "unsupported_unit": 0.8,
     "unsupported_entity": 0.8,
-    "misattributed_entity": 0.8,
-    "contradicted_relation": 0.8,
+    "misattributed_entity": 0.9,
+    "contradicted_relation": 0.9,
 }
 # What is left of the model's probability inside a value the context states in another format
 # ("1280" against "1,280"): the value is supported, so a flag there is the model reacting to

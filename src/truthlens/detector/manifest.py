@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from truthlens.detector.prompt import TEMPLATE_NAME
+from truthlens.detector.prompt import SHAPES, TEMPLATE_NAME, Shape
 from truthlens.detector.spans import SpanRules
 from truthlens.detector.types import AGGREGATIONS, Aggregation, DetectorError
-from truthlens.detector.verdict import SHAPES, Shape, Verdict, VerdictModel
+from truthlens.detector.verdict import Verdict, VerdictModel
 
 MANIFEST_FORMAT = "truthlens-detector/1"
 KNOWN_INPUTS = ("input_ids", "attention_mask", "token_type_ids")

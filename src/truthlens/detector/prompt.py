@@ -1,12 +1,45 @@
-"""The detector's input prompt: LettuceDetect's English QA template, byte for byte.
+"""The detector's prompt: the request read as the task the model was trained on, in
+LettuceDetect's English QA template, byte for byte.
 
 The shipped model is trained on exactly this text, so serving must build it the same way;
-the training recipe imports :func:`build_prompt` rather than keeping a copy.
+the training recipe imports :func:`build_prompt` and :func:`read_task` rather than keeping a copy.
+
+**What the check is about** (:func:`read_task`) comes from the context's structure and from
+whether the request asks something about the content, never from how an instruction is worded:
+
+- ``record``: one passage of structured data (JSON, a Python literal, CSV rows, ``key: value``
+  lines);
+- ``article``: a request that asks for the whole context rather than something in it
+  (:func:`asks_for_the_whole`). Over one passage: a summary request that is not a question
+  ("Summarise the piece on the floods", "TL;DR"), or, over a passage longer than
+  :data:`ARTICLE_CHARS`, a request with no words of its own once words about the document, the
+  task and its form are set aside ("Give me the key points.", "Explain this report in plain
+  language.", none at all) and anything else but a question about its content
+  (:func:`asks_about_content`) or a statement naming it. Over several passages (where the request
+  is nearly always a question) only a request with no words of its own;
+- ``passages``: everything else (a question over passages), and any request without context.
+
+For a record or an article whose request is not a question about its content, the model reads
+its shape's one **canonical instruction** (:data:`SUMMARY_INSTRUCTION`,
+:data:`RECORD_INSTRUCTION`: the ones it was trained on), whatever the application wrote: the
+model and the learned verdict were fitted on one wording per shape, and with any other wording
+summaries were judged at chance (a summary's answer is scored under two wordings the model learned
+summaries with, :data:`MODEL_INSTRUCTIONS`, and the probabilities averaged). A real question keeps
+its own words. A request that repeats the
+document (an application that sends the article in its user message as well as in the passages)
+is read without it.
 """
 
 from __future__ import annotations
 
+import ast
+import json
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from truthlens.detector.types import DetectionInput
 
 TEMPLATE_NAME = "lettucedetect-qa-en"
 
@@ -20,6 +53,203 @@ _TAIL = (
     "\nIn case the passages do not contain the necessary information to answer the question, "
     'please reply with: "Unable to answer based on given passages."\noutput:'
 )
+
+Shape = Literal["passages", "article", "record"]
+SHAPES: tuple[Shape, ...] = ("passages", "article", "record")
+
+# The instructions the shipped model was trained on for these shapes (RAGTruth's, as the
+# training recipe sends them: training/corpus/ragtruth.py).
+SUMMARY_INSTRUCTION = "Summarize the following news article."
+RECORD_INSTRUCTION = (
+    "Write an objective overview about the following local business based only on the provided "
+    "structured data in the JSON format."
+)
+# The wordings the model's probabilities are averaged over for a canonical instruction: the
+# shipped model learned RAGTruth's summaries under RAGTruth's wording and HaluEval's under
+# HaluEval's, and its token probabilities follow the wording (development AUROC of the answer's
+# highest token probability, RAGTruth / HaluEval / XSum summaries: 0.713 / 0.750 / 0.781 under
+# RAGTruth's, 0.647 / 0.870 / 0.766 under "Summarize the article.", 0.717 / 0.820 / 0.779 averaged;
+# training/README.md). Each is a model pass: a summary costs two.
+MODEL_INSTRUCTIONS: dict[str, tuple[str, ...]] = {
+    SUMMARY_INSTRUCTION: (SUMMARY_INSTRUCTION, "Summarize the article."),
+}
+ARTICLE_CHARS = 300  # shorter: a fact or two to answer from, not a document to summarise
+
+# Words that ask for a summary of the whole, in any wording ("summarise", "TL;DR", "recap").
+_WHOLE_ASK = re.compile(
+    r"\w*summar\w*|\brecap\w*|\btl\s*;?\s*dr\b|\btldr\b|\bsynops[ie]s\b|\bcondens\w*|\bnutshell\b|\bgist\b|"
+    r"\bshorten\w*|\brundown\b|"
+    r"\bsum\s+(?:it\s+|this\s+|that\s+)?up\b|\bboil\s+(?:it\s+|this\s+)?down\b|\bpr[eé]cis\b",
+    re.I,
+)
+# Words about the request rather than the content: the document, the task and its form. What is
+# left of a request without them (and stop words) is what it asks about.
+_REQUEST_WORDS = frozenset(
+    """article articles text texts story stories passage passages document documents doc docs news report author
+    writer
+    reports piece content contents record records data dataset json csv table entry entries information info
+    input message post blog page source sources context given provided following above below attached here
+    write rewrite give tell provide produce generate create make compose draft prepare explain describe
+    describing description summary summaries answer answers respond response reply question questions
+    query please thanks thank kindly could would can may might want need help hi hello hey assistant helpful
+    word words sentence sentences paragraph paragraphs line lines bullet bullets point points short shorter
+    brief briefly concise concisely quick quickly simple simply plain language english natural fluent coherent
+    clear clearly objective neutral faithful faithfully accurate accurately detail details detailed main key
+    important major facts fact overview version form format style tone reader readers audience busy
+    newsletter website listing listings blurb copy caption headline title based only using use read
+    highlight highlights takeaway takeaways digest abstract outline gist
+    reading less fewer under within maximum max least most limit than long length output result pls plz
+    structured unstructured entity entities natural-language verbalize verbalise convert turn into about
+    happened happen happens say says said mean means going
+    """.split()
+)
+_CONTENT_WORD = re.compile(r"[^\W\d_]+|\d+(?:[.,]\d+)*")
+_STOPWORDS = frozenset(
+    """a an the and or but of to in on at for from by with as is are was were be been being it its this
+    that these those what which who whom whose when where why how do does did done i me my we our you
+    your yours us him hers ours theirs mine myself yourself he she they them their his her if then so no not
+    all any some each more very just also there
+    have has had will shall should can could would may might must don doesn didn isn aren wasn weren won
+    wouldn couldn shouldn haven hasn hadn ll ve re let""".split()
+)
+_NUMBER_WORDS = frozenset(
+    "one two three four five six seven eight nine ten twelve fifteen twenty thirty fifty hundred single few "
+    "several couple".split()
+)
+# A question: a question mark, a wh-word anywhere ("... starring which singer"), or a sentence
+# that opens with an auxiliary ("Is it open on Sundays").
+_INTERROGATIVE = re.compile(
+    r"\?|\b(?:who|what|when|where|which|why|how|whose|whom)\b|"
+    r"(?:^|[.!:;\n]\s*)(?:is|are|was|were|do|does|did|can|could|will|would|should|has|have|had)\b",
+    re.I,
+)
+_KEY_VALUE_LINE = re.compile(r"^\s*(?:[-*•#]\s*)?[^\W\d][\w .()'/&-]{0,60}:\s*\S")
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """What a check is about: its shape and the question the model's prompt (and the verdict)
+    read: the request's own question, or the shape's canonical instruction."""
+
+    shape: Shape
+    question: str
+
+
+def read_task(context: Sequence[str], question: str) -> Task:
+    """The task shape and the question to check ``context`` against (module docstring)."""
+    if not any(p.strip() for p in context):
+        return Task("passages", question)  # nothing to summarise: the question is all there is
+    request = without_document(question, context)
+    if len(context) == 1 and is_record(context[0]):
+        return Task("record", question if asks_about_content(request, context) else RECORD_INSTRUCTION)
+    if asks_for_the_whole(request, context):
+        return Task("article", SUMMARY_INSTRUCTION)
+    return Task("passages", question)
+
+
+def model_questions(question: str) -> tuple[str, ...]:
+    """The questions the model scores a checked item's answer under (its probabilities averaged):
+    a canonical instruction's wordings (:data:`MODEL_INSTRUCTIONS`), else the question itself."""
+    return MODEL_INSTRUCTIONS.get(question, (question,))
+
+
+def checked(item: DetectionInput) -> DetectionInput:
+    """``item`` as the detector checks it: its question replaced by :func:`read_task`'s (the same
+    item when the question is kept)."""
+    question = read_task(item.context, item.question).question
+    return item if question == item.question else replace(item, question=question)
+
+
+def asks_for_the_whole(request: str, context: Sequence[str]) -> bool:
+    """Whether ``request`` asks for all of the context rather than something in it. Over one
+    passage: a summary request that is not a question ("Shorten this story."), or, when the
+    passage is long, a request with no words of its own ("Give me the key points.", none) and
+    anything but a question about its content (:func:`asks_about_content`) or a statement or
+    query naming it (at least two of its own words, and half, in the context: "This song was
+    covered by Dwight Yoakam."). Over several passages, where the request is nearly always a
+    question, only a request with no words of its own over a long context."""
+    own = _own_words(request)
+    if len(context) > 1:
+        return not own and sum(len(p.strip()) for p in context) > ARTICLE_CHARS
+    if _WHOLE_ASK.search(request) is not None and not _is_question(request):
+        return True
+    if len(context[0].strip()) <= ARTICLE_CHARS:
+        return False  # a fact or two to answer from, whatever is asked
+    named = len(own & _words(context[0]))
+    return not own or not (asks_about_content(request, context) or (named >= 2 and 2 * named >= len(own)))
+
+
+def asks_about_content(request: str, context: Sequence[str]) -> bool:
+    """Whether ``request`` is a question about something in the context: a question with words
+    of its own (words left once stop words and words about the document, the task and its form
+    — "article", "write", "briefly", "100 words" — are set aside), two or more of them or one the
+    context uses. "What are the opening hours on Sunday?" and "Where did Eve Meyer die?" are;
+    "What does this data say?", "Describe the record in 100 words." and "What are the essentials
+    here?" are not."""
+    own = _own_words(request)
+    return _is_question(request) and (len(own) >= 2 or bool(own & _words(" ".join(context))))
+
+
+def _is_question(request: str) -> bool:
+    return _INTERROGATIVE.search(request) is not None
+
+
+def _own_words(request: str) -> set[str]:
+    # Numbers and number words in a request are length limits ("in 3 sentences", "two articles").
+    words = _words(_WHOLE_ASK.sub(" ", request)) - _REQUEST_WORDS
+    return {w for w in words if not w[0].isdigit() and w not in _NUMBER_WORDS}
+
+
+def without_document(question: str, context: Sequence[str]) -> str:
+    """``question`` with any passage of ``context`` it repeats taken out (whitespace-blind)."""
+    if not question or not context:
+        return question
+    text = " ".join(question.split())
+    for passage in context:
+        flat = " ".join(passage.split())
+        if len(flat) >= 40 and flat in text:
+            text = text.replace(flat, " ")
+    return text
+
+
+def is_record(text: str) -> bool:
+    """Whether ``text`` is structured data rather than prose: a JSON or Python literal object or
+    list, comma- or tab-separated rows, or mostly ``key: value`` lines."""
+    text = text.strip()
+    if not text:
+        return False
+    if text[0] in "{[" and text[-1] in "}]":
+        try:
+            json.loads(text)
+            return True
+        except ValueError:
+            pass
+        try:
+            return isinstance(ast.literal_eval(text), (dict, list))
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return False
+    # Comment lines ("# title: ...") and rules ("---") are neither rows nor prose.
+    lines = [line for line in text.splitlines()
+             if any(c.isalnum() for c in line) and not line.lstrip().startswith("#")]
+    # Rows and fields do not end like sentences; prose lines (a transcript, a poem) mostly do.
+    if len(lines) < 3 or sum(line.rstrip().endswith((".", "!", "?")) for line in lines) > 0.3 * len(lines):
+        return False
+    for sep in (",", "\t", "|"):
+        counts = [line.count(sep) for line in lines]
+        if counts[0] >= 1 and sum(c == counts[0] for c in counts) >= 0.9 * len(lines):
+            return True
+    return sum(bool(_KEY_VALUE_LINE.match(line)) for line in lines) >= 0.6 * len(lines)
+
+
+def _words(text: str) -> set[str]:
+    out = set()
+    for match in _CONTENT_WORD.finditer(text.lower()):
+        word = match.group(0)
+        if word[0].isdigit():
+            out.add(word.replace(",", ""))
+        elif len(word) > 1 and word not in _STOPWORDS:
+            out.add(word[:-1] if len(word) > 4 and word.endswith("s") and not word.endswith("ss") else word)
+    return out
 
 
 def passage_line(index: int, passage: str) -> str:

@@ -2,7 +2,9 @@
 
 Spans are runs of consecutive answer tokens over the token threshold (tokens without
 characters, e.g. special or byte-fallback pieces, neither start nor break a run), with char
-offsets into the answer and the run's max probability as score. The response score is
+offsets into the answer and the run's max probability as score. A run that starts or ends inside
+a word (a subword piece: "el" of "Eiffel") is widened to the whole word: a reader is shown words,
+never fragments (in scripts written without spaces, a character stays a character). The response score is
 computed from the tokens of the spans that survive the length/confidence filters, so a
 verdict never rests on evidence the caller cannot see: ``noisy_or`` over every flagged token
 (grows with the number of flagged tokens, so with answer length), ``max_span`` (the most
@@ -41,7 +43,7 @@ def score_answer(
     probs: np.ndarray, offsets: np.ndarray, answer: str, rules: SpanRules
 ) -> tuple[float, tuple[Span, ...]]:
     """The response score and the kept spans for one answer's token probabilities."""
-    runs = [r for r in _runs(probs, offsets, rules.token_threshold) if _keep(r, rules)]
+    runs = [r for r in _whole_words(_runs(probs, offsets, rules.token_threshold), answer) if _keep(r, rules)]
     spans = tuple(Span(start=r.start, end=r.end, text=answer[r.start : r.end], prob=r.prob) for r in runs)
     if not runs:
         return 0.0, spans
@@ -81,6 +83,26 @@ def _runs(probs: np.ndarray, offsets: np.ndarray, threshold: float) -> list[_Run
     if current is not None:
         runs.append(_Run(current[0], current[1], current[2], current[3], best))
     return _merge_overlaps(runs)
+
+
+def _whole_words(runs: list[_Run], answer: str) -> list[_Run]:
+    """Each run widened to the words it starts and ends in (then overlapping runs merged)."""
+    widened = []
+    for run in runs:
+        start, end = run.start, run.end
+        while 0 < start < len(answer) and _in_word(answer[start - 1]) and _in_word(answer[start]):
+            start -= 1
+        while 0 < end < len(answer) and _in_word(answer[end - 1]) and _in_word(answer[end]):
+            end += 1
+        widened.append(_Run(run.first, run.last, start, end, run.prob))
+    return _merge_overlaps(widened)
+
+
+def _in_word(char: str) -> bool:
+    # Scripts written without spaces (Chinese, Japanese, Korean) have no word to widen to: a
+    # character is as far as a span reaches there.
+    return char.isalnum() and not ("\u2e80" <= char <= "\u9fff" or "\uac00" <= char <= "\ud7af"
+                                   or "\uf900" <= char <= "\ufaff")
 
 
 def _merge_overlaps(runs: list[_Run]) -> list[_Run]:

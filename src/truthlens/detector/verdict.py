@@ -14,7 +14,8 @@ length and flags most long faithful summaries. The verdict instead weighs, per a
 - the share of the answer's content words the context never uses (overall and in its most
   novel sentence): a record verbalised with an invented attribute, a summary with an added claim;
 - the answer's length, and the task's shape: passages with a question, one article to
-  summarise, or a structured record (JSON).
+  summarise, or a structured record (:func:`truthlens.detector.prompt.read_task`: read from the
+  context's structure and whether the request asks about its content, not from the wording).
 
 One logistic regression per task shape (the signals mean different things over a record than
 over passages; standardised; weights fitted on development data by ``training/verdict.py`` and
@@ -35,22 +36,19 @@ features take their training mean, so they neither raise nor lower the verdict.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from truthlens.detector.facts import Finding
+from truthlens.detector.prompt import Shape, read_task
 from truthlens.detector.relevance import SentenceEncoder, content_terms, lexical_overlap
 from truthlens.detector.spans import SpanRules, score_answer
 from truthlens.detector.types import DetectionInput
-
-Shape = Literal["passages", "article", "record"]
-SHAPES: tuple[Shape, ...] = ("passages", "article", "record")
 
 FEATURES: tuple[str, ...] = (
     "peak",
@@ -79,29 +77,6 @@ SUPPORT_FEATURES: tuple[str, ...] = ("support_min", "support_mean")
 SUPPORT_SHORTLIST = 6
 MAX_SUPPORT_SENTENCES = 24  # answer sentences judged; a longer answer's tail is merged in
 _SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+[\"'”’)\]]*|\n|$)")
-
-
-def task_shape(context: Sequence[str], question: str) -> Shape:
-    """What the check is about: a structured record (a JSON object), one article with no real
-    question (a summary), or passages with a question."""
-    if len(context) == 1:
-        text = context[0].strip()
-        if text.startswith(("{", "[")) and text.endswith(("}", "]")) and _parses(text):
-            return "record"
-        if len(text) > 600 and (not question.strip() or _SUMMARY_ASK.search(question)):
-            return "article"
-    return "passages"
-
-
-def _parses(text: str) -> bool:
-    try:
-        json.loads(text)
-    except ValueError:
-        return False
-    return True
-
-
-_SUMMARY_ASK = re.compile(r"\b(summar|overview|key points|what is this (article|text|story) about)", re.I)
 
 
 def sentences(text: str) -> list[str]:
@@ -293,8 +268,9 @@ def signals_for(
     findings: Sequence[Finding],
     support: tuple[float, float] | None,
 ) -> Signals:
-    """What the verdict reads of one checked answer (serving and the benches build it the same way)."""
+    """What the verdict reads of one checked answer (serving and the benches build it the same way):
+    the task's shape and question as :func:`read_task` reads them, whatever the instruction's wording."""
+    task = read_task(item.context, item.question)
     return Signals(
-        probs, offsets, findings, item.answer, task_shape(item.context, item.question), support,
-        known_terms(item.context, item.question),
+        probs, offsets, findings, item.answer, task.shape, support, known_terms(item.context, task.question),
     )

@@ -14,7 +14,8 @@ What counts as the same fact:
   ``4.2 million dollars`` = ``$4,200,000``; ``12%`` = ``12 percent``; number words up to the
   nineties and ordinals (``third`` = ``3rd`` = 3). A unit must agree when both sides give one
   (``3 km`` = ``3 kilometres``; ``3 miles`` against ``3 km`` is ``unsupported_unit``). A hedged
-  number (``about 4 million``) may be 10% off;
+  number (``about 4 million``) may be 10% off and a number may be rounded (``8,849 m`` for
+  ``8,848.86 m``), but only against a context number about the same thing (:mod:`.numbers`);
 - dates by their parts: ``July 20, 1969`` = ``20 July 1969`` = ``1969-07-20``; a bare year
   by value (``1969``, and ``1960s`` by any year of the decade);
 - clock times by the minute of the day: ``7:00 PM`` = ``7 pm`` = ``19:00`` = ``19:0``; ``9:00``
@@ -45,7 +46,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from truthlens.detector.facts.names import KnownNames, find_names, lower_case_words
-from truthlens.detector.facts.numbers import KnownNumbers, find_dates, find_quantities, find_times
+from truthlens.detector.facts.numbers import Claim, KnownNumbers, find_dates, find_quantities, find_times
 from truthlens.detector.facts.relations import ContextRelations, context_relations, contradicted_relations
 from truthlens.detector.facts.restatements import restated_clauses
 from truthlens.detector.facts.roles import ContextSentences, context_sentences, misattributed_names
@@ -110,7 +111,7 @@ def check_facts(
             judge(time.start, time.end, None if numbers.has_time(time) else "unsupported_number")
     for q in find_quantities(answer):
         if q.checked and not _inside(q.start, q.end, taken):
-            judge(q.start, q.end, numbers.problem(q))
+            judge(q.start, q.end, numbers.problem(q, Claim.around(answer, q)))
     for name in find_names(answer, names.lower_words | lower_case_words(answer), skip_sentence_starts=True):
         if _inside(name.start, name.end, taken):
             continue
@@ -120,30 +121,36 @@ def check_facts(
     # the cache's size would be read twice).
     sentences = _sentence_index(context)
     if roles:
-        findings.extend(_role_findings(answer, sentences, findings))
-    findings.extend(relation_findings(answer, context, findings))
+        findings.extend(_role_findings(answer, sentences, findings, question))
+    findings.extend(relation_findings(answer, context, findings, question))
     return FactCheck(
         tuple(sorted(findings, key=lambda f: (f.start, f.end))), tuple(restated),
-        restated_clauses(answer, sentences),
+        restated_clauses(answer, sentences, question),
     )
 
 
-def role_findings(answer: str, context: Sequence[str], found: Sequence[Finding]) -> list[Finding]:
+def role_findings(
+    answer: str, context: Sequence[str], found: Sequence[Finding], question: str = ""
+) -> list[Finding]:
     """Names of ``answer`` the context gives in another role, but for those inside a finding
     already in ``found`` (an unsupported name is that finding, not a role swap)."""
-    return _role_findings(answer, _sentence_index(context), found)
+    return _role_findings(answer, _sentence_index(context), found, question)
 
 
-def _role_findings(answer: str, sentences: ContextSentences, found: Sequence[Finding]) -> list[Finding]:
+def _role_findings(
+    answer: str, sentences: ContextSentences, found: Sequence[Finding], question: str = ""
+) -> list[Finding]:
     flagged = [(f.start, f.end) for f in found]
     return [
         Finding(m.start, m.end, m.text, "misattributed_entity")
-        for m in misattributed_names(answer, sentences)
+        for m in misattributed_names(answer, sentences, question)
         if not _inside(m.start, m.end, flagged)
     ]
 
 
-def relation_findings(answer: str, context: Sequence[str], found: Sequence[Finding]) -> list[Finding]:
+def relation_findings(
+    answer: str, context: Sequence[str], found: Sequence[Finding], question: str = ""
+) -> list[Finding]:
     """Comparisons the answer reverses and negations it flips, but for those overlapping a
     finding already in ``found`` (one wrong fact is one finding)."""
     passages = tuple(context)
@@ -151,7 +158,7 @@ def relation_findings(answer: str, context: Sequence[str], found: Sequence[Findi
     taken = [(f.start, f.end) for f in found]
     return [
         Finding(c.start, c.end, c.text, "contradicted_relation")
-        for c in contradicted_relations(answer, index)
+        for c in contradicted_relations(answer, index, question)
         if not any(s < c.end and c.start < e for s, e in taken)
     ]
 

@@ -34,6 +34,7 @@ president senator governor general captain
 former ex director chairman chairwoman chief minister secretary spokesman spokeswoman spokesperson
 manager coach boss midfielder striker defender goalkeeper winger rivals actor actress singer rapper
 star veteran officer police sergeant detective judge professor
+ceo cfo cto coo cio cmo cso vp svp evp chair chairman chairperson founder cofounder co-founder
 click here read watch scroll video photos update breaking exclusive usd eur gbp jpy
 am pm passage passages
 """.split())
@@ -128,8 +129,8 @@ def find_names(text: str, lower_words: frozenset[str], *, skip_sentence_starts: 
             if at_start and (_clean(word) in lower_words or _lone_opener(text, tokens, i)):
                 continue  # "Stayed ..." at a sentence start: a common word, capitalised by position
             run.append(tok)
-            if _strip_possessive(word) != word:
-                flush()  # "Rihanna's Loud": the possessive ends a name
+            if _strip_possessive(word) != word and not _name_goes_on(text, tokens, i):
+                flush()  # "Mumbai's mayor": the possessive ends a name
         elif run and lower in _CONNECTORS and i + 1 < len(tokens) and _is_capitalised(tokens[i + 1].group(0)):
             run.append(tok)
         elif run:
@@ -137,6 +138,15 @@ def find_names(text: str, lower_words: frozenset[str], *, skip_sentence_starts: 
     flush()
     # One letter ("Coach K", "Plan B") is too little to look up.
     return [n for n in names if n.words and (len(n.words) > 1 or len(n.words[0]) > 1)]
+
+
+def _name_goes_on(text: str, tokens: Sequence[re.Match[str]], i: int) -> bool:
+    """Whether a possessive is inside one name ("World's Fair", "Women's World Cup"): the next
+    word follows it directly and is capitalised. (Two names so joined, "Rihanna's Loud", are
+    still supported word by word: every word in one name, or the two names given in full.)"""
+    nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+    return (nxt is not None and _adjacent(text, tokens[i].end(), nxt.start()) and _is_capitalised(nxt.group(0))
+            and nxt.group(0).lower() not in _NOT_NAMES)
 
 
 def _adjacent(text: str, end: int, start: int) -> bool:

@@ -6,7 +6,17 @@ A number is its value and, when it has one, its unit's canonical name: ``1,000``
 ``July 20, 1969`` = ``20 July 1969`` = ``1969-07-20``. A clock time is the minutes after
 midnight it may mean: ``7:00 PM`` = ``19:00`` = ``19:0`` (how JSON records write opening hours).
 Numbers that point into the prompt or measure the reply itself ("(Passage 2)", "steps 7 and 8",
-"a summary in 63 words") are read but not checked: they are no claim about the world.
+"a summary in 63 words", "the larger of the two") are read but not checked: they are no claim
+about the world.
+
+An answer's number that is not the context's exactly may still restate it: rounded to the
+precision the answer writes ("8,849 m" for "8,848.86 m", "4.2 million" for "4,213,000"), or
+hedged within 10% ("about 21,000 km" for "21,196 km"). Either counts only for a context number
+that speaks of the same thing (:class:`Claim`): a physical quantity in the same unit, or a number
+whose sentence (and the one before it, when this one opens with "It", "Its", …) names what the
+answer's sentence names and shares its words (two of them; one if the answer's sentence has only
+one). A hedged "About 61,500 people work for Brightvale" is not restated by "About 60,200 people
+work for Torvel Logistics" in another passage of a long context.
 """
 
 from __future__ import annotations
@@ -15,7 +25,7 @@ import bisect
 import math
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from truthlens.detector.types import FactReason
 
@@ -199,6 +209,7 @@ class Quantity:
     year_like: bool  # a bare 4-digit integer in the range of years: reported as a date
     alt: float | None = None  # a second reading of the value ("4.2m": metres or millions)
     checked: bool = True  # False: too ambiguous to flag in an answer ("one", "first")
+    step: float = 0.0  # the precision it is written to ("8,849": 1; "4.2 million": 100,000; 0: unknown)
 
 
 _UNIT_ALT = "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True) if u not in _CURRENCY_SIGNS)
@@ -244,7 +255,10 @@ def find_quantities(text: str, *, answer: bool = True) -> Iterator[Quantity]:
             continue
         end = m.end("num") if plain else m.end()
         checked = not (answer and plain and _pointer(text, m.start(), end))
-        yield Quantity(m.start(), end, value, canon, answer and _hedged(text, m.start()), year_like, alt, checked)
+        decimals = len(raw.partition(".")[2])
+        step = 10.0 ** -decimals * (_SCALES[scale.lower()] if scale else 1.0)
+        yield Quantity(m.start(), end, value, canon, answer and _hedged(text, m.start()), year_like, alt, checked,
+                       step)
     for m in _WORD_NUMBER.finditer(text):
         word = m.group("num").lower()
         parts = re.split(r"[\s-]", word)
@@ -259,7 +273,8 @@ def find_quantities(text: str, *, answer: bool = True) -> Iterator[Quantity]:
         if m.group("scale"):
             value *= _SCALES[m.group("scale").lower()]
         unit = _UNITS[m.group("unit").lower()] if m.group("unit") else None
-        checked = word not in _UNCHECKED_WORDS or bool(m.group("scale"))
+        checked = (word not in _UNCHECKED_WORDS or bool(m.group("scale"))) and not (
+            answer and _set_size(text, m.start(), m.end()))
         yield Quantity(m.start(), m.end(), value, unit, answer and _hedged(text, m.start()), False, None, checked)
 
 
@@ -270,6 +285,13 @@ _REFERENCE_BEFORE = re.compile(
     r"\b(?:passages?|steps?|documents?|paragraphs?)\s*#?\s*(?:\d+\s*(?:,|and|&|or|to|-)\s*)*$", re.IGNORECASE
 )
 _REPLY_LENGTH_AFTER = re.compile(r"\s*-?\s*words?\b", re.IGNORECASE)
+# "the larger of the two", "between the three": the size of the set the question compares.
+_SET_BEFORE = re.compile(r"\b(?:of|between|among)\s+(?:the|these|those|them)?\s*$", re.IGNORECASE)
+_SET_AFTER = re.compile(r"\s*(?:[.,;:!?)]|$)")
+
+
+def _set_size(text: str, start: int, end: int) -> bool:
+    return _SET_BEFORE.search(text, max(0, start - 24), start) is not None and _SET_AFTER.match(text, end) is not None
 
 
 def _pointer(text: str, start: int, end: int) -> bool:
@@ -286,14 +308,65 @@ def _hedged(text: str, start: int) -> bool:
     return _HEDGE.search(text[max(0, start - 16) : start].lower().rstrip()) is not None
 
 
-def _close(known: float, q: Quantity, known_is_year: bool) -> bool:
-    if math.isclose(known, q.value, rel_tol=1e-9, abs_tol=1e-9):
-        return True
-    if not q.hedged or known_is_year != q.year_like:
+def _exact(known: float, q: Quantity) -> bool:
+    return math.isclose(known, q.value, rel_tol=1e-9, abs_tol=1e-9)
+
+
+def _near(known: Quantity, q: Quantity) -> bool:
+    """``q`` restates ``known`` approximately: rounded to the precision it is written to
+    ("8,849" for 8,848.86), or hedged ("about 4 million" for 4.2 million; "around 1970" for 1969:
+    years are not 10% fuzzy)."""
+    if known.year_like != q.year_like:
         return False
-    # "about 4 million" for 4.2 million; "around 1970" for 1969 (years are not 10% fuzzy)
-    tolerance = 2.0 if q.year_like else 0.1 * max(abs(known), abs(q.value))
-    return abs(known - q.value) <= tolerance
+    gap = abs(known.value - q.value)
+    if not q.year_like and 0 < known.step < q.step and gap <= q.step / 2 * (1 + 1e-9):
+        return True
+    if not q.hedged:
+        return False
+    return gap <= (2.0 if q.year_like else 0.1 * max(abs(known.value), abs(q.value)))
+
+
+# Units that name one physical quantity: an approximate value in the same one speaks of the
+# same thing. Money, percentages and durations are everywhere in a long context.
+_PHYSICAL_KINDS = frozenset({"length", "mass", "volume", "temperature", "speed", "power", "area"})
+_TOPIC_WORD = re.compile(r"[^\W\d_]{3,}")
+_TOPIC_STOP = frozenset(
+    """the and for with from that this these those was were are has have had its his her their they them
+    which who whom what when where than then also about around approximately roughly nearly almost some over
+    more less under into onto per each only just been being will would could should may might there here""".split()
+)
+_SENTENCE_END = re.compile(r"[.!?]\s+|\n+")
+_OPENS_WITH_PRONOUN = re.compile(r"\s*(?:it|its|they|their|this|these|that|those|he|his|she|her)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """What an answer's sentence says a number of it is about: its :func:`topic_words` and, of
+    those, the names (words it capitalises past the sentence's first)."""
+
+    words: frozenset[str]
+    names: frozenset[str]
+
+    @staticmethod
+    def around(text: str, q: Quantity) -> Claim:
+        """The claim of the sentence (or line) of ``text`` holding ``q``, its own words left out."""
+        first = max((m.end() for m in _SENTENCE_END.finditer(text, 0, q.start)), default=0)
+        after = _SENTENCE_END.search(text, q.end)
+        sentence = text[first : after.start() if after else len(text)]
+        own = topic_words(text[q.start : q.end])
+        capitalised = " ".join(m.group(0) for m in _TOPIC_WORD.finditer(sentence)
+                               if m.group(0)[0].isupper() and m.start() > 0)
+        return Claim(topic_words(sentence) - own, topic_words(capitalised) - own)
+
+
+def topic_words(text: str) -> frozenset[str]:
+    """The content words of ``text`` that say what its numbers are about (plural "s" dropped)."""
+    out = set()
+    for m in _TOPIC_WORD.finditer(text.lower()):
+        w = m.group(0)
+        if w not in _TOPIC_STOP:
+            out.add(w[:-1] if len(w) > 4 and w.endswith("s") and not w.endswith("ss") else w)
+    return frozenset(out)
 
 
 class Ranges:
@@ -321,6 +394,8 @@ class KnownNumbers:
     quantities: tuple[Quantity, ...]
     dates: tuple[Date, ...]
     times: frozenset[int]  # every minute after midnight a clock time of the context may mean
+    source: str = ""  # the text they were read from (what a number's sentence is looked up in)
+    sentence_starts: tuple[int, ...] = (0,)
 
     @staticmethod
     def of(source: str) -> KnownNumbers:
@@ -335,7 +410,28 @@ class KnownNumbers:
                 if part is not None:
                     quantities.append(Quantity(d.start, d.end, float(part), None, False, part == d.year))
         times = frozenset(minute for t in find_times(source, answer=False) for minute in t.minutes)
-        return KnownNumbers(tuple(quantities), tuple(dates), times)
+        starts = (0, *(m.end() for m in _SENTENCE_END.finditer(source)))
+        return KnownNumbers(tuple(quantities), tuple(dates), times, source, starts)
+
+    def _topic(self, at: int) -> frozenset[str]:
+        """The words of the sentence holding character ``at``, and of the sentence before it when
+        this one opens with a pronoun (that one names what "its elevation" is of)."""
+        i = bisect.bisect_right(self.sentence_starts, at) - 1
+        first = self.sentence_starts[i]
+        last = self.sentence_starts[i + 1] if i + 1 < len(self.sentence_starts) else len(self.source)
+        if i > 0 and _OPENS_WITH_PRONOUN.match(self.source, first):
+            first = self.sentence_starts[i - 1]
+        return topic_words(self.source[first:last])
+
+    def _same_thing(self, known: Quantity, q: Quantity, claim: Claim) -> bool:
+        if q.unit is not None and known.unit == q.unit and _KINDS.get(q.unit) in _PHYSICAL_KINDS:
+            return True
+        if not claim.words:
+            return True  # nothing said about it to compare: as before, the value alone
+        topic = self._topic(known.start)
+        if claim.names and not claim.names & topic:
+            return False
+        return len(claim.words & topic) >= min(2, len(claim.words))
 
     def has_time(self, time: ClockTime) -> bool:
         return not time.minutes.isdisjoint(self.times)
@@ -349,15 +445,21 @@ class KnownNumbers:
                 return True
         return False
 
-    def problem(self, q: Quantity) -> FactReason | None:
-        """Why the answer's quantity ``q`` is not supported, or None when it is."""
+    def problem(self, q: Quantity, claim: Claim | None = None) -> FactReason | None:
+        """Why the answer's quantity ``q`` is not supported, or None when it is. ``claim``: what
+        the answer's sentence says ``q`` is about, which a context number restated only
+        approximately must speak of too (None: the value alone decides)."""
+        claim = claim if claim is not None else Claim(frozenset(), frozenset())
         if q.unit == "decade":
             decade = q.value // 10 * 10
             if any(c.year_like and decade <= c.value < decade + 10 for c in self.quantities):
                 return None
             return "unsupported_date"
-        same = [c for c in self.quantities if _close(c.value, q, c.year_like)
-                or (c.alt is not None and _close(c.alt, q, False))]
+        same = [c for c in self.quantities if _exact(c.value, q) or (c.alt is not None and _exact(c.alt, q))]
+        if not same:
+            same = [c for c in self.quantities
+                    if (_near(c, q) or (c.alt is not None and _near(replace(c, value=c.alt, year_like=False), q)))
+                    and self._same_thing(c, q, claim)]
         if not same and q.alt is not None and any(math.isclose(c.value, q.alt) for c in self.quantities):
             return None
         if not same:

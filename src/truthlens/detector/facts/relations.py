@@ -8,7 +8,13 @@ children"), so a look-up of names and numbers calls them supported. Both are che
   ``earlier``, …) is put against each context clause comparing the same two things on the same
   scale: the answer reverses it when it keeps the comparative and swaps the sides, or keeps the
   sides and uses the opposite comparative ("smaller" for "larger"). "Jupiter is larger than
-  Saturn" and "Saturn is smaller than Jupiter" agree with each other.
+  Saturn" and "Saturn is smaller than Jupiter" agree with each other. A side ends at the next
+  comparison or conjunction ("Saturn is smaller than Jupiter but larger than Uranus" is two
+  comparisons). A short answer that leaves the other side to its question ("Saturn is the larger
+  of the two." for "Which is larger, Jupiter or Saturn?") is read as its long form: the other
+  side is the question's alternative it does not name.
+- **superlatives**: "X is the longest river" where the context ranks the same thing on the same
+  superlative with another rank ("the second-longest river"), or the other way round.
 - **negation**: an answer clause that restates one context clause almost word for word (at
   least :data:`MIN_NEGATION_WORDS` content words, nearly all of them in that clause and most of
   the clause's in the answer) but with the opposite polarity ("not", "never", "no", "n't").
@@ -57,6 +63,28 @@ _COMPARISON = re.compile(
     r"\s+than\s+",
     re.IGNORECASE,
 )
+# Where a comparison's side ends: punctuation, a conjunction, or the next comparison.
+_SIDE_CUT = re.compile(
+    r"[,;:]|\b(?:but|while|whereas|although|though|yet)\b|\b(?:" + "|".join(sorted(_COMPARATIVES))
+    + r"|more|less)\s+than\b",
+    re.IGNORECASE,
+)
+# A comparative with no "than": its other side is in the question ("Jupiter is the larger (of the two)").
+_BARE_COMPARATIVE = re.compile(r"\b(?P<word>" + "|".join(sorted(_COMPARATIVES)) + r")\b(?!\s+than\b)", re.IGNORECASE)
+# The question's alternatives: "Which is larger, Jupiter or Saturn?"
+_ALTERNATIVES = re.compile(r"(?:^|[,:])\s*(?P<a>[^,:?]+?)\s+or\s+(?P<b>[^,:?]+?)\s*\??\s*$", re.IGNORECASE)
+_ORDINALS = {"second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8, "ninth": 9,
+             "tenth": 10, "2nd": 2, "3rd": 3, "4th": 4, "5th": 5, "6th": 6, "7th": 7, "8th": 8, "9th": 9, "10th": 10}
+_SUPERLATIVES = (
+    "longest largest biggest greatest highest tallest oldest youngest smallest shortest deepest widest fastest "
+    "slowest heaviest lightest richest poorest busiest closest nearest farthest furthest hottest coldest strongest "
+    "weakest earliest latest best worst cheapest costliest brightest warmest wettest driest"
+).split()
+_SUPERLATIVE = re.compile(
+    r"\b(?:(?P<rank>" + "|".join(_ORDINALS) + r")[\s-]+)?(?P<word>" + "|".join(_SUPERLATIVES)
+    + r"|most\s+[a-z]+|least\s+[a-z]+)\b",
+    re.IGNORECASE,
+)
 _NEGATIONS = frozenset("not never no none nor neither nobody nothing cannot without".split())
 _STOP = frozenset(
     """a an the and or of to in on at by for with from as is was are were be been being has have had do does
@@ -90,6 +118,16 @@ class _Comparison:
 
 
 @dataclass(frozen=True, slots=True)
+class _Superlative:
+    word: str  # "longest", "most populous"
+    rank: int  # 1 unless an ordinal ranks it ("second-longest": 2)
+    subject: frozenset[str]  # content words before it in its clause
+    noun: frozenset[str]  # content words after it ("river in the world")
+    start: int  # the ranked superlative, "second-longest"
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
 class _Clause:
     words: frozenset[str]
     negated: bool
@@ -115,23 +153,72 @@ def is_negated(text: str) -> bool:
     return False
 
 
-def _comparisons(text: str) -> list[_Comparison]:
+def _comparisons(text: str, question: str = "") -> list[_Comparison]:
     out = []
     for clause in _CLAUSE.finditer(text):
-        for m in _COMPARISON.finditer(clause.group(0)):
-            if m.group("word"):
-                word = m.group("word").lower()
-                scales = [(n, word in up) for n, (up, down) in _SCALES.items() if word in up | down]
-            else:
-                scales = [(f"more {m.group('adjective').lower()}", m.group("adverb").lower() == "more")]
-            before = _content(re.split(r"[,;:]", clause.group(0)[: m.start()])[-1])[-SIDE_WORDS:]
-            after = _content(re.split(r"[,;:]", clause.group(0)[m.end() :])[0])[:SIDE_WORDS]
-            if not before or not after:
-                continue
-            start = clause.start() + m.start()
-            end = start + len(m.group(0).rstrip())  # "larger than"
-            for scale, up in scales:
-                out.append(_Comparison(scale, up, frozenset(before), frozenset(after), start, end))
+        body = clause.group(0)
+        for m in _COMPARISON.finditer(body):
+            before = _side_before(body, m.start())
+            after = _content(_SIDE_CUT.split(body[m.end() :])[0])[:SIDE_WORDS]
+            out.extend(_compared(m, before, after, clause.start()))
+        if question:
+            out.extend(_against_the_alternative(body, clause.start(), question))
+    return out
+
+
+def _side_before(clause: str, at: int) -> list[str]:
+    """The content words before a comparison at ``clause[at]``, back to the last cut; where a
+    conjunction left its subject out ("..., and the second-longest river"; "but smaller than
+    Uranus"), the clause's opening words, its subject."""
+    side = _content(_SIDE_CUT.split(clause[:at])[-1])[-SIDE_WORDS:]
+    return side or _content(_SIDE_CUT.split(clause)[0])[:SIDE_WORDS]
+
+
+def _compared(m: re.Match[str], before: list[str], after: list[str], offset: int) -> list[_Comparison]:
+    """The comparison ``m`` (a comparative) makes between two sides, on each scale it may mean."""
+    if not before or not after:
+        return []
+    if m.group("word"):
+        word = m.group("word").lower()
+        scales = [(n, word in up) for n, (up, down) in _SCALES.items() if word in up | down]
+    else:
+        scales = [(f"more {m.group('adjective').lower()}", m.group("adverb").lower() == "more")]
+    start = offset + m.start()
+    end = start + len(m.group(0).rstrip())  # "larger than"
+    return [_Comparison(scale, up, frozenset(before), frozenset(after), start, end) for scale, up in scales]
+
+
+def _against_the_alternative(clause: str, offset: int, question: str) -> list[_Comparison]:
+    """"Saturn is the larger (of the two)" answering "Which is larger, Jupiter or Saturn?": the
+    comparison with the alternative the clause does not name."""
+    asked = _ALTERNATIVES.search(question.strip())
+    if asked is None:
+        return []
+    options = [frozenset(_content(asked.group(side))) for side in ("a", "b")]
+    out = []
+    for m in _BARE_COMPARATIVE.finditer(clause):
+        before = _side_before(clause, m.start())
+        named = [o for o in options if o & set(before)]
+        if len(named) != 1 or not all(options):
+            continue
+        (other,) = [o for o in options if o is not named[0]]
+        out.extend(_compared(m, before, sorted(other), offset))
+    return out
+
+
+def _superlatives(text: str) -> list[_Superlative]:
+    out = []
+    for clause in _CLAUSE.finditer(text):
+        body = clause.group(0)
+        for m in _SUPERLATIVE.finditer(body):
+            rank = _ORDINALS.get((m.group("rank") or "").lower(), 1)
+            subject = _side_before(body, m.start())
+            noun = _content(_SIDE_CUT.split(body[m.end() :])[0])[:SIDE_WORDS]
+            if subject and noun:
+                word = " ".join(m.group("word").lower().split())
+                start = clause.start() + m.start()
+                out.append(_Superlative(word, rank, frozenset(subject), frozenset(noun), start,
+                                        clause.start() + m.end()))
     return out
 
 
@@ -156,22 +243,35 @@ class ContextRelations:
 
     comparisons: tuple[_Comparison, ...]
     clauses: tuple[_Clause, ...]
+    superlatives: tuple[_Superlative, ...] = ()
 
 
 def context_relations(context: Sequence[str]) -> ContextRelations:
     comparisons: list[_Comparison] = []
     clauses: list[_Clause] = []
+    superlatives: list[_Superlative] = []
     for passage in context:
         comparisons.extend(_comparisons(passage))
         clauses.extend(c for c in _clauses(passage) if len(c.words) >= MIN_NEGATION_WORDS)
-    return ContextRelations(tuple(comparisons), tuple(clauses))
+        superlatives.extend(_superlatives(passage))
+    return ContextRelations(tuple(comparisons), tuple(clauses), tuple(superlatives))
 
 
-def contradicted_relations(answer: str, context: Sequence[str] | ContextRelations) -> tuple[Contradiction, ...]:
-    """Comparisons the answer reverses and clauses whose negation it flips, in answer order."""
+def contradicted_relations(
+    answer: str, context: Sequence[str] | ContextRelations, question: str = ""
+) -> tuple[Contradiction, ...]:
+    """Comparisons the answer reverses, superlatives it ranks otherwise and clauses whose negation
+    it flips, in answer order (a comparison left to the ``question`` read with it)."""
     index = context if isinstance(context, ContextRelations) else context_relations(context)
     found: dict[tuple[int, int], Contradiction] = {}
-    for mine in _comparisons(answer):
+    for sup in _superlatives(answer):
+        # The same superlative of the same thing about the same subject, ranked otherwise, and no
+        # context mention that ranks it as the answer does.
+        same = [t for t in index.superlatives
+                if t.word == sup.word and t.subject & sup.subject and t.noun & sup.noun]
+        if same and not any(t.rank == sup.rank for t in same):
+            found[(sup.start, sup.end)] = Contradiction(sup.start, sup.end, answer[sup.start : sup.end])
+    for mine in _comparisons(answer, question):
         for theirs in index.comparisons:
             if theirs.scale != mine.scale:
                 continue

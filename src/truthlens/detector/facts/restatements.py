@@ -19,6 +19,10 @@ restated). What it does excuse that it should not: two names swapped *within* on
 relation ("Aldrin followed Armstrong" against "Armstrong followed Aldrin") has the same words;
 the model alone is left to judge those, and it is weakened there.
 
+A short answer's clause may say too little on its own ("No, it is not approved for children under
+12." answers "Can children under 12 use the drug?"): read as its long form, the question's words
+that the same context sentence states count towards its length (:func:`.roles.is_short_answer`).
+
 A bare "Yes" or "No" before a restated clause says what the clause says when their polarities
 agree ("No, the drug is not approved ..." against "The drug is not approved ..."): it belongs to
 the restatement. Models trained on yes/no answers whose polarity word was the error learn to flag
@@ -28,7 +32,7 @@ a leading "No" whatever follows.
 from __future__ import annotations
 
 from truthlens.detector.facts.relations import is_negated
-from truthlens.detector.facts.roles import ContextSentences, clause_spans, clause_words, numerals
+from truthlens.detector.facts.roles import ContextSentences, clause_spans, clause_words, is_short_answer, numerals
 
 # Clauses with fewer content words say too little to be "the same statement" (a bare "Canberra
 # is" restates any sentence that names Canberra).
@@ -38,18 +42,22 @@ _TRAILING = " \t\n.!?;:,"
 _ANSWER_WORDS = {"yes": False, "no": True}
 
 
-def restated_clauses(answer: str, index: ContextSentences) -> tuple[tuple[int, int], ...]:
-    """(start, end) of each clause of ``answer`` one context sentence states outright."""
+def restated_clauses(answer: str, index: ContextSentences, question: str = "") -> tuple[tuple[int, int], ...]:
+    """(start, end) of each clause of ``answer`` one context sentence states outright (a short
+    answer read with its ``question``'s words)."""
     out = []
     spans = clause_spans(answer)
+    asked = clause_words(question) if question and is_short_answer(answer) else set()
     for n, (start, end) in enumerate(spans):
         clause = answer[start:end]
         words = clause_words(clause)
-        if len(words) < MIN_CLAUSE_WORDS:
+        if not words or len(words | asked) < MIN_CLAUSE_WORDS:
             continue
         negated, numbers = is_negated(clause), numerals(clause)
         if any(
-            words <= s.words and numbers <= s.numbers and s.negated == negated for s in index.sentences
+            words <= s.words and numbers <= s.numbers and s.negated == negated
+            and len(words | (asked & s.words)) >= MIN_CLAUSE_WORDS
+            for s in index.sentences
         ):
             first = start + len(clause) - len(clause.lstrip())
             if n:

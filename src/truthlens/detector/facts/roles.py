@@ -16,6 +16,11 @@ gave Collins' role to Aldrin. :func:`misattributed_names` does the same, by rule
    that shares no word with the clause's names (names after a preposition, places and objects
    such as "on the Moon", are not judged).
 
+A short answer leaves out what the question says: "It was Buzz Aldrin." answers "Who stayed in
+lunar orbit aboard Columbia?", "The capital is Sydney." answers "What is the capital of
+Australia?". A one-sentence answer of at most :data:`SHORT_ANSWER_WORDS` words is judged as its
+long form: the question's content words join what its clause says of each name.
+
 So "The capital of Australia is Sydney." against "Canberra is the capital of Australia. Sydney
 is its largest city." flags "Sydney", and "Michael Collins stayed in lunar orbit aboard Columbia
 while Armstrong and Aldrin landed on the Moon." is left alone. Pronouns ("He said ...") do not
@@ -75,6 +80,7 @@ _STOP = frozenset(
 MAX_RELATION_WORDS = 8
 MAX_CLAUSE_NAMES = 3
 MIN_SHARED_WORDS = 2
+SHORT_ANSWER_WORDS = 12
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,20 +194,88 @@ def _answer_names(answer: str, index: ContextSentences) -> list[Name]:
     return sorted(names, key=lambda n: n.start)
 
 
-def misattributed_names(answer: str, context: Sequence[str] | ContextSentences) -> tuple[Misattribution, ...]:
-    """Names of ``answer`` whose clause's best evidence sentence names someone else instead."""
+def is_short_answer(answer: str) -> bool:
+    """One sentence of at most :data:`SHORT_ANSWER_WORDS` words (a bare "Yes." or "No." before it
+    aside): an answer that leans on its question."""
+    sentences = [answer[s:e] for s, e in _spans(answer.strip(), _SENTENCE_CUT)]
+    if len(sentences) == 2 and sentences[0].strip(" .!,").lower() in ("yes", "no"):
+        sentences = sentences[1:]
+    return len(sentences) == 1 and len(sentences[0].split()) <= SHORT_ANSWER_WORDS
+
+
+def _swap_evidence(
+    name: Name, clause_names: Sequence[Name], relation: set[str], sentences: Sequence[_Sentence]
+) -> _Sentence | None:
+    """The context sentence that says what ``relation`` says of ``name`` but of another name, or
+    None (steps 3 and 4 of the module note)."""
+    if not relation or len(relation) > MAX_RELATION_WORDS:
+        return None
+    clause_words = {w for n in clause_names for w in n.words}
+    name_stems = {_stem(w) for w in clause_words}
+    overlaps = [len(relation & s.words) for s in sentences]
+    best = max(overlaps)
+    evidence = [s for s, o in zip(sentences, overlaps, strict=True) if o == best]
+    # One clear evidence sentence sharing at least two words and half of the clause: anything
+    # looser is a paraphrase more often than a swap.
+    if best < max(MIN_SHARED_WORDS, -(-len(relation) // 2)) or len(evidence) != 1:
+        return None
+    (sentence,) = evidence
+    # The evidence must share what is said, not only who is named: "Columbia was flown by Buzz
+    # Aldrin" meets Aldrin's landing sentence on his name alone.
+    if _mentions(sentence, name) or not (relation - name_stems) & sentence.words:
+        return None
+    # A swap puts one wrong name into what is otherwise the evidence's sentence; a clause whose
+    # other names the evidence lacks too draws on more than one sentence.
+    if any(not _mentions(sentence, other) for other in clause_names if other is not name):
+        return None
+    # Some sentence that does mention the name matches the clause as well: no role swap.
+    mentioning = [o for s, o in zip(sentences, overlaps, strict=True) if _mentions(s, name)]
+    if not mentioning or max(mentioning) >= best:
+        return None  # (never mentioned: the name look-up's finding, not this one)
+    return sentence if any(not known & clause_words for known in sentence.names) else None
+
+
+def _answers_by_way_of(
+    name: Name, evidence: _Sentence, sentences: Sequence[_Sentence], asked_names: Sequence[frozenset[str]]
+) -> bool:
+    """Whether a short answer's ``name`` is not a swap but the question's own choice or the end of
+    a chain: the question names it ("Who was born first, A or B?" - "A"); no sentence that
+    mentions it names what the question names; or one shares a name with the evidence that the
+    question does not give (the bridge of a two-step question: the evidence says the player plays
+    for a club, the club's sentence names its stadium)."""
+    words = set(name.words)
+    if any(words & asked for asked in asked_names):
+        return True
+    own = [s for s in sentences if s is not evidence and _mentions(s, name)]
+    # A swap gives the name a role beside what the question asks about ("Sydney is the largest
+    # city in Australia"); a chain's end is said of something else (the club's stadium).
+    if asked_names and not any(known & asked for s in own for known in s.names for asked in asked_names):
+        return True
+    bridges = {known for known in evidence.names if known not in asked_names and not known & words}
+    return any(bridges & set(s.names) for s in own)
+
+
+def misattributed_names(
+    answer: str, context: Sequence[str] | ContextSentences, question: str = ""
+) -> tuple[Misattribution, ...]:
+    """Names of ``answer`` whose clause's best evidence sentence names someone else instead (a
+    short answer read with its ``question``'s words)."""
     index = context if isinstance(context, ContextSentences) else context_sentences(context)
     sentences = index.sentences
     if not sentences:
         return ()
+    asked: set[str] = set()
+    asked_names: list[frozenset[str]] = []
+    if question and is_short_answer(answer):
+        asked = _relation_words(question, [], 0)
+        asked_names = [frozenset(n.words) for n in find_names(question, lower_case_words(question),
+                                                               skip_sentence_starts=True)]
     answer_names = _answer_names(answer, index)
     found: list[Misattribution] = []
     for c_start, c_end in _spans(answer, _CLAUSE_CUT):
         clause_names = [n for n in answer_names if c_start <= n.start and n.end <= c_end]
         if not clause_names or len(clause_names) > MAX_CLAUSE_NAMES:
             continue
-        clause_words = {w for n in clause_names for w in n.words}
-        name_stems = {_stem(w) for w in clause_words}
         for name in clause_names:
             before = answer[c_start : name.start]
             if _AFTER_PREPOSITION.search(before) and not _PASSIVE_AGENT.search(before):
@@ -209,28 +283,14 @@ def misattributed_names(answer: str, context: Sequence[str] | ContextSentences) 
             # The clause's words apart from this name (other names included: "capital of
             # Australia" must meet "Canberra is the capital of Australia" on both words).
             relation = _relation_words(answer[c_start:c_end], [name], c_start)
-            if not relation or len(relation) > MAX_RELATION_WORDS:
-                continue
-            overlaps = [len(relation & s.words) for s in sentences]
-            best = max(overlaps)
-            evidence = [s for s, o in zip(sentences, overlaps, strict=True) if o == best]
-            # One clear evidence sentence sharing at least two words and half of the clause:
-            # anything looser is a paraphrase more often than a swap.
-            if best < max(MIN_SHARED_WORDS, -(-len(relation) // 2)) or len(evidence) != 1:
-                continue
-            (sentence,) = evidence
-            # The evidence must share what is said, not only who is named: "Columbia was flown
-            # by Buzz Aldrin" meets Aldrin's landing sentence on his name alone.
-            if _mentions(sentence, name) or not (relation - name_stems) & sentence.words:
-                continue
-            # A swap puts one wrong name into what is otherwise the evidence's sentence; a clause
-            # whose other names the evidence lacks too draws on more than one sentence.
-            if any(not _mentions(sentence, other) for other in clause_names if other is not name):
-                continue
-            # Some sentence that does mention the name matches the clause as well: no role swap.
-            mentioning = [o for s, o in zip(sentences, overlaps, strict=True) if _mentions(s, name)]
-            if not mentioning or max(mentioning) >= best:
-                continue  # (never mentioned: the name look-up's finding, not this one)
-            if any(not known & clause_words for known in sentence.names):
+            evidence = _swap_evidence(name, clause_names, relation, sentences)
+            if evidence is None and asked:
+                # A short answer says the rest in its question ("It was Buzz Aldrin."): its long
+                # form, unless the answer is the question's own choice or the end of a chain.
+                evidence = _swap_evidence(name, clause_names, relation | (asked - {_stem(w) for w in name.words}),
+                                          sentences)
+                if evidence is not None and _answers_by_way_of(name, evidence, sentences, asked_names):
+                    evidence = None
+            if evidence is not None:
                 found.append(Misattribution(name.start, name.end, answer[name.start : name.end]))
     return tuple(found)

@@ -1,0 +1,54 @@
+"""The inputs the gateway tests lean on (``tests/shipped_inputs.py``) are judged as that module says.
+
+Real: the shipped model with its shipped defaults; nothing scripted. If a new model or verdict
+moves one of these answers towards the threshold, this fails here, naming it, before the gateway
+tests built on it turn flaky.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import shipped_inputs as si
+
+from truthlens.detector.backends.factory import create_detector
+from truthlens.detector.types import DetectionInput, DetectorSettings
+
+HALLUCINATED = [
+    (si.CONTEXT, si.QUESTION, si.HALLUCINATED, si.WRONG_FACTS),
+    (si.CONTEXT, si.QUESTION, si.WORSE, (*si.WRONG_FACTS, "made of solid gold")),
+    (si.PAVILION_CONTEXT, si.PAVILION_QUESTION, si.PAVILION_PRIMARY, ("Isambard Brunel",)),
+    (si.APOLLO_CONTEXT, si.APOLLO_QUESTION, si.APOLLO_WRONG, (si.APOLLO_WRONG_PERSON, "Collins")),
+]
+GROUNDED = [
+    (si.CONTEXT, si.QUESTION, si.GROUNDED),
+    (si.PAVILION_CONTEXT, si.PAVILION_QUESTION, si.PAVILION_JUDGED),
+    (si.APOLLO_CONTEXT, si.APOLLO_QUESTION, si.APOLLO_FIXED),
+]
+
+
+@pytest.mark.parametrize(("context", "question", "answer", "wrong"), HALLUCINATED)
+async def test_the_hallucinated_inputs_score_well_over_the_threshold_on_their_wrong_facts(
+    shipped_model_dir: Path, context: str, question: str, answer: str, wrong: tuple[str, ...]
+) -> None:
+    engine = create_detector(DetectorSettings(model_dir=str(shipped_model_dir), intra_op_threads=1))
+    try:
+        result = await engine.detect(DetectionInput([context], question, answer), threshold=0.5)
+    finally:
+        await engine.close()
+    assert result.status == "detected" and result.score is not None and result.score >= 0.6, result
+    assert result.spans and all(any(s.text in fact for fact in wrong) for s in result.spans), result.spans
+    assert {s.text for s in result.spans if s.reason != "model"} >= set(wrong) - {"made of solid gold"}
+
+
+@pytest.mark.parametrize(("context", "question", "answer"), GROUNDED)
+async def test_the_grounded_inputs_score_well_under_the_threshold(
+    shipped_model_dir: Path, context: str, question: str, answer: str
+) -> None:
+    engine = create_detector(DetectorSettings(model_dir=str(shipped_model_dir), intra_op_threads=1))
+    try:
+        result = await engine.detect(DetectionInput([context], question, answer), threshold=0.5)
+    finally:
+        await engine.close()
+    assert result.status == "clean" and result.score is not None and result.score <= 0.35, result
