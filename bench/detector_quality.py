@@ -24,7 +24,8 @@ same fused token probabilities and the same ``score_answer``), with each configu
 decision (span rules from its settings, else its model's calibrated ones) and the route
 threshold.
 
-    python -m bench.detector_quality [--items 300] [--summarization-items 150] [--model DIR ...] [--beside COMMIT] [--chart PNG]
+    python -m bench.detector_quality [--items 300] [--summarization-items 150] [--model DIR ...]
+        [--beside COMMIT] [--chart PNG]
     python -m bench.detector_quality --wordings [--wording-items 100] [--human-dev training/output/llm5]
 
 ``--wordings`` prints a third table instead, on development data only: the development answers
