@@ -45,8 +45,9 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from truthlens.detector.facts.claims import Claim
 from truthlens.detector.facts.names import KnownNames, find_names, lower_case_words
-from truthlens.detector.facts.numbers import Claim, KnownNumbers, find_dates, find_quantities, find_times
+from truthlens.detector.facts.numbers import KnownNumbers, find_dates, find_quantities, find_times
 from truthlens.detector.facts.relations import ContextRelations, context_relations, contradicted_relations
 from truthlens.detector.facts.restatements import restated_clauses
 from truthlens.detector.facts.roles import ContextSentences, context_sentences, misattributed_names

@@ -27,6 +27,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
+from truthlens.detector.facts.claims import SENTENCE_END, Claim, Ranges, topic_words
 from truthlens.detector.types import FactReason
 
 # ----------------------------------------------------------------------------- word lists
@@ -329,62 +330,7 @@ def _near(known: Quantity, q: Quantity) -> bool:
 # Units that name one physical quantity: an approximate value in the same one speaks of the
 # same thing. Money, percentages and durations are everywhere in a long context.
 _PHYSICAL_KINDS = frozenset({"length", "mass", "volume", "temperature", "speed", "power", "area"})
-_TOPIC_WORD = re.compile(r"[^\W\d_]{3,}")
-_TOPIC_STOP = frozenset(
-    """the and for with from that this these those was were are has have had its his her their they them
-    which who whom what when where than then also about around approximately roughly nearly almost some over
-    more less under into onto per each only just been being will would could should may might there here""".split()
-)
-_SENTENCE_END = re.compile(r"[.!?]\s+|\n+")
 _OPENS_WITH_PRONOUN = re.compile(r"\s*(?:it|its|they|their|this|these|that|those|he|his|she|her)\b", re.IGNORECASE)
-
-
-@dataclass(frozen=True, slots=True)
-class Claim:
-    """What an answer's sentence says a number of it is about: its :func:`topic_words` and, of
-    those, the names (words it capitalises past the sentence's first)."""
-
-    words: frozenset[str]
-    names: frozenset[str]
-
-    @staticmethod
-    def around(text: str, q: Quantity) -> Claim:
-        """The claim of the sentence (or line) of ``text`` holding ``q``, its own words left out."""
-        first = max((m.end() for m in _SENTENCE_END.finditer(text, 0, q.start)), default=0)
-        after = _SENTENCE_END.search(text, q.end)
-        sentence = text[first : after.start() if after else len(text)]
-        own = topic_words(text[q.start : q.end])
-        capitalised = " ".join(m.group(0) for m in _TOPIC_WORD.finditer(sentence)
-                               if m.group(0)[0].isupper() and m.start() > 0)
-        return Claim(topic_words(sentence) - own, topic_words(capitalised) - own)
-
-
-def topic_words(text: str) -> frozenset[str]:
-    """The content words of ``text`` that say what its numbers are about (plural "s" dropped)."""
-    out = set()
-    for m in _TOPIC_WORD.finditer(text.lower()):
-        w = m.group(0)
-        if w not in _TOPIC_STOP:
-            out.add(w[:-1] if len(w) > 4 and w.endswith("s") and not w.endswith("ss") else w)
-    return frozenset(out)
-
-
-class Ranges:
-    """Non-overlapping character ranges, for overlap look-ups in O(log n) on long contexts."""
-
-    def __init__(self) -> None:
-        self._starts: list[int] = []
-        self._ends: list[int] = []
-
-    def add(self, start: int, end: int) -> None:
-        i = bisect.bisect_left(self._starts, start)
-        self._starts.insert(i, start)
-        self._ends.insert(i, end)
-
-    def overlaps(self, start: int, end: int) -> bool:
-        # Sorted, non-overlapping: only the last range starting before ``end`` can overlap.
-        i = bisect.bisect_left(self._starts, end) - 1
-        return i >= 0 and self._ends[i] > start
 
 
 @dataclass(frozen=True, slots=True)
@@ -410,7 +356,7 @@ class KnownNumbers:
                 if part is not None:
                     quantities.append(Quantity(d.start, d.end, float(part), None, False, part == d.year))
         times = frozenset(minute for t in find_times(source, answer=False) for minute in t.minutes)
-        starts = (0, *(m.end() for m in _SENTENCE_END.finditer(source)))
+        starts = (0, *(m.end() for m in SENTENCE_END.finditer(source)))
         return KnownNumbers(tuple(quantities), tuple(dates), times, source, starts)
 
     def _topic(self, at: int) -> frozenset[str]:
