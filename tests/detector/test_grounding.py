@@ -24,6 +24,7 @@ from truthlens.detector.grounding import (
     plan_grounded,
     sentence_bounds,
 )
+from truthlens.detector.prompt import checked, model_questions
 from truthlens.detector.relevance import (
     EmbeddingRelevance,
     LexicalRelevance,
@@ -141,7 +142,9 @@ async def test_grounded_rows_do_not_grow_with_the_context(tiny_model_dir: Path, 
     await by_max.close()
     (small_tokens, small_g, small_m), (big_tokens, big_g, big_m) = rows[60], rows[240]
     assert big_tokens > 3.5 * small_tokens > 3.5 * 1500
-    assert small_g == big_g == 3
+    # One row per answer sentence under each wording the model scores this request in ("Tell me
+    # about it." over the passages reads as a summary request: the canonical summary's wordings).
+    assert small_g == big_g == 3 * _wordings(item)
     assert big_m >= 3 * small_m
 
 
@@ -151,7 +154,13 @@ async def test_a_context_that_fits_gives_the_same_single_row(tiny_model_dir: Pat
     g, m = await grounded.detect(item, threshold=0.5), await by_max.detect(item, threshold=0.5)
     await grounded.close()
     await by_max.close()
-    assert g.chunks == m.chunks == 1 and g.score == m.score and g.spans == m.spans
+    # A single row under each wording the model scores this request in, for both aggregations.
+    assert g.chunks == m.chunks == _wordings(item) and g.score == m.score and g.spans == m.spans
+
+
+def _wordings(item: DetectionInput) -> int:
+    """How many wordings of its question the model scores ``item``'s answer under."""
+    return len(model_questions(checked(item).question))
 
 
 async def test_claims_with_the_same_row_share_one_run(tiny_model_dir: Path) -> None:
