@@ -13,7 +13,7 @@ import pytest
 import shipped_inputs as si
 
 from truthlens.detector.backends.factory import create_detector
-from truthlens.detector.types import DetectionInput, DetectorSettings
+from truthlens.detector.types import Detection, DetectionInput, DetectorSettings
 
 HALLUCINATED = [
     (si.CONTEXT, si.QUESTION, si.HALLUCINATED, si.WRONG_FACTS),
@@ -28,15 +28,19 @@ GROUNDED = [
 ]
 
 
+async def judged(model_dir: Path, context: str, question: str, answer: str) -> Detection:
+    engine = create_detector(DetectorSettings(model_dir=str(model_dir), intra_op_threads=1))
+    try:
+        return await engine.detect(DetectionInput([context], question, answer), threshold=0.5)
+    finally:
+        await engine.close()
+
+
 @pytest.mark.parametrize(("context", "question", "answer", "wrong"), HALLUCINATED)
 async def test_the_hallucinated_inputs_score_well_over_the_threshold_on_their_wrong_facts(
     shipped_model_dir: Path, context: str, question: str, answer: str, wrong: tuple[str, ...]
 ) -> None:
-    engine = create_detector(DetectorSettings(model_dir=str(shipped_model_dir), intra_op_threads=1))
-    try:
-        result = await engine.detect(DetectionInput([context], question, answer), threshold=0.5)
-    finally:
-        await engine.close()
+    result = await judged(shipped_model_dir, context, question, answer)
     assert result.status == "detected" and result.score is not None and result.score >= 0.6, result
     assert result.spans and all(any(s.text in fact for fact in wrong) for s in result.spans), result.spans
     assert {s.text for s in result.spans if s.reason != "model"} >= set(wrong) - {"made of solid gold"}
@@ -46,9 +50,5 @@ async def test_the_hallucinated_inputs_score_well_over_the_threshold_on_their_wr
 async def test_the_grounded_inputs_score_well_under_the_threshold(
     shipped_model_dir: Path, context: str, question: str, answer: str
 ) -> None:
-    engine = create_detector(DetectorSettings(model_dir=str(shipped_model_dir), intra_op_threads=1))
-    try:
-        result = await engine.detect(DetectionInput([context], question, answer), threshold=0.5)
-    finally:
-        await engine.close()
+    result = await judged(shipped_model_dir, context, question, answer)
     assert result.status == "clean" and result.score is not None and result.score <= 0.35, result

@@ -21,6 +21,7 @@ from truthlens.detector.prompt import (
     is_record,
     model_questions,
     read_task,
+    the_question,
 )
 from truthlens.detector.types import DetectionInput
 
@@ -66,7 +67,7 @@ def test_any_instruction_to_verbalise_a_record_is_read_as_the_canonical_one(inst
     ([ARTICLE], "How many council members voted against the plan?"),
     ([ARTICLE], "The mayor of Brightvale, Ilse Marten, called which vote historic"),
     (list(QA_PASSAGES), "tram line cost"),
-    (list(QA_PASSAGES), "Question: when does the line open?\nAnswer in one sentence."),
+    (list(QA_PASSAGES), "when does the line open and what will it cost"),
     (list(QA_PASSAGES), "Can you summarize the cost of the tram line?"),
     (["Canberra is the capital of Australia."], "Capital?"),
 ])
@@ -77,6 +78,31 @@ def test_a_real_question_keeps_its_words_and_its_passages_shape(context: list[st
 def test_without_context_the_request_is_a_question_whatever_it_says() -> None:
     assert read_task([], "What is 2+2?") == Task("passages", "What is 2+2?")
     assert read_task([""], "Summarize.") == Task("passages", "Summarize.")
+
+
+@pytest.mark.parametrize("wrapped", [
+    "Question: when does the tram line open?",
+    "Q: when does the tram line open?\nA:",
+    "Based on the passages, answer the question below in 50 words or less.\nQuery: when does the tram line open?",
+    "<question>when does the tram line open?</question>",
+    "### Question\nwhen does the tram line open?\n\n### Answer",
+    "Answer in one sentence.\nwhen does the tram line open?",
+    "Read the passages and answer: when does the tram line open?",
+    "Hi! when does the tram line open? Thanks!",
+])
+def test_a_question_is_read_without_what_only_wraps_it(wrapped: str) -> None:
+    assert read_task(list(QA_PASSAGES), wrapped) == Task("passages", "when does the tram line open?")
+
+
+@pytest.mark.parametrize("question", [
+    "Who is he?",  # no words of its own, but a question
+    "What was the middle name of the pianist who first performed Prokofiev's Piano Sonata No. 8?",
+    "What comic book published the female superhero created by J. H. Williams III?",
+    "[Human]: I loved the film. Thank you. [Assistant]: Glad to hear it. [Human]: Who directed it?",
+    "Using the passages, who designed the tower?",
+])
+def test_a_question_that_wraps_nothing_is_kept_byte_for_byte(question: str) -> None:
+    assert the_question(question) == question
 
 
 def test_a_question_about_a_record_keeps_its_words() -> None:

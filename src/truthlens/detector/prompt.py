@@ -25,9 +25,10 @@ its shape's one **canonical instruction** (:data:`SUMMARY_INSTRUCTION`,
 model and the learned verdict were fitted on one wording per shape, and with any other wording
 summaries were judged at chance (a summary's answer is scored under two wordings the model learned
 summaries with, :data:`MODEL_INSTRUCTIONS`, and the probabilities averaged). A real question keeps
-its own words. A request that repeats the
-document (an application that sends the article in its user message as well as in the passages)
-is read without it.
+its own words, without what only wraps it (:func:`the_question`: "Question: ...", "Answer in one
+sentence.", "Read the passages and answer: ..."). A request that repeats the document (an
+application that sends the article in its user message as well as in the passages) is read
+without it.
 """
 
 from __future__ import annotations
@@ -100,7 +101,8 @@ _REQUEST_WORDS = frozenset(
     highlight highlights takeaway takeaways digest abstract outline gist
     reading less fewer under within maximum max least most limit than long length output result pls plz
     structured unstructured entity entities natural-language verbalize verbalise convert turn into about
-    happened happen happens say says said mean means going
+    happened happen happens say says said mean means going keep cite cited used see lot much appreciate
+    appreciated cheers
     """.split()
 )
 _CONTENT_WORD = re.compile(r"[^\W\d_]+|\d+(?:[.,]\d+)*")
@@ -111,7 +113,7 @@ _STOPWORDS = frozenset(
     all any some each more very just also there
     have has had will shall should can could would may might must don doesn didn isn aren wasn weren won
     wouldn couldn shouldn haven hasn hadn ll ve re let""".split()
-)
+) - {"won"}  # ("won't" leaves "won", but "Who won?" asks something)
 _NUMBER_WORDS = frozenset(
     "one two three four five six seven eight nine ten twelve fifteen twenty thirty fifty hundred single few "
     "several couple".split()
@@ -123,6 +125,23 @@ _INTERROGATIVE = re.compile(
     r"(?:^|[.!:;\n]\s*)(?:is|are|was|were|do|does|did|can|could|will|would|should|has|have|had)\b",
     re.I,
 )
+# "Question: ...", "Q: ...", "### Question\n...", "<question>...</question>": up to an answer label.
+_LABELLED_QUESTION = re.compile(
+    r"<question>\s*(?P<x>.*?)\s*</question>|"
+    r"(?:^|\n)[ \t#*>-]*(?:question|query|q)[ \t]*(?:[:：][ \t]*\n*|\n+)(?P<q>.+?)"
+    r"(?=\n[ \t#*>-]*(?:answer|a)[ \t]*(?:[:：]|\n|$)|\Z)",
+    re.IGNORECASE | re.DOTALL,
+)
+_INSTRUCTION_WORDS = frozenset(
+    """answer answers respond reply cite keep use using read write explain please thanks thank hi hello hey
+    brief briefly concise concisely short sure note source sources word words sentence sentences helpful
+    assistant instructions only""".split()
+)
+MAX_WRAPPER_PARTS = 4  # sentences or lines of a wrapped question; a longer request is read as sent
+# A speaker's turn ("[Human]:", "User:", "Assistant:"): the request is a conversation.
+_SPEAKER = re.compile(r"\[(?:human|user|assistant|system)\]\s*:|(?:^|\n)\s*(?:user|assistant|human)\s*:", re.I)
+# (a sentence ends after a word of two letters or more: "J. H. Williams" is one name)
+_SENTENCE_BREAK = re.compile(r"\n+|(?<=[^\W_][^\W_][.!?])\s+")
 _KEY_VALUE_LINE = re.compile(r"^\s*(?:[-*•#]\s*)?[^\W\d][\w .()'/&-]{0,60}:\s*\S")
 
 
@@ -141,16 +160,48 @@ def read_task(context: Sequence[str], question: str) -> Task:
         return Task("passages", question)  # nothing to summarise: the question is all there is
     request = without_document(question, context)
     if len(context) == 1 and is_record(context[0]):
-        return Task("record", question if asks_about_content(request, context) else RECORD_INSTRUCTION)
+        return Task("record", the_question(question) if asks_about_content(request, context) else RECORD_INSTRUCTION)
     if asks_for_the_whole(request, context):
         return Task("article", SUMMARY_INSTRUCTION)
-    return Task("passages", question)
+    return Task("passages", the_question(question))
 
 
 def model_questions(question: str) -> tuple[str, ...]:
     """The questions the model scores a checked item's answer under (its probabilities averaged):
     a canonical instruction's wordings (:data:`MODEL_INSTRUCTIONS`), else the question itself."""
     return MODEL_INSTRUCTIONS.get(question, (question,))
+
+
+def the_question(request: str) -> str:
+    """The question a short request wraps, as the model was trained on questions (bare): a
+    labelled one ("Question: ...", "Q: ...", "Query: ...", ``<question>...</question>``, a
+    "Question" heading), else the request without its sentences that ask nothing of their own
+    ("Answer in one sentence.", "Please cite the passages you used.") and without an opening
+    instruction that ends in a colon ("Read the passages and answer: ..."). A conversation
+    ("[Human]: ... [Assistant]: ..."), a request of more than :data:`MAX_WRAPPER_PARTS` sentences
+    and one with nothing to take away are kept as sent, byte for byte."""
+    if _SPEAKER.search(request):
+        return request
+    labelled = _LABELLED_QUESTION.search(request)
+    text = (labelled.group("q") or labelled.group("x")) if labelled else request
+    parts = [p.strip() for p in _SENTENCE_BREAK.split(text) if p.strip()]
+    if len(parts) > MAX_WRAPPER_PARTS:
+        return request
+    kept = [p for p in parts if not _asks_nothing(p)]
+    changed = labelled is not None or 0 < len(kept) < len(parts)
+    if changed:
+        text = " ".join(kept or parts)
+    head, colon, rest = text.partition(":")
+    if colon and rest.strip() and not _own_words(head):
+        text, changed = rest, True
+    text = text.strip()
+    return text if changed and _own_words(text) else request
+
+
+def _asks_nothing(sentence: str) -> bool:
+    """An instruction or courtesy around a question ("Answer in one sentence.", "Thanks!"): no
+    words of its own, not a question itself, and words that tell how to answer or greet."""
+    return not _own_words(sentence) and not _is_question(sentence) and bool(_words(sentence) & _INSTRUCTION_WORDS)
 
 
 def checked(item: DetectionInput) -> DetectionInput:
