@@ -30,8 +30,9 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.codec_hot_path import per_call_us
-from truthlens.gateway.apis.chat.body import Rewrite, WarningSpec, parse_chat_response
+from truthlens.gateway.apis.chat.body import parse_chat_response
 from truthlens.gateway.apis.chat.chunks import StreamAccumulator, parse_chunk
+from truthlens.gateway.apis.interface import Rewrite, WarningSpec
 from truthlens.gateway.apis.sse import SSEDecoder
 
 CONTEXT = [

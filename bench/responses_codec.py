@@ -17,10 +17,10 @@ import json
 from collections.abc import Callable
 
 from bench.codec_hot_path import per_call_us
-from truthlens.gateway.apis.chat.body import ContextSettings, Rewrite, WarningSpec
+from truthlens.gateway.apis.chat.body import ContextSettings
 from truthlens.gateway.apis.chat.stream import ChatStream
 from truthlens.gateway.apis.endpoints import CHAT, RESPONSES
-from truthlens.gateway.apis.interface import Presentation, StreamCodec
+from truthlens.gateway.apis.interface import Presentation, Rewrite, StreamCodec, WarningSpec
 from truthlens.gateway.apis.responses.stream import ResponsesStream
 from truthlens.gateway.apis.sse import SSEDecoder, SSEEvent
 from truthlens.testing import responses_upstream

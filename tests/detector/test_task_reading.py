@@ -89,6 +89,11 @@ def test_without_context_the_request_is_a_question_whatever_it_says() -> None:
     "Answer in one sentence.\nwhen does the tram line open?",
     "Read the passages and answer: when does the tram line open?",
     "Hi! when does the tram line open? Thanks!",
+    "Using the documents above, when does the tram line open?",
+    "According to the sources, when does the tram line open?",
+    "Could you please tell me when does the tram line open?",
+    "I need to know when does the tram line open?",
+    "Hi! Can you tell me when does the tram line open? Thanks a lot.",
 ])
 def test_a_question_is_read_without_what_only_wraps_it(wrapped: str) -> None:
     assert read_task(list(QA_PASSAGES), wrapped) == Task("passages", "when does the tram line open?")
@@ -99,7 +104,10 @@ def test_a_question_is_read_without_what_only_wraps_it(wrapped: str) -> None:
     "What was the middle name of the pianist who first performed Prokofiev's Piano Sonata No. 8?",
     "What comic book published the female superhero created by J. H. Williams III?",
     "[Human]: I loved the film. Thank you. [Assistant]: Glad to hear it. [Human]: Who directed it?",
-    "Using the passages, who designed the tower?",
+    "Which writer, Jorge Amado or Sarah Caudwell, remains the best known of modern Brazilian writers?",
+    "Are Just, Melvin: Just Evil and Speaking in Strings both documentaries about musicians?",
+    "In 2019, who designed the tower?",  # an opening with a fact of its own
+    "Tell me about the tower",  # a topic, not a wrapped question
 ])
 def test_a_question_that_wraps_nothing_is_kept_byte_for_byte(question: str) -> None:
     assert the_question(question) == question

@@ -7,8 +7,9 @@ import json
 
 import pytest
 
-from truthlens.gateway.apis.chat.body import BodyError, ContextSettings
+from truthlens.gateway.apis.chat.body import ContextSettings
 from truthlens.gateway.apis.endpoints import CHAT, RESPONSES, for_path
+from truthlens.gateway.apis.interface import BodyError
 
 
 @pytest.mark.parametrize(

@@ -36,8 +36,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from truthlens.gateway.apis import forged, json_doc
-from truthlens.gateway.apis.chat.body import BodyError
 from truthlens.gateway.apis.chat.stream import ChatStream
+from truthlens.gateway.apis.interface import BodyError
 from truthlens.gateway.apis.responses.stream import ResponsesStream
 from truthlens.gateway.apis.sse import SSEDecoder, SSEError, SSEEvent
 

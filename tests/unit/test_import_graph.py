@@ -161,6 +161,20 @@ def test_gateway_layers_import_only_downwards() -> None:
     assert upward == []
 
 
+def test_the_generic_phases_reach_an_api_only_through_its_interface() -> None:
+    # The exchange, the policy and the server read bodies through apis/interface.py (and the
+    # endpoint registry), never one API's own modules: a new API is one more implementation.
+    apis = ("truthlens.gateway.apis.chat", "truthlens.gateway.apis.responses")
+    direct = [
+        f"{module} -> {target}"
+        for module, targets in GRAPH.items()
+        if _layer(module) not in (None, "apis")
+        for target in targets
+        if target.startswith(apis)
+    ]
+    assert direct == []
+
+
 def test_nothing_below_the_gateway_imports_it() -> None:
     # The detector, the modes and the LLM client know nothing of the HTTP exchange.
     lower = ("truthlens.detector", "truthlens.modes", "truthlens.evidence", "truthlens.llm", "truthlens.options")

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from truthlens.detector.types import Detection, Span
-from truthlens.gateway.apis.chat.body import WarningSpec
+from truthlens.gateway.apis.interface import WarningSpec
 from truthlens.gateway.policy.config import RouteSettings, parse_config
 from truthlens.gateway.policy.presentation import BLOCK_STATUS, present, unchecked
 from truthlens.modes.base import ChoiceVerdict, Verdict

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from openai.types.responses import Response
 
-from truthlens.gateway.apis.chat.body import BodyError, ContextSettings, Rewrite, WarningSpec
+from truthlens.gateway.apis.chat.body import ContextSettings
+from truthlens.gateway.apis.interface import BodyError, Rewrite, WarningSpec
 from truthlens.gateway.apis.responses.body import (
     parse_responses_request,
     parse_responses_response,

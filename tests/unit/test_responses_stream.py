@@ -20,8 +20,7 @@ from typing import Any
 import openai
 import pytest
 
-from truthlens.gateway.apis.chat.body import BodyError, WarningSpec
-from truthlens.gateway.apis.interface import Presentation, Refusal
+from truthlens.gateway.apis.interface import BodyError, Presentation, Refusal, WarningSpec
 from truthlens.gateway.apis.responses.stream import ResponsesStream
 from truthlens.gateway.apis.sse import SSEDecoder, SSEEvent
 from truthlens.testing import responses_upstream

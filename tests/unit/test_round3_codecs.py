@@ -26,6 +26,7 @@ from truthlens.gateway.apis.chat import body as openai_body
 from truthlens.gateway.apis.chat.chunks import StreamAccumulator
 from truthlens.gateway.apis.chat.stream import ChatStream
 from truthlens.gateway.apis.endpoints import ChatEndpoint
+from truthlens.gateway.apis.interface import BodyError
 from truthlens.gateway.apis.responses.stream import ResponsesStream
 from truthlens.gateway.apis.sse import SSEDecoder, SSEEvent
 
@@ -82,13 +83,13 @@ def test_n7_a_retry_of_non_ascii_digits_is_ignored() -> None:
 
 
 def test_n8_a_tool_call_index_that_is_a_list_is_a_bad_response() -> None:
-    with pytest.raises(openai_body.BodyError) as err:
+    with pytest.raises(BodyError) as err:
         StreamAccumulator().add({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": [0]}]}}]})
     assert err.value.reason == "bad_response"
 
 
 def test_n6_an_event_nested_2000_deep_is_a_bad_response_not_a_recursion_error() -> None:
-    with pytest.raises(openai_body.BodyError) as err:
+    with pytest.raises(BodyError) as err:
         ChatStream("hold").add(_event('{"x":' + DEEP + "}"))
     assert err.value.reason == "bad_response"
     with pytest.raises(json_doc.TooDeep):
@@ -112,7 +113,7 @@ def test_n10_a_forged_verdict_beside_a_2000_deep_value_is_cut_out() -> None:
 def test_n11_a_context_field_beside_a_2000_deep_value_is_stripped() -> None:
     body = ('{"model":"m","truthlens_context":["SECRET"],"x":' + DEEP + "}").encode()
     assert openai_body.without_field(body, "truthlens_context", strict=True) == ('{"model":"m","x":' + DEEP + "}").encode()
-    with pytest.raises(openai_body.BodyError):  # unfollowable and naming it: refused, never forwarded
+    with pytest.raises(BodyError):  # unfollowable and naming it: refused, never forwarded
         openai_body.without_field(b'{"truthlens_context":["S"],"x":[[[}', "truthlens_context", strict=True)
 
 

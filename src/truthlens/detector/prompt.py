@@ -99,7 +99,7 @@ _REQUEST_WORDS = frozenset(
     important major facts fact overview version form format style tone reader readers audience busy
     newsletter website listing listings blurb copy caption headline title based only using use read
     highlight highlights takeaway takeaways digest abstract outline gist
-    reading less fewer under within maximum max least most limit than long length output result pls plz
+    according per reading less fewer under within maximum max least most limit than long length output result pls plz
     structured unstructured entity entities natural-language verbalize verbalise convert turn into about
     happened happen happens say says said mean means going keep cite cited used see lot much appreciate
     appreciated cheers
@@ -138,6 +138,20 @@ _INSTRUCTION_WORDS = frozenset(
     assistant instructions only""".split()
 )
 MAX_WRAPPER_PARTS = 4  # sentences or lines of a wrapped question; a longer request is read as sent
+# An opening that only asks to be told ("Could you please tell me ...", "I need to know ..."),
+# unless what follows is a topic rather than a question ("Tell me about the tower").
+_ASKING_LEAD = re.compile(
+    r"^(?:(?:could|can|would|will)\s+you\s+(?:please\s+)?(?:tell|show)\s+me|(?:please\s+)?tell\s+me|"
+    r"i(?:'d|\s+would)?\s+(?:need|want|like|love)\s+to\s+know|i(?:'m|\s+am)\s+wondering|i\s+wonder)"
+    r"\b[\s,:]*(?!about\b)(?=\S)",
+    re.IGNORECASE,
+)
+_PASSAGE_WORDS = frozenset(
+    "article articles text texts passage passages document documents docs context sources source information "
+    "above below provided given".split()
+)
+_ASKING_WORDS = frozenset("who whom whose what when where which why how is are was were do does did".split())
+MAX_LEAD_WORDS = 8  # an opening clause before a comma or colon that only points at the passages
 # A speaker's turn ("[Human]:", "User:", "Assistant:"): the request is a conversation.
 _SPEAKER = re.compile(r"\[(?:human|user|assistant|system)\]\s*:|(?:^|\n)\s*(?:user|assistant|human)\s*:", re.I)
 # (a sentence ends after a word of two letters or more: "J. H. Williams" is one name)
@@ -176,8 +190,10 @@ def the_question(request: str) -> str:
     """The question a short request wraps, as the model was trained on questions (bare): a
     labelled one ("Question: ...", "Q: ...", "Query: ...", ``<question>...</question>``, a
     "Question" heading), else the request without its sentences that ask nothing of their own
-    ("Answer in one sentence.", "Please cite the passages you used.") and without an opening
-    instruction that ends in a colon ("Read the passages and answer: ..."). A conversation
+    ("Answer in one sentence.", "Please cite the passages you used."), without an opening
+    instruction that ends in a colon or a comma ("Read the passages and answer: ...", "Using the
+    documents above, ...") and without an opening that only asks to be told ("Could you please
+    tell me ...", "I need to know ..."). A conversation
     ("[Human]: ... [Assistant]: ..."), a request of more than :data:`MAX_WRAPPER_PARTS` sentences
     and one with nothing to take away are kept as sent, byte for byte."""
     if _SPEAKER.search(request):
@@ -191,9 +207,18 @@ def the_question(request: str) -> str:
     changed = labelled is not None or 0 < len(kept) < len(parts)
     if changed:
         text = " ".join(kept or parts)
-    head, colon, rest = text.partition(":")
+    head, colon, rest = text.partition(":")  # "Read the passages and answer: ..."
     if colon and rest.strip() and not _own_words(head):
         text, changed = rest, True
+    else:  # "Using the documents above, ...", not "Which writer, A or B, ..." nor "In 2019, ..."
+        head, comma, rest = text.partition(",")
+        words = _words(head)
+        if (comma and rest.strip() and len(head.split()) <= MAX_LEAD_WORDS and not _own_words(head)
+                and words & _PASSAGE_WORDS and not words & _ASKING_WORDS):
+            text, changed = rest, True
+    lead = _ASKING_LEAD.match(text.strip())
+    if lead:
+        text, changed = text.strip()[lead.end():], True
     text = text.strip()
     return text if changed and _own_words(text) else request
 

@@ -7,18 +7,62 @@ request and response bytes to what a check needs (question, passages, answers: :
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from truthlens.gateway.core.errors import GatewayError
+
 if TYPE_CHECKING:
-    from truthlens.gateway.apis.chat.body import Rewrite, WarningSpec
     from truthlens.gateway.apis.context.settings import ContextSettings
     from truthlens.gateway.apis.sse import SSEEvent
     from truthlens.modes.base import GroundedQuery
 
 EndpointName = Literal["chat", "responses"]
 Strategy = Literal["passthrough", "hold", "progressive"]
+
+
+class BodyError(GatewayError):
+    """A body that is not the OpenAI shape expected; ``reason`` is one of
+    :data:`truthlens.gateway.core.errors.REASONS` (``malformed_json``, ``not_an_object``, ``bad_messages``,
+    ``bad_field``, ``bad_context``, ``too_large``, ``bad_response``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WarningSpec:
+    """The route's warning and where it goes in each choice's content."""
+
+    text: str
+    position: Literal["prepend", "append"] = "prepend"
+
+    def apply(self, content: str) -> str:
+        note = self.text.strip()
+        if not content:
+            return note
+        if self.position == "prepend":
+            return f"{note}{_WARNING_GAP}{content}"
+        return f"{content}{_WARNING_GAP}{note}"
+
+    @property
+    def lead(self) -> int:
+        """Code points :meth:`apply` puts before a (non-empty) content's first character: the
+        prepended warning and the blank line after it; 0 when it is appended."""
+        return len(self.text.strip()) + len(_WARNING_GAP) if self.position == "prepend" else 0
+
+
+_WARNING_GAP = "\n\n"  # a blank line between the warning and the answer
+
+
+@dataclass(frozen=True, slots=True)
+class Rewrite:
+    """What a presentation changes in a JSON answer: new contents per answer (None: keep), the
+    warning on the answers in ``warn_indices`` (None: every one), ``details`` as the field
+    ``truthlens``."""
+
+    contents: Sequence[str | None] | None = None
+    warning: WarningSpec | None = None
+    details: Mapping[str, Any] | None = None
+    warn_indices: frozenset[int] | None = None
 
 
 class ParsedRequest(Protocol):

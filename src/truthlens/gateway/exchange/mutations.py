@@ -11,7 +11,6 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Literal
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
-from truthlens.gateway.apis.chat import body as openai_body
 
 if TYPE_CHECKING:
     from truthlens.gateway.apis.interface import Endpoint, Refusal
@@ -192,7 +191,7 @@ def field_unremovable(api: Endpoint, message: str) -> pb.ProcessingResponse:
                               details="truthlens_" + UNREMOVABLE_REASON)
 
 
-def refusal_response(refusal: Refusal) -> pb.ProcessingResponse:
-    """The OpenAI-style error a refused exchange answers with, instead of the upstream's answer."""
-    body = openai_body.error_json(refusal.status, refusal.message, refusal.error_type, refusal.code)
+def refusal_response(api: Endpoint, refusal: Refusal) -> pb.ProcessingResponse:
+    """The error a refused exchange answers with in ``api``'s shape, instead of the upstream's answer."""
+    body = api.error_body(refusal.status, refusal.message, refusal.error_type, refusal.code)
     return immediate_response(refusal.status, body, set_headers=refusal.headers, details=refusal.envoy_details)

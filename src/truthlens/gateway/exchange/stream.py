@@ -198,7 +198,7 @@ class Stream:
         if checked is not None and checked.route.fail_policy == "closed" and kind in _REFUSABLE:
             refusal = unchecked(checked.route, checked.decision.name, reason).refusal
             if refusal is not None:
-                return mutations.refusal_response(refusal)
+                return mutations.refusal_response(state.api, refusal)
         return mutations.passthrough(kind)
 
     def close(self) -> None:

@@ -26,8 +26,8 @@ import yaml
 from truthlens.detector.types import (
     DetectorSettings,
 )
-from truthlens.gateway.apis.chat.body import WarningSpec
 from truthlens.gateway.apis.context.settings import ContextSettings, parse_templates
+from truthlens.gateway.apis.interface import WarningSpec
 from truthlens.gateway.policy.backend_config import parse_detector, parse_models
 from truthlens.gateway.policy.config_yaml import load_yaml, yaml_error
 from truthlens.gateway.policy.decisions import Rule, compile_rules

@@ -12,12 +12,12 @@ from typing import Any
 
 from truthlens.gateway.apis.chat.body import (
     RESPONSE_TEXT_PARTS,
-    BodyError,
     answer_text,
     content_text,
     decode_json,
     encode_json,
 )
+from truthlens.gateway.apis.interface import BodyError
 from truthlens.gateway.apis.sse import DONE_EVENT
 
 

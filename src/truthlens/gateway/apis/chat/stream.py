@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from truthlens.gateway.apis import forged
 from truthlens.gateway.apis.chat import body as openai_body
 from truthlens.gateway.apis.chat import chunks
+from truthlens.gateway.apis.interface import BodyError
 from truthlens.gateway.apis.sse import SSEEvent
 
 if TYPE_CHECKING:
@@ -128,5 +129,5 @@ def _check_indexes(chunk: dict[str, object]) -> None:
 
 def _bounded(index: object, limit: int, where: str) -> None:
     if isinstance(index, int) and not isinstance(index, bool) and index >= limit:
-        raise openai_body.BodyError(
+        raise BodyError(
             "bad_response", f"stream chunk {where} is {index}, over the gateway's limit of {limit - 1}")

@@ -27,8 +27,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from truthlens.gateway.apis.chat.body import (
-    BodyError,
-    Rewrite,
     content_text,
     decode_json,
     read_extension,
@@ -36,6 +34,7 @@ from truthlens.gateway.apis.chat.body import (
 )
 from truthlens.gateway.apis.context.settings import ContextSettings
 from truthlens.gateway.apis.context.sources import gather
+from truthlens.gateway.apis.interface import BodyError, Rewrite
 from truthlens.modes.base import GroundedQuery
 
 # Input item types whose ``output`` is a tool's result (a passage, like chat's tool messages).

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from truthlens.gateway.apis.chat.body import BodyError
+from truthlens.gateway.apis.interface import BodyError
 from truthlens.gateway.apis.responses.body import message_texts
 
 MAX_OUTPUT_ITEMS = 128  # output items (messages, tool calls, reasoning) of one response

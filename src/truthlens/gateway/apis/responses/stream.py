@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from truthlens.gateway.apis import forged, json_doc
-from truthlens.gateway.apis.chat.body import BodyError, event_object
+from truthlens.gateway.apis.chat.body import event_object
 from truthlens.gateway.apis.forged import DETAILS_FIELD
+from truthlens.gateway.apis.interface import BodyError
 from truthlens.gateway.apis.responses.body import output_text, place_text, with_part_text
 from truthlens.gateway.apis.responses.rendered import Part, RenderedText
 from truthlens.gateway.apis.sse import SSEDecoder, SSEError, SSEEvent, encode_event

@@ -47,7 +47,9 @@ def handle(state: StreamState, rt: Runtime) -> pb.ProcessingResponse:
     if decision is None or route is None:
         return mutations.passthrough("request_body")
     shown = skip(state, rt, route, decision.name, REASON, _message(state))
-    return mutations.refusal_response(shown.refusal) if shown.refusal else mutations.passthrough("request_body")
+    if shown.refusal is not None:
+        return mutations.refusal_response(state.api, shown.refusal)
+    return mutations.passthrough("request_body")
 
 
 def refusal(state: StreamState) -> pb.ProcessingResponse | None:

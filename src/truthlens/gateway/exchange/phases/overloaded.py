@@ -77,4 +77,4 @@ def _refusal(state: StreamState, decision: Decision | None) -> pb.ProcessingResp
     if decision is None or route is None or route.fail_policy != "closed":
         return None
     refusal = unchecked(route, decision.name, REASON).refusal
-    return None if refusal is None else mutations.refusal_response(refusal)
+    return None if refusal is None else mutations.refusal_response(state.api, refusal)

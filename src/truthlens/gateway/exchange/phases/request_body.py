@@ -70,7 +70,7 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
         return _cannot_check(state, rt, decision, GatewayError("too_large", "over max_body_bytes"), body)
     if ungrounded.needs_skipping(route, request):  # no context, no check (the route's no_context)
         shown = ungrounded.skip(state, rt, route, decision.name)
-        return mutations.refusal_response(shown.refusal) if shown.refusal else _forward(request)
+        return mutations.refusal_response(state.api, shown.refusal) if shown.refusal else _forward(request)
     state.checked = CheckedRequest(
         decision=decision,
         route=route,
@@ -116,7 +116,7 @@ def _cannot_check(
     assert route is not None
     shown = skip(state, rt, route, decision.name, error.reason, str(error))
     if shown.refusal is not None:
-        return mutations.refusal_response(shown.refusal)
+        return mutations.refusal_response(state.api, shown.refusal)
     return _without_context_field(state.api, body, route.context.extension_field)
 
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
 from truthlens.gateway.apis import forged
-from truthlens.gateway.apis.chat import body as openai_body
-from truthlens.gateway.apis.interface import ParsedResponse, Presentation
+from truthlens.gateway.apis.interface import BodyError, Endpoint, ParsedResponse, Presentation, Rewrite
 from truthlens.gateway.exchange import mutations, ungrounded
 from truthlens.gateway.exchange.phases.check import check, skip
 from truthlens.gateway.exchange.phases.state import CheckedRequest, Runtime, StreamState
@@ -35,22 +34,22 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
         shown = skip(state, rt, checked.route, checked.decision.name, "too_large",
                      "the upstream's body (no content-length) is larger than the gateway buffers", upstream=True)
         if shown.refusal is not None:
-            return mutations.refusal_response(shown.refusal)
+            return mutations.refusal_response(state.api, shown.refusal)
         return over_buffer(state)
     if len(body) > checked.route.max_body_bytes:
         return _unchecked(state, rt, checked, "too_large", body=None)
     try:
         response = state.api.parse_response(body)
-    except openai_body.BodyError as exc:
+    except BodyError as exc:
         return _unchecked(state, rt, checked, exc.reason, str(exc), body=body)
     # (a ``truthlens`` field the upstream wrote is dropped by the rendering below)
     if not response.contents:
         return _unchecked(state, rt, checked, "no_choices", body=body)
     if not any(text.strip() for text in response.contents):
         # Nothing a client is shown to check (empty, blank, tool calls only): skipped, not clean.
-        return _translate(ungrounded.skip(state, rt, checked.route, checked.decision.name,
+        return _translate(state.api, ungrounded.skip(state, rt, checked.route, checked.decision.name,
                                           ungrounded.NO_TEXT_REASON), response)
-    return _translate(await check(state, checked, rt, response.contents), response)
+    return _translate(state.api, await check(state, checked, rt, response.contents), response)
 
 
 def contain(state: StreamState, rt: Runtime, checked: CheckedRequest, reason: str,
@@ -75,15 +74,15 @@ def over_buffer(state: StreamState) -> pb.ProcessingResponse:
     return mutations.passthrough("response_body")  # not sent: the caller ends the call
 
 
-def _translate(shown: Presentation, response: ParsedResponse) -> pb.ProcessingResponse:
+def _translate(api: Endpoint, shown: Presentation, response: ParsedResponse) -> pb.ProcessingResponse:
     if shown.refusal is not None:
         # An immediate response, not a body rewrite: only it can change the status code, and
         # in BUFFERED mode nothing of the upstream's response has reached the client yet.
-        return mutations.refusal_response(shown.refusal)
+        return mutations.refusal_response(api, shown.refusal)
     details = shown.details if shown.attach_details else None
     # The original bytes come back when nothing changes (a ``truthlens`` field the upstream
     # wrote is a change: it is dropped).
-    rendered = response.render(openai_body.Rewrite(shown.contents, shown.warning, details, shown.warned))
+    rendered = response.render(Rewrite(shown.contents, shown.warning, details, shown.warned))
     new_body = None if rendered is response.body else rendered
     headers, remove = final_headers(shown.headers)
     return mutations.body_reply("response_body", body=new_body, set_headers=headers, remove=remove)
@@ -97,7 +96,7 @@ def _unchecked(
     not read, e.g. too large), marked unavailable; refused on a fail-closed route."""
     shown = skip(state, rt, checked.route, checked.decision.name, reason, detail, upstream=True)
     if shown.refusal is not None:
-        return mutations.refusal_response(shown.refusal)
+        return mutations.refusal_response(state.api, shown.refusal)
     headers, remove = final_headers(shown.headers)
     scrubbed = forged.without_details(body) if body is not None else None
     return mutations.body_reply("response_body", body=scrubbed, set_headers=headers, remove=remove)

@@ -34,7 +34,7 @@ def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> pb.Pro
     if reason is not None:
         shown = skip(state, rt, route, checked.decision.name, reason, _detail(reason, headers), upstream=True)
         if shown.refusal is not None:
-            return mutations.refusal_response(shown.refusal)
+            return mutations.refusal_response(state.api, shown.refusal)
         return reply(shown.headers, spoofed, "none")
 
     if _media_type(headers) == "text/event-stream" and route.streaming == "progressive":

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
 from truthlens.detector.types import Detection, DetectionInput
 from truthlens.gateway.apis import sse
-from truthlens.gateway.apis.chat import body as openai_body
+from truthlens.gateway.apis.interface import BodyError
 from truthlens.gateway.exchange import audit, mutations
 from truthlens.gateway.exchange.lifecycle import Draining
 from truthlens.gateway.exchange.phases.check import check_verdict, skip
@@ -141,7 +141,7 @@ def _read(p: Progressive, event: sse.SSEEvent) -> Event | str | None:
     before = p.length
     try:
         ends = codec.add(scrubbed)
-    except (openai_body.BodyError, ValueError) as exc:
+    except (BodyError, ValueError) as exc:
         p.read = start  # the verdict goes before the event that cannot be read, never glued onto it
         return str(getattr(exc, "reason", "sse_framing"))
     added = codec.text_added()

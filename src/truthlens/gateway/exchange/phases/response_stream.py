@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
 from truthlens.gateway.apis import sse
-from truthlens.gateway.apis.chat import body as openai_body
+from truthlens.gateway.apis.interface import BodyError
 from truthlens.gateway.exchange import mutations, ungrounded
 from truthlens.gateway.exchange.phases.check import check, skip
 from truthlens.gateway.exchange.phases.response_buffered import over_buffer
@@ -48,7 +48,7 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
         shown = skip(state, rt, checked.route, checked.decision.name, "too_large",
                      "the held stream is larger than Envoy buffers", upstream=True)
         if shown.refusal is not None:
-            return mutations.refusal_response(shown.refusal)
+            return mutations.refusal_response(state.api, shown.refusal)
         return over_buffer(state)
     st.received += len(chunk.body)
     if st.buffered and st.received > checked.route.max_body_bytes:
@@ -99,7 +99,7 @@ async def _consume(
     for i, event in enumerate(events):
         try:
             ends = codec.add(event)
-        except (openai_body.BodyError, ValueError) as exc:
+        except (BodyError, ValueError) as exc:
             # Unreadable event: release it and everything withheld, then say why.
             out += give_up(state, st, checked, rt, getattr(exc, "reason", "sse_framing"), str(exc))
             return
