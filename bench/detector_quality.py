@@ -267,22 +267,25 @@ def beside_commit(commit: str, args: argparse.Namespace) -> dict[str, tuple[dict
             command += ["--ragtruth-items", str(args.ragtruth_items)]
         env = {**os.environ, "PYTHONPATH": f"{tmp}/src{os.pathsep}{tmp}"}
         out = subprocess.run(command, cwd=tmp, env=env, check=True, capture_output=True, text=True).stdout
-    rows = table_rows(out, "shipped (defaults)")
-    pair = {k: rows.get(k, "-") for k in PAIR_COLUMNS}
-    return {f"{commit}: shipped (defaults)": (rows, rows, pair)}
+    tables = table_rows(out, "shipped (defaults)")
+    rag, hal, pair = (tables[i] if i < len(tables) else {} for i in range(3))
+    return {f"{commit}: shipped (defaults)": (rag, hal, {k: pair.get(k, "-") for k in PAIR_COLUMNS})}
 
 
-def table_rows(printed: str, name: str) -> dict[str, str]:
-    """The cells of the row called ``name`` in every table ``print_table`` printed, by column."""
-    cells: dict[str, str] = {}
+def table_rows(printed: str, name: str) -> list[dict[str, str]]:
+    """The cells of the row called ``name`` in each table ``print_table`` printed, by column, one
+    mapping per table in order (the tables share column names: "qa F1" is RAGTruth's in one,
+    HaluEval's in the next)."""
+    tables: list[dict[str, str]] = []
     header: list[str] = []
     for line in printed.splitlines():
         parts = re.split(r"\s{2,}", line.strip())
         if parts and parts[0] == "configuration":
             header = parts
+            tables.append({})
         elif parts and parts[0] == name and header:
-            cells.update(zip(header[1:], parts[1:], strict=False))
-    return cells
+            tables[-1].update(zip(header[1:], parts[1:], strict=False))
+    return tables
 
 
 if __name__ == "__main__":
