@@ -46,17 +46,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
-import os
 import re
-import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import baselines, charts
+from bench import baselines, charts, other_build
 from training.corpus import halueval, long_context, ragtruth
 from training.scoring import Case, Decision, Metrics, Scored, halueval_cases, metrics, ragtruth_cases, score_cases
 from truthlens.detector.backends.factory import create_detector
@@ -254,19 +250,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def beside_commit(commit: str, args: argparse.Namespace) -> dict[str, tuple[dict[str, str], ...]]:
     """The shipped defaults of the build at ``commit`` on the same answers: its own bench, model and
-    code (``git archive``) run in a child process, its rows read back from the tables it prints."""
-    with tempfile.TemporaryDirectory(prefix="bench-beside-") as tmp:
-        archive = subprocess.run(["git", "archive", commit, "src", "bench", "training"], check=True,
-                                 capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
-        command = [sys.executable, "-m", "bench.detector_quality", "--shipped-only",
-                   "--ragtruth", str(args.ragtruth.resolve()), "--halueval", str(args.halueval.resolve()),
-                   "--items", str(args.items), "--summarization-items", str(args.summarization_items),
-                   "--threshold", str(args.threshold)]
-        if args.ragtruth_items is not None:  # (a build older than this option refuses it, saying so)
-            command += ["--ragtruth-items", str(args.ragtruth_items)]
-        env = {**os.environ, "PYTHONPATH": f"{tmp}/src{os.pathsep}{tmp}"}
-        out = subprocess.run(command, cwd=tmp, env=env, check=True, capture_output=True, text=True).stdout
+    code run in a child process (:mod:`bench.other_build`), its rows read back from the tables it prints."""
+    command = ["--shipped-only", "--ragtruth", str(args.ragtruth.resolve()), "--halueval", str(args.halueval.resolve()),
+               "--items", str(args.items), "--summarization-items", str(args.summarization_items),
+               "--threshold", str(args.threshold)]
+    if args.ragtruth_items is not None:  # (a build older than this option refuses it, saying so)
+        command += ["--ragtruth-items", str(args.ragtruth_items)]
+    out = other_build.output_at(commit, ("src", "bench", "training"), "bench.detector_quality", command)
     tables = table_rows(out, "shipped (defaults)")
     rag, hal, pair = (tables[i] if i < len(tables) else {} for i in range(3))
     return {f"{commit}: shipped (defaults)": (rag, hal, {k: pair.get(k, "-") for k in PAIR_COLUMNS})}
