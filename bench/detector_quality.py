@@ -257,9 +257,17 @@ def beside_commit(commit: str, args: argparse.Namespace) -> dict[str, tuple[dict
     if args.ragtruth_items is not None:  # (a build older than this option refuses it, saying so)
         command += ["--ragtruth-items", str(args.ragtruth_items)]
     out = other_build.output_at(commit, ("src", "bench", "training"), "bench.detector_quality", command)
-    tables = table_rows(out, "shipped (defaults)")
-    rag, hal, pair = (tables[i] if i < len(tables) else {} for i in range(3))
-    return {f"{commit}: shipped (defaults)": (rag, hal, {k: pair.get(k, "-") for k in PAIR_COLUMNS})}
+    return {f"{commit}: shipped (defaults)": build_rows(out)}
+
+
+def build_rows(printed: str) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """The "shipped (defaults)" row of another build's printed tables: its RAGTruth cells, its
+    HaluEval cells and its long-context pair (a table of its own, or, in older builds, columns of
+    the HaluEval table)."""
+    tables = table_rows(printed, "shipped (defaults)")
+    rag, hal = (tables[i] if i < len(tables) else {} for i in range(2))
+    pair = {k: next((t[k] for t in tables if k in t), "-") for k in PAIR_COLUMNS}
+    return rag, hal, pair
 
 
 def table_rows(printed: str, name: str) -> list[dict[str, str]]:
