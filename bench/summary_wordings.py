@@ -19,7 +19,7 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from bench import wordings
+from bench import other_build, wordings
 from training.corpus import halueval
 from training.scoring import Case, Decision, halueval_cases, metrics, score_cases
 from truthlens.detector.backends.factory import create_detector
@@ -63,8 +63,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.lines:
         print("\n".join(asyncio.run(table(root, args.items))))
         return 0
-    from bench import other_build
-
     builds = {"this build": asyncio.run(table(root, args.items))}
     for commit in args.beside:
         out = other_build.output_at(commit, ("src", "training"), "bench.summary_wordings",

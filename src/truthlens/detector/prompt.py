@@ -151,7 +151,7 @@ _PASSAGE_WORDS = frozenset(
     "above below provided given".split()
 )
 _ASKING_WORDS = frozenset("who whom whose what when where which why how is are was were do does did".split())
-MAX_LEAD_WORDS = 8  # an opening clause before a comma or colon that only points at the passages
+MAX_LEAD_WORDS = 8  # an opening clause before a comma that only points at the passages
 # A speaker's turn ("[Human]:", "User:", "Assistant:"): the request is a conversation.
 _SPEAKER = re.compile(r"\[(?:human|user|assistant|system)\]\s*:|(?:^|\n)\s*(?:user|assistant|human)\s*:", re.I)
 # (a sentence ends after a word of two letters or more: "J. H. Williams" is one name)
@@ -216,10 +216,10 @@ def the_question(request: str) -> str:
         if (comma and rest.strip() and len(head.split()) <= MAX_LEAD_WORDS and not _own_words(head)
                 and words & _PASSAGE_WORDS and not words & _ASKING_WORDS):
             text, changed = rest, True
-    lead = _ASKING_LEAD.match(text.strip())
-    if lead:
-        text, changed = text.strip()[lead.end():], True
     text = text.strip()
+    lead = _ASKING_LEAD.match(text)
+    if lead:
+        text, changed = text[lead.end():].strip(), True
     return text if changed and _own_words(text) else request
 
 

@@ -16,7 +16,7 @@ from truthlens.gateway.apis import json_doc
 from truthlens.gateway.apis.context.settings import ContextSettings as ContextSettings  # re-exported
 from truthlens.gateway.apis.context.sources import gather
 from truthlens.gateway.apis.forged import DETAILS_FIELD
-from truthlens.gateway.apis.interface import BodyError, Rewrite, WarningSpec  # (re-exported)
+from truthlens.gateway.apis.interface import BodyError, Rewrite, WarningSpec
 from truthlens.gateway.apis.sse import encode_event
 from truthlens.modes.base import GroundedQuery
 
