@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pytest
 
-from truthlens.detector.batcher import BatcherClosed, BatchFailed, MicroBatcher, batch_runs_alone
+from truthlens.detector.batcher import BACKGROUND, BatcherClosed, BatchFailed, MicroBatcher, batch_runs_alone
 from truthlens.detector.types import Overloaded
 
 
@@ -230,3 +230,53 @@ async def test_without_lone_takes_all_a_lone_batch_leaves_the_other_slots_free()
 def test_bad_limits_are_rejected() -> None:
     with pytest.raises(ValueError):
         MicroBatcher(GatedRun(), abs, max_batch_size=0, max_wait_s=0.0, max_queue=1)
+
+
+async def _background(batcher: MicroBatcher[int, int], rows: list[int]) -> list[int]:
+    token = BACKGROUND.set(True)  # as the dry run submits its rows
+    try:
+        return await batcher.submit(rows)
+    finally:
+        BACKGROUND.reset(token)
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    for _ in range(500):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the batcher never got there")
+
+
+async def test_a_live_row_runs_before_background_rows_queued_earlier() -> None:
+    # One slot: background rows hold it one batch at a time; a live row that arrives behind
+    # eight of them is the next batch, not the ninth.
+    run = GatedRun()
+    run.gate.clear()
+    batcher = _batcher(run, max_wait_s=0.0, max_batch_size=1, max_in_flight=1)
+    background = asyncio.create_task(_background(batcher, [100 + i for i in range(8)]))
+    await _wait_started(run)
+    await _until(lambda: batcher.pending_rows == 7)
+    live = asyncio.create_task(batcher.submit([7]))
+    await _until(lambda: batcher.pending_rows == 8)
+    run.gate.set()
+    assert await live == [14] and await background == [2 * (100 + i) for i in range(8)]
+    assert [b[0] for b in run.batches][:2] == [100, 7]
+    await batcher.close()
+
+
+async def test_background_batches_leave_a_slot_for_live_rows_and_never_take_every_core() -> None:
+    run = GatedRun()
+    run.gate.clear()
+    batcher = _batcher(run, max_wait_s=0.0, max_batch_size=1, max_in_flight=2, lone_takes_all=True)
+    background = asyncio.create_task(_background(batcher, [100, 101, 102]))
+    await _wait_started(run)
+    await asyncio.sleep(0.05)
+    # Two slots, three background rows: one runs, the others wait for it, not for the free slot.
+    assert batcher.running_batches == 1 and batcher.pending_rows == 2
+    live = asyncio.create_task(batcher.submit([7]))
+    await _until(lambda: batcher.running_batches == 2)  # the live row took the free slot at once
+    run.gate.set()
+    assert await live == [14] and await background == [200, 202, 204]
+    assert run.alone[0] is False  # the lone background row did not take both slots
+    await batcher.close()

@@ -9,6 +9,11 @@ runs), a batch that finds nothing else running and nothing else waiting takes ev
 run function may then use the whole machine (:func:`batch_runs_alone`) and later rows wait for
 it instead of competing for its cores. The queue is bounded by checks in flight; a cancelled
 caller's rows are dropped before they run, or their outputs ignored if already running.
+
+Rows submitted under :data:`BACKGROUND` (the ``POST /v1/check`` dry run) yield to live rows: a
+batch is formed from live rows whenever any wait, background batches never take every slot
+(with ``max_in_flight`` > 1 one slot stays free for live rows), so a live check waits for at
+most one background batch, never for a queue of them.
 """
 
 from __future__ import annotations
@@ -42,6 +47,9 @@ LENGTH_SLACK = 32
 # batch_time_left(), so a batch never outlives every caller waiting for it.
 CHECK_DEADLINE: ContextVar[float | None] = ContextVar("detector_check_deadline", default=None)
 _running_batch = threading.local()
+# Rows submitted while this is True run at background priority (see the module docstring): a
+# caller that is no live exchange (the dry run) sets it around its checks.
+BACKGROUND: ContextVar[bool] = ContextVar("detector_background", default=False)
 
 
 def batch_time_left() -> float | None:
@@ -102,6 +110,7 @@ class _Entry(Generic[RowT]):
     length: int
     enqueued: float = field(default_factory=time.monotonic)
     deadline: float | None = None  # CHECK_DEADLINE of the submitting check
+    background: bool = False  # BACKGROUND of the submitting check
 
 
 class MicroBatcher(Generic[RowT, OutT]):
@@ -133,6 +142,9 @@ class MicroBatcher(Generic[RowT, OutT]):
         self._running: set[asyncio.Task[None]] = set()
         self._slots: asyncio.Semaphore | None = None
         self._slots_held = 0  # by batches running now
+        self._background_running = 0  # background batches running now
+        # Background batches run at most this many at once: one slot stays for live rows.
+        self._background_cap = max(1, max_in_flight - 1)
         self._worker: asyncio.Task[None] | None = None
         self._wakeup: asyncio.Event | None = None
         self._closed = False
@@ -174,8 +186,9 @@ class MicroBatcher(Generic[RowT, OutT]):
         loop = asyncio.get_running_loop()
         job: _Job[OutT] = _Job(future=loop.create_future(), outputs=[None] * len(rows), remaining=len(rows))
         self._jobs.add(job)
-        deadline = CHECK_DEADLINE.get()
-        self._pending.extend(_Entry(job, i, row, self._length(row), deadline=deadline) for i, row in enumerate(rows))
+        deadline, background = CHECK_DEADLINE.get(), BACKGROUND.get()
+        self._pending.extend(_Entry(job, i, row, self._length(row), deadline=deadline, background=background)
+                             for i, row in enumerate(rows))
         wakeup.set()
         try:
             return await job.future
@@ -237,13 +250,23 @@ class MicroBatcher(Generic[RowT, OutT]):
             if not batch:
                 self._slots.release()
                 continue
+            background = batch[0].background
+            if background and self._background_running >= self._background_cap:
+                # Only background rows wait and their share of the slots is taken: put them back
+                # and wait for a live row or for a background batch to end (both set wakeup).
+                self._pending.extendleft(reversed(batch))
+                self._slots.release()
+                wakeup.clear()
+                await wakeup.wait()
+                continue
             held = 1
-            if self._lone_takes_all and not self._pending and self._slots_held == 0:
+            if self._lone_takes_all and not background and not self._pending and self._slots_held == 0:
                 # Nothing else runs or waits: this batch takes the free slots too (no waiting).
                 while held < self._max_in_flight:
                     await self._slots.acquire()
                     held += 1
             self._slots_held += held
+            self._background_running += background
             task = asyncio.get_running_loop().create_task(self._run(batch, self._slots, held))
             self._running.add(task)
             task.add_done_callback(self._running.discard)
@@ -273,6 +296,10 @@ class MicroBatcher(Generic[RowT, OutT]):
             self._slots_held -= held
             for _ in range(held):
                 slots.release()
+            if batch[0].background:
+                self._background_running -= 1
+                if self._wakeup is not None:
+                    self._wakeup.set()  # background rows held back for this slot may go now
         self._runs += 1
         self._rows += len(batch)
         self._largest = max(self._largest, len(batch))
@@ -296,14 +323,17 @@ class MicroBatcher(Generic[RowT, OutT]):
             self._pending.popleft()
         if not self._pending:
             return []
-        anchor = self._pending[0].length
+        # Live rows first: a batch is background only when no live row waits.
+        anchor_entry = next((e for e in self._pending if not e.background and not e.job.cancelled), self._pending[0])
+        background = anchor_entry.background
+        anchor = anchor_entry.length
         low, high = anchor / LENGTH_RATIO - LENGTH_SLACK, anchor * LENGTH_RATIO + LENGTH_SLACK
         batch: list[_Entry[RowT]] = []
         rest: deque[_Entry[RowT]] = deque()
         for entry in self._pending:
             if entry.job.cancelled:
                 continue
-            if len(batch) < self._max_batch and low <= entry.length <= high:
+            if len(batch) < self._max_batch and entry.background == background and low <= entry.length <= high:
                 batch.append(entry)
             else:
                 rest.append(entry)
