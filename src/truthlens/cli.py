@@ -113,6 +113,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
     serve.add_argument("--no-check-endpoint", dest="check_endpoint", action="store_false",
                        help="turn off POST /v1/check (the detector's dry run) on the metrics listener")
+    serve.add_argument("--check-max-items", type=int, default=64, help="POST /v1/check: items per request (413 over)")
+    serve.add_argument("--check-max-chars", type=int, default=2_000_000,
+                       help="POST /v1/check: characters of context, questions and answers per request (413 over)")
+    serve.add_argument("--check-max-concurrent", type=int, default=2,
+                       help="POST /v1/check: requests checked at once (429 beyond); their rows yield to live exchanges")
     serve.add_argument("--log-format", choices=("text", "json"), default=None,
                        help="text (default) or json: one JSON object per line, the per-exchange audit line's "
                        "fields as keys (default: TRUTHLENS_LOG_FORMAT, else text)")
@@ -139,6 +144,10 @@ def _serve(ns: argparse.Namespace) -> int:
     if bool(ns.tls_cert) != bool(ns.tls_key):
         print("truthlens serve: --tls-cert and --tls-key go together", file=sys.stderr)
         return 2
+    for flag in ("check_max_items", "check_max_chars", "check_max_concurrent"):
+        if getattr(ns, flag) < 1:
+            print(f"truthlens serve: --{flag.replace('_', '-')} must be >= 1", file=sys.stderr)
+            return 2
     from truthlens import logs
 
     log_format = ns.log_format or os.environ.get(logs.FORMAT_ENV) or "text"
@@ -150,6 +159,7 @@ def _serve(ns: argparse.Namespace) -> int:
         # worker writes its samples where the supervisor's /metrics reads them.
         own_metrics_dir = tempfile.mkdtemp(prefix="truthlens-metrics-")
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = own_metrics_dir
+    from truthlens.gateway.server.dry_run import Limits
     from truthlens.gateway.server.serve import ServerSettings, run
 
     config = ns.config or default_config()
@@ -165,6 +175,8 @@ def _serve(ns: argparse.Namespace) -> int:
         tls_key=ns.tls_key,
         config_poll_s=ns.config_poll_s,
         check_endpoint=ns.check_endpoint,
+        check_limits=Limits(max_items=ns.check_max_items, max_chars=ns.check_max_chars,
+                            max_concurrent=ns.check_max_concurrent),
     )
     try:
         return run(settings)

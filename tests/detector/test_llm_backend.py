@@ -9,6 +9,8 @@ aiohttp, HTTP, JSON, OpenTelemetry SDK.
 
 from __future__ import annotations
 
+import json
+import threading
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
@@ -17,8 +19,10 @@ import pytest
 import pytest_asyncio
 from span_capture import captured_spans
 
+from truthlens.detector.backends import llm as llm_backend
 from truthlens.detector.backends.factory import create_detector
-from truthlens.detector.backends.llm import LlmDetector
+from truthlens.detector.backends.llm import MAX_INVENTED, LlmDetector
+from truthlens.detector.quotes import locate_quotes
 from truthlens.detector.types import (
     DetectionInput,
     DetectorHooks,
@@ -236,3 +240,50 @@ async def test_detect_many_sends_one_call_per_answer_and_bounds_those_in_flight(
     assert len(arrivals) == 4
     # At most two calls at once: the third starts only after one of the first two was answered.
     assert arrivals[2] - arrivals[0] >= 0.35
+
+
+def _quotes_reply(quotes: Sequence[str]) -> dict[str, Any]:
+    return {"content": json.dumps({"spans": [{"quote": q} for q in quotes]})}
+
+
+async def test_a_flood_of_quotes_is_unreadable_without_locating_one_and_off_the_loop(
+        upstream: ScriptedUpstream, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A model that ignores max_tokens and replies 20,000 quotes (under max_reply_bytes as streamed):
+    # the reply is refused by its count, in a thread, before a single quote is looked up.
+    readers: list[str] = []
+    located: list[int] = []
+
+    def counted(answer: str, quotes: Sequence[str], **kw: Any) -> Any:
+        readers.append(threading.current_thread().name)
+        located.append(len(quotes))
+        return locate_quotes(answer, quotes, **kw)
+
+    monkeypatch.setattr(llm_backend, "locate_quotes", counted)
+    flood = [f"zq{i:07d} nowhere" for i in range(20_000)]
+    detector = await detector_for(upstream, [{"match": {"model": "span-model"}, "reply": _quotes_reply(flood)}])
+    try:
+        found = await detector.detect(item(), threshold=0.5, timeout_s=30)
+        # Under the cap, a reply is located in a thread too (not the event loop's).
+        upstream.set_rules([{"match": {"model": "span-model"}, "reply": _quotes_reply(["1925"])}])
+        kept = await detector.detect(item(), threshold=0.5, timeout_s=30)
+    finally:
+        await detector.close()
+    assert found.status == "unavailable" and found.reason == "llm_bad_output" and found.spans == ()
+    assert located == [1] and [s.text for s in kept.spans] == ["1925"]
+    assert readers and threading.main_thread().name not in readers
+
+
+@pytest.mark.parametrize(("invented", "status"), [(MAX_INVENTED, "detected"), (MAX_INVENTED + 1, "unavailable")])
+async def test_invented_quotes_past_the_bound_make_the_reply_unreadable(
+        upstream: ScriptedUpstream, invented: int, status: str) -> None:
+    quotes = ["1925", *(f"a text the answer never held, number {i}" for i in range(invented)), "Albert Speer"]
+    detector = await detector_for(upstream, [{"match": {"model": "span-model"}, "reply": _quotes_reply(quotes)}])
+    try:
+        found = await detector.detect(item(), threshold=0.5, timeout_s=10)
+    finally:
+        await detector.close()
+    assert found.status == status
+    if status == "detected":
+        assert [s.text for s in found.spans] == ["1925", "Albert Speer"] and found.reason == "llm_invented_quotes"
+    else:
+        assert found.reason == "llm_bad_output" and found.spans == ()

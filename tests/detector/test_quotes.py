@@ -57,3 +57,28 @@ def test_folding_keeps_one_character_per_character() -> None:
     located = locate_quotes(answer, ["İSTANBUL hosted"])
     assert texts(answer, located.ranges) == ["İstanbul  hosted"]
     assert fold(" A\u00a0\tB ") == " a b "
+
+
+def test_locating_stops_at_the_first_invented_quote_past_the_bound() -> None:
+    answer = "Built in 1925 by Albert Speer, it is 300 m tall."
+    quotes = ["1925", "nowhere one", "nowhere two", "Albert Speer", "nowhere three", "300 m"]
+    within = locate_quotes(answer, quotes, max_invented=3)
+    assert not within.stopped and within.invented == 3 and len(within.ranges) == 3
+    stopped = locate_quotes(answer, quotes, max_invented=1)
+    # The second invented quote is past the bound: what came before it is all that was read.
+    assert stopped.stopped and stopped.invented == 2
+    assert [answer[s:e] for s, e in stopped.ranges] == ["1925"]
+
+
+def test_a_million_invented_quotes_past_the_bound_cost_one_lookup_each_until_the_bound() -> None:
+    answer = "x" * 50_000
+    seen: list[int] = []
+
+    class Counting(list[str]):
+        def __iter__(self):  # type: ignore[no-untyped-def]
+            for i, q in enumerate(super().__iter__()):
+                seen.append(i)
+                yield q
+
+    located = locate_quotes(answer, Counting(f"zq{i:07d}" for i in range(1_000_000)), max_invented=8)
+    assert located.stopped and located.invented == 9 and len(seen) <= 10

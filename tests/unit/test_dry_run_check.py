@@ -87,10 +87,43 @@ def test_a_batch_answers_each_item_in_order(processor: int) -> None:
     (json.dumps({**GROUNDED, "route": "no-such-route"}).encode(), 404, "route: no decision named 'no-such-route'"),
     (json.dumps({"items": [GROUNDED] * 65}).encode(), 413, "at most 64"),
     (b" " * (MAX_CHECK_BODY_BYTES + 1), 413, "over"),
+    # Nested past the JSON depth bound, a number past Python's digit limit, a lone surrogate: the
+    # client's input, so 400 with a JSON error (these were a non-JSON 500 and a 503).
+    (b'{"items":' + b"[" * 5000 + b"]" * 5000 + b"}", 400, "nested deeper"),
+    (b'{"items":[' + b"[" * 200 + b"]" * 200 + b"]}", 400, "nested deeper"),
+    (json.dumps(GROUNDED).encode()[:-1] + b', "x": ' + b"9" * 5000 + b"}", 400, "not JSON"),
+    (json.dumps({**GROUNDED, "answer": "\ud800 1925"}).encode(), 400, "answer: holds a lone surrogate"),
+    (json.dumps({"items": [GROUNDED, {**GROUNDED, "context": ["ok", "\udfff"]}]}).encode(), 400,
+     "items[1].context[1]: holds a lone surrogate"),
+    # Characters over the per-request bound (default 2,000,000), well under the 4 MiB body limit.
+    (json.dumps({"items": [{**GROUNDED, "context": ["x" * 700_000]}] * 3}).encode(), 413, "--check-max-chars"),
 ])
 def test_bad_input_is_refused_naming_the_field(processor: int, body: bytes, status: int, names: str) -> None:
     got, doc = post(processor, body)
     assert got == status and names in doc["error"], doc
+
+
+def test_the_processor_still_serves_after_bad_input(processor: int) -> None:
+    for body in (b"[" * 5000, b'{"answer": ' + b"7" * 9000 + b"}", json.dumps({**GROUNDED, "answer": "\ud83d"}).encode()):
+        assert post(processor, body)[0] == 400
+    assert check(processor, GROUNDED)[0] == 200
+
+
+@pytest.mark.parametrize("answer", ["", "   \n\t "])
+def test_an_answer_with_no_text_is_skipped_as_the_gateway_says(processor: int, answer: str) -> None:
+    status, doc = check(processor, {**WRONG_YEAR, "answer": answer})
+    assert status == 200, doc
+    assert doc["detected"] == "skipped" and doc["reason"] == "no_text" and doc["score"] is None, doc
+
+
+@pytest.mark.parametrize("context", [[], [""], [" ", "\n"]])
+def test_no_context_is_skipped_as_the_gateway_says(processor: int, context: list[str]) -> None:
+    # The gateway's default no_context policy (skip): not checked, never "detected".
+    status, doc = check(processor, {**WRONG_YEAR, "context": context})
+    assert status == 200, doc
+    assert doc["detected"] == "skipped" and doc["reason"] == "no_context" and doc["spans"] == [], doc
+    status, batch = check(processor, {"items": [{**WRONG_YEAR, "context": context}, WRONG_YEAR]})
+    assert status == 200 and [r["detected"] for r in batch["results"]] == ["skipped", True], batch
 
 
 def test_no_check_endpoint_answers_501_saying_why() -> None:

@@ -8,12 +8,21 @@ first unused one each time, so "1925 ... 1925" quoted twice flags both places; o
 has no unused occurrence left, the surplus repeat adds nothing and is dropped. A quote found
 nowhere in the answer was invented (or paraphrased): it is dropped and counted, never turned
 into a span. Overlapping ranges are merged.
+
+The work is bounded whatever the reply: a reply's quotes are many only when the model ignored
+its ``max_tokens`` (each quote costs a few tokens), so more than :data:`MAX_QUOTES` is no
+reading of the answer, and locating stops at the first invented quote past ``max_invented``
+(the caller's bound: past it the reply is unreadable, so the rest need not be looked up).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+# The most quotes a reply may give: 256 quotes of a few tokens each is already more than a
+# detector's max_tokens (1024 by default) lets an honest reply hold.
+MAX_QUOTES = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +32,7 @@ class Located:
     ranges: tuple[tuple[int, int], ...]
     invented: int  # quotes (empty ones included) found nowhere in the answer
     repeats: int  # surplus repeats: the answer holds that text fewer times than it was quoted
+    stopped: bool = False  # locating stopped at an invented quote past max_invented
 
 
 class _Folded:
@@ -51,14 +61,17 @@ def fold(text: str) -> str:
     return _Folded(text).text
 
 
-def locate_quotes(answer: str, quotes: Sequence[str]) -> Located:
-    """The answer ranges ``quotes`` name, in the model's order of repeats (see the module doc)."""
+def locate_quotes(answer: str, quotes: Sequence[str], *, max_invented: int | None = None) -> Located:
+    """The answer ranges ``quotes`` name, in the model's order of repeats (see the module doc);
+    with ``max_invented``, the ranges found until the invented quote past that many (``stopped``)."""
     folded: _Folded | None = None  # built on the first quote that needs it
     next_exact: dict[str, int] = {}
     next_folded: dict[str, int] = {}
     found: list[tuple[int, int]] = []
     invented = repeats = 0
     for raw in quotes:
+        if max_invented is not None and invented > max_invented:
+            return Located(ranges=_merged(found), invented=invented, repeats=repeats, stopped=True)
         quote = raw.strip()
         if not quote:
             invented += 1
@@ -83,7 +96,8 @@ def locate_quotes(answer: str, quotes: Sequence[str]) -> Located:
             continue
         next_folded[key] = at + 1
         found.append((folded.origin[at], folded.origin[at + len(key) - 1] + 1))
-    return Located(ranges=_merged(found), invented=invented, repeats=repeats)
+    stopped = max_invented is not None and invented > max_invented
+    return Located(ranges=_merged(found), invented=invented, repeats=repeats, stopped=stopped)
 
 
 def _merged(ranges: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:

@@ -16,7 +16,12 @@ endpoint's timeout ran out), ``llm_unavailable`` (connection refused, 5xx after 
 ``max_reply_bytes``), ``llm_bad_output`` (the reply is not the schema's object, was cut off by
 ``max_tokens``, or quotes only text the answer does not contain: a judge that names nothing of
 this answer has not checked it). A reply that quotes some such text besides text the answer
-holds keeps the spans it located, with reason ``llm_invented_quotes``. Anything else a reply
+holds keeps the spans it located, with reason ``llm_invented_quotes``; more than
+:data:`MAX_INVENTED` invented quotes, or more than :data:`~truthlens.detector.quotes.MAX_QUOTES`
+quotes, is no reading of this answer either (``llm_bad_output``). The reply is read and its
+quotes located in a thread, never on the event loop, and the work is bounded by those counts:
+a model that ignores ``max_tokens`` and replies megabytes of quotes costs one bounded read,
+not the worker's loop. Anything else a reply
 can do to the reading is contained the same way (``llm_error``): a check never fails as a whole
 because one reply was odd. ``detect_many`` runs one call per answer at once;
 ``batching.max_in_flight`` bounds the calls in flight across all streams.
@@ -39,7 +44,7 @@ from truthlens.detector.backends.llm_prompt import (
     messages,
     read_quotes,
 )
-from truthlens.detector.quotes import locate_quotes
+from truthlens.detector.quotes import MAX_QUOTES, Located, locate_quotes
 from truthlens.detector.types import (
     Detection,
     DetectionInput,
@@ -62,6 +67,9 @@ _FAILURES = {
     "http_5xx": "llm_unavailable",
 }
 BAD_OUTPUT = "llm_bad_output"
+# Invented quotes a reply may hold and still be read (its located quotes kept): past this many it
+# is not reading this answer, so locating stops at the next one.
+MAX_INVENTED = 8
 
 
 class LlmDetector:
@@ -119,12 +127,13 @@ class LlmDetector:
         try:
             if choice.finish_reason == "length":
                 raise MalformedReply(f"cut off at max_tokens={self.llm.max_tokens}")
-            quotes = read_quotes(choice.text)
-            located = locate_quotes(item.answer, quotes)
+            located = await asyncio.to_thread(_read, item.answer, choice.text)
             if located.invented:
                 self._report_invented(located.invented)
-            if quotes and not located.ranges and located.invented:
-                raise MalformedReply(f"none of its {len(quotes)} quote(s) is in the answer")
+            if located.stopped:
+                raise MalformedReply(f"more than {MAX_INVENTED} of its quotes are not in the answer")
+            if not located.ranges and located.invented:
+                raise MalformedReply(f"none of its {located.invented} quote(s) is in the answer")
         except MalformedReply as exc:
             self._client.report_unreadable(self.llm.model, self.llm.role, f"{exc}; the check is unavailable")
             return Detection.unavailable(BAD_OUTPUT, elapsed_ms())
@@ -157,6 +166,15 @@ class LlmDetector:
 
     async def close(self) -> None:
         await self._client.aclose()
+
+
+def _read(answer: str, reply: str) -> Located:
+    """The reply's quotes located in ``answer`` (a thread's work: a reply may be megabytes);
+    :class:`MalformedReply` when it holds more than :data:`MAX_QUOTES`."""
+    quotes = read_quotes(reply)
+    if len(quotes) > MAX_QUOTES:
+        raise MalformedReply(f"{len(quotes)} quotes, more than {MAX_QUOTES}: not a reading of this answer")
+    return locate_quotes(answer, quotes, max_invented=MAX_INVENTED)
 
 
 def client_for(llm: LlmSettings, hooks: DetectorHooks) -> LLMClient:

@@ -25,7 +25,7 @@ Check = Callable[[bytes], CheckResult]
 CHECK_PATH = "/v1/check"
 MAX_CHECK_BODY_BYTES = 4 * 1024 * 1024
 _STATUS_TEXT = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
-                411: "Length Required", 413: "Content Too Large", 501: "Not Implemented",
+                411: "Length Required", 413: "Content Too Large", 429: "Too Many Requests", 501: "Not Implemented",
                 503: "Service Unavailable"}
 StartResponse = Callable[..., Any]
 WSGIApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]

@@ -12,7 +12,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from truthlens.gateway.exchange.phases.state import Runtime
 from truthlens.gateway.exchange.services import ServiceProvider
 from truthlens.gateway.policy.config_store import ConfigStore
 from truthlens.gateway.server.dry_run import DryRunCheck
+from truthlens.gateway.server.dry_run import Limits as CheckLimits
 from truthlens.gateway.server.processor import SERVICE_NAME, ExternalProcessor
 from truthlens.options import ConfigError
 
@@ -57,6 +58,7 @@ class ServerSettings:
     config_poll_s: float = 2.0
     # POST /v1/check on the metrics listener (a dry run of the detector); off: 404 there.
     check_endpoint: bool = True
+    check_limits: CheckLimits = field(default_factory=CheckLimits)  # what one dry run may ask
 
 
 class ProcessorServer:
@@ -90,7 +92,8 @@ class ProcessorServer:
         if s.metrics_listen and self.serve_metrics:
             # POST /v1/check: the serving detector with the current config's route settings.
             check = DryRunCheck(asyncio.get_running_loop(), lambda: store.current,
-                                lambda: self._services.detector if self._services is not None and self.ready else None)
+                                lambda: self._services.detector if self._services is not None and self.ready else None,
+                                s.check_limits)
             probes = telemetry.start_metrics_server(s.metrics_listen, ready=lambda: self.ready,
                                                     check=check if s.check_endpoint else None)
             log.info("metrics and probes on %s (/metrics, /healthz, /readyz%s); %s",
