@@ -220,3 +220,46 @@ def test_escalation_path_is_counted_step_by_step() -> None:
     assert get("truthlens_escalations_total", {"from_mode": "lightweight", "to_mode": "standard"}) == 1
     assert get("truthlens_escalations_total", {"from_mode": "standard", "to_mode": "premium"}) == 1
     assert get("truthlens_escalations_total", {"from_mode": "lightweight", "to_mode": "premium"}) is None
+
+
+class _BrokenLLM:
+    """A model client with a bug: every call raises a plain error (no LLMError a mode handles)."""
+
+    calls = 0
+
+    async def chat(self, call: Any, deadline: float | None = None) -> Any:
+        self.calls += 1
+        raise RuntimeError("a collaborator's bug")
+
+    def report_unreadable(self, model: str, role: str, why: str) -> None:
+        pass
+
+
+async def test_a_mode_failing_after_detection_keeps_the_detectors_verdict_and_its_warning() -> None:
+    """Standard mode detects the upstream answer first, then re-asks a model: the re-ask breaks.
+    The detector had flagged the answer: that verdict goes out (warned), the failure named."""
+    from truthlens.detector.backends.factory import create_detector
+    from truthlens.detector.types import DetectorSettings
+
+    require_shipped_model()
+    detector = create_detector(DetectorSettings())
+    decision, policy = decision_of(config({"mode": "standard"}))
+    t, spans = telemetry()
+    llm = _BrokenLLM()
+    try:
+        verdict = await run_check(policy, decision, request([CONTEXT], QUESTION), [HALLUCINATED],
+                                  Services(detector=detector, llm=llm), t)  # type: ignore[arg-type]
+        # Nothing checked before the failure: unavailable as before (the detector never ran).
+        none_checked = await run_check(policy, decision, request([CONTEXT], QUESTION), [HALLUCINATED],
+                                       Services(detector=None, llm=llm), t)  # type: ignore[arg-type]
+    finally:
+        await detector.close()
+    assert llm.calls >= 1  # the failure came after the detection
+    (choice,) = verdict.choices
+    assert choice.detection.status == "detected" and choice.detection.spans and choice.text is None
+    assert verdict.status == "detected" and verdict_reason(verdict) is None
+    assert verdict.attributes["mode_failed"] == "mode_error"
+    assert counted(t, "truthlens_errors_total", {"reason": "mode_error"}) >= 1
+    policy_span = next(s for s in spans.get_finished_spans() if s.name == "truthlens.policy")
+    assert policy_span.attributes["truthlens.verdict.mode_failed"] == "mode_error"
+    assert none_checked.status == "unavailable" and verdict_reason(none_checked) == "mode_error"

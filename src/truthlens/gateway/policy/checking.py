@@ -2,7 +2,11 @@
 
 Whatever goes wrong (the mode cannot load, the detector fails, the budget runs out, a bug in
 a mode) the answer is a verdict whose choices are all ``unavailable`` with a reason label:
-never "clean" for a check that did not run, and never an exception into the stream.
+never "clean" for a check that did not run, and never an exception into the stream. A mode
+that fails after the detector has checked every upstream answer (a model reply that broke its
+arithmetic, a budget that ran out while it re-asked) leaves that check standing: the
+detector's verdict goes out, warning included, and the failure is named (``mode_failed`` in
+the verdict's attributes, the WARNING log line, ``truthlens_errors_total``).
 """
 
 from __future__ import annotations
@@ -114,10 +118,8 @@ async def _contained(
     detector = services.detector
     if route.confirm:
         detector = _cascade(services, decision, route.mode, telemetry)
-    scoped = replace(
-        services,
-        detector=BudgetedDetector(detector, route.budgets.detection_s, deadline, telemetry, route.mode),
-    )
+    budgeted = BudgetedDetector(detector, route.budgets.detection_s, deadline, telemetry, route.mode)
+    scoped = replace(services, detector=budgeted)
     timeout = asyncio.timeout(max(0.0, deadline - time.monotonic()))
     try:
         async with timeout:
@@ -125,6 +127,7 @@ async def _contained(
             held_back: tuple[str, ...] = ()
             if route.evidence is not None:
                 query, held_back = await _gate(query, route.evidence, services, telemetry, route.mode)
+            budgeted.for_query(query)
             exchange = Exchange(
                 decision=decision,
                 mode=route.mode,
@@ -138,18 +141,35 @@ async def _contained(
             verdict = await mode.run(exchange, scoped)
     except TimeoutError as exc:
         reason = "budget_exhausted" if timeout.expired() else reason_for_exception(exc)
-        return unavailable_verdict(route.mode, n, reason)
+        return _detector_kept(route.mode, decision, answers, budgeted, reason, telemetry) \
+            or unavailable_verdict(route.mode, n, reason)
     except Exception as exc:
         reason = reason_for_exception(exc)
         if reason == "internal":
             log.exception("mode %r failed on decision %r", route.mode, decision)
             reason = "mode_error"
-        return unavailable_verdict(route.mode, n, reason)
+        return _detector_kept(route.mode, decision, answers, budgeted, reason, telemetry) \
+            or unavailable_verdict(route.mode, n, reason)
     problem = _malformed(verdict, n)
     if problem is not None:
         log.error("mode %r returned an invalid verdict: %s", route.mode, problem)
         return unavailable_verdict(route.mode, n, "mode_error")
     return verdict
+
+
+def _detector_kept(mode: str, decision: str, answers: Sequence[str], detector: BudgetedDetector, reason: str,
+                   telemetry: Telemetry) -> Verdict | None:
+    """The detector's own verdict on every upstream answer, when the failed mode had it (None
+    otherwise: the check did not run, the exchange is unavailable)."""
+    found = [detector.checked.get(answer) for answer in answers]
+    if any(d is None for d in found):
+        return None
+    log.warning("mode %r failed on decision %r (%s) after the detector had checked the answer; the "
+                "detector's verdict stands", mode, decision, reason)
+    telemetry.record_error(reason)
+    return Verdict(mode=mode, choices=tuple(ChoiceVerdict(index=i, detection=d) for i, d in enumerate(found)
+                                            if d is not None),
+                   attributes={"mode_failed": normalize_reason(reason)})
 
 
 def _malformed(verdict: object, n: int) -> str | None:
@@ -231,6 +251,19 @@ class BudgetedDetector:
         self._deadline = deadline
         self._telemetry = telemetry
         self._mode = mode
+        # The first verdict on each text checked against the exchange's own question and context
+        # (a mode also checks claims against verifiers' answers): what stands if the mode fails.
+        self.checked: dict[str, Detection] = {}
+        self._query: tuple[str, tuple[str, ...]] | None = None
+
+    def for_query(self, query: GroundedQuery) -> None:
+        """The exchange's question and passages: only checks against them are kept (``checked``)."""
+        self._query = (query.question, tuple(query.passages))
+
+    def _keep(self, items: Sequence[DetectionInput], detections: Sequence[Detection]) -> None:
+        for item, detection in zip(items, detections, strict=False):
+            if detection.status != "unavailable" and (item.question, tuple(item.context)) == self._query:
+                self.checked.setdefault(item.answer, detection)
 
     def _timeout(self, asked: float | None) -> float:
         budget = min(self._detection_s, self._deadline - time.monotonic())
@@ -245,6 +278,7 @@ class BudgetedDetector:
             try:
                 detection = await self._inner.detect(item, threshold=threshold, timeout_s=budget)
                 _note_detections(span, [detection])
+                self._keep([item], [detection])
                 return detection
             finally:
                 self._telemetry.record_latency(self._mode, "detect", time.monotonic() - started)
@@ -260,6 +294,7 @@ class BudgetedDetector:
             try:
                 detections = await self._inner.detect_many(items, threshold=threshold, timeout_s=budget)
                 _note_detections(span, detections)
+                self._keep(items, detections)
                 return detections
             finally:
                 self._telemetry.record_latency(self._mode, "detect", time.monotonic() - started)

@@ -17,6 +17,8 @@ returns no log-probs, cluster membership alone is used (0.9 inside, 0.1 outside)
 from __future__ import annotations
 
 import asyncio
+import logging
+import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,7 +26,7 @@ from typing import TYPE_CHECKING, Literal
 
 from opentelemetry import trace
 
-from truthlens.llm import ChatCall, LLMError
+from truthlens.llm import ChatCall, ChatChoice, LLMError
 from truthlens.modes.acr import prompts
 from truthlens.modes.acr.calibration import calibrate
 from truthlens.modes.acr.equivalence import AnswerMatcher
@@ -33,6 +35,11 @@ from truthlens.tracing import NO_TRACER
 
 if TYPE_CHECKING:
     from truthlens.llm import LLMClient
+
+log = logging.getLogger(__name__)
+# A reply whose log-probs are no log-probabilities (NaN, infinite, above 0): read as a reply
+# without log-probs (its confidence comes from agreement), named in the verdict's fallbacks.
+BAD_LOGPROBS = "bad_logprobs"
 
 _AGREEMENT_IN, _AGREEMENT_OUT = 0.9, 0.1
 
@@ -114,6 +121,11 @@ def select_candidate(samples: Sequence[Sample], clusters: Sequence[Sequence[int]
     )
 
 
+def _readable_logprobs(choice: ChatChoice) -> bool:
+    """Whether the choice's log-probs (if any) are log-probabilities: finite, at most 0."""
+    return all(math.isfinite(lp) and lp <= 0.0 for lp in choice.token_logprobs or ())
+
+
 class EAgent:
     """Builds the two candidates for one exchange."""
 
@@ -144,8 +156,14 @@ class EAgent:
         self.calls += 1
         result = await self._llm.chat(call, deadline=self._deadline)
         self.fallbacks.update(result.fallbacks)
+        bad = [c for c in result.choices if not _readable_logprobs(c)]
+        if bad:
+            self.fallbacks.add(BAD_LOGPROBS)
+            log.warning("acr: model %r (%s) returned log-probs out of range (NaN, infinite or above 0) in %d of %d "
+                        "samples; they count as samples without log-probs", call.model, call.role, len(bad),
+                        len(result.choices))
         return [
-            Sample(call.role, c.text, prompts.extract_answer(c.text), c.confidence)
+            Sample(call.role, c.text, prompts.extract_answer(c.text), c.confidence if _readable_logprobs(c) else None)
             for c in result.choices
         ]
 

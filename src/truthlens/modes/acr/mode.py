@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from typing import Any, Literal
 from truthlens.detector.types import Detection, DetectionInput
 from truthlens.llm import LLMError
 from truthlens.modes.acr.e_agent import (
+    BAD_LOGPROBS,
     AgentError,
     Candidate,
     EAgent,
@@ -43,6 +45,8 @@ from truthlens.modes.acr.k_agent import EvidenceSource, KAgent, Resolution
 from truthlens.modes.acr.prompts import extract_answer
 from truthlens.modes.base import ChoiceVerdict, Exchange, Services, Verdict
 from truthlens.options import OptionContext, Section
+
+log = logging.getLogger(__name__)
 
 NAME = "acr"
 REWRITES = True  # the fused answer replaces the choices it disagrees with
@@ -137,6 +141,9 @@ class AcrMode:
                     failure = "timeout: the exchange budget ran out before ACR finished"
                 except (AgentError, LLMError) as exc:
                     failure = f"{getattr(exc, 'reason', 'error')}: {exc}"
+                except Exception as exc:  # a reply that broke ACR's arithmetic: the detector's verdict stands
+                    log.exception("acr failed on decision %r; the detector's verdict stands", exchange.decision)
+                    failure = f"error: {type(exc).__name__}: {exc}"
             upstream = await detect_task
             if outcome is None:
                 span.set_attribute("truthlens.acr.outcome", "incomplete")
@@ -299,7 +306,10 @@ def _fallback_facts(fallbacks: set[str], confidence_source: str | None) -> dict[
         if confidence_source == "agreement":
             facts["confidence_reason"] = (
                 "the model server returned no log-probs: confidence is the share of samples that agree"
-                if "no_logprobs" in fallbacks else "some samples came back without log-probs")
+                if "no_logprobs" in fallbacks else
+                "the model server returned log-probs out of range (NaN, infinite or above 0): confidence is the "
+                "share of samples that agree" if BAD_LOGPROBS in fallbacks else
+                "some samples came back without log-probs")
     return facts
 
 
