@@ -52,11 +52,10 @@ class Phase:
 
 
 def dry_body(items: int, context_chars: int) -> bytes:
-    text, n = [], 0
-    while sum(map(len, text)) < context_chars:
-        text.append(LIGHTHOUSE.format(n=n))
-        n += 1
-    context = "".join(text)[:context_chars]
+    sentences: list[str] = []
+    while len(sentences) * len(LIGHTHOUSE) < context_chars:
+        sentences.append(LIGHTHOUSE.format(n=len(sentences)))
+    context = "".join(sentences)[:context_chars]
     item = {"context": [context], "question": "When was the Eiffel Tower completed?", "answer": ANSWER}
     return json.dumps({"items": [item] * items}).encode()
 
@@ -143,7 +142,8 @@ def pct(values: list[float], q: float) -> float:
 def report(phases: list[Phase], args: argparse.Namespace) -> None:
     print(f"live exchange every {args.every_s}s for {args.seconds}s per phase; dry run: {args.dry_clients} "
           f"clients x {args.items} items x {args.context_chars} context chars")
-    print(f"{'phase':<22} {'live n':>6} {'err':>4} {'p50 ms':>8} {'p90 ms':>8} {'max ms':>8}  dry runs (status: n, p50 ms)")
+    print(f"{'phase':<22} {'live n':>6} {'err':>4} {'p50 ms':>8} {'p90 ms':>8} {'max ms':>8}  "
+          "dry runs (status: n, p50 ms)")
     for p in phases:
         dry = ", ".join(f"{s}: {n}" for s, n in sorted(p.dry_statuses.items())) or "-"
         dry_p50 = f", p50 {statistics.median(p.dry_ms):.0f} ms" if p.dry_ms else ""

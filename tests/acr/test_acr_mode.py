@@ -6,6 +6,8 @@ by their ``[acr:<task>]`` tags. Real: LLM client, ONNX embedder, ONNX detector, 
 
 from __future__ import annotations
 
+import json
+import math
 import time
 
 import pytest
@@ -219,3 +221,36 @@ async def test_clean_answer_that_memory_confirms_skips_the_external_agent(
     assert verdict.headers[SOURCE_HEADER] == "agreement" and not verdict.rewritten
     assert "external" not in verdict.attributes["acr"]
     assert "acr:external-answer" not in tags_called(upstream.calls)
+
+
+def _bad_logprobs_stream(logprob: float, n: int = 3) -> str:
+    """A streamed completion of ``n`` samples whose token log-probs are ``logprob`` (NaN, or above 0:
+    no log-probability), as a model server with a bug sends them."""
+    choices = [{"index": i, "delta": {"role": "assistant", "content": "Thinking about it.\nAnswer: Canberra"},
+                "logprobs": {"content": [{"token": "Canberra", "logprob": logprob, "bytes": None, "top_logprobs": []}]},
+                "finish_reason": "stop"} for i in range(n)]
+    chunk = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m", "choices": choices}
+    return f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n"
+
+
+@pytest.mark.parametrize("logprob", [math.nan, 5.0, math.inf])
+async def test_logprobs_out_of_range_read_as_missing_and_named(upstream: ScriptedUpstream, llm: LLMClient,
+                                                               embedder: OnnxEmbedder, detector: Detector,
+                                                               logprob: float) -> None:
+    scripted = rules(
+        internal={"raw_body": _bad_logprobs_stream(logprob), "content_type": "text/event-stream"},
+        triples="<s>Australia | capital | Sydney</s>",
+        external={"content": "Answer: Sydney", "confidence": 0.6},
+        counterfactual={"content": "Answer: Canberra"},
+        fused="The capital of Australia is Canberra.",
+    )
+    upstream.set_rules(scripted)
+    verdict = await _run(_exchange((WRONG_PASSAGE,), "The capital of Australia is Sydney.", AcrOptions()),
+                         detector, llm, embedder)
+    acr = verdict.attributes["acr"]
+    # Not a mode failure: the samples count as samples without log-probs, and the verdict says so.
+    assert acr["outcome"] == "resolved", acr
+    assert "bad_logprobs" in acr["fallbacks"] and acr["confidence_source"] == "agreement"
+    assert "out of range" in acr["confidence_reason"]
+    assert acr["internal"]["answer"] == "Canberra" and 0.0 < acr["internal"]["mu"] < 1.0
+    assert verdict.choices[0].detection.score is not None

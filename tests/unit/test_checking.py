@@ -261,5 +261,5 @@ async def test_a_mode_failing_after_detection_keeps_the_detectors_verdict_and_it
     assert verdict.attributes["mode_failed"] == "mode_error"
     assert counted(t, "truthlens_errors_total", {"reason": "mode_error"}) >= 1
     policy_span = next(s for s in spans.get_finished_spans() if s.name == "truthlens.policy")
-    assert policy_span.attributes["truthlens.verdict.mode_failed"] == "mode_error"
+    assert (policy_span.attributes or {})["truthlens.verdict.mode_failed"] == "mode_error"
     assert none_checked.status == "unavailable" and verdict_reason(none_checked) == "mode_error"
