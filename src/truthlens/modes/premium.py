@@ -34,7 +34,10 @@
    of multi-agent debate), and steps 3-6 repeat against their new answers.
 
 A verifier that fails is counted and named in the attributes; if all fail, the mode falls
-back to lightweight behaviour (detect and report, no rewrite).
+back to lightweight behaviour (detect and report, no rewrite). A reply that is no answer
+(:mod:`truthlens.modes.revisions`: no claim at all, such as "OK" or a JSON verdict object, or an
+echo of the prompt) counts as a failed verifier, a judge's such synthesis as a failed judge, and
+a final text that is none is never shipped: the primary goes out with its warning.
 """
 
 from __future__ import annotations
@@ -52,10 +55,11 @@ from truthlens.modes.base import ChoiceVerdict, Exchange, Services, Verdict
 from truthlens.modes.claims import Segment, align, rebuild, segment
 from truthlens.modes.prompts import Verdict as ClaimVerdict
 from truthlens.modes.prompts import (
-    context_message,
     debate_messages,
     judge_messages,
+    with_context,
 )
+from truthlens.modes.revisions import why_not_an_answer
 from truthlens.modes.standard import detect_answer
 from truthlens.modes.verdicts import ask_verdicts, current_tally, no_consensus_reason, start_tally, vote
 from truthlens.options import OptionContext, Section
@@ -141,7 +145,7 @@ class PremiumMode:
         start_tally()
         opts = exchange.options_as(PremiumOptions)
         verify_deadline = time.monotonic() + _VERIFY_SHARE * exchange.remaining_s()
-        request = _with_context(exchange.query.messages, exchange.query.passages)
+        request = with_context(exchange.query.messages, exchange.query.passages)
         primaries_task = asyncio.gather(*(detect_answer(services, exchange, a) for a in exchange.answers))
         if opts.always_verify or services.llm is None:
             answers, primaries = await asyncio.gather(
@@ -179,8 +183,9 @@ class PremiumMode:
         consensus = all(c.consensus for c in checks)
         choices = []
         for i, (original, st) in enumerate(zip(exchange.answers, states, strict=True)):
-            if st.text != original and st.detection.status != "clean":
-                # A hybrid the re-check still flags is no fix: the original goes out with its warning.
+            if st.text != original and (st.detection.status != "clean" or _no_answer(exchange, st.text, original)):
+                # A hybrid the re-check still flags, or one that answers nothing, is no fix: the
+                # original goes out with its warning.
                 st = replace(st, text=original, detection=primaries[i])
             detection = st.detection
             no_majority = st.check is not None and not st.check.consensus
@@ -274,7 +279,13 @@ class PremiumMode:
             except LLMError as exc:
                 return exc
             text = result.choices[0].text.strip()
-            return text if text else LLMError("bad_response", f"{model}: empty answer")
+            if not text:
+                return LLMError("bad_response", f"{model}: empty answer")
+            why = _no_answer(exchange, text, "")
+            if why is not None:
+                llm.report_unreadable(model, "verify", f"the answer is no answer ({why})")
+                return LLMError("not_an_answer", f"{model}: the reply is no answer ({why})")
+            return text
 
         results = await asyncio.gather(*(ask(m) for m in opts.verification_models))
         return dict(zip(opts.verification_models, results, strict=True))
@@ -414,7 +425,19 @@ class PremiumMode:
         except LLMError as exc:
             return f"failed:{exc.reason}", hybrid
         text = result.choices[0].text.strip()
-        return ("ok", text) if text else ("failed:empty", hybrid)
+        if not text:
+            return "failed:empty", hybrid
+        why = _no_answer(exchange, text, hybrid)
+        if why is not None:
+            services.llm.report_unreadable(model, "judge", f"the synthesis is no answer ({why})")
+            return f"failed:not_an_answer:{why}", hybrid
+        return "ok", text
+
+
+def _no_answer(exchange: Exchange, text: str, original: str) -> str | None:
+    """Why ``text`` answers nothing of the exchange (see :mod:`truthlens.modes.revisions`), or None."""
+    return why_not_an_answer(text, original=original, question=exchange.query.question,
+                             passages=exchange.query.passages, instructions=())
 
 
 def _better(candidate: Detection, incumbent: Detection) -> bool:
@@ -422,18 +445,6 @@ def _better(candidate: Detection, incumbent: Detection) -> bool:
     if candidate.score is None:
         return False
     return incumbent.score is None or candidate.score < incumbent.score
-
-
-def _with_context(messages: Sequence[Mapping[str, Any]], passages: Sequence[str]) -> list[Mapping[str, Any]]:
-    """The forwarded messages, plus the passages as a quoted user message when none of them carries
-    them: after the client's leading system messages (chat templates want those first), never in one."""
-    text = "\n".join(str(m.get("content", "")) for m in messages)
-    if all(p in text for p in passages):
-        return list(messages)
-    lead = 0
-    while lead < len(messages) and messages[lead].get("role") in ("system", "developer"):
-        lead += 1
-    return [*messages[:lead], context_message(passages), *messages[lead:]]
 
 
 def build() -> PremiumMode:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from truthlens.detector.types import Span
@@ -120,6 +120,18 @@ def context_message(passages: Sequence[str]) -> dict[str, Any]:
     task = (f"{CONTEXT_MARKER}: the passages in the data block under context. Answer the question "
             "of the conversation that follows from them.")
     return {"role": "user", "content": quoted_prompt(task, {"context": list(passages)})}
+
+
+def with_context(messages: Sequence[Mapping[str, Any]], passages: Sequence[str]) -> list[Mapping[str, Any]]:
+    """The forwarded messages, plus the passages as a quoted user message when none of them carries
+    them: after the client's leading system messages (chat templates want those first), never in one."""
+    text = "\n".join(str(m.get("content", "")) for m in messages)
+    if all(p in text for p in passages):
+        return list(messages)
+    lead = 0
+    while lead < len(messages) and messages[lead].get("role") in ("system", "developer"):
+        lead += 1
+    return [*messages[:lead], context_message(passages), *messages[lead:]]
 
 
 def debate_messages(question: str, passages: Sequence[str], answer: str,
