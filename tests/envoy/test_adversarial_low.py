@@ -103,11 +103,22 @@ def test_the_context_field_never_reaches_the_upstream_even_when_the_check_cannot
     resp = _post(low, chat_body("hallucinated?", context=CONTEXT), "small")
     assert resp.headers["x-truthlens-reason"] == "too_large"
     assert "truthlens_context" not in low.upstream_calls()[-1]["params"]
-    # A malformed field (a string, not a list).
+    # A malformed field (a number, not passages).
     body = chat_body("hallucinated?")
-    body["truthlens_context"] = "Paris is the capital of France."
+    body["truthlens_context"] = 1889
     resp = _post(low, body)
     assert resp.headers["x-truthlens-reason"] == "bad_context"
+    assert "truthlens_context" not in low.upstream_calls()[-1]["params"]
+
+
+def test_a_string_context_field_is_one_passage_and_the_answer_is_checked(low: Stack) -> None:
+    # The commonest client slip: the passages sent as one string. Read as one passage (it was
+    # unavailable/bad_context, the hallucination unwarned).
+    body = chat_body("hallucinated?")
+    body["truthlens_context"] = " ".join(CONTEXT)
+    resp = _post(low, body)
+    assert resp.status == 200
+    assert resp.headers["x-truthlens-detected"] == "true", resp.headers
     assert "truthlens_context" not in low.upstream_calls()[-1]["params"]
 
 

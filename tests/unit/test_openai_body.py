@@ -96,6 +96,17 @@ def test_extension_field_is_stripped_and_comes_first() -> None:
     assert forwarded["messages"] == doc["messages"]
 
 
+@pytest.mark.parametrize(("value", "passages"), [
+    ("The Eiffel Tower was completed in 1889.", ("The Eiffel Tower was completed in 1889.",)),
+    ("Line one.\n\nLine two, same passage.", ("Line one.\n\nLine two, same passage.",)),
+    ("   ", ()),
+])
+def test_a_string_extension_field_is_one_passage(value: str, passages: tuple[str, ...]) -> None:
+    req = parse_chat_request(body({"messages": [{"role": "user", "content": "q"}], "truthlens_context": value}), CTX)
+    assert req.passages == passages
+    assert req.forward_body is not None and "truthlens_context" not in json.loads(req.forward_body)
+
+
 def test_null_extension_field_is_stripped_without_passages() -> None:
     req = parse_chat_request(body({"messages": [{"role": "user", "content": "q"}], "truthlens_context": None}), CTX)
     assert req.passages == () and req.forward_body is not None
@@ -125,7 +136,8 @@ def test_context_settings_switch_sources_off() -> None:
         (body({"messages": [{"role": "user", "content": "q"}], "stream": "yes"}), "bad_field"),
         (body({"messages": [{"role": "user", "content": "q"}], "n": 0}), "bad_field"),
         (body({"messages": [{"role": "user", "content": "q"}], "model": 3}), "bad_field"),
-        (body({"messages": [{"role": "user", "content": "q"}], "truthlens_context": "a string"}), "bad_context"),
+        (body({"messages": [{"role": "user", "content": "q"}], "truthlens_context": 42}), "bad_context"),
+        (body({"messages": [{"role": "user", "content": "q"}], "truthlens_context": {"text": "x"}}), "bad_context"),
         (body({"messages": [{"role": "user", "content": "q"}], "truthlens_context": [{"title": "x"}]}), "bad_context"),
     ],
 )

@@ -109,13 +109,19 @@ def test_an_extension_field_named_otherwise_or_unused() -> None:
         (body({"input": "q", "model": 1}), "bad_field"),
         (body({"input": "q", "stream": "yes"}), "bad_field"),
         (body({"input": "q", "instructions": ["x"]}), "bad_field"),
-        (body({"input": "q", "truthlens_context": "one passage"}), "bad_context"),
+        (body({"input": "q", "truthlens_context": 42}), "bad_context"),
     ],
 )
 def test_bad_requests_name_their_reason(raw: bytes, reason: str) -> None:
     with pytest.raises(BodyError) as info:
         parse_responses_request(raw, CTX)
     assert info.value.reason == reason
+
+
+def test_a_string_extension_field_is_one_passage() -> None:
+    req = parse_responses_request(body({"input": "When?", "truthlens_context": "Completed in 1889."}), CTX)
+    assert req.passages == ("Completed in 1889.",)
+    assert req.forward_body is not None and "truthlens_context" not in json.loads(req.forward_body)
 
 
 def test_a_body_over_the_limit_is_refused_before_it_is_parsed() -> None:

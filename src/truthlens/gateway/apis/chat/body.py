@@ -203,11 +203,15 @@ def read_extension(doc: Mapping[str, Any], ctx: ContextSettings) -> tuple[list[s
 
 
 def extension_passages(value: Any, name: str) -> list[str]:
-    """The passages of the context extension field ``name`` (a list of strings or text objects)."""
+    """The passages of the context extension field ``name``: a list of strings or text objects,
+    or one string (one passage: the commonest slip of a client, read as what it means)."""
     if value is None:  # "no context" stated explicitly; the field is still stripped
         return []
+    if isinstance(value, str):
+        return [value] if value.strip() else []
     if not isinstance(value, list):
-        raise BodyError("bad_context", f"'{name}' must be a list of strings or {{\"text\": ...}} objects")
+        raise BodyError("bad_context", f"'{name}' must be a list of strings or {{\"text\": ...}} objects, "
+                                       "or one string")
     passages: list[str] = []
     for i, item in enumerate(value):
         if isinstance(item, dict):
