@@ -286,6 +286,25 @@ def test_nan_and_infinity_are_refused_on_float_keys_of_every_section_naming_the_
     assert err.key == key and "finite" in err.problem
 
 
+@pytest.mark.parametrize("field", ["messages", "model", "stream", "tools", "n", "input", "instructions",
+                                   "previous_response_id"])
+@pytest.mark.parametrize("where", ["hallucination", "decision"])
+def test_an_extension_field_that_names_a_request_field_of_the_api_is_refused(field: str, where: str) -> None:
+    # Adversarial round 4, CF1: `extension_field: messages` passed and then stripped `messages`
+    # from every request.
+    doc = base()
+    section = doc["hallucination"] if where == "hallucination" else doc["decisions"][0]["plugins"][0]["configuration"]
+    section["context"] = {"extension_field": field}
+    err = error_of(doc)
+    assert err.key.endswith("context.extension_field") and f"{field!r} is a field of the" in err.problem, err
+
+
+def test_an_extension_field_of_its_own_is_accepted() -> None:
+    doc = base()
+    doc["hallucination"]["context"] = {"extension_field": "acme_passages"}
+    assert parse_config(doc).hallucination.context.extension_field == "acme_passages"
+
+
 def test_check_config_and_reload_refuse_a_nan_threshold(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from truthlens import cli
 

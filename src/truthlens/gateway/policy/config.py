@@ -26,7 +26,9 @@ import yaml
 from truthlens.detector.types import (
     DetectorSettings,
 )
+from truthlens.gateway.apis.chat.body import REQUEST_KEYS as CHAT_REQUEST_KEYS
 from truthlens.gateway.apis.context.settings import ContextSettings, parse_templates
+from truthlens.gateway.apis.responses.body import REQUEST_KEYS as RESPONSES_REQUEST_KEYS
 from truthlens.gateway.apis.interface import WarningSpec
 from truthlens.gateway.policy.backend_config import parse_detector, parse_models
 from truthlens.gateway.policy.config_yaml import load_yaml, yaml_error
@@ -288,8 +290,15 @@ def _resolve_route(
     ctx = layers.nested("context")
     for s in ctx.sections:
         s.allow("extension_field", "tool_messages", "system_messages", "templates")
+    extension_field = ctx.pick("extension_field").optional_string("extension_field", "truthlens_context")
+    if extension_field in CHAT_REQUEST_KEYS | RESPONSES_REQUEST_KEYS:
+        api = "chat completions" if extension_field in CHAT_REQUEST_KEYS else "Responses"
+        raise ConfigError(ctx.pick("extension_field").key("extension_field"),
+                          f"{extension_field!r} is a field of the {api} request: the gateway removes the "
+                          "extension field from every request, so the upstream would never get it; name a "
+                          "field of your own (the default: truthlens_context)")
     context = ContextSettings(
-        extension_field=ctx.pick("extension_field").optional_string("extension_field", "truthlens_context"),
+        extension_field=extension_field,
         tool_messages=ctx.pick("tool_messages").boolean("tool_messages", True),
         system_messages=ctx.pick("system_messages").boolean("system_messages", False),
         templates=parse_templates(ctx.pick("templates")),

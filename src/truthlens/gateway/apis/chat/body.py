@@ -20,6 +20,15 @@ from truthlens.gateway.apis.interface import BodyError, Rewrite, WarningSpec
 from truthlens.gateway.apis.sse import encode_event
 from truthlens.modes.base import GroundedQuery
 
+# The chat completions request's own fields (OpenAI's reference): the context extension field
+# may not be one of them, or the gateway would strip it from every request (check-config says so).
+REQUEST_KEYS = frozenset({
+    "model", "messages", "stream", "stream_options", "temperature", "top_p", "n", "stop", "max_tokens",
+    "max_completion_tokens", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs", "top_logprobs",
+    "user", "tools", "tool_choice", "parallel_tool_calls", "functions", "function_call", "response_format", "seed",
+    "service_tier", "store", "metadata", "modalities", "audio", "prediction", "reasoning_effort",
+    "web_search_options", "verbosity", "prompt_cache_key", "safety_identifier",
+})
 # Request fields forwarded to re-asks (refine, verify, ...) so they sample like the client asked.
 SAMPLING_KEYS = (
     "temperature",

@@ -37,6 +37,13 @@ from truthlens.gateway.apis.context.sources import gather
 from truthlens.gateway.apis.interface import BodyError, Rewrite
 from truthlens.modes.base import GroundedQuery
 
+# The Responses request's own fields (OpenAI's reference; see chat's REQUEST_KEYS for why).
+REQUEST_KEYS = frozenset({
+    "model", "input", "instructions", "stream", "stream_options", "tools", "tool_choice", "parallel_tool_calls",
+    "temperature", "top_p", "top_logprobs", "max_output_tokens", "max_tool_calls", "previous_response_id",
+    "conversation", "reasoning", "text", "truncation", "store", "metadata", "user", "include", "background",
+    "service_tier", "prompt", "prompt_cache_key", "safety_identifier",
+})
 # Input item types whose ``output`` is a tool's result (a passage, like chat's tool messages).
 TOOL_OUTPUT_TYPES = frozenset({"function_call_output", "custom_tool_call_output", "mcp_call"})
 # Content part types that carry text in an input message (assistant turns echo ``output_text``).
