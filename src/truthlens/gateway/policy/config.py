@@ -28,8 +28,8 @@ from truthlens.detector.types import (
 )
 from truthlens.gateway.apis.chat.body import REQUEST_KEYS as CHAT_REQUEST_KEYS
 from truthlens.gateway.apis.context.settings import ContextSettings, parse_templates
-from truthlens.gateway.apis.responses.body import REQUEST_KEYS as RESPONSES_REQUEST_KEYS
 from truthlens.gateway.apis.interface import WarningSpec
+from truthlens.gateway.apis.responses.body import REQUEST_KEYS as RESPONSES_REQUEST_KEYS
 from truthlens.gateway.policy.backend_config import parse_detector, parse_models
 from truthlens.gateway.policy.config_yaml import load_yaml, yaml_error
 from truthlens.gateway.policy.decisions import Rule, compile_rules
