@@ -284,11 +284,10 @@ def _check_config(ns: argparse.Namespace) -> int:
     config = _validated(ns.file)
     if config is None:
         return 1
-    from truthlens.gateway.envoy import coverage
+    from truthlens.gateway.envoy import buffers, coverage
 
-    routes = sum(1 for d in config.decisions if d.route is not None)
-    print(f"{ns.file}: ok (digest {config.digest}, {len(config.decisions)} decisions, {routes} checked)")
     warnings = coverage.api_warnings(config)
+    errors: list[str] = []
     if ns.envoy:
         try:
             envoy_yaml = Path(ns.envoy).read_text(encoding="utf-8")
@@ -296,9 +295,16 @@ def _check_config(ns: argparse.Namespace) -> int:
             print(f"{ns.envoy}: {exc}", file=sys.stderr)
             return 1
         warnings += [f"{ns.envoy}: {w}" for w in coverage.envoy_warnings(config, envoy_yaml)]
+        # A body limit over Envoy's buffer loses answers (Envoy's 500): refused, not warned.
+        errors = [f"{e} ({ns.envoy})" for e in buffers.buffer_errors(config, envoy_yaml)]
+    routes = sum(1 for d in config.decisions if d.route is not None)
+    if not errors:
+        print(f"{ns.file}: ok (digest {config.digest}, {len(config.decisions)} decisions, {routes} checked)")
     for warning in warnings:
         print(f"warning: {ns.file}: {warning}", file=sys.stderr)
-    return 0
+    for error in errors:
+        print(f"error: {ns.file}: {error}", file=sys.stderr)
+    return 1 if errors else 0
 
 
 def _envoy_routes(ns: argparse.Namespace) -> int:

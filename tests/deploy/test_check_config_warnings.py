@@ -44,3 +44,43 @@ def test_envoy_routes_that_miss_a_detection_off_decision_are_warned_about(tmp_pa
     assert 'decision "internal" is detection off, but no route skips the processor for it' in done.stderr
     assert "`truthlens envoy-routes` prints the routes this config needs" in done.stderr
     assert check(tmp_path, shipped(), "--envoy", str(REPO / "envoy.yaml")).stderr == ""
+
+
+def _envoy_with_buffers(tmp_path: Path, listener: int | None, cluster: int | None) -> Path:
+    doc = yaml.safe_load((REPO / "envoy.yaml").read_text(encoding="utf-8"))
+    for resource, value in ((doc["static_resources"]["listeners"][0], listener),
+                            (next(c for c in doc["static_resources"]["clusters"] if c["name"] == "llm_upstream"), cluster)):
+        if value is None:
+            resource.pop("per_connection_buffer_limit_bytes", None)  # Envoy's default: 1 MiB
+        else:
+            resource["per_connection_buffer_limit_bytes"] = value
+    path = tmp_path / "envoy.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def test_max_body_bytes_over_envoys_buffer_is_refused_naming_both(tmp_path: Path) -> None:
+    # Adversarial round 4, CF11: 64 MiB against the shipped 8 MiB buffer passed; answers with a
+    # Content-Length over 8 MiB then got Envoy's 500 (labelled processor_unreachable).
+    doc = shipped()
+    doc["hallucination"]["max_body_bytes"] = 64 * 1024 * 1024  # type: ignore[index]
+    done = check(tmp_path, doc, "--envoy", str(REPO / "envoy.yaml"))
+    assert done.returncode == 1 and ": ok" not in done.stdout
+    assert "max_body_bytes 67108864 (of hallucination" in done.stderr
+    assert "listener openai_listener has per_connection_buffer_limit_bytes 8388608" in done.stderr
+
+
+def test_the_smallest_buffer_decides_a_cluster_or_envoys_default_included(tmp_path: Path) -> None:
+    doc = shipped()
+    # The cluster the routes send to has the smaller buffer.
+    done = check(tmp_path, doc, "--envoy", str(_envoy_with_buffers(tmp_path, 8388608, 4194304)))
+    assert done.returncode == 1 and "cluster llm_upstream has per_connection_buffer_limit_bytes 4194304" in done.stderr
+    # Unset: Envoy's own default, 1 MiB, under the shipped 8 MiB.
+    done = check(tmp_path, doc, "--envoy", str(_envoy_with_buffers(tmp_path, None, 8388608)))
+    assert done.returncode == 1 and "per_connection_buffer_limit_bytes 1048576" in done.stderr
+    # Limits that fit the buffer pass.
+    small = shipped()
+    small["hallucination"]["max_body_bytes"] = 1048576  # type: ignore[index]
+    assert check(tmp_path, small, "--envoy", str(_envoy_with_buffers(tmp_path, None, None))).returncode == 0
+    # Equal to the buffer (the shipped pair) is fine.
+    assert check(tmp_path, shipped(), "--envoy", str(REPO / "envoy.yaml")).returncode == 0
