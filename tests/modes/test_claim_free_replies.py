@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from shipped_inputs import PAVILION_CONTEXT, PAVILION_QUESTION
 
 from truthlens.detector.types import Detector
 from truthlens.modes import premium, standard
@@ -22,6 +23,14 @@ from truthlens.modes.standard import StandardOptions
 from truthlens.testing.upstream import ScriptedUpstream
 
 from .conftest import CONTEXT, QUESTION, exchange, score
+from .test_premium import (
+    PRIMARY,
+    TWO,
+    VERIFIER_A,
+    VERIFIER_B,
+    premium_exchange,
+    verifiers,
+)
 
 in_module_loop = pytest.mark.asyncio(loop_scope="module")
 
@@ -87,3 +96,19 @@ async def test_premium_never_rewrites_with_claim_free_replies(
     assert choice.detection.status == "detected"  # the detector's verdict on the upstream answer, warned
     assert verdict.attributes["premium.fallback"] == "all_verifiers_failed"
     assert all(f.endswith(":not_an_answer") for f in verdict.attributes["premium.verifiers_failed"])
+
+
+@in_module_loop
+@pytest.mark.parametrize("judge_reply", ["OK", VERDICT_OBJECT])
+async def test_premium_keeps_the_hybrid_when_the_judges_synthesis_is_no_answer(
+        upstream: ScriptedUpstream, services: Services, judge_reply: str) -> None:
+    # The verifiers answer (one disputes the primary's designer); the judge replies with no claim.
+    upstream.set_rules(verifiers({"content": VERIFIER_A}, {"content": VERIFIER_B}, judge={"content": judge_reply}))
+    options = PremiumOptions(verification_models=TWO.verification_models, judge_model="judge")
+    verdict = await premium.build().run(premium_exchange([PRIMARY], options), services)
+    (judge,) = verdict.attributes["premium.judge"]
+    assert judge.startswith("failed:not_an_answer:"), judge
+    choice = verdict.choices[0]
+    assert choice.text != judge_reply  # the judge's reply is never the answer
+    assert choice.text is None or why_not_an_answer(choice.text, original=PRIMARY, question=PAVILION_QUESTION,
+                                                    passages=(PAVILION_CONTEXT,), instructions=()) is None

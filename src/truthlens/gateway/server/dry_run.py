@@ -60,8 +60,6 @@ class Limits:
                 raise ValueError(f"--check-{name.replace('_', '-')} must be >= 1")
 
 
-MAX_ITEMS = Limits().max_items
-
 
 class BadRequest(ValueError):
     """The body is not a check request; the message names the field."""
