@@ -13,7 +13,7 @@ build's ``src`` (e.g. ``git archive <commit> src | tar -x -C /tmp/base``): befor
 run, on the same machine state.
 
 Run: ``python -m bench.dry_run_contention [--seconds 20] [--dry-clients 2] [--items 16]
-[--baseline-src /tmp/base/src]``.
+[--baseline-src /tmp/base/src] [--chunk-aggregation max]``.
 """
 
 from __future__ import annotations
@@ -160,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--context-chars", type=int, default=100_000, help="each item's context")
     parser.add_argument("--ramp-s", type=float, default=2.0, help="dry runs alone before live traffic starts")
     parser.add_argument("--baseline-src", help="another build's src directory: the same phases with its processor")
+    parser.add_argument("--chunk-aggregation", help="detector.chunk_aggregation instead of the shipped config's "
+                        "(max: no embedder ranks the contexts, to see its share of the contention)")
     args = parser.parse_args(argv)
     ports = launch.EnvoyPorts(*(launch.free_port() for _ in range(4)))
     with tempfile.TemporaryDirectory(prefix="truthlens-dry-run-") as tmp:
@@ -167,7 +169,10 @@ def main(argv: list[str] | None = None) -> int:
         script = work / "script.yaml"
         script.write_text(yaml.safe_dump([{"name": "answer", "match": {}, "reply": {"content": ANSWER}}]))
         config = work / "config.yaml"
-        config.write_text(launch.config_yaml(None, f"http://127.0.0.1:{ports.upstream}/v1"), encoding="utf-8")
+        doc = yaml.safe_load(launch.config_yaml(None, f"http://127.0.0.1:{ports.upstream}/v1"))
+        if args.chunk_aggregation:
+            doc["detector"]["chunk_aggregation"] = args.chunk_aggregation
+        config.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
         upstream = launch.start_upstream(ports.upstream, work / "upstream.log", script)
         envoy = launch.start_envoy(launch.render_envoy_config(ports), work)
         try:
