@@ -114,7 +114,7 @@ def test_get_is_not_a_check(processor: int) -> None:
 def test_the_start_up_log_names_the_listener_and_where_traces_go(processor: int,
                                                                   tmp_path_factory: pytest.TempPathFactory) -> None:
     log = (tmp_path_factory.getbasetemp() / "dry-run0" / "processor.log").read_text(encoding="utf-8")
-    assert f"metrics and probes on http://127.0.0.1:{processor} (/metrics, /healthz, /readyz, POST /v1/check)" in log
+    assert f"metrics and probes on http://127.0.0.1:{processor} (/metrics, /healthz, /readyz, POST /v1/check, POST /v1/feedback)" in log
     assert "traces: not exported (set OTEL_EXPORTER_OTLP_ENDPOINT" in log
 
 

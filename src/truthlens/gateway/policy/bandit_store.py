@@ -74,8 +74,10 @@ class SqliteStore:
         self.url = url
         self.path = Path(url.removeprefix("sqlite:"))
         self._local = threading.local()  # one connection per thread (sqlite3 objects are not shared)
-        with self._tx() as db:
-            db.executescript(_SCHEMA)
+        try:
+            self._db().executescript(_SCHEMA)  # its own transaction: executescript commits
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(f"sqlite {self.path}: {exc}") from None
 
     def _db(self) -> sqlite3.Connection:
         db: sqlite3.Connection | None = getattr(self._local, "db", None)
