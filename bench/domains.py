@@ -119,8 +119,9 @@ async def _cost(domain_set: DomainSet, embedder: OnnxEmbedder, texts: list[str])
         await domain_set.classify(text, embedder)
         took.append((time.perf_counter() - start) * 1000)
     took.sort()
+    words = statistics.mean(len(t.split()) for t in texts)
     print(f"\ncost per request (n={len(took)}): p50 {statistics.median(took):.1f} ms, "
-          f"p95 {took[int(0.95 * len(took)) - 1]:.1f} ms, mean words {statistics.mean(len(t.split()) for t in texts):.0f}")
+          f"p95 {took[int(0.95 * len(took)) - 1]:.1f} ms, mean words {words:.0f}")
 
 
 if __name__ == "__main__":

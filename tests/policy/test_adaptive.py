@@ -16,9 +16,9 @@ from prometheus_client import CollectorRegistry
 
 from truthlens.gateway.core.probes import probe_app
 from truthlens.gateway.core.telemetry import Telemetry
-from truthlens.gateway.policy import bandit
-from truthlens.gateway.policy.adaptive import STORE_DOWN, Bandits, choose_arm, record_cost
-from truthlens.gateway.policy.bandit_store import RedisStore, SqliteStore, now
+from truthlens.gateway.policy.adaptive import bandit
+from truthlens.gateway.policy.adaptive.choice import STORE_DOWN, Bandits, choose_arm, record_cost
+from truthlens.gateway.policy.adaptive.store import RedisStore, SqliteStore, now
 from truthlens.gateway.policy.config import Config, parse_config
 from truthlens.gateway.server.feedback import FeedbackHandler
 from truthlens.options import ConfigError

@@ -150,7 +150,7 @@ def test_held_out_requests_are_classified(embedder: Any) -> None:
     # At most one miss per domain (5 requests each); every miss is printed.
     assert all(len(w) <= 1 for w in wrong.values()), wrong
     assert sum(len(w) for w in wrong.values()) <= 3, wrong
-    for label, matches in found.items():
+    for matches in found.values():
         for m in matches:
             assert 0.0 <= m.confidence <= 1.0
             assert m.header() == ("none" if m.name is None else f"{m.name};{m.confidence:.2f}")

@@ -167,7 +167,8 @@ def with_mode(mode: str, **configuration: Any) -> dict[str, Any]:
 
 def test_each_mode_declares_whether_it_rewrites_answers() -> None:
     declared = {m: registry.load_mode_module(m).REWRITES for m in registry.mode_names()}
-    assert declared == {"lightweight": False, "standard": True, "premium": True, "acr": True, "auto": True}
+    assert declared == {"lightweight": False, "standard": True, "premium": True, "acr": True, "auto": True,
+                        "adaptive": True}
 
 
 @pytest.mark.parametrize("mode", registry.mode_names())

@@ -3,7 +3,7 @@
 Its options name the arms (``arms: [lightweight, standard, premium]``, each arm's own options
 under its name, as in ``mode: auto``), the store of the posteriors, the feedback window after
 which silence counts as good, the prices that make a slow or costly arm pay, and ``memory``.
-The gateway's policy layer chooses the arm (:mod:`truthlens.gateway.policy.adaptive`) and runs
+The gateway's policy layer chooses the arm (:mod:`truthlens.gateway.policy.adaptive.choice`) and runs
 that arm's mode with that arm's options; this module validates the options and, for a caller that
 runs the mode without a choice, runs the first arm (composition: each arm is the real mode,
 loaded through the registry).

@@ -17,6 +17,7 @@ proposal's table: λ inside its range for the domain (:attr:`Preset.miss_cost`),
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,4 +104,9 @@ def parse_threshold(s: Section) -> Threshold:
     if isinstance(raw, bool) or not isinstance(raw, (int, float)):
         raise ConfigError(key, f"must be a number in [0, 1], a preset ({', '.join(PRESETS)}) or "
                                f"{{miss_cost: λ, prior: π}}, got {raw!r}")
-    return Threshold(s.number("threshold", DEFAULT_THRESHOLD, lo=0.0, hi=1.0), "")
+    value = float(raw)
+    if not math.isfinite(value):  # NaN fails every comparison: a NaN threshold would flag nothing
+        raise ConfigError(key, f"must be a finite number, got {raw!r}")
+    if not 0.0 <= value <= 1.0:
+        raise ConfigError(key, f"must be <= 1.0, got {raw!r}" if value > 1 else f"must be >= 0.0, got {raw!r}")
+    return Threshold(value, "")

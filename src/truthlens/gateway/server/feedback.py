@@ -27,8 +27,8 @@ from typing import Any
 
 from truthlens.gateway.core.probes import CheckResult
 from truthlens.gateway.core.telemetry import Telemetry
-from truthlens.gateway.policy.adaptive import Bandits
-from truthlens.gateway.policy.bandit_store import StoreUnavailable, now
+from truthlens.gateway.policy.adaptive.choice import Bandits
+from truthlens.gateway.policy.adaptive.store import StoreUnavailable, now
 from truthlens.gateway.policy.config import Config
 from truthlens.modes.adaptive import AdaptiveOptions
 

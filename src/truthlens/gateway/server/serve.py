@@ -28,7 +28,7 @@ from truthlens.gateway.core.trace_export import trace_export_summary
 from truthlens.gateway.exchange.lifecycle import Lifecycle
 from truthlens.gateway.exchange.phases.state import Runtime
 from truthlens.gateway.exchange.services import ServiceProvider
-from truthlens.gateway.policy.adaptive import Bandits
+from truthlens.gateway.policy.adaptive.choice import Bandits
 from truthlens.gateway.policy.config_store import ConfigStore
 from truthlens.gateway.server.dry_run import DryRunCheck
 from truthlens.gateway.server.feedback import FeedbackHandler

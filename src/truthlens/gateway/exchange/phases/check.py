@@ -14,7 +14,7 @@ from truthlens.gateway.exchange.lifecycle import Draining
 from truthlens.gateway.exchange.phases.state import CheckedRequest, Runtime, StreamState
 from truthlens.gateway.exchange.request_id import REQUEST_ID_HEADER
 from truthlens.gateway.policy import checking
-from truthlens.gateway.policy.adaptive import ADAPTIVE_HEADER, ArmChoice, choose_arm, record_cost
+from truthlens.gateway.policy.adaptive.choice import ADAPTIVE_HEADER, ArmChoice, choose_arm, record_cost
 from truthlens.gateway.policy.domains import DOMAIN_HEADER
 from truthlens.gateway.policy.explanations import flag_reason
 from truthlens.gateway.policy.presentation import present, unchecked

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from truthlens.gateway.apis.endpoints import CHAT
 from truthlens.gateway.apis.interface import Endpoint
 from truthlens.gateway.exchange.lifecycle import Lifecycle
-from truthlens.gateway.policy.adaptive import Bandits
+from truthlens.gateway.policy.adaptive.choice import Bandits
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

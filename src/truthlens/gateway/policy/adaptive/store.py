@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from truthlens.gateway.policy.bandit import ArmStats, updated
+from truthlens.gateway.policy.adaptive.bandit import ArmStats, updated
 
 SETTLED_TTL_S = 7 * 24 * 3600
 SWEEP_LIMIT = 200  # silent requests settled per sweep (the sweep runs on every pick)

@@ -10,7 +10,7 @@ Costs are in units of one unhappy user: ``price_per_second`` × the check's late
 an arm's evidence is capped at N outcomes (older ones are scaled down), so a posterior keeps
 moving when users' satisfaction changes instead of freezing after a million requests.
 
-Pure: the state lives in a store (:mod:`truthlens.gateway.policy.bandit_store`).
+Pure: the state lives in a store (:mod:`truthlens.gateway.policy.adaptive.store`).
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from truthlens.gateway.policy import bandit
-from truthlens.gateway.policy.bandit_store import BanditStore, StoreUnavailable, now, open_store
+from truthlens.gateway.policy.adaptive import bandit
+from truthlens.gateway.policy.adaptive.store import BanditStore, StoreUnavailable, now, open_store
 from truthlens.modes.adaptive import AdaptiveOptions
 
 if TYPE_CHECKING:
