@@ -70,6 +70,7 @@ def test_a_grounded_answer_is_clean_and_a_wrong_year_is_flagged_with_why(process
     span = next(s for s in flagged["spans"] if s["text"] == "1925")
     assert WRONG_YEAR["answer"][span["start"]:span["end"]] == "1925"
     assert flagged["reason"] == span["reason"] and "1925" in flagged["why"]
+    assert clean["threshold"] == flagged["threshold"] == 0.5  # the τ in force (configs/config.yaml's)
 
 
 def test_a_batch_answers_each_item_in_order(processor: int) -> None:
