@@ -66,6 +66,9 @@ def test_a_domain_rule_routes_by_the_users_text(gateway: Stack) -> None:
     other = gateway.raw("POST", PATH, chat_body(OTHER, context=[CONTEXT]))
     assert other.status == 200 and other.headers["x-truthlens-domain"] == "none"
     assert 'domain="healthcare;' in gateway.processor_log()  # quoted: ';' is not a plain token
+    # A stream that passes through gets it with its first headers (the verdict comes at its end).
+    streamed = gateway.raw("POST", PATH, chat_body(MEDICAL, context=[CONTEXT], stream=True))
+    assert streamed.status == 200 and streamed.headers["x-truthlens-domain"].startswith("healthcare;")
 
 
 def test_an_adaptive_route_names_its_arm_and_takes_feedback(gateway: Stack) -> None:
@@ -74,7 +77,9 @@ def test_an_adaptive_route_names_its_arm_and_takes_feedback(gateway: Stack) -> N
     arm = resp.headers["x-truthlens-mode"]
     assert arm in ("lightweight", "standard") and resp.headers["x-truthlens-adaptive"] == "chosen"
     request_id = resp.headers["x-request-id"]
-    assert gateway.metric("truthlens_adaptive_picks_total", decision="adaptive", arm=arm) >= 1
+    # Chosen by a header, the route still keys its posteriors by the question's domain.
+    assert resp.headers["x-truthlens-domain"] == "none"
+    assert gateway.metric("truthlens_adaptive_picks_total", decision="adaptive", domain="none", arm=arm) >= 1
     assert _feedback(gateway, {"request_id": request_id, "good": False, "decision": "chat"}) == (
         409, {"request_id": request_id, "outcome": "wrong_route"})
     assert _feedback(gateway, {"request_id": request_id, "good": False}) == (

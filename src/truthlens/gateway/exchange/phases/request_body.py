@@ -78,6 +78,9 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
         request = routed.decoded.read(route.context)
     except GatewayError as exc:
         return _cannot_check(state, rt, decision, exc, body)
+    if state.domain is None and config.domains is not None and route.mode == "adaptive":
+        # An adaptive route keeps its posteriors per domain: read it even when headers chose the route.
+        state.domain = await domains.classify(config, request.question, state.lease.services, rt)
     if len(body) > route.max_body_bytes:
         return _cannot_check(state, rt, decision, GatewayError("too_large", "over max_body_bytes"), body)
     if ungrounded.needs_skipping(route, request):  # no context, no check (the route's no_context)
