@@ -60,7 +60,7 @@ def test_thompson_sampling_finds_the_best_arm_and_pays_for_cost() -> None:
         arm = bandit.choose(stats, ("a", "b"), rng)
         picks[arm] += 1
         s = stats[arm]
-        alpha, beta = bandit.updated(s.alpha, s.beta, rng.random() < truth[arm], None)
+        alpha, beta = bandit.updated(s.alpha, s.beta, rng.random() < truth[arm])
         stats[arm] = bandit.ArmStats(alpha, beta)
     assert picks["b"] > 0.85 * 2000, picks
     # The better arm costs 0.5 of an unhappy user per request: the cheap one wins.
@@ -68,21 +68,36 @@ def test_thompson_sampling_finds_the_best_arm_and_pays_for_cost() -> None:
     assert sum(bandit.choose(costly, ("a", "b"), rng) == "a" for _ in range(200)) > 180
 
 
-def test_memory_caps_the_evidence() -> None:
-    alpha, beta = 1.0, 1.0
-    for _ in range(1000):
-        alpha, beta = bandit.updated(alpha, beta, True, 100)
-    assert alpha + beta - 2 <= 100.5
+def _discount_contract(store: Any) -> None:
+    """With memory 100 the evidence stays near 100, and an arm never picked drifts back to the prior."""
+    key, arms = bandit.key_of("mem", None), ("lightweight", "standard")
+    store.record_pick(key, arms, "lightweight", "m-0", "mem", now() + 60, 100)
+    store.feedback("m-0", False, None, now())  # lightweight lost once, early
+    for i in range(1, 600):
+        store.record_pick(key, arms, "standard", f"m-{i}", "mem", now() + 60, 100)
+        store.feedback(f"m-{i}", True, None, now())
+    stats = store.stats(key, arms)
+    assert 95 <= stats["standard"].alpha + stats["standard"].beta - 2 <= 101
+    assert stats["lightweight"].beta - 1 < 0.01  # its one complaint is all but forgotten
+
+
+def test_memory_discounts_every_arm_sqlite(tmp_path: Path) -> None:
+    _discount_contract(SqliteStore(f"sqlite:{tmp_path / 'm.sqlite3'}"))
+
+
+def test_memory_discounts_every_arm_redis(redis_url: str) -> None:
+    _discount_contract(RedisStore(redis_url))
 
 
 def _store_contract(store: Any, other: Any) -> None:
     """Outcomes of feedback, and that ``other`` (another process's client) sees the same state."""
     key = bandit.key_of("help", "support")
     later = now() + 60
-    store.record_pick(key, "standard", "r1", "help", later, None)
-    store.record_pick(key, "standard", "r2", "help", later, None)
-    store.record_pick(key, "lightweight", "r3", "help", now() - 1, None)  # its window already passed
-    store.record_pick(key, "lightweight", "r4", "help", later, None)
+    arms = ("lightweight", "standard")
+    store.record_pick(key, arms, "standard", "r1", "help", later, None)
+    store.record_pick(key, arms, "standard", "r2", "help", later, None)
+    store.record_pick(key, arms, "lightweight", "r3", "help", now() - 1, None)  # its window already passed
+    store.record_pick(key, arms, "lightweight", "r4", "help", later, None)
     assert other.feedback("r1", False, None, now()) == "bad"
     assert store.feedback("r1", True, None, now()) == "repeated"
     assert store.feedback("nope", True, None, now()) == "unknown"
@@ -156,7 +171,8 @@ def test_the_feedback_endpoint(tmp_path: Path) -> None:
     bandits = Bandits()
     registry = CollectorRegistry()
     telemetry = Telemetry(registry=registry)
-    bandits.store(url).record_pick(bandit.key_of("help", None), "standard", "req-1", "help", now() + 60, None)
+    bandits.store(url).record_pick(bandit.key_of("help", None), ("lightweight", "standard"), "standard", "req-1",
+                                   "help", now() + 60, None)
     app = probe_app(registry, None, None, FeedbackHandler(lambda: cfg, bandits, telemetry, token="s3cret"))
     good = json.dumps({"request_id": "req-1", "good": True}).encode()
     assert _post(app, good, peer="10.0.0.5")[0].startswith("403")  # not this host, no token

@@ -20,7 +20,7 @@ def _serve(url: str, worker: int, n: int) -> None:
     for i in range(n):
         arm = ARMS[i % 2]
         rid = f"w{worker}-{i}"
-        store.record_pick(KEY, arm, rid, "help", now() + 60, None)
+        store.record_pick(KEY, ARMS, arm, rid, "help", now() + 60, None)
         # Each process answers the other's ids too: only the first answer counts.
         store.feedback(rid, arm == "standard", None, now())
         store.feedback(f"w{1 - worker}-{i}", True, None, now())

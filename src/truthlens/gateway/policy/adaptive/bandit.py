@@ -7,8 +7,10 @@ and pays its mean measured cost; the arm with the highest ``θ − cost`` runs. 
 
 Costs are in units of one unhappy user: ``price_per_second`` × the check's latency plus
 ``price_per_model_call`` × the model calls it made (its re-ask iterations). With ``memory`` N
-an arm's evidence is capped at N outcomes (older ones are scaled down), so a posterior keeps
-moving when users' satisfaction changes instead of freezing after a million requests.
+every pick discounts the evidence of every arm of the key by 1/N (discounted Thompson
+sampling): the posteriors hold about N recent outcomes, keep moving when users' satisfaction
+changes, and an arm not picked for a while drifts back toward Beta(1, 1) and is tried again
+(without it, an arm that lost early may never be tried after it became the best).
 
 Pure: the state lives in a store (:mod:`truthlens.gateway.policy.adaptive.store`).
 """
@@ -49,15 +51,18 @@ def choose(stats: Mapping[str, ArmStats], arms: Sequence[str], rng: random.Rando
     return best
 
 
-def updated(alpha: float, beta: float, good: bool, memory: int | None) -> tuple[float, float]:
-    """The posterior after one outcome; with ``memory``, evidence beyond it is scaled down first
-    (the prior's 1 + 1 is never scaled)."""
-    if memory is not None:
-        evidence = alpha + beta - 2.0
-        if evidence >= memory:
-            keep = (memory - 1) / evidence
-            alpha, beta = 1.0 + (alpha - 1.0) * keep, 1.0 + (beta - 1.0) * keep
+def updated(alpha: float, beta: float, good: bool) -> tuple[float, float]:
+    """The posterior after one outcome."""
     return (alpha + 1.0, beta) if good else (alpha, beta + 1.0)
+
+
+def keep_factor(memory: int | None) -> float:
+    """What a pick leaves of every arm's evidence (the prior's 1 + 1 is never discounted)."""
+    return 1.0 if memory is None else 1.0 - 1.0 / memory
+
+
+def discounted(alpha: float, beta: float, keep: float) -> tuple[float, float]:
+    return 1.0 + (alpha - 1.0) * keep, 1.0 + (beta - 1.0) * keep
 
 
 def key_of(decision: str, domain: str | None) -> str:

@@ -85,7 +85,8 @@ async def choose_arm(bandits: Bandits, route: RouteSettings, decision: str, doma
         stats = store.stats(key, opts.arms)
         arm = bandit.choose(stats, opts.arms, bandits.rng)
         if request_id:  # no id, no feedback: the pick is still counted, never rewarded
-            store.record_pick(key, arm, request_id, decision, now() + opts.feedback_window_s, opts.memory)
+            store.record_pick(key, opts.arms, arm, request_id, decision, now() + opts.feedback_window_s,
+                              opts.memory)
         return ArmChoice(arm, key, opts.store, means={a: s.mean for a, s in stats.items()})
 
     try:

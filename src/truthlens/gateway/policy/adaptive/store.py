@@ -3,10 +3,10 @@ file, the default; survives a restart; processes on one host share it) or Redis 
 several hosts share it). Blocking calls: the gateway runs them off its event loop.
 
 Records: per (key, arm) the posterior, picks and summed cost; per request id awaiting feedback
-its key, arm, decision, the deadline after which silence counts as good, and the route's
-``memory``; per settled request id its outcome, kept for :data:`SETTLED_TTL_S` so a repeated
-or late feedback is told apart from an unknown id. A request is settled exactly once: SQLite
-deletes it in a write transaction, Redis by whoever removes it from the deadline index.
+its key, arm, decision and the deadline after which silence counts as good; per settled request
+id its outcome, kept for :data:`SETTLED_TTL_S` so a repeated or late feedback is told apart from
+an unknown id. A request is settled exactly once: SQLite deletes it in a write transaction, Redis
+by whoever removes it from the deadline index.
 
 Every failure of the store itself raises :class:`StoreUnavailable`.
 """
@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from truthlens.gateway.policy.adaptive.bandit import ArmStats, updated
+from truthlens.gateway.policy.adaptive.bandit import ArmStats, keep_factor, updated
 
 SETTLED_TTL_S = 7 * 24 * 3600
 SWEEP_LIMIT = 200  # silent requests settled per sweep (the sweep runs on every pick)
@@ -36,8 +36,11 @@ class BanditStore(Protocol):
 
     def stats(self, key: str, arms: Sequence[str]) -> dict[str, ArmStats]: ...
 
-    def record_pick(self, key: str, arm: str, request_id: str, decision: str, deadline: float,
-                    memory: int | None) -> None: ...
+    def record_pick(self, key: str, arms: Sequence[str], arm: str, request_id: str, decision: str,
+                    deadline: float, memory: int | None) -> None:
+        """Count ``arm``'s pick, await feedback for ``request_id``; with ``memory``, discount the
+        evidence of every arm of ``key`` (see :mod:`~truthlens.gateway.policy.adaptive.bandit`)."""
+        ...
 
     def add_cost(self, key: str, arm: str, cost: float) -> None: ...
 
@@ -63,7 +66,7 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS arms (key TEXT, arm TEXT, alpha REAL, beta REAL, picks INTEGER,
     cost_sum REAL, cost_n INTEGER, PRIMARY KEY (key, arm));
 CREATE TABLE IF NOT EXISTS pending (request_id TEXT PRIMARY KEY, key TEXT, arm TEXT, decision TEXT,
-    deadline REAL, memory INTEGER);
+    deadline REAL);
 CREATE INDEX IF NOT EXISTS pending_deadline ON pending (deadline);
 CREATE TABLE IF NOT EXISTS settled (request_id TEXT PRIMARY KEY, outcome TEXT, at REAL);
 """
@@ -85,6 +88,9 @@ class SqliteStore:
             try:
                 db = sqlite3.connect(self.path, timeout=5.0, isolation_level=None)
                 db.execute("PRAGMA journal_mode=WAL")
+                # WAL with NORMAL sync: a crash of the process loses nothing, a power cut at most the
+                # last few outcomes (a bandit's statistics, not a ledger); a write costs no fsync.
+                db.execute("PRAGMA synchronous=NORMAL")
             except sqlite3.Error as exc:
                 raise StoreUnavailable(f"sqlite {self.path}: {exc}") from None
             self._local.db = db
@@ -99,13 +105,17 @@ class SqliteStore:
             found = {r[0]: ArmStats(r[1], r[2], r[3], r[4], r[5]) for r in rows}
         return {arm: found.get(arm, ArmStats()) for arm in arms}
 
-    def record_pick(self, key: str, arm: str, request_id: str, decision: str, deadline: float,
-                    memory: int | None) -> None:
+    def record_pick(self, key: str, arms: Sequence[str], arm: str, request_id: str, decision: str,
+                    deadline: float, memory: int | None) -> None:
+        keep = keep_factor(memory)
         with self._tx() as db:
             _ensure(db, key, arm)
+            if keep < 1.0:
+                db.execute("UPDATE arms SET alpha = 1 + (alpha - 1) * ?, beta = 1 + (beta - 1) * ? WHERE key = ?",
+                           (keep, keep, key))
             db.execute("UPDATE arms SET picks = picks + 1 WHERE key = ? AND arm = ?", (key, arm))
-            db.execute("INSERT OR REPLACE INTO pending VALUES (?, ?, ?, ?, ?, ?)",
-                       (request_id, key, arm, decision, deadline, memory))
+            db.execute("INSERT OR REPLACE INTO pending VALUES (?, ?, ?, ?, ?)",
+                       (request_id, key, arm, decision, deadline))
 
     def add_cost(self, key: str, arm: str, cost: float) -> None:
         with self._tx() as db:
@@ -115,38 +125,38 @@ class SqliteStore:
 
     def settle_silent(self, now: float) -> int:
         with self._tx() as db:
-            rows = db.execute("SELECT request_id, key, arm, memory FROM pending WHERE deadline <= ? LIMIT ?",
+            rows = db.execute("SELECT request_id, key, arm FROM pending WHERE deadline <= ? LIMIT ?",
                               (now, SWEEP_LIMIT)).fetchall()
-            for request_id, key, arm, memory in rows:
-                self._settle(db, request_id, key, arm, memory, True, "silence", now)
+            for request_id, key, arm in rows:
+                self._settle(db, request_id, key, arm, True, "silence", now)
             db.execute("DELETE FROM settled WHERE at < ?", (now - SETTLED_TTL_S,))
         return len(rows)
 
     def feedback(self, request_id: str, good: bool, decision: str | None, now: float) -> Outcome:
         with self._tx() as db:
-            row = db.execute("SELECT key, arm, decision, deadline, memory FROM pending WHERE request_id = ?",
+            row = db.execute("SELECT key, arm, decision, deadline FROM pending WHERE request_id = ?",
                              (request_id,)).fetchone()
             if row is None:
                 done = db.execute("SELECT outcome FROM settled WHERE request_id = ?", (request_id,)).fetchone()
                 if done is None:
                     return "unknown"
                 return "expired" if done[0] == "silence" else "repeated"
-            key, arm, owner, deadline, memory = row
+            key, arm, owner, deadline = row
             if decision is not None and decision != owner:
                 return "wrong_route"
             if deadline <= now:  # late: the silence it was counted as stands
-                self._settle(db, request_id, key, arm, memory, True, "silence", now)
+                self._settle(db, request_id, key, arm, True, "silence", now)
                 return "expired"
             outcome = "good" if good else "bad"
-            self._settle(db, request_id, key, arm, memory, good, outcome, now)
+            self._settle(db, request_id, key, arm, good, outcome, now)
             return outcome
 
     @staticmethod
-    def _settle(db: sqlite3.Connection, request_id: str, key: str, arm: str, memory: int | None, good: bool,
-                outcome: str, now: float) -> None:
+    def _settle(db: sqlite3.Connection, request_id: str, key: str, arm: str, good: bool, outcome: str,
+                now: float) -> None:
         _ensure(db, key, arm)
         alpha, beta = db.execute("SELECT alpha, beta FROM arms WHERE key = ? AND arm = ?", (key, arm)).fetchone()
-        alpha, beta = updated(alpha, beta, good, memory)
+        alpha, beta = updated(alpha, beta, good)
         db.execute("UPDATE arms SET alpha = ?, beta = ? WHERE key = ? AND arm = ?", (alpha, beta, key, arm))
         db.execute("DELETE FROM pending WHERE request_id = ?", (request_id,))
         db.execute("INSERT OR REPLACE INTO settled VALUES (?, ?, ?)", (request_id, outcome, now))
@@ -187,19 +197,14 @@ class _Transaction:
 # ---------------------------------------------------------------------------------- Redis
 
 _PREFIX = "truthlens:bandit:"
-# One outcome on one arm, atomically: KEYS[1] the arm's hash; ARGV good (1/0), memory (or -1).
-_UPDATE = """
-local a = tonumber(redis.call('HGET', KEYS[1], 'alpha') or '1')
-local b = tonumber(redis.call('HGET', KEYS[1], 'beta') or '1')
-local memory = tonumber(ARGV[2])
-local evidence = a + b - 2
-if memory >= 0 and evidence >= memory then
-  local keep = (memory - 1) / evidence
-  a = 1 + (a - 1) * keep
-  b = 1 + (b - 1) * keep
+# A pick's discount of every arm's evidence, atomically: KEYS the arms' hashes; ARGV[1] what is kept.
+_DISCOUNT = """
+local keep = tonumber(ARGV[1])
+for _, key in ipairs(KEYS) do
+  local a = tonumber(redis.call('HGET', key, 'alpha') or '1')
+  local b = tonumber(redis.call('HGET', key, 'beta') or '1')
+  redis.call('HSET', key, 'alpha', tostring(1 + (a - 1) * keep), 'beta', tostring(1 + (b - 1) * keep))
 end
-if ARGV[1] == '1' then a = a + 1 else b = b + 1 end
-redis.call('HSET', KEYS[1], 'alpha', tostring(a), 'beta', tostring(b))
 return 1
 """
 
@@ -212,7 +217,7 @@ class RedisStore:
         self._errors: tuple[type[Exception], ...] = (redis.RedisError, OSError)
         self._client = redis.Redis.from_url(url, socket_timeout=0.5, socket_connect_timeout=0.5,
                                             decode_responses=True)
-        self._update = self._client.register_script(_UPDATE)
+        self._discount = self._client.register_script(_DISCOUNT)
 
     def _call(self, fn: Any, *args: Any) -> Any:
         try:
@@ -229,13 +234,18 @@ class RedisStore:
         result: dict[str, ArmStats] = self._call(read)
         return result
 
-    def record_pick(self, key: str, arm: str, request_id: str, decision: str, deadline: float,
-                    memory: int | None) -> None:
+    def record_pick(self, key: str, arms: Sequence[str], arm: str, request_id: str, decision: str,
+                    deadline: float, memory: int | None) -> None:
+        keep = keep_factor(memory)
+
         def write() -> None:
+            if keep < 1.0:
+                self._discount(keys=[_arm_key(key, a) for a in arms], args=[keep])
             pipe = self._client.pipeline(transaction=True)
+            pipe.hsetnx(_arm_key(key, arm), "alpha", 1.0)  # Beta(1, 1): later increments start there
+            pipe.hsetnx(_arm_key(key, arm), "beta", 1.0)
             pipe.hincrby(_arm_key(key, arm), "picks", 1)
-            pipe.hset(_PREFIX + "pending:" + request_id, mapping={
-                "key": key, "arm": arm, "decision": decision, "memory": -1 if memory is None else memory})
+            pipe.hset(_PREFIX + "pending:" + request_id, mapping={"key": key, "arm": arm, "decision": decision})
             pipe.expire(_PREFIX + "pending:" + request_id, SETTLED_TTL_S)
             pipe.zadd(_PREFIX + "deadlines", {request_id: deadline})
             pipe.execute()
@@ -282,8 +292,8 @@ class RedisStore:
             return False
         pending: dict[str, str] = self._client.hgetall(_PREFIX + "pending:" + request_id)  # type: ignore[assignment]
         if pending:
-            self._update(keys=[_arm_key(str(pending["key"]), str(pending["arm"]))],
-                         args=["1" if good else "0", pending.get("memory", "-1")])
+            # HINCRBYFLOAT is atomic: concurrent outcomes and discounts never lose an update.
+            self._client.hincrbyfloat(_arm_key(pending["key"], pending["arm"]), "alpha" if good else "beta", 1.0)
         self._client.set(_PREFIX + "settled:" + request_id, outcome, ex=SETTLED_TTL_S)
         self._client.delete(_PREFIX + "pending:" + request_id)
         return True
