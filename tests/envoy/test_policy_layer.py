@@ -19,6 +19,8 @@ import pytest
 from harness import Stack, chat_body, decision
 from shipped_inputs import CONTEXT, GROUNDED
 
+from truthlens.testing.launch import free_port
+
 pytestmark = pytest.mark.envoy
 
 PATH = "/v1/chat/completions"
@@ -34,7 +36,10 @@ def _decisions(store: Path) -> list[dict[str, Any]]:
     clinic = {"name": "clinic", "priority": 40, "rules": {"type": "domain", "name": "healthcare"},
               "plugins": [{"type": "hallucination", "configuration": {"mode": "lightweight", "threshold": "medical",
                                                                       "actions": ["header", "body"]}}]}
-    return [adaptive, clinic, decision("chat", priority=10, mode="lightweight", actions=["header", "body"])]
+    down = decision("adaptive_down", route_header="adaptive-down", priority=50, mode="adaptive",
+                    arms=["lightweight", "standard"], store=f"redis://127.0.0.1:{free_port()}/0",  # nothing there
+                    actions=["header", "body"])
+    return [adaptive, down, clinic, decision("chat", priority=10, mode="lightweight", actions=["header", "body"])]
 
 
 @pytest.fixture
@@ -85,7 +90,18 @@ def test_an_adaptive_route_names_its_arm_and_takes_feedback(gateway: Stack) -> N
     assert _feedback(gateway, {"request_id": request_id, "good": False}) == (
         200, {"request_id": request_id, "outcome": "bad"})
     assert _feedback(gateway, {"request_id": request_id, "good": True})[1]["outcome"] == "repeated"
-    assert _feedback(gateway, {"request_id": "never-seen", "good": True})[0] == 404
+    # An id no store that is up knows, while another adaptive route's store is down: it may be there.
+    assert _feedback(gateway, {"request_id": "never-seen", "good": True})[0] == 503
     assert f"request_id={request_id}" in gateway.processor_log()
     line = next(x for x in gateway.processor_log().splitlines() if f"request_id={request_id}" in x)
     assert f"mode={arm}" in line and "adaptive=chosen" in line
+
+
+def test_an_adaptive_route_whose_store_is_down_runs_its_first_arm_and_says_so(gateway: Stack) -> None:
+    errors = gateway.metric("truthlens_errors_total", reason="adaptive_store_unavailable")
+    resp = gateway.raw("POST", PATH, chat_body(OTHER, context=[CONTEXT]), {"x-test-route": "adaptive-down"})
+    assert resp.status == 200 and resp.headers["x-truthlens-detected"] == "false"
+    assert resp.headers["x-truthlens-mode"] == "lightweight"
+    assert resp.headers["x-truthlens-adaptive"] == "fallback:adaptive_store_unavailable"
+    assert gateway.metric("truthlens_errors_total", reason="adaptive_store_unavailable") == errors + 1
+    assert "adaptive=fallback:adaptive_store_unavailable" in gateway.processor_log()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import time
 from collections.abc import Iterator
 from io import BytesIO
 from pathlib import Path
@@ -45,7 +46,8 @@ def test_adaptive_options_are_validated() -> None:
     assert route is not None and route.mode == "adaptive" and route.streaming == "hold"  # an arm may rewrite
     assert route.options.arms == ("lightweight", "standard") and route.options.memory == 500
     for bad, key in [({"arms": ["lightweight"]}, "arms"), ({"arms": ["lightweight", "adaptive"]}, "arms[1]"),
-                     ({"store": "postgres://x"}, "store"), ({"premium": {}}, "premium")]:
+                     ({"store": "postgres://x"}, "store"), ({"premium": {}}, "premium"),
+                     ({"arms": "standard"}, "arms")]:
         with pytest.raises(ConfigError) as err:
             _config("sqlite:x", **bad) if "store" not in bad else _config(bad["store"])
         assert err.value.key.endswith(key), err.value
@@ -141,6 +143,10 @@ def test_a_store_that_is_down_falls_back_to_the_first_arm() -> None:
     chosen, choice = asyncio.run(choose_arm(bandits, route, "help", None, "req-1"))
     assert chosen.mode == "lightweight" and choice.fallback == STORE_DOWN and choice.header == f"fallback:{STORE_DOWN}"
     asyncio.run(record_cost(bandits, route, choice, 0.1, 0))  # nothing to record, nothing raised
+    # The next request does not wait on the connection timeout again: the store is skipped a while.
+    started = time.monotonic()
+    assert asyncio.run(choose_arm(bandits, route, "help", None, "req-2"))[1].fallback == STORE_DOWN
+    assert time.monotonic() - started < 0.3
 
 
 def test_choose_arm_records_the_pick_for_feedback(tmp_path: Path) -> None:

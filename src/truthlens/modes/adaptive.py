@@ -30,7 +30,7 @@ ARM_MODES = ("lightweight", "standard", "premium", "acr", "auto")
 class AdaptiveOptions:
     arms: tuple[str, ...]
     arm_options: Mapping[str, Any]  # each arm's options, parsed by its mode
-    store: str = DEFAULT_STORE  # sqlite:PATH or redis://host:port/db
+    store: str = DEFAULT_STORE  # sqlite:PATH (relative: the working directory) or redis://host:port/db
     feedback_window_s: float = 3600.0  # after it, a request without feedback counts as good
     price_per_second: float = 0.0  # cost of one second of checking, in units of one unhappy user
     price_per_model_call: float = 0.0  # cost of one model call (re-ask), same units
@@ -40,9 +40,12 @@ class AdaptiveOptions:
 def parse_options(raw: Mapping[str, Any], ctx: OptionContext) -> AdaptiveOptions:
     s = Section(raw, ctx.path)
     s.allow("arms", "store", "feedback_window_s", "price_per_second", "price_per_model_call", "memory", *ARM_MODES)
-    arms = tuple(s.get("arms", ["lightweight", "standard"], schema={
+    listed = s.get("arms", ["lightweight", "standard"], schema={
         "type": "array", "minItems": 2, "uniqueItems": True, "items": {"enum": list(ARM_MODES)},
-        "default": ["lightweight", "standard"]}))
+        "default": ["lightweight", "standard"]})
+    if not isinstance(listed, list):
+        raise ConfigError(s.key("arms"), f"must be a list of modes ({', '.join(ARM_MODES)})")
+    arms = tuple(listed)
     if len(arms) < 2 or len(set(arms)) != len(arms):
         raise ConfigError(s.key("arms"), "needs two or more different modes")
     for i, arm in enumerate(arms):

@@ -8,7 +8,8 @@ route's ``feedback_window_s`` already counts as good.
 Answers: 200 ``{"outcome": "good" | "bad"}``; 404 ``unknown`` (no adaptive route served that id,
 or it was forgotten); 409 ``expired`` (the window had passed: the silence stands), ``repeated``
 (already answered) or ``wrong_route``; 400 naming the field that is wrong; 403 for a caller not
-allowed; 503 when the store is down (nothing is recorded; try again). Each outcome is counted
+allowed; 503 when no store that is up knows the id and one is down (nothing is recorded; try
+again). Each outcome is counted
 in ``truthlens_feedback_total``.
 
 Who may call it: by default only the host itself (a loopback peer), since the probe listener is
@@ -59,15 +60,18 @@ class FeedbackHandler:
         stores = _stores(self._config())
         if not stores:
             return 404, {"error": "no adaptive route is configured", "outcome": "unknown"}
-        outcome = "unknown"
-        try:
-            for url in stores:
+        outcome, down = "unknown", []
+        for url in stores:  # the id is in one of them: a store that is down may be the one
+            try:
                 outcome = self._bandits.store(url).feedback(request_id, good, decision, now())
-                if outcome != "unknown":
-                    break
-        except StoreUnavailable as exc:
+            except StoreUnavailable as exc:
+                down.append(str(exc))
+                continue
+            if outcome != "unknown":
+                break
+        if outcome == "unknown" and down:
             self._telemetry.record_feedback("unavailable")
-            return 503, {"error": f"the adaptive store is unavailable ({exc}); nothing was recorded",
+            return 503, {"error": f"an adaptive store is unavailable ({'; '.join(down)}); nothing was recorded",
                          "outcome": "unavailable"}
         self._telemetry.record_feedback(outcome)
         return _STATUS[outcome], {"request_id": request_id, "outcome": outcome}

@@ -15,6 +15,7 @@ import asyncio
 import logging
 import random
 import threading
+import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 ADAPTIVE_HEADER = "x-truthlens-adaptive"  # "chosen" or "fallback:<reason>"
 STORE_DOWN = "adaptive_store_unavailable"
+RETRY_AFTER_S = 5.0  # a store that failed is not asked again for this long: no request waits on its timeout
 
 
 class Bandits:
@@ -37,10 +39,18 @@ class Bandits:
     def __init__(self, seed: int | None = None) -> None:
         self._stores: dict[str, BanditStore] = {}
         self._lock = threading.Lock()
+        self._down_until: dict[str, float] = {}
         self.rng = random.Random(seed)
 
+    def failed(self, url: str) -> None:
+        """The store at ``url`` just failed: exchanges skip it for :data:`RETRY_AFTER_S`."""
+        self._down_until[url] = time.monotonic() + RETRY_AFTER_S
+
     def store(self, url: str) -> BanditStore:
-        """The open store at ``url`` (opened on first use); raises :class:`StoreUnavailable`."""
+        """The open store at ``url`` (opened on first use); raises :class:`StoreUnavailable`,
+        at once while a recent failure's back-off lasts."""
+        if time.monotonic() < self._down_until.get(url, 0.0):
+            raise StoreUnavailable(f"{url}: failed less than {RETRY_AFTER_S:g} s ago")
         with self._lock:
             found = self._stores.get(url)
             if found is None:
@@ -92,6 +102,7 @@ async def choose_arm(bandits: Bandits, route: RouteSettings, decision: str, doma
     try:
         choice = await asyncio.to_thread(draw)
     except StoreUnavailable as exc:
+        bandits.failed(opts.store)
         log.warning("adaptive route %s: the store is unavailable (%s); running its first arm %s",
                     decision, exc, opts.arms[0])
         choice = ArmChoice(opts.arms[0], key, opts.store, fallback=STORE_DOWN)
