@@ -73,3 +73,20 @@ def test_check_config_shows_the_tau_in_force(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-m", "truthlens", "check-config", str(path)], capture_output=True,
                          text=True, check=True).stdout
     assert "  clinic: threshold 0.4 (medical)" in out
+
+
+def test_the_policy_pages_examples_load() -> None:
+    """docs/policy.md's YAML: the domains example, each threshold form, the adaptive route."""
+    import re
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "policy.md").read_text(encoding="utf-8")
+    domains, thresholds, adaptive = (yaml.safe_load(b) if i != 1 else b
+                                     for i, b in enumerate(re.findall(r"```yaml\n(.*?)```", text, re.S)[:3]))
+    assert parse_config({"version": 1, **domains}).decisions[0].route is not None
+    for line in thresholds.splitlines():
+        assert 0 < _route(yaml.safe_load(line.split("#")[0])["threshold"]).threshold < 1
+    models = {m: {"base_url": "http://127.0.0.1:9/v1"} for m in ("verifier-a", "verifier-b")}
+    cfg = parse_config({"version": 1, "models": models, "decisions": [
+        {"name": "a", "plugins": [{"type": "hallucination", "configuration": adaptive["configuration"]}]}]})
+    assert cfg.decisions[0].route is not None and cfg.decisions[0].route.options.arms == (
+        "lightweight", "standard", "premium")
