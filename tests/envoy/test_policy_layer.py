@@ -105,3 +105,17 @@ def test_an_adaptive_route_whose_store_is_down_runs_its_first_arm_and_says_so(ga
     assert resp.headers["x-truthlens-adaptive"] == "fallback:adaptive_store_unavailable"
     assert gateway.metric("truthlens_errors_total", reason="adaptive_store_unavailable") == errors + 1
     assert "adaptive=fallback:adaptive_store_unavailable" in gateway.processor_log()
+
+
+def test_an_adaptive_routes_state_survives_a_restart(gateway: Stack) -> None:
+    resp = gateway.raw("POST", PATH, chat_body(OTHER, context=[CONTEXT]), {"x-test-route": "adaptive"})
+    request_id = resp.headers["x-request-id"]
+    assert _feedback(gateway, {"request_id": request_id, "good": True})[1]["outcome"] == "good"
+    gateway.kill_processor()  # as a crash: nothing is flushed on the way out
+    try:
+        gateway.start_processor()
+        gateway.wait_processor()
+    finally:
+        gateway.revive_processor()
+    # The new process reads the same SQLite file: it knows the id, and that it had its feedback.
+    assert _feedback(gateway, {"request_id": request_id, "good": False})[1]["outcome"] == "repeated"
