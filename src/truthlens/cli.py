@@ -300,6 +300,9 @@ def _check_config(ns: argparse.Namespace) -> int:
     routes = sum(1 for d in config.decisions if d.route is not None)
     if not errors:
         print(f"{ns.file}: ok (digest {config.digest}, {len(config.decisions)} decisions, {routes} checked)")
+        for d in config.decisions:  # a threshold derived from costs: the τ it comes to
+            if d.route is not None and d.route.threshold_basis:
+                print(f"  {d.name}: threshold {d.route.threshold:g} ({d.route.threshold_basis})")
     for warning in warnings:
         print(f"warning: {ns.file}: {warning}", file=sys.stderr)
     for error in errors:

@@ -98,7 +98,7 @@ def test_every_shipped_config_file_loads(name: str) -> None:
          "decisions[1].name", "duplicate decision name"),
         (lambda d: d["decisions"][0]["rules"]["conditions"][0].update(type="domian"),
          "decisions[0].rules.conditions[0].type",
-         "unknown condition type 'domian' (expected one of header, keyword, model, path)"),
+         "unknown condition type 'domian' (expected one of domain, header, keyword, model, path)"),
         (lambda d: d["decisions"][0]["plugins"][0].update(type="pii"),
          "decisions[0].plugins[0].type", "unknown plugin type"),
         (lambda d: d["decisions"][0]["plugins"][0]["configuration"].update(max_iterations=3),
@@ -167,7 +167,8 @@ def with_mode(mode: str, **configuration: Any) -> dict[str, Any]:
 
 def test_each_mode_declares_whether_it_rewrites_answers() -> None:
     declared = {m: registry.load_mode_module(m).REWRITES for m in registry.mode_names()}
-    assert declared == {"lightweight": False, "standard": True, "premium": True, "acr": True, "auto": True}
+    assert declared == {"lightweight": False, "standard": True, "premium": True, "acr": True, "auto": True,
+                        "adaptive": True}
 
 
 @pytest.mark.parametrize("mode", registry.mode_names())

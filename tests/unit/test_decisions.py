@@ -74,7 +74,7 @@ def test_boolean_trees() -> None:
     ("raw", "key", "fragment"),
     [
         ({"operator": "AND", "conditions": [{"type": "domian", "name": "x"}]}, "rules.conditions[0].type",
-         "unknown condition type 'domian' (expected one of header, keyword, model, path)"),
+         "unknown condition type 'domian' (expected one of domain, header, keyword, model, path)"),
         ({"operator": "XOR", "conditions": [{"type": "path", "prefix": "/"}]}, "rules.operator", "unknown operator"),
         ({"operator": "NOT", "conditions": [{"type": "path", "prefix": "/"}, {"type": "path", "prefix": "/a"}]},
          "rules.conditions", "exactly one"),

@@ -70,6 +70,7 @@ def test_a_grounded_answer_is_clean_and_a_wrong_year_is_flagged_with_why(process
     span = next(s for s in flagged["spans"] if s["text"] == "1925")
     assert WRONG_YEAR["answer"][span["start"]:span["end"]] == "1925"
     assert flagged["reason"] == span["reason"] and "1925" in flagged["why"]
+    assert clean["threshold"] == flagged["threshold"] == 0.5  # the τ in force (configs/config.yaml's)
 
 
 def test_a_batch_answers_each_item_in_order(processor: int) -> None:
@@ -147,7 +148,7 @@ def test_get_is_not_a_check(processor: int) -> None:
 def test_the_start_up_log_names_the_listener_and_where_traces_go(processor: int,
                                                                   tmp_path_factory: pytest.TempPathFactory) -> None:
     log = (tmp_path_factory.getbasetemp() / "dry-run0" / "processor.log").read_text(encoding="utf-8")
-    assert f"metrics and probes on http://127.0.0.1:{processor} (/metrics, /healthz, /readyz, POST /v1/check)" in log
+    assert f"metrics and probes on http://127.0.0.1:{processor} (/metrics, /healthz, /readyz, POST /v1/check, POST /v1/feedback)" in log
     assert "traces: not exported (set OTEL_EXPORTER_OTLP_ENDPOINT" in log
 
 

@@ -206,3 +206,13 @@ def test_the_warning_lead_is_what_apply_puts_before_the_answer() -> None:
     for position in ("prepend", "append"):
         warning = WarningSpec("  ⚠️ Check this.\n", position)  # type: ignore[arg-type]
         assert warning.apply(ANSWER).index(ANSWER) == warning.lead
+
+
+def test_a_route_that_requires_the_disclaimer_warns_a_clean_answer_too() -> None:
+    clean = present(route(actions=["body"], require_disclaimer=True), "d", verdict("clean"), n_choices=1,
+                    include_spans=False, latency_s=0)
+    assert clean.warning is not None and clean.warns(0) and clean.final_contents(("Paris.",))[0] != "Paris."
+    # A check that did not run is marked unavailable, never dressed as a checked answer.
+    failed = present(route(actions=["body"], require_disclaimer=True), "d", verdict("unavailable"), n_choices=1,
+                     include_spans=False, latency_s=0)
+    assert failed.warning is None

@@ -20,6 +20,7 @@ _MODE_MODULES: dict[str, str] = {
     "premium": "truthlens.modes.premium",
     "acr": "truthlens.modes.acr.mode",
     "auto": "truthlens.modes.escalation.auto",
+    "adaptive": "truthlens.modes.adaptive",
 }
 
 

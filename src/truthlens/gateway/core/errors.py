@@ -49,6 +49,8 @@ REASONS: dict[str, tuple[int, str]] = {
     "mode_unavailable": (503, "the route's mode cannot be loaded"),
     "budget_exhausted": (503, "the route's total budget ran out before a verdict"),
     "evidence_error": (503, "evidence gating failed (the check ran on all passages)"),
+    # Not a failed check: an adaptive route's store could not be read, so its first arm ran.
+    "adaptive_store_unavailable": (503, "an adaptive route's store is down; the route's first mode ran"),
     "internal": (500, "a bug in the gateway; the exchange continued unchanged"),
     # The worker.
     "draining": (503, "the gateway was shutting down; the answer was released unchecked"),

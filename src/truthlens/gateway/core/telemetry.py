@@ -46,7 +46,7 @@ from truthlens.gateway.core.trace_export import span_exporters
 from truthlens.tracing import capture_content
 
 if TYPE_CHECKING:
-    from truthlens.gateway.core.probes import Check
+    from truthlens.gateway.core.probes import Check, Feedback
     from truthlens.modes.base import Verdict
 
 log = logging.getLogger(__name__)
@@ -146,6 +146,17 @@ class _Metrics:
             ["decision", "outcome"], registry=registry,
         )
         self.llm = LlmMetrics(registry)  # truthlens_llm_calls_total, truthlens_llm_fallbacks_total
+        # Labels bounded by the config: its domain names (or none) and each adaptive route's arms.
+        self.domains = Counter("truthlens_domains_total", "Classified requests by domain (none: no domain close "
+                               "enough)", ["domain"], registry=registry)
+        self.arm_picks = Counter("truthlens_adaptive_picks_total", "Arms (modes) an adaptive route chose",
+                                 ["decision", "domain", "arm"], registry=registry)
+        self.arm_means = Gauge("truthlens_adaptive_posterior_mean", "Posterior mean of each arm's success "
+                               "(no negative feedback)", ["decision", "domain", "arm"], registry=registry,
+                               multiprocess_mode="max")
+        self.feedback = Counter("truthlens_feedback_total", "POST /v1/feedback and silences by outcome (good, bad, "
+                                "silence, unknown, expired, repeated, wrong_route, unavailable)", ["outcome"],
+                                registry=registry)
         self.dropped_quotes = Counter(
             "truthlens_llm_detector_dropped_quotes_total",
             "Quotes a generative detector gave that the answer does not contain (dropped, never spans)",
@@ -307,6 +318,18 @@ class Telemetry:
 
         return record
 
+    def record_domain(self, domain: str | None) -> None:
+        self.metrics.domains.labels(domain or "none").inc()
+
+    def record_arm(self, decision: str, domain: str | None, arm: str, means: Mapping[str, float]) -> None:
+        """An adaptive route chose ``arm``; ``means``: every arm's posterior mean as the store had it."""
+        self.metrics.arm_picks.labels(decision, domain or "none", arm).inc()
+        for name, mean in means.items():
+            self.metrics.arm_means.labels(decision, domain or "none", name).set(mean)
+
+    def record_feedback(self, outcome: str) -> None:
+        self.metrics.feedback.labels(outcome).inc()
+
     def record_dropped_quotes(self, role: str, count: int) -> None:
         """A generative detector (``role``: detect | confirm) quoted ``count`` texts the answer lacks."""
         self.metrics.dropped_quotes.labels(role).inc(count)
@@ -348,7 +371,7 @@ class Telemetry:
         return generate_latest(self.exposition_registry())
 
     def start_metrics_server(self, listen: str, *, ready: Callable[[], bool] | None = None,
-                             check: Check | None = None) -> MetricsServer:
+                             check: Check | None = None, feedback: Feedback | None = None) -> MetricsServer:
         """Serve ``/metrics``, ``/healthz`` and ``/readyz`` (``ready``: None is always ready) on
         ``listen`` (``host:port``, ``:port`` or ``port``; port 0 picks one); see
         :mod:`truthlens.gateway.core.probes`."""
@@ -358,7 +381,7 @@ class Telemetry:
         registry = self.exposition_registry()
         if multiprocess_dir():  # this process's own process_* metrics beside the workers' samples
             ProcessCollector(registry=registry)
-        server = start_probe_server(host, port, registry, ready, check)
+        server = start_probe_server(host, port, registry, ready, check, feedback)
         return MetricsServer(host=host, port=server.server_address[1], _server=server)
 
     def shutdown(self) -> None:

@@ -25,6 +25,7 @@ from truthlens.logs import FIELDS
 if TYPE_CHECKING:
     from truthlens.gateway.apis.interface import Presentation
     from truthlens.gateway.exchange.phases.state import Runtime, StreamState
+    from truthlens.gateway.policy.domains import DomainMatch
     from truthlens.modes.base import Verdict
 
 log = logging.getLogger("truthlens.audit")
@@ -46,6 +47,8 @@ def record(
     reason: str | None = None,
     original: tuple[str, float | None] | None = None,
     context_source: str | None = None,
+    domain: DomainMatch | None = None,
+    arm: str | None = None,
 ) -> None:
     """Count the exchange's action (``truthlens_actions_total``) and log its line (``original``:
     see :func:`original_of`)."""
@@ -53,7 +56,7 @@ def record(
     request_id = state.info.headers.get("x-request-id") if state.info is not None else None
     exchange(request_id=request_id, decision=decision, mode=mode, verdict=verdict, score=score,
              action=shown.action, latency_s=latency_s, reason=reason, original=original,
-             context_source=context_source)
+             context_source=context_source, domain=None if domain is None else domain.header(), arm=arm)
 
 
 def original_of(verdict: Verdict) -> tuple[str, float | None] | None:
@@ -81,6 +84,8 @@ def exchange(
     reason: str | None = None,
     original: tuple[str, float | None] | None = None,
     context_source: str | None = None,
+    domain: str | None = None,
+    arm: str | None = None,
 ) -> None:
     """Log one exchange's outcome (``verdict``: detected | clean | unavailable | skipped). An
     unavailable verdict (a check that could not run, with its ``reason``) is a WARNING: that
@@ -106,6 +111,10 @@ def exchange(
         fields["reason"] = reason
     if context_source:
         fields["context_source"] = context_source
+    if domain is not None:  # "healthcare;0.83" or "none", when a domain rule read it
+        fields["domain"] = domain
+    if arm is not None:  # an adaptive route: mode is the arm; "chosen" or "fallback:<reason>"
+        fields["adaptive"] = arm
     log.log(level, "exchange %s", text_fields(fields), extra={FIELDS: fields})
 
 

@@ -48,7 +48,8 @@ async def run_check(
     telemetry: Telemetry,
 ) -> Verdict:
     started = time.monotonic()
-    with telemetry.span("truthlens.policy", decision=decision.name, mode=route.mode, choices=len(answers)) as span:
+    with telemetry.span("truthlens.policy", decision=decision.name, mode=route.mode, choices=len(answers),
+                        threshold=route.threshold, threshold_basis=route.threshold_basis or None) as span:
         verdict = await _contained(route, decision.name, request, tuple(answers), services, telemetry, started)
         reason = verdict_reason(verdict)
         span.set_attribute("truthlens.detected", verdict.status)

@@ -32,7 +32,11 @@ from truthlens.gateway.apis.interface import WarningSpec
 from truthlens.gateway.apis.responses.body import REQUEST_KEYS as RESPONSES_REQUEST_KEYS
 from truthlens.gateway.policy.backend_config import parse_detector, parse_models
 from truthlens.gateway.policy.config_yaml import load_yaml, yaml_error
-from truthlens.gateway.policy.decisions import Rule, compile_rules
+from truthlens.gateway.policy.decisions import Rule, Vocabulary, compile_rules, uses_domains
+from truthlens.gateway.policy.delivery import Action, StreamingMode, parse_actions, resolve_streaming
+from truthlens.gateway.policy.domains import DomainSet
+from truthlens.gateway.policy.thresholds import parse_threshold
+from truthlens.gateway.policy.vocabulary import parse_vocabulary
 from truthlens.llm import Endpoint as ModelEndpoint
 from truthlens.modes import registry
 from truthlens.options import ConfigError, OptionContext, Section, schema_alias
@@ -44,9 +48,6 @@ log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
 DEFAULT_MAX_STREAMS = 2048  # per worker; an idle held stream costs about 20 KB
-ACTIONS = ("header", "body", "block")
-Action = Literal["header", "body", "block"]
-StreamingMode = Literal["passthrough", "hold", "progressive"]
 WarningPosition = Literal["prepend", "append"]
 FailPolicy = Literal["open", "closed"]
 
@@ -90,6 +91,10 @@ class RouteSettings:
     no_context: NoContextPolicy = "skip"
     # Flagged answers go to detector.confirm, which confirms or clears each span (the cascade).
     confirm: bool = False
+    # How ``threshold`` was chosen: "" (a number), a preset's name, or "miss_cost=…,prior=…".
+    threshold_basis: str = ""
+    # The warning goes on every checked answer (with the body action), flagged or not.
+    require_disclaimer: bool = False
 
     @property
     def warning(self) -> WarningSpec:
@@ -117,6 +122,9 @@ class Config:
     # gateway.max_streams: ext_proc streams one worker keeps open at once; beyond it an exchange
     # is not checked at all (reason worker_overloaded) instead of holding more memory.
     max_streams: int = DEFAULT_MAX_STREAMS
+    # The domains requests are classified into; None when no decision has a domain condition
+    # (then no request is classified).
+    domains: DomainSet | None = None
 
 
 # ---------------------------------------------------------------------------- loading
@@ -153,7 +161,7 @@ def parse_config(
 ) -> Config:
     """Validate a loaded YAML document. ``base_dir`` anchors relative paths (the model dir)."""
     root = Section(mapping, "")
-    root.allow("version", "gateway", "detector", "models", "hallucination", "decisions")
+    root.allow("version", "gateway", "detector", "models", "hallucination", "decisions", "domains", "keywords")
     version = root.get("version", schema={"const": SCHEMA_VERSION}, required=True)
     if version != SCHEMA_VERSION:
         raise ConfigError("version", f"unsupported schema version {version!r} (expected {SCHEMA_VERSION})")
@@ -165,7 +173,8 @@ def parse_config(
     confirmer = detector.confirm is not None
     hallucination = _resolve_route(None, global_section, mode_defaults, model_names, confirmer)
     listed = root.get("decisions", [], schema={"type": "array"})
-    decisions = _parse_decisions(listed, global_section, mode_defaults, model_names, confirmer)
+    vocabulary, domain_set = parse_vocabulary(root)
+    decisions = _parse_decisions(listed, global_section, mode_defaults, model_names, confirmer, vocabulary)
     gateway = root.section("gateway")
     gateway.allow("max_streams")
     return Config(
@@ -177,13 +186,14 @@ def parse_config(
         decisions=decisions,
         digest=digest,
         source=source,
+        domains=domain_set if any(uses_domains(d.rules) for d in decisions) else None,
     )
 
 
 _GENERIC_KEYS = (
     "enabled", "mode", "threshold", "actions", "warning_template", "warning_position",
     "fail_policy", "streaming", "spans_request_header", "context", "budgets",
-    "max_body_bytes", "evidence", "no_context", "confirm",
+    "max_body_bytes", "evidence", "no_context", "confirm", "require_disclaimer",
 )
 _NESTED_KEYS = ("context", "budgets", "evidence")
 
@@ -266,12 +276,12 @@ def _resolve_route(
     def one(name: str) -> Section:
         return layers.pick(name)
 
-    threshold = one("threshold").number("threshold", 0.5, lo=0.0, hi=1.0)
-    actions = _parse_actions(one("actions"))
+    threshold = parse_threshold(one("threshold"))
+    actions = parse_actions(one("actions"))
     warning_template = one("warning_template").string("warning_template", DEFAULT_WARNING)
     position: WarningPosition = one("warning_position").choice("warning_position", "prepend", ("prepend", "append"))
     fail_policy: FailPolicy = one("fail_policy").choice("fail_policy", "open", ("open", "closed"))
-    streaming = _resolve_streaming(one("streaming"), mode, _mode_module(mode, mode_key).REWRITES, actions)
+    streaming = resolve_streaming(one("streaming"), mode, _mode_module(mode, mode_key).REWRITES, actions)
     spans_header = one("spans_request_header").string("spans_request_header", "x-truthlens-include-spans")
     max_body = one("max_body_bytes").integer("max_body_bytes", 8 * 1024 * 1024, lo=1)
     confirm = one("confirm").boolean("confirm", False)
@@ -329,7 +339,8 @@ def _resolve_route(
 
     return RouteSettings(
         mode=mode,
-        threshold=threshold,
+        threshold=threshold.value,
+        threshold_basis=threshold.basis,
         actions=actions,
         warning_template=warning_template,
         warning_position=position,
@@ -344,44 +355,13 @@ def _resolve_route(
         enabled=one("enabled").boolean("enabled", True),
         no_context=one("no_context").choice("no_context", "skip", NO_CONTEXT_POLICIES),
         confirm=confirm,
+        require_disclaimer=one("require_disclaimer").boolean("require_disclaimer", False),
     )
 
 
-def _resolve_streaming(s: Section, mode: str, rewrites: bool, actions: frozenset[Action]) -> StreamingMode:
-    """``streaming: auto`` streams through only when nothing can change the answer after its
-    first bytes went out: a mode that rewrites answers, or the block action, must hold it."""
-    requested: Literal["auto", StreamingMode] = s.choice(
-        "streaming", "auto", ("auto", "passthrough", "hold", "progressive"))
-    must_hold = rewrites or "block" in actions
-    if requested == "auto":
-        return "hold" if must_hold else "passthrough"
-    if requested == "passthrough" and must_hold:
-        why = f"mode {mode!r} rewrites answers" if rewrites else "the block action withholds answers"
-        raise ConfigError(s.key("streaming"), f"passthrough cannot be used here: {why}; use hold or auto")
-    if requested == "progressive" and rewrites:
-        # Releasing a rewriting mode's answer sentence by sentence needs a continuation re-asked
-        # from the released prefix; not built yet.
-        raise ConfigError(s.key("streaming"), f"progressive cannot be used with mode {mode!r} yet (it rewrites "
-                                              "answers); use hold")
-    return requested
-
-
-def _parse_actions(s: Section) -> frozenset[Action]:
-    value = s.get("actions", ["header", "body"], schema={"type": "array", "items": {"enum": list(ACTIONS)},
-                                                         "uniqueItems": True, "default": ["header", "body"]})
-    key = s.key("actions")
-    if not isinstance(value, list):
-        raise ConfigError(key, f"must be a list of {', '.join(ACTIONS)} (or [])")
-    for i, a in enumerate(value):
-        if a not in ACTIONS:
-            raise ConfigError(f"{key}[{i}]", f"unknown action {a!r} (expected one of {', '.join(ACTIONS)})")
-    if len(set(value)) != len(value):
-        raise ConfigError(key, "lists an action twice")
-    return frozenset(value)
-
-
 def _parse_decisions(
-    raw: Any, g: Section, mode_defaults: Mapping[str, Mapping[str, Any]], models: frozenset[str], confirmer: bool
+    raw: Any, g: Section, mode_defaults: Mapping[str, Mapping[str, Any]], models: frozenset[str], confirmer: bool,
+    vocabulary: Vocabulary,
 ) -> tuple[Decision, ...]:
     if not isinstance(raw, list):
         raise ConfigError("decisions", "must be a list")
@@ -389,7 +369,8 @@ def _parse_decisions(
     names: set[str] = set()
     for i, item in enumerate(raw):
         d = Section(item, f"decisions[{i}]")
-        d.allow("name", "description", "priority", "rules", "plugins")
+        d.allow("name", "description", "priority", "rules", "plugins", "modelRefs")
+        _model_refs(d)
         name = d.string("name")
         if name in names:
             raise ConfigError(d.key("name"), f"duplicate decision name {name!r}")
@@ -401,13 +382,26 @@ def _parse_decisions(
             Decision(
                 name=name,
                 priority=d.integer("priority", 0),
-                rules=compile_rules(d.get("rules", schema={"$ref": "#/$defs/rule"}), d.key("rules")),
+                rules=compile_rules(d.get("rules", schema={"$ref": "#/$defs/rule"}), d.key("rules"), vocabulary),
                 route=_decision_route(d, g, mode_defaults, models, confirmer),
                 description=description,
             )
         )
     # sorted() is stable: equal priorities keep file order.
     return tuple(sorted(decisions, key=lambda x: -x.priority))
+
+
+def _model_refs(d: Section) -> None:
+    """``modelRefs`` (the semantic router's: the models a decision routes to) is validated for its
+    shape and otherwise not read: the gateway checks answers, it does not choose the model."""
+    refs = d.get("modelRefs", [], schema={"type": "array", "items": {
+        "type": "object", "required": ["model"], "properties": {"model": {"type": "string"}}},
+        "description": "the semantic router's models for this decision; validated, not used by TruthLens"})
+    if not isinstance(refs, list):
+        raise ConfigError(d.key("modelRefs"), "must be a list of {model: name}")
+    for j, ref in enumerate(refs):
+        if not isinstance(ref, dict) or not isinstance(ref.get("model"), str) or not ref["model"].strip():
+            raise ConfigError(d.key(f"modelRefs[{j}]"), "must be a mapping with a model name ({model: name})")
 
 
 def _decision_route(

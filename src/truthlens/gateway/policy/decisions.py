@@ -1,7 +1,9 @@
 """Request facts → the matching decision. Pure: no I/O; rules are compiled once at load.
 
-A rule is an AND / OR / NOT tree whose leaves test a header, the path, the requested model
-or keywords in the user's text. :func:`compile_rules` turns the YAML mapping into the tree
+A rule is an AND / OR / NOT tree whose leaves test a header, the path, the requested model,
+keywords in the user's text (listed, or a named set of the config's ``keywords``) or the
+user's text's domain (decided before matching by :mod:`truthlens.gateway.policy.domains`;
+:class:`RequestFacts` carries its name). :func:`compile_rules` turns the YAML mapping into the tree
 (raising :class:`truthlens.options.ConfigError` naming the key); :func:`match` walks the config's
 decisions, highest priority first.
 
@@ -22,7 +24,7 @@ from truthlens.gateway.core import re2_syntax
 from truthlens.gateway.core.paths import lower_ascii, normal_path, normal_prefix
 from truthlens.options import ConfigError, Section
 
-CONDITION_TYPES = ("header", "keyword", "model", "path")
+CONDITION_TYPES = ("domain", "header", "keyword", "model", "path")
 OPERATORS = ("AND", "OR", "NOT")
 
 HeaderTest = Literal["value", "contains", "present"]
@@ -41,6 +43,7 @@ class RequestFacts:
     # Each value of a header that came more than once (lower-case names); header rules test
     # these one by one instead of the joined value.
     repeated: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    domain: str | None = None  # the user's text's domain (None: none, or not classified)
 
     def header_values(self, name: str) -> tuple[str, ...]:
         """The values of header ``name`` as the client sent them (empty: absent)."""
@@ -180,6 +183,37 @@ class KeywordRule:
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class DomainRule:
+    name: str
+
+    def matches(self, facts: RequestFacts) -> bool:
+        return facts.domain == self.name
+
+    def matches_without_body(self, facts: RequestFacts) -> bool | None:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Vocabulary:
+    """The names a rule may refer to, defined elsewhere in the config: its domains and its
+    named keyword sets."""
+
+    domains: frozenset[str] = frozenset()
+    keyword_sets: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+def uses_domains(rule: Rule) -> bool:
+    """Whether any leaf of ``rule`` is a domain condition (only then is a request classified)."""
+    if isinstance(rule, DomainRule):
+        return True
+    if isinstance(rule, Not):
+        return uses_domains(rule.rule)
+    if isinstance(rule, (AllOf, AnyOf)):
+        return any(uses_domains(r) for r in rule.rules)
+    return False
+
+
 class Ruled(Protocol):
     """A decision as the matcher reads it: its compiled rules (the config's ``Decision``)."""
 
@@ -225,17 +259,18 @@ def match(config: Decisions[D], facts: RequestFacts) -> D | None:
 # ---------------------------------------------------------------------------- compilation
 
 
-def compile_rules(raw: Any, path: str) -> Rule:
-    """A ``rules`` mapping (or None: match everything) → a rule tree."""
+def compile_rules(raw: Any, path: str, vocabulary: Vocabulary | None = None) -> Rule:
+    """A ``rules`` mapping (or None: match everything) → a rule tree; a domain or keyword set
+    the ``vocabulary`` does not define is an error naming the condition."""
     if raw is None:
         return Always()
-    return _compile_node(raw, path)
+    return _compile_node(raw, path, vocabulary or Vocabulary())
 
 
-def _compile_node(raw: Any, path: str) -> Rule:
+def _compile_node(raw: Any, path: str, vocabulary: Vocabulary) -> Rule:
     node = Section(raw, path)
     if "operator" not in node and "type" in node:
-        return _compile_leaf(node)
+        return _compile_leaf(node, vocabulary)
     node.allow("operator", "conditions")
     node.require("operator", "conditions")
     # Any letter case, as the check below: an ECMA regex has no case-insensitive flag of its own.
@@ -248,7 +283,7 @@ def _compile_node(raw: Any, path: str) -> Rule:
     conditions = node.get("conditions", schema={"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/rule"}})
     if not isinstance(conditions, list) or not conditions:
         raise ConfigError(node.key("conditions"), "must be a non-empty list")
-    rules = tuple(_compile_node(c, f"{path}.conditions[{i}]") for i, c in enumerate(conditions))
+    rules = tuple(_compile_node(c, f"{path}.conditions[{i}]", vocabulary) for i, c in enumerate(conditions))
     if operator == "NOT":
         if len(rules) != 1:
             raise ConfigError(node.key("conditions"), f"NOT takes exactly one condition, got {len(rules)}")
@@ -258,7 +293,7 @@ def _compile_node(raw: Any, path: str) -> Rule:
     return AllOf(rules) if operator == "AND" else AnyOf(rules)
 
 
-def _compile_leaf(leaf: Section) -> Rule:
+def _compile_leaf(leaf: Section, vocabulary: Vocabulary) -> Rule:
     kind = leaf.get("type", schema={"enum": list(CONDITION_TYPES)})
     if kind not in CONDITION_TYPES:
         raise ConfigError(
@@ -296,9 +331,25 @@ def _compile_leaf(leaf: Section) -> Rule:
         model_test, _ = leaf.one_of(("name", "any"))
         names = [leaf.string("name")] if model_test == "name" else leaf.string_list("any")
         return ModelRule(names=frozenset(names))
-    leaf.allow("type", "any", "case_sensitive")
-    leaf.require("any")
-    keywords = leaf.string_list("any")
+    if kind == "domain":
+        leaf.allow("type", "name")
+        leaf.require("name")
+        domain = leaf.string("name")
+        if domain not in vocabulary.domains:
+            raise ConfigError(leaf.key("name"), f"unknown domain {domain!r} (defined: "
+                              f"{', '.join(sorted(vocabulary.domains))}; add one under domains.sets with examples)")
+        return DomainRule(domain)
+    leaf.allow("type", "any", "name", "case_sensitive")
+    keyword_test, _ = leaf.one_of(("any", "name"))
+    if keyword_test == "any":
+        keywords = leaf.string_list("any")
+    else:
+        set_name = leaf.string("name")
+        if set_name not in vocabulary.keyword_sets:
+            known = ", ".join(sorted(vocabulary.keyword_sets)) or "none"
+            raise ConfigError(leaf.key("name"), f"unknown keyword set {set_name!r} (defined: {known}; "
+                                                "list its words under keywords.<name>)")
+        keywords = list(vocabulary.keyword_sets[set_name])
     case_sensitive = leaf.boolean("case_sensitive", False)
     if not case_sensitive:
         keywords = [k.lower() for k in keywords]

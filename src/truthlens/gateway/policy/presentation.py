@@ -65,9 +65,11 @@ def present(
     elif status == "unavailable" and route.fail_policy == "closed":
         refusal = _failure_refusal(errors.failure_outcome(verdict_reason(verdict) or "mode_error", "closed"))
     contents = _new_contents(verdict, n_choices)
-    warning = route.warning if status == "detected" and "body" in route.actions else None
+    # A route that requires the disclaimer warns on every checked answer, not only a flagged one.
+    disclaimer = route.require_disclaimer and status == "clean"
+    warning = route.warning if (status == "detected" or disclaimer) and "body" in route.actions else None
     # With n > 1 only the choices that were flagged carry the warning.
-    warned = frozenset(c.index for c in verdict.choices if c.detection.status == "detected")
+    warned = frozenset(c.index for c in verdict.choices if disclaimer or c.detection.status == "detected")
     outcome: Outcome
     if refusal is not None:
         outcome = "block" if status == "detected" else "refuse"

@@ -61,7 +61,18 @@ _PROBES: tuple[dict[str, Any], ...] = (
                     {"operator": "NOT", "conditions": [{"type": "keyword", "any": ["x"], "case_sensitive": True}]},
                 ]},
              "plugins": [{"type": "hallucination", "configuration": {"mode": "lightweight", "confirm": True}}]},
+            {"name": "domains", "modelRefs": [{"model": "m"}],
+             "rules": {"operator": "OR", "conditions": [{"type": "domain", "name": "ops"},
+                                                        {"type": "keyword", "name": "meds"}]},
+             "plugins": [{"type": "hallucination", "configuration": {
+                 "threshold": {"miss_cost": 10, "prior": 0.1, "preset": "medical"}, "require_disclaimer": True,
+                 "mode": "adaptive", "arms": ["lightweight", "standard"], "store": "sqlite:adaptive.sqlite3",
+                 "feedback_window_s": 600, "price_per_second": 0.01, "price_per_model_call": 0.01, "memory": 1000,
+                 "standard": {}}}]},
         ],
+        "domains": {"min_similarity": 0.2, "sets": {"ops": {"examples": ["Restart the staging cluster"],
+                                                              "replace": False}}},
+        "keywords": {"meds": ["dosage"]},
     },
 )
 

@@ -220,7 +220,10 @@ async def _check(detector: Detector, request: _Request, route: RouteSettings) ->
                                           timeout_s=route.budgets.detection_s)
     except InvalidInput as exc:
         return {"error": str(exc), "reason": "invalid_input"}
-    return describe(detection, request.route)
+    answer = describe(detection, request.route)
+    if "score" in answer:  # the τ in force: a number, or derived from the route's costs
+        answer["threshold"] = route.threshold
+    return answer
 
 
 def _skip_reason(item: DetectionInput, route: RouteSettings) -> str | None:

@@ -28,9 +28,11 @@ from truthlens.gateway.core.trace_export import trace_export_summary
 from truthlens.gateway.exchange.lifecycle import Lifecycle
 from truthlens.gateway.exchange.phases.state import Runtime
 from truthlens.gateway.exchange.services import ServiceProvider
+from truthlens.gateway.policy.adaptive.choice import Bandits
 from truthlens.gateway.policy.config_store import ConfigStore
 from truthlens.gateway.server.dry_run import DryRunCheck
 from truthlens.gateway.server.dry_run import Limits as CheckLimits
+from truthlens.gateway.server.feedback import FeedbackHandler
 from truthlens.gateway.server.processor import SERVICE_NAME, ExternalProcessor
 from truthlens.options import ConfigError
 
@@ -84,6 +86,7 @@ class ProcessorServer:
         self.port: int | None = None
         self.lifecycle = Lifecycle()
         self.ready = False  # /readyz: the detector is loaded with a valid config and gRPC serves
+        self.bandits = Bandits()  # adaptive routes' stores: the exchanges' and POST /v1/feedback's
 
     async def start(self) -> None:
         s = self.settings
@@ -94,9 +97,10 @@ class ProcessorServer:
             check = DryRunCheck(asyncio.get_running_loop(), lambda: store.current,
                                 lambda: self._services.detector if self._services is not None and self.ready else None,
                                 s.check_limits)
+            feedback = FeedbackHandler(lambda: store.current, self.bandits, telemetry)
             probes = telemetry.start_metrics_server(s.metrics_listen, ready=lambda: self.ready,
-                                                    check=check if s.check_endpoint else None)
-            log.info("metrics and probes on %s (/metrics, /healthz, /readyz%s); %s",
+                                                    check=check if s.check_endpoint else None, feedback=feedback)
+            log.info("metrics and probes on %s (/metrics, /healthz, /readyz%s, POST /v1/feedback); %s",
                      _http_address(probes.host, probes.port), ", POST /v1/check" if s.check_endpoint else "",
                      trace_export_summary())
         options = [
@@ -125,7 +129,8 @@ class ProcessorServer:
         self._server = server
         # Health answers NOT_SERVING while the detector loads; Process calls get UNAVAILABLE.
         self._services = await ServiceProvider.start(store.current, telemetry)
-        processor.ready(Runtime(config=store, services=self._services, telemetry=telemetry, lifecycle=self.lifecycle))
+        processor.ready(Runtime(config=store, services=self._services, telemetry=telemetry, lifecycle=self.lifecycle,
+                                bandits=self.bandits))
         self._watch = asyncio.create_task(store.watch(s.config_poll_s))
         self._sampler = asyncio.create_task(_sample_queue_depth(self._services, telemetry))
         for name in ("", SERVICE_NAME):
@@ -152,6 +157,7 @@ class ProcessorServer:
             await self._server.stop(self.settings.grace_s)
         if self._services is not None:
             await self._services.close()
+        self.bandits.close()
 
 
 def _http_address(host: str, port: int) -> str:
@@ -226,11 +232,21 @@ def _supervise(settings: ServerSettings) -> int:
     # /readyz of the supervisor: every worker has reported serving (a restarted one: again).
     ready_flags: list[Any] = []
     if settings.metrics_listen:
-        metrics = Telemetry().start_metrics_server(
+        # The workers serve no probe listener: feedback comes here, into the stores they share.
+        config = ConfigStore(settings.config_path)
+        telemetry = Telemetry()
+
+        def current() -> Any:
+            config.reload()  # a read and a hash; an invalid edit keeps the old config
+            return config.current
+
+        metrics = telemetry.start_metrics_server(
             settings.metrics_listen,
             ready=lambda: not stopping and all(f.is_set() for f in ready_flags) and len(ready_flags) > 0,
+            feedback=FeedbackHandler(current, Bandits(), telemetry),
         )
-        log.info("metrics and probes of all %d workers on %s (/metrics, /healthz, /readyz); %s", settings.workers,
+        log.info("metrics and probes of all %d workers on %s (/metrics, /healthz, /readyz, POST /v1/feedback); %s",
+                 settings.workers,
                  _http_address(metrics.host, metrics.port), trace_export_summary())
         # Building Telemetry wrote this process's own live gauges (0: it runs no detector); left in
         # place, truthlens_detector_backend_ready would count the supervisor as a process not ready.

@@ -5,19 +5,25 @@ recorded by :func:`truthlens.gateway.policy.checking.run_check`; the outcome goe
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from truthlens.gateway.apis.interface import Presentation
 from truthlens.gateway.exchange import audit
 from truthlens.gateway.exchange.lifecycle import Draining
 from truthlens.gateway.exchange.phases.state import CheckedRequest, Runtime, StreamState
+from truthlens.gateway.exchange.request_id import REQUEST_ID_HEADER
 from truthlens.gateway.policy import checking
+from truthlens.gateway.policy.adaptive.choice import ADAPTIVE_HEADER, ArmChoice, choose_arm, record_cost
+from truthlens.gateway.policy.domains import DOMAIN_HEADER
 from truthlens.gateway.policy.explanations import flag_reason
 from truthlens.gateway.policy.presentation import present, unchecked
 
 if TYPE_CHECKING:
     from truthlens.gateway.policy.config import RouteSettings
     from truthlens.modes.base import Verdict
+
+ADAPTIVE = "adaptive"
 
 
 async def check(state: StreamState, checked: CheckedRequest, rt: Runtime, answers: tuple[str, ...]) -> Presentation:
@@ -29,17 +35,27 @@ async def check_verdict(
 ) -> tuple[Verdict | None, Presentation]:
     """:func:`check`, with the verdict it presented (None: the check did not run)."""
     started = time.monotonic()
+    domain = state.domain.name if state.domain is not None else None
+    route, choice = checked.route, None
+    if route.mode == ADAPTIVE:  # the bandit picks the arm; that arm's mode runs
+        route, choice = await choose_arm(rt.bandits, route, checked.decision.name, domain, _request_id(state))
+        rt.telemetry.record_arm(checked.decision.name, domain, choice.arm, choice.means)
+        if choice.fallback is not None:
+            rt.telemetry.record_error(choice.fallback)
     try:
         # A drain bounds the check: near the end of the grace period the answer goes out
         # unchanged, marked unavailable (reason "draining"), instead of being cut by the stop.
         verdict = await rt.lifecycle.bounded(checking.run_check(
-            checked.route, checked.decision, checked.request, answers, checked.services, rt.telemetry
+            route, checked.decision, checked.request, answers, checked.services, rt.telemetry
         ))
     except Draining:
         return None, skip(state, rt, checked.route, checked.decision.name, "draining")
+    if choice is not None:
+        await record_cost(rt.bandits, checked.route, choice, time.monotonic() - started, verdict.iterations)
+    verdict = _with_policy_headers(verdict, state, choice)
     with rt.telemetry.span("truthlens.mitigation", decision=checked.decision.name, mode=verdict.mode) as span:
         shown = present(
-            checked.route,
+            route,
             checked.decision.name,
             verdict,
             n_choices=len(answers),
@@ -57,12 +73,28 @@ async def check_verdict(
         reason = flag_reason(c.detection for c in verdict.choices)
     audit.record(state, rt, shown, decision=checked.decision.name, mode=verdict.mode, verdict=verdict.status,
                  score=verdict.score, latency_s=time.monotonic() - started, reason=reason,
-                 original=audit.original_of(verdict), context_source=checked.request.context_source)
+                 original=audit.original_of(verdict), context_source=checked.request.context_source,
+                 domain=state.domain, arm=None if choice is None else choice.header)
     if state.span is not None:
         rt.telemetry.annotate_exchange(state.span, decision=checked.decision.name,
                                        model=checked.request.model, verdict=verdict, outcome=shown.outcome)
         state.span.set_attribute("truthlens.context_source", checked.request.context_source)
     return verdict, shown
+
+
+def _request_id(state: StreamState) -> str | None:
+    return state.info.headers.get(REQUEST_ID_HEADER) if state.info is not None else None
+
+
+def _with_policy_headers(verdict: Verdict, state: StreamState, choice: ArmChoice | None) -> Verdict:
+    """The verdict with the policy's own headers: the request's domain (when a domain rule read
+    it) and, on an adaptive route, whether the arm was drawn or the route fell back."""
+    extra: dict[str, str] = {}
+    if state.domain is not None:
+        extra[DOMAIN_HEADER] = state.domain.header()
+    if choice is not None:
+        extra[ADAPTIVE_HEADER] = choice.header
+    return replace(verdict, headers={**verdict.headers, **extra}) if extra else verdict
 
 
 def skip(

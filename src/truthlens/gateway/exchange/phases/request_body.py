@@ -5,12 +5,12 @@ request with the context extension field stripped."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
 from truthlens.gateway.apis.interface import DecodedRequest, Endpoint, ParsedRequest
 from truthlens.gateway.core.errors import GatewayError
-from truthlens.gateway.exchange import mutations, ungrounded
+from truthlens.gateway.exchange import domains, mutations, ungrounded
 from truthlens.gateway.exchange.phases import encoded_request
 from truthlens.gateway.exchange.phases.check import skip
 from truthlens.gateway.exchange.phases.state import CheckedRequest, Runtime, StreamState
@@ -24,6 +24,14 @@ class _Routed:
     decision: Decision | None
     decoded: DecodedRequest | None  # None: no route needed it, or it failed
     error: GatewayError | None = None
+    # Set when a domain rule must see the user's text's domain before the match is known
+    # (``decision`` is then the match without a domain): the decoded request, and its facts.
+    undecided: DecodedRequest | None = None
+    facts: RequestFacts | None = None
+
+    def facts_with(self, domain: str | None) -> RequestFacts:
+        assert self.facts is not None
+        return replace(self.facts, domain=domain)
 
 
 def whole_body(state: StreamState, msg: pb.ProcessingRequest) -> bytes | None:
@@ -51,8 +59,12 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
     config = state.config
 
     with rt.telemetry.span("truthlens.decision", path=info.path) as span:
-        routed = _route(config, state.api, RequestFacts(info.path, info.method, info.headers,
-                                                          repeated=info.repeated), body)
+        facts = RequestFacts(info.path, info.method, info.headers, repeated=info.repeated)
+        routed = _route(config, state.api, facts, body)
+        if routed.undecided is not None:  # a domain rule decides: classify the user's text first
+            state.domain = await domains.classify(config, routed.undecided.question, state.lease.services, rt)
+            routed = _Routed(decisions.match(config, routed.facts_with(state.domain.name)), routed.undecided)
+            span.set_attribute("truthlens.domain", state.domain.header())
         decision = routed.decision
         span.set_attribute("truthlens.decision", decision.name if decision is not None else "")
     route = decision.route if decision is not None else None
@@ -66,6 +78,9 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
         request = routed.decoded.read(route.context)
     except GatewayError as exc:
         return _cannot_check(state, rt, decision, exc, body)
+    if state.domain is None and config.domains is not None and route.mode == "adaptive":
+        # An adaptive route keeps its posteriors per domain: read it even when headers chose the route.
+        state.domain = await domains.classify(config, request.question, state.lease.services, rt)
     if len(body) > route.max_body_bytes:
         return _cannot_check(state, rt, decision, GatewayError("too_large", "over max_body_bytes"), body)
     if ungrounded.needs_skipping(route, request):  # no context, no check (the route's no_context)
@@ -82,7 +97,8 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
 
 
 def route_request(config: Config, api: Endpoint, facts: RequestFacts, body: bytes) -> Decision | None:
-    """The decision of a request with this body (nothing else is kept of its decoding)."""
+    """The decision of a request with this body (nothing else is kept of its decoding; its
+    domain is not classified: domain rules do not hold)."""
     return _route(config, api, facts, body).decision
 
 
@@ -103,6 +119,8 @@ def _route(config: Config, api: Endpoint, facts: RequestFacts, body: bytes) -> _
     if isinstance(early, Decision):
         return _Routed(early, decoded)
     facts = RequestFacts(facts.path, facts.method, facts.headers, decoded.model, decoded.question, facts.repeated)
+    if config.domains is not None:
+        return _Routed(decisions.match(config, facts), decoded, undecided=decoded, facts=facts)
     return _Routed(decisions.match(config, facts), decoded)
 
 

@@ -14,6 +14,7 @@ from truthlens.gateway.exchange.phases.check import skip
 from truthlens.gateway.exchange.phases.progressive_state import Progressive
 from truthlens.gateway.exchange.phases.request_headers import header_dict
 from truthlens.gateway.exchange.phases.state import Runtime, StreamedResponse, StreamState
+from truthlens.gateway.policy.domains import DOMAIN_HEADER
 from truthlens.gateway.policy.presentation import VERDICT_HEADER_PREFIX, provisional_headers
 
 
@@ -47,6 +48,8 @@ def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> pb.Pro
     if state.streamed is not None:
         # These go out now; the verdict itself travels in the stream's last chunk.
         early = {"x-truthlens-enabled": "true", "x-truthlens-mode": route.mode}
+        if state.domain is not None:  # known since the request: a domain rule read it
+            early[DOMAIN_HEADER] = state.domain.header()
         return reply(early if "header" in route.actions else None, spoofed + _length(headers), "streamed")
     if _media_type(headers) == "text/event-stream":
         # A held stream: Envoy keeps the bytes (it has them all if the processor goes away)

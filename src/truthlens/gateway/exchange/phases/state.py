@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from truthlens.gateway.apis.endpoints import CHAT
 from truthlens.gateway.apis.interface import Endpoint
 from truthlens.gateway.exchange.lifecycle import Lifecycle
+from truthlens.gateway.policy.adaptive.choice import Bandits
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from truthlens.gateway.exchange.services import ServiceLease, ServiceProvider
     from truthlens.gateway.policy.config import Config, Decision, RouteSettings
     from truthlens.gateway.policy.config_store import ConfigStore
+    from truthlens.gateway.policy.domains import DomainMatch
     from truthlens.modes.base import Services
 
 
@@ -31,6 +33,7 @@ class Runtime:
     services: ServiceProvider
     telemetry: Telemetry
     lifecycle: Lifecycle = field(default_factory=Lifecycle)  # drain state and the stream count
+    bandits: Bandits = field(default_factory=Bandits)  # adaptive routes' stores (shared with /v1/feedback)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +103,7 @@ class StreamState:
     matched: bool = False  # a decision matched: its answers are scrubbed of upstream verdicts
     checked: CheckedRequest | None = None
     unchecked: Presentation | None = None  # a check the route asked for that will not run
+    domain: DomainMatch | None = None  # the user's text's domain, when a domain rule needed it
     streamed: StreamedResponse | None = None
     span: Any = None  # the exchange's OpenTelemetry span, open from request headers to the end
     # The processor is done with this exchange and ends the call instead of replying: Envoy then
