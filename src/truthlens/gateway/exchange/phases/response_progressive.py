@@ -309,15 +309,19 @@ async def _detect(state: StreamState, checked: CheckedRequest, rt: Runtime, pref
     assert st is not None and st.progressive is not None
     query = checked.request.grounded_query()
     left = route.budgets.total_s - st.progressive.check_s
-    detector = BudgetedDetector(checked.services.detector, route.budgets.detection_s,
-                                time.monotonic() + left, rt.telemetry, route.mode)
+    deadline = time.monotonic() + left
+    detector = BudgetedDetector(checked.services.detector, route.budgets.detection_s, deadline, rt.telemetry,
+                                route.mode)
     item = DetectionInput(context=query.passages, question=query.question, answer=prefix)
     try:
         with rt.telemetry.span("truthlens.sentence_check", chars=len(prefix)):
-            return await rt.lifecycle.bounded(detector.detect(item, threshold=route.threshold))
+            detection = await rt.lifecycle.bounded(detector.detect(item, threshold=route.threshold))
     except Draining:
         _stop_or_flow(state, st.progressive, rt, checked, "draining")
         return None
+    if detection.status == "unavailable" and left < route.budgets.detection_s and time.monotonic() >= deadline:
+        return Detection.unavailable("budget_exhausted")  # the exchange's budget, not the call's, ran out
+    return detection
 
 
 def _sentence_presentation(
@@ -349,8 +353,8 @@ async def _finish(
         if shown.warning is not None and p.warned_sentence is None and shown.refusal is None:
             p.edits.append(Edit(end.start, end.start, p.codec.text_event("\n\n" + shown.warning.text.strip())))
             p.warned_sentence = p.released_sentences
-        if verdict is not None and verdict.status == "detected" and p.flagged_sentence is None:
-            p.flagged_sentence = _first_sentence(p, spans, [])
+        if verdict is not None and verdict.status == "detected" and spans:
+            p.flagged_sentence = _first_sentence(p, spans, [])  # the verdict's spans say which
         _place_verdict(p, end, shown)
         return
     ends = [*p.waiting, *_sentence_ends(p, final=True)]
