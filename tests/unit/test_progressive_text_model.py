@@ -186,6 +186,23 @@ async def test_refusal_deltas_beside_content_deltas_are_read(channel: grpc.aio.C
     assert S1 not in delta_text(out, "refusal")
 
 
+@pytest.mark.parametrize("year", ["1900", "1950"])
+async def test_refusal_text_then_content_text_never_releases_a_wrong_refusal_sentence(
+    channel: grpc.aio.Channel, year: str
+) -> None:
+    # Found by the progressive fuzzer (tests/unit/test_fuzz_progressive.py): the refusal came
+    # first, then content; the whole answer's text puts the content first, so its spans do not
+    # index the refusal text released so far.
+    wrong = f"The Eiffel Tower was completed in {year} and designed by Albert Speer."
+    upstream = (chunk({"role": "assistant", "content": ""})
+                + chunk({"refusal": f"{wrong} {wrong} It was designed by the company of Gustave Eiffel"})
+                + chunk({"content": f". {S1}"}) + END)
+    for size in (len(upstream), 40):
+        out = await exchange(channel, "pblock", upstream, size=size)
+        assert year.encode() not in out and b"Speer" not in out
+        assert refused(out)
+
+
 async def test_a_grounded_refusal_only_answer_is_released_whole(channel: grpc.aio.Channel) -> None:
     text = f"{S1} {S2}"
     out = await exchange(channel, "pclosed", chat_of(text, "refusal") + END)

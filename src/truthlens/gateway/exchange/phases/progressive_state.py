@@ -71,6 +71,7 @@ class Progressive:
     released_sentences: int = 0
     phase: Phase = "checking"
     held_from: int | None = None  # a second answer began here: nothing from it goes before the end
+    second_answer: bool = False  # the text followed is no longer the start of the one answer's text
     warned_sentence: int | None = None
     unchecked: Presentation | None = None  # a sentence check did not run: the verdict the end gets
     flagged_sentence: int | None = None

@@ -175,6 +175,7 @@ def _read(p: Progressive, event: sse.SSEEvent) -> Event | str | None:
         return str(getattr(exc, "reason", "sse_framing"))
     added = codec.text_added()
     if added is None:
+        p.second_answer = True
         if p.held_from is None:  # a second answer: progressive release follows one
             p.held_from = start
     elif added:
@@ -361,10 +362,14 @@ async def _finish(
     p.waiting.clear()
     cut = None
     if verdict is not None and verdict.status == "detected" and verdict.choices:
-        flagged = _first_flagged(verdict.choices[0].detection, ends, p.passed)
+        # The spans index the whole answer's text. Once a second answer (or, in chat, a second
+        # field) began, the text followed here need not be where that text starts: nothing
+        # more of it goes out then.
+        mapped = not p.second_answer
+        flagged = _first_flagged(verdict.choices[0].detection, ends, p.passed) if mapped else 0
         cut = p.passed if flagged is None else ([p.passed, *ends])[flagged]
         passed_now = flagged if flagged is not None else 0
-        p.flagged_sentence = _first_sentence(p, spans, ends)
+        p.flagged_sentence = _first_sentence(p, spans, ends) if mapped else p.released_sentences
     else:
         passed_now = len(ends)
     if shown.refusal is not None:
