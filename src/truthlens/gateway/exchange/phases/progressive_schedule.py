@@ -5,11 +5,12 @@ A sentence check costs about one detector pass over the context plus the text it
 whole answer is checked again at the end: checking every sentence alone made a long answer cost
 one context pass per sentence (1,500 one-word sentences: 1,500 runs). So the completed sentences
 wait and go to the detector together. The first check runs at once (the first byte should not
-wait); after it, a check runs once the checks since the first, this one included, would have
-read at most :data:`CHECK_BUDGET` times what the end's check of the answer so far reads (the
-context and the answer), so their cost follows the answer's length, not its number of
-sentences; or once the first sentence waiting has waited :data:`MAX_WAIT_S` (a bound on how
-long released text lags, and on how long Envoy waits for a chunk's reply). The route's
+wait); after it, a check runs once every check so far, this one included, would have read at
+most :data:`CHECK_BUDGET` times what the end's check of the answer so far reads (the context
+and the answer), so their cost follows the answer's length over the context's, not its number
+of sentences; or once the first sentence waiting has waited :data:`MAX_WAIT_S` (a bound on how
+long released text lags, well inside the time Envoy waits for a chunk's reply: the shipped
+``message_timeout`` is 120 s). The route's
 ``budgets.total_ms`` bounds the time of every check of the exchange together, the end's included.
 """
 
@@ -20,10 +21,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from truthlens.gateway.exchange.phases.progressive_state import Progressive
 
-# The sentence checks after the first read at most this many times what the end's check reads.
+# The sentence checks read at most this many times what the end's check reads (the first runs anyway).
 CHECK_BUDGET = 1.0
 # A sentence that has waited this long for its check is checked at the next chunk, whatever the cost.
-MAX_WAIT_S = 5.0
+MAX_WAIT_S = 30.0
 # Each detector run costs about this many characters' worth on top of the text it reads
 # (tokenising, one model call): counted so that tiny sentences cannot buy a run each.
 RUN_OVERHEAD_CHARS = 200
@@ -52,9 +53,8 @@ def due(p: Progressive, context_chars: int, window_chars: int, now: float) -> bo
 
 
 def spent(p: Progressive, chars: int, seconds: float) -> None:
-    """A check ran, reading ``chars`` (the first is free of the budget) in ``seconds``."""
-    if p.checks:
-        p.check_chars += chars
+    """A check ran, reading ``chars`` in ``seconds``."""
+    p.check_chars += chars
     p.checks += 1
     p.check_s += seconds
     p.waiting.clear()

@@ -87,7 +87,7 @@ class Progressive:
     waiting: list[int] = field(default_factory=list)
     waiting_since: float = 0.0
     checks: int = 0
-    check_chars: int = 0  # characters the checks after the first read (context included)
+    check_chars: int = 0  # characters the checks read (context and run overhead included)
     check_s: float = 0.0  # seconds spent in checks: the route's total_ms bounds the whole exchange
     # A warning put inside the answer: before answer character ``warn_at``, ``warn_len`` characters.
     warn_at: int | None = None

@@ -35,17 +35,18 @@ from __future__ import annotations
 import time
 from bisect import bisect_right
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
 from truthlens.detector.types import Detection, DetectionInput
 from truthlens.gateway.apis import sse
-from truthlens.gateway.apis.interface import WARNING_POSITION_KEY, BodyError
+from truthlens.gateway.apis.interface import BodyError
 from truthlens.gateway.exchange import audit, mutations
 from truthlens.gateway.exchange.lifecycle import Draining
+from truthlens.gateway.exchange.phases import progressive_edits as edits
 from truthlens.gateway.exchange.phases import progressive_schedule as schedule
 from truthlens.gateway.exchange.phases.check import skip
-from truthlens.gateway.exchange.phases.progressive_state import FOREVER, Chunk, Edit, Event, Progressive, drain, replies
+from truthlens.gateway.exchange.phases.progressive_state import Chunk, Edit, Event, Progressive, drain, replies
 from truthlens.gateway.exchange.phases.response_stream import judge
 from truthlens.gateway.policy.checking import BudgetedDetector
 from truthlens.gateway.policy.explanations import flag_reason
@@ -108,7 +109,7 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
         if checked is not None:
             await _finish(state, p, checked, rt, end)
         elif p.unchecked is not None:
-            _place_verdict(p, end, p.unchecked)
+            edits.place_verdict(p, end, p.unchecked)
         st.finished = st.done_seen = True
     if chunk.end_of_stream and not p.ended and p.phase in ("checking", "flowing"):
         _give_up(state, p, rt, "sse_framing", "the stream ended before the answer did")
@@ -127,7 +128,7 @@ def contain(
         shown = skip(state, rt, checked.route, checked.decision.name, reason, "the stream could not be read",
                      upstream=True)
         if shown.refusal is not None:
-            _stop(p, p.passed, shown)
+            edits.stop(p, p.passed, shown)
             st.refused = True
             return replies(p, end_of_stream=False)
     return release_all(st)
@@ -230,9 +231,9 @@ async def _check_sentences(state: StreamState, p: Progressive, checked: CheckedR
     route = checked.route
     if "block" in route.actions:
         shown = _sentence_presentation(state, checked, rt, detection)
-        _stop(p, p.passed, shown)
+        edits.stop(p, p.passed, shown)
     elif "body" in route.actions:
-        _warn_before(p, p.passed, route.warning.text)
+        edits.warn_before(p, p.passed, route.warning.text)
         p.phase = "flowing"
     else:  # nothing to do about it now: the end's verdict says so
         for end in ends[flagged:]:
@@ -352,11 +353,10 @@ async def _finish(
     spans = verdict.choices[0].detection.spans if verdict is not None and verdict.choices else ()
     if p.phase == "flowing":  # everything read was released: only the verdict (and warning) remain
         if shown.warning is not None and p.warned_sentence is None and shown.refusal is None:
-            p.edits.append(Edit(end.start, end.start, p.codec.text_event("\n\n" + shown.warning.text.strip())))
-            p.warned_sentence = p.released_sentences
+            edits.warn_after(p, end, shown.warning.text)
         if verdict is not None and verdict.status == "detected" and spans:
             p.flagged_sentence = _first_sentence(p, spans, [])  # the verdict's spans say which
-        _place_verdict(p, end, shown)
+        edits.place_verdict(p, end, shown)
         return
     ends = [*p.waiting, *_sentence_ends(p, final=True)]
     p.waiting.clear()
@@ -374,98 +374,15 @@ async def _finish(
         passed_now = len(ends)
     if shown.refusal is not None:
         p.released_sentences += passed_now
-        _stop(p, cut if cut is not None else p.passed, shown)
+        edits.stop(p, cut if cut is not None else p.passed, shown)
         return
     p.released_sentences += len(ends)
     if shown.warning is not None and p.warned_sentence is None:
         if cut is not None and cut < p.length:
-            _warn_before(p, cut, shown.warning.text)
+            edits.warn_before(p, cut, shown.warning.text)
         else:  # flagged only across released sentences: the warning follows the answer
-            p.edits.append(Edit(end.start, end.start, p.codec.text_event("\n\n" + shown.warning.text.strip())))
-            p.warned_sentence = p.released_sentences
-    _place_verdict(p, end, shown)
-
-
-def _place_verdict(p: Progressive, end: Event, shown: Presentation) -> None:
-    """The verdict in place of ``end`` (which follows it); every later event flows (but what
-    :func:`_read` drops after the answer's end)."""
-    p.edits = [e for e in p.edits if not (end.start <= e.start and e.end <= end.end and e.start < e.end)]
-    p.edits.append(Edit(end.start, end.end, p.codec.verdict_before(shown, _details(shown, p), end.event)))
-    p.phase = "flowing"
-    p.held_from = None
-
-
-def _details(shown: Presentation, p: Progressive) -> dict[str, Any]:
-    """The verdict's details, with what progressive release did; span offsets index the text
-    the client got: a warning put inside the answer moves the spans after it by its length, one
-    after the answer moves none."""
-    details = dict(shown.late_details())
-    if p.warn_at is not None:
-        details = _spans_after(details, p.warn_at, p.warn_len)
-        details[WARNING_POSITION_KEY] = "inline"
-    details["progressive"] = {"released_sentences": p.released_sentences, "flagged_sentence": p.flagged_sentence,
-                              "warned_before_sentence": p.warned_sentence}
-    return details
-
-
-def _spans_after(details: dict[str, Any], at: int, by: int) -> dict[str, Any]:
-    """``details`` with each span offset at or past answer character ``at`` moved ``by`` later."""
-    choices = []
-    for choice in details.get("choices", ()):
-        if choice.get("spans"):
-            spans = [{**span, "start": span["start"] + (by if span["start"] >= at else 0),
-                      "end": span["end"] + (by if span["end"] > at else 0)} for span in choice["spans"]]
-            choice = {**choice, "spans": spans}
-        choices.append(choice)
-    return {**details, "choices": choices}
-
-
-# -- what the client gets ---------------------------------------------------------------------
-
-
-def _stop(p: Progressive, cut: int, shown: Presentation) -> None:
-    """End the stream at answer character ``cut``: what passed stands, the verdict and the
-    refusal (naming how many sentences went out) follow it, and nothing after reaches the client."""
-    refusal = shown.refusal
-    if refusal is not None:
-        note = f" {p.released_sentences} sentence(s) had been released before the flagged one."
-        shown = replace(shown, refusal=replace(refusal, message=refusal.message + note))
-        p.refused = True
-    at, head = _split_at(p, cut)
-    if p.held_from is not None and p.held_from < at:  # nothing from a second answer on went out
-        at, head = p.held_from, b""
-    p.edits = [e for e in p.edits if e.start < at]
-    p.edits.append(Edit(at, FOREVER, head + p.codec.verdict_before(shown, _details(shown, p), None)))
-    p.phase = "stopped"
-
-
-def _warn_before(p: Progressive, cut: int, warning: str) -> None:
-    """The warning as content just before answer character ``cut`` (a sentence's start)."""
-    note = warning.strip()
-    note = f"\n\n{note}\n\n" if cut > 0 else f"{note}\n\n"
-    codec = p.codec
-    p.warned_sentence = p.released_sentences
-    p.warn_at, p.warn_len = cut, len(note)
-    for item in p.events:
-        if item.text_after > cut:
-            if item.text_before >= cut:
-                p.edits.append(Edit(item.start, item.start, codec.text_event(note)))
-            else:
-                first, rest = codec.cut_event(item.event, cut - item.text_before)
-                p.edits.append(Edit(item.start, item.end, first + codec.text_event(note) + rest))
-            return
-
-
-def _split_at(p: Progressive, cut: int) -> tuple[int, bytes]:
-    """Where in the body the answer passes character ``cut``, and the passed head of the event
-    that holds it (re-encoded; empty when the cut falls between events)."""
-    codec = p.codec
-    for item in p.events:
-        if item.text_after > cut:
-            if item.text_before >= cut:
-                return item.start, b""
-            return item.start, codec.cut_event(item.event, cut - item.text_before)[0]
-    return p.read, b""
+            edits.warn_after(p, end, shown.warning.text)
+    edits.place_verdict(p, end, shown)
 
 
 def _stop_or_flow(
@@ -478,7 +395,7 @@ def _stop_or_flow(
     if checked.route.fail_policy == "closed" or reason == "draining":
         shown = skip(state, rt, checked.route, checked.decision.name, reason, "a sentence check could not run")
         if shown.refusal is not None:
-            _stop(p, p.passed, shown)
+            edits.stop(p, p.passed, shown)
         else:
             p.unchecked = shown
 
@@ -492,7 +409,7 @@ def _give_up(state: StreamState, p: Progressive, rt: Runtime, reason: str, detai
         return
     shown = skip(state, rt, checked.route, checked.decision.name, reason, detail, upstream=True)
     if shown.refusal is not None:
-        _stop(p, p.passed, shown)
+        edits.stop(p, p.passed, shown)
         return
     p.ended = True
     p.phase = "open"
