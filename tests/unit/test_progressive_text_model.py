@@ -379,6 +379,9 @@ async def test_spans_on_a_progressive_warning_route_index_the_clients_text(chann
     assert spans and verdict["status"] == "detected"
     for span in spans:
         assert text[span["start"] : span["end"]] == span["text"]
+    # The warning goes before HALLU, the answer's third sentence (number 2 from 0), and says so.
+    assert text.index("⚠️") < text.index("1925")
+    assert verdict["progressive"]["warned_before_sentence"] == 2
 
 
 PR25_CONTEXT = ["The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris. It was completed "

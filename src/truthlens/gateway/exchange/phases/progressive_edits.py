@@ -66,12 +66,13 @@ def stop(p: Progressive, cut: int, shown: Presentation) -> None:
     p.phase = "stopped"
 
 
-def warn_before(p: Progressive, cut: int, warning: str) -> None:
-    """The warning as content just before answer character ``cut`` (a sentence's start)."""
+def warn_before(p: Progressive, cut: int, warning: str, sentence: int) -> None:
+    """The warning as content just before answer character ``cut``, the start of sentence
+    number ``sentence``."""
     note = warning.strip()
     note = f"\n\n{note}\n\n" if cut > 0 else f"{note}\n\n"
     codec = p.codec
-    p.warned_sentence = p.released_sentences
+    p.warned_sentence = sentence
     p.warn_at, p.warn_len = cut, len(note)
     for item in p.events:
         if item.text_after > cut:

@@ -233,7 +233,7 @@ async def _check_sentences(state: StreamState, p: Progressive, checked: CheckedR
         shown = _sentence_presentation(state, checked, rt, detection)
         edits.stop(p, p.passed, shown)
     elif "body" in route.actions:
-        edits.warn_before(p, p.passed, route.warning.text)
+        edits.warn_before(p, p.passed, route.warning.text, p.released_sentences)
         p.phase = "flowing"
     else:  # nothing to do about it now: the end's verdict says so
         for end in ends[flagged:]:
@@ -376,10 +376,11 @@ async def _finish(
         p.released_sentences += passed_now
         edits.stop(p, cut if cut is not None else p.passed, shown)
         return
+    before = p.released_sentences
     p.released_sentences += len(ends)
     if shown.warning is not None and p.warned_sentence is None:
         if cut is not None and cut < p.length:
-            edits.warn_before(p, cut, shown.warning.text)
+            edits.warn_before(p, cut, shown.warning.text, before + passed_now)
         else:  # flagged only across released sentences: the warning follows the answer
             edits.warn_after(p, end, shown.warning.text)
     edits.place_verdict(p, end, shown)
