@@ -1,4 +1,4 @@
-"""A fuzzer of progressive routes (``streaming: progressive``): generated chat streams through
+"""A fuzzer of progressive routes (``streaming: progressive``): generated chat and Responses streams through
 the processor's progressive phase, cut into Envoy's chunks at arbitrary points, over a real
 gRPC channel (no Envoy: the split points are the test's).
 
@@ -6,13 +6,14 @@ Generated: which sentences the answer holds (grounded ones from the context, wro
 year and designer the context contradicts, each wrong one with a year drawn afresh), the field
 the text comes in (content, refusal, content parts, or content and refusal mixed word by
 word), how the text is cut into deltas, a verdict the upstream forges, text after
-``data: [DONE]``, and where Envoy cuts the bytes. Properties:
+``data: [DONE]`` (Responses: after ``response.completed``), and where Envoy cuts the bytes. Properties:
 
 - what the client gets of each field is a prefix of what the upstream wrote in it (the released
   text is a prefix of the upstream's text model: nothing out of order, nothing invented);
 - on a block route, no wrong sentence's facts reach the client, and the stream ends refused;
 - no verdict but the gateway's reaches the client, and nothing follows the end
-  (``data: [DONE]`` or the refusal's error event) but comments;
+  (``data: [DONE]`` or the refusal's error event) but comments; a Responses stream whose text
+  goes on after ``response.completed`` is never called clean, and refused on a fail-closed route;
 - on a fail-closed route whose detector cannot run, no answer text reaches the client and the
   stream ends with the refusal (closed means closed, not "gave up like an open route").
 
@@ -40,6 +41,7 @@ from truthlens.gateway.core.telemetry import Telemetry
 from truthlens.gateway.server.processor import METHOD_PATH
 from truthlens.gateway.server.serve import ProcessorServer, ServerSettings
 from truthlens.testing.launch import config_yaml
+from truthlens.testing.responses_upstream import encode, response_events
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -48,7 +50,7 @@ GROUNDED = [
     "It was designed by the engineering company of Gustave Eiffel.",
     "It was completed in 1889 as the entrance arch to the World's Fair.",
 ]
-BLOCK = {"actions": ["header", "block"], "streaming": "progressive"}
+BLOCK = {"actions": ["header", "block"], "streaming": "progressive", "path_prefix": "/v1/"}
 SLOW = {"detection_ms": 0.001, "total_ms": 2000}
 DECISIONS = [
     decision("pblock", route_header="pblock", **BLOCK),
@@ -127,11 +129,37 @@ def _streams(draw: st.DrawFn) -> dict[str, Any]:
     return {"body": body, "chunks": chunks, "upstream": upstream, "facts": facts, "wrong": wrong}
 
 
-async def _exchange(channel: grpc.aio.Channel, route: str, chunks: list[bytes]) -> bytes:
+@st.composite
+def _responses_streams(draw: st.DrawFn) -> dict[str, Any]:
+    """A Responses stream of generated sentences, maybe followed (after its response.completed)
+    by the deltas, done events and terminal event of a wrong sentence for the same item."""
+    sentences, facts = draw(_answers())
+    text = " ".join(sentences)
+    events = response_events("resp_1", "m", [text], [draw(_pieces(text))])
+    after = draw(st.booleans())
+    if after:
+        more = " The Eiffel Tower was designed by Albert Speer."
+        events += [e for e in response_events("resp_1", "m", [more], [[more]])
+                   if e["type"] not in ("response.created", "response.in_progress", "response.output_item.added",
+                                        "response.content_part.added")]
+    body = b"".join(encode({**e, "sequence_number": n}) for n, e in enumerate(events))
+    forged = encode({"type": "truthlens.verdict", "sequence_number": 999, "truthlens": FORGED})
+    at = draw(st.integers(0, len(events)))
+    cut = [i for i in range(len(body)) if body.startswith(b"event: ", i)] + [len(body)]
+    body = body[: cut[at]] + forged + body[cut[at] :]
+    size = draw(st.none() | st.integers(5, 300))
+    chunks = draw(splits(body)) if size is None else [body[i : i + size] for i in range(0, len(body), size)]
+    return {"chunks": chunks, "text": text, "facts": facts + (["Speer"] if after else []), "wrong": bool(facts),
+            "after": after}
+
+
+async def _exchange(channel: grpc.aio.Channel, route: str, chunks: list[bytes],
+                    path: str = "/v1/chat/completions") -> bytes:
     call = channel.stream_stream(METHOD_PATH, request_serializer=pb.ProcessingRequest.SerializeToString,
                                  response_deserializer=pb.ProcessingResponse.FromString)()
-    messages = [request_headers(route=route), request_body(chat_body(QUESTION, context=[CONTEXT], stream=True)),
-                response_headers(200, "text/event-stream")]
+    body = (chat_body(QUESTION, context=[CONTEXT], stream=True) if path.endswith("completions") else
+            {"model": "m", "input": QUESTION, "truthlens_context": [CONTEXT], "stream": True})
+    messages = [request_headers(path=path, route=route), request_body(body), response_headers(200, "text/event-stream")]
     messages += [response_body(c, end_of_stream=i == len(chunks) - 1) for i, c in enumerate(chunks)]
     for msg in messages:
         await call.write(msg)
@@ -189,3 +217,27 @@ async def test_a_fail_closed_progressive_route_whose_detector_cannot_run_refuses
     _assert_ends_once(events)
     last = events[-1]
     assert isinstance(last, dict) and last["error"]["code"] != "hallucination_detected"
+
+
+@given(case=_responses_streams())
+@pytest.mark.parametrize("route", ["pblock", "pclosed", "pslowclosed"])
+async def test_a_progressive_responses_route_releases_a_prefix_and_reads_to_the_end(
+    channel: grpc.aio.Channel, route: str, case: dict[str, Any]
+) -> None:
+    out = await _exchange(channel, route, case["chunks"], "/v1/responses")
+    events = [e for e in parse_sse(out) if isinstance(e, dict)]
+    text = "".join(e["delta"] for e in events if e.get("type") == "response.output_text.delta")
+    verdicts = [e["truthlens"] for e in events if e.get("type") == "truthlens.verdict"]
+    assert len(verdicts) == 1 and verdicts[0]["status"] not in ("FORGED", "clean" if case["after"] else "")
+    if case["after"] and route == "pblock" and verdicts[0]["status"] == "unavailable":
+        # Text after response.completed: the stream cannot be read as one answer, and a
+        # fail-open route gives up as the held route does (every byte, marked unavailable).
+        assert verdicts[0]["reason"] == "stream_mismatch"
+        return
+    assert case["text"].startswith(text)
+    assert not any(fact in text for fact in case["facts"])
+    refused = events[-1].get("type") == "response.failed"
+    if route == "pslowclosed":
+        assert text == "" and refused
+    elif case["wrong"] or (case["after"] and route == "pclosed"):
+        assert refused

@@ -76,6 +76,7 @@ class Progressive:
     unchecked: Presentation | None = None  # a sentence check did not run: the verdict the end gets
     flagged_sentence: int | None = None
     ended: bool = False  # the event that ends the answer was read
+    gave_up: bool = False  # the answer could not be read: the rest goes on as it comes
     # A Responses terminal event (``response.completed``) was read: it and every later event are
     # held, still read (text after it is a mismatch), and the answer ends with the stream.
     terminal: Event | None = None

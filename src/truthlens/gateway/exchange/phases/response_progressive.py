@@ -86,17 +86,18 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
         if chunk.end_of_stream:
             events += st.decoder.flush()
     except sse.SSEError as exc:
-        _give_up(state, p, rt, exc.reason, str(exc))
+        _give_up(state, p, rt, exc.reason, str(exc), framed=False)
         return replies(p, end_of_stream=chunk.end_of_stream)
     end: Event | None = None
     for event in events:
         read = _read(p, event)
-        if read is not None and end is None:
-            if isinstance(read, str):
-                _give_up(state, p, rt, read, "an event of the stream could not be read")
-                break
+        if isinstance(read, str):
+            _give_up(state, p, rt, read, "an event of the stream could not be read")
+            p.read += len(event.raw)  # it goes on after the verdict; the events after it are still read
+        elif read is not None and end is None:
             end = read
-    if end is None and chunk.end_of_stream and p.terminal is not None and p.phase in ("checking", "flowing"):
+    if end is None and chunk.end_of_stream and p.terminal is not None and not p.ended and p.phase in (
+            "checking", "flowing"):
         end = p.terminal  # a Responses answer ends with its stream once a terminal event was read
         p.ended = True
     if checked is not None and p.phase == "checking":
@@ -164,8 +165,9 @@ def _read(p: Progressive, event: sse.SSEEvent) -> Event | str | None:
         return None
     if p.ended:
         # After the answer's end: no data event reaches the client (the check never read it),
-        # and on a fail-closed route nothing at all does.
-        if p.closed or scrubbed.has_data:
+        # and on a fail-closed route nothing at all does. After giving up, everything goes on
+        # (but a verdict the upstream wrote).
+        if not p.gave_up and (p.closed or scrubbed.has_data):
             p.edits.append(Edit(start, p.read, b""))
         return None
     before = p.length
@@ -401,9 +403,13 @@ def _stop_or_flow(
             p.unchecked = shown
 
 
-def _give_up(state: StreamState, p: Progressive, rt: Runtime, reason: str, detail: str) -> None:
+def _give_up(
+    state: StreamState, p: Progressive, rt: Runtime, reason: str, detail: str, *, framed: bool = True
+) -> None:
     """The answer cannot be read: the rest goes out as it came, with the "unavailable" verdict
-    (or, fail-closed, the refusal) after what was read."""
+    (or, fail-closed, the refusal) after what was read. ``framed``: the events still frame, so
+    they are still read, for a verdict the upstream wrote (dropped: the verdict is the
+    gateway's alone); else every later byte goes on unread."""
     checked = state.checked
     if checked is None:
         p.phase = "flowing"
@@ -412,8 +418,8 @@ def _give_up(state: StreamState, p: Progressive, rt: Runtime, reason: str, detai
     if shown.refusal is not None:
         edits.stop(p, p.passed, shown)
         return
-    p.ended = True
-    p.phase = "open"
+    p.ended = p.gave_up = True
+    p.phase = "flowing" if framed else "open"
     p.held_from = None
     # After the last whole event: never inside the event the upstream left open.
     p.edits.append(Edit(p.read, p.read, p.codec.unchecked_events(shown)))
