@@ -16,6 +16,13 @@ and the processor's CPU seconds per streamed answer (its process's user+system t
 route's requests, from /proc).
 
 Run: ``python -m bench.stream_progressive [--rounds 2] [--tokens-per-s 30]``.
+
+``--cost`` compares the processor CPU of ``progressive`` against ``hold`` in one run (the two
+routes interleaved per answer) on two answers of the fourth adversarial round (PR7): an ordinary
+one (60 sentences of about 75 characters, the context the same text, events 10 ms apart) and a
+flood of 1,500 one-word sentences (``Yes!``, events 0.5 ms apart). Goal: progressive within 2x
+hold's CPU on the ordinary answer, within 3x on the flood. Run:
+``python -m bench.stream_progressive --cost [--rounds 2]``.
 """
 
 from __future__ import annotations
@@ -87,8 +94,8 @@ def _answer(n: int) -> str:
     return " ".join(FACTS[:n])
 
 
-def _ask(port: int, route: str, n: int) -> Sample:
-    body = {"model": "test-model", "stream": True, "truthlens_context": CONTEXT,
+def _ask(port: int, route: str, n: int | str, context: list[str] = CONTEXT) -> Sample:
+    body = {"model": "test-model", "stream": True, "truthlens_context": context,
             "messages": [{"role": "user", "content": f"answer-{n}: tell me about the Eiffel Tower"}]}
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     started = time.monotonic()
@@ -141,6 +148,25 @@ def run(rounds: int, tokens_per_s: float) -> dict[str, RouteResult]:
     delay = 1.0 / tokens_per_s
     script = [{"name": f"answer-{n}", "match": {"user": f"answer-{n}:"},
                "reply": {"content": _answer(n), "chunk_tokens": 1, "chunk_delay_s": delay}} for n in SENTENCES]
+    results = {route: RouteResult() for route in ROUTES}
+
+    def measure(port: int, cpu: Any) -> None:
+        for route in ROUTES:  # warm up: the detector's first run, connections
+            _ask(port, route, SENTENCES[0])
+        for _ in range(rounds):
+            for n in SENTENCES:
+                for route in ROUTES:
+                    before = cpu()
+                    results[route].samples.append(_ask(port, route, n))
+                    results[route].cpu_s += cpu() - before
+
+    _with_stack(script, measure)
+    return results
+
+
+def _with_stack(script: list[dict[str, Any]], measure: Any) -> None:
+    """One Envoy, one processor and the scripted upstream; ``measure(port, cpu)`` with Envoy's
+    listener port and a function giving the processor's CPU seconds so far."""
     with tempfile.TemporaryDirectory(prefix="stream-progressive-") as tmp:
         work = Path(tmp)
         ports = launch.EnvoyPorts(listener=launch.free_port(), upstream=launch.free_port(),
@@ -159,17 +185,8 @@ def run(rounds: int, tokens_per_s: float) -> dict[str, RouteResult]:
             launch.wait_upstream(ports.upstream, children[0])
             launch.wait_envoy(ports.admin, children[2])
             launch.wait_processor(target, processor, timeout_s=120)
-            for route in ROUTES:  # warm up: the detector's first run, connections
-                _ask(ports.listener, route, SENTENCES[0])
-            results = {route: RouteResult() for route in ROUTES}
             pids = _processor_pids(processor.proc.pid)
-            for _ in range(rounds):
-                for n in SENTENCES:
-                    for route in ROUTES:
-                        before = sum(_cpu_seconds(p) for p in pids)
-                        results[route].samples.append(_ask(ports.listener, route, n))
-                        results[route].cpu_s += sum(_cpu_seconds(p) for p in pids) - before
-            return results
+            measure(ports.listener, lambda: sum(_cpu_seconds(p) for p in pids))
         finally:
             for child in reversed(children):
                 child.stop()
@@ -201,12 +218,63 @@ def report(results: dict[str, RouteResult], tokens_per_s: float) -> None:
           f"{'met' if prog_total <= 1.10 * base_total else 'missed'}")
 
 
+# -- progressive's CPU against hold's (--cost) ---------------------------------------------------
+
+TOWNS = ["Lyon", "Nantes", "Lille", "Rouen", "Dijon", "Reims", "Nancy", "Metz", "Brest", "Tours"]
+ORDINARY = " ".join(f"The museum in {TOWNS[i % len(TOWNS)]} opened its {i}th gallery to visitors on a quiet morning."
+                    for i in range(1, 61))
+FLOOD = " ".join(["Yes!"] * 1500)
+COST_CASES = {  # name: (answer, context, seconds between events)
+    "ordinary": (ORDINARY, [ORDINARY], 0.010),
+    "flood": (FLOOD, CONTEXT, 0.0005),
+}
+COST_ROUTES = ("hold", "progressive")
+
+
+def run_cost(rounds: int) -> dict[str, dict[str, RouteResult]]:
+    script = [{"name": name, "match": {"user": f"answer-{name}:"},
+               "reply": {"content": answer, "chunk_tokens": 1, "chunk_delay_s": delay}}
+              for name, (answer, _, delay) in COST_CASES.items()]
+    results = {name: {route: RouteResult() for route in COST_ROUTES} for name in COST_CASES}
+
+    def measure(port: int, cpu: Any) -> None:
+        for route in COST_ROUTES:  # warm up
+            _ask(port, route, "ordinary", [ORDINARY])
+        for _ in range(rounds):
+            for name, (_, context, _) in COST_CASES.items():
+                for route in COST_ROUTES:
+                    before = cpu()
+                    results[name][route].samples.append(_ask(port, route, name, context))
+                    results[name][route].cpu_s += cpu() - before
+
+    _with_stack(script, measure)
+    return results
+
+
+def report_cost(results: dict[str, dict[str, RouteResult]]) -> None:
+    goals = {"ordinary": 2.0, "flood": 3.0}
+    print(f"{'answer':<10} {'route':<12} {'CPU/answer':>11} {'end p50':>9}  ratio to hold")
+    for name, routes in results.items():
+        hold_cpu = routes["hold"].cpu_s / len(routes["hold"].samples)
+        for route, result in routes.items():
+            cpu = result.cpu_s / len(result.samples)
+            end = statistics.median(s.total_s for s in result.samples)
+            ratio = cpu / hold_cpu
+            met = "met" if ratio <= goals[name] else "missed"
+            goal = "" if route == "hold" else f"  (goal within {goals[name]:g}x: {met})"
+            print(f"{name:<10} {route:<12} {cpu * 1000:>8.0f} ms {end:>7.2f} s  {ratio:.2f}x{goal}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=2, help="answers of each length per route")
     parser.add_argument("--tokens-per-s", type=float, default=30.0, help="the upstream's pace")
+    parser.add_argument("--cost", action="store_true", help="progressive's CPU against hold's on round 4's answers")
     args = parser.parse_args()
-    report(run(args.rounds, args.tokens_per_s), args.tokens_per_s)
+    if args.cost:
+        report_cost(run_cost(args.rounds))
+    else:
+        report(run(args.rounds, args.tokens_per_s), args.tokens_per_s)
 
 
 if __name__ == "__main__":

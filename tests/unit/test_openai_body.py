@@ -353,3 +353,24 @@ def test_a_body_that_mentions_the_context_field_but_is_not_json_is_an_error_when
         without_field(broken, "truthlens_context", strict=True)
     assert info.value.reason == "malformed_json" and "truthlens_context" in str(info.value)
     assert without_field(b"not json at all", "truthlens_context", strict=True) is None  # no mention: as it came
+
+
+@pytest.mark.parametrize(("content", "refusal", "read"), [
+    ("The tower is in Paris.", None, "The tower is in Paris."),
+    ("", "It was built in 1925.", "It was built in 1925."),
+    ("  ", "It was built in 1925.", "It was built in 1925."),
+    ("The tower is in Paris.", "It was built in 1925.", "The tower is in Paris.\n\nIt was built in 1925."),
+    ("The tower is in Paris.", "  ", "The tower is in Paris."),
+])
+def test_an_answer_is_read_as_its_content_and_its_refusal_both_shown(
+    content: str, refusal: str | None, read: str
+) -> None:
+    # A client shows both fields: an answer with text in each is checked over both (round 4, PR23).
+    message = {"role": "assistant", "content": content, "refusal": refusal}
+    doc = {"id": "x", "object": "chat.completion", "created": 1, "model": "m",
+           "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
+    assert parse_chat_response(json.dumps(doc).encode()).contents == (read,)
+    acc = StreamAccumulator()
+    for delta in ({"role": "assistant", "content": content[:3]}, {"content": content[3:]}, {"refusal": refusal}):
+        acc.add(parse_chunk(json.dumps({"choices": [{"index": 0, "delta": delta}]})))
+    assert acc.contents() == (read,)

@@ -73,3 +73,30 @@ def test_a_lower_case_continuation_is_not_a_new_sentence() -> None:
 
 def test_cjk_full_stops_cut() -> None:
     assert split("埃菲尔铁塔在巴黎。它建于1889年。") == ["埃菲尔铁塔在巴黎。", "它建于1889年。"]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_fence_line_with_no_line_break_is_cut_at_the_bound(seed: int) -> None:
+    # An opening (or closing) fence line that never ends: the bound holds there too, fed
+    # whole or as it streams.
+    import random
+
+    rng = random.Random(seed)
+    vocabulary = ["tower", "Paris", "1889.", "It", "was", "completed", "x" * rng.randint(1, 40), "—", "é"]
+    line = " ".join(rng.choice(vocabulary) for _ in range(rng.randint(400, 1200)))
+    if seed % 3 == 2:
+        line = line.replace(" ", "")  # no space to cut at: cut at the bound itself
+    opening = "```python\nprint(1)\n" if seed % 2 else ""  # a block already open: its closing fence line
+    text = opening + rng.choice(["```", "~~~", "  ```"]) + line
+    if opening and text[len(opening) :].lstrip().startswith("~~~"):
+        text = opening + "```" + line
+    splitter = SentenceSplitter()
+    ends: list[int] = []
+    for i in range(0, len(text), 37):
+        ends += splitter.feed(text[: i + 37], final=False)
+    assert ends, "the fence line was never cut"
+    pieces = split(text)
+    assert "".join(pieces) == text
+    assert max(len(p) for p in pieces) <= DEFAULT_MAX_SENTENCE_CHARS
+    starts = [0, *ends]
+    assert all(b - a <= DEFAULT_MAX_SENTENCE_CHARS for a, b in zip(starts, ends, strict=False))

@@ -89,7 +89,11 @@ class SentenceSplitter:
                 if match is not None and (fence is None or match.group(1) == fence):
                     line_end = text.find("\n", i)
                     if line_end < 0:
-                        return None  # the fence line is still being written
+                        if n - self._start <= self.max_chars:
+                            return None  # the fence line is still being written
+                        # A fence line longer than the bound: the block is open from here
+                        # (as a renderer reads it once the line ends), the piece cut at the bound.
+                        return self._bounded_cut(text, match.group(1) if fence is None else None, False)
                     if fence is None:
                         fence = match.group(1)
                     else:  # the block closes: it ends the piece

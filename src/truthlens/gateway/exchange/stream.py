@@ -149,6 +149,8 @@ class Stream:
     async def _progressive(self, state: StreamState, msg: pb.ProcessingRequest) -> list[pb.ProcessingResponse] | None:
         """A progressive stream's chunk (``phases.response_progressive``): its replies wait for
         the sentences their bytes hold."""
+        # The body's end arrived: a call that ends now was not cut off (see :meth:`close`).
+        self._awaits_body = self._awaits_body and not msg.response_body.end_of_stream
         if self.overloaded or msg.observability_mode:
             return None if msg.observability_mode else [overloaded.handle(state, msg, "response_body")]
         if state.span is None:

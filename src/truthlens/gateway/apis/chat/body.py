@@ -175,10 +175,16 @@ RESPONSE_TEXT_PARTS = frozenset({"text", "output_text"})
 
 def answer_text(content: str, refusal: Any) -> str:
     """The text a client is shown of an answer: its content, or its refusal when the content is
-    blank (a refusal-only answer is text too, and checked as such)."""
-    if not content.strip() and isinstance(refusal, str) and refusal.strip():
+    blank (a refusal-only answer is text too, and checked as such), or both, the refusal after a
+    blank line, when each has text (a client shows both fields)."""
+    if not (isinstance(refusal, str) and refusal.strip()):
+        return content
+    if not content.strip():
         return refusal
-    return content
+    return f"{content}{REFUSAL_GAP}{refusal}"
+
+
+REFUSAL_GAP = "\n\n"  # between an answer's content and its refusal, when it has both
 
 
 def content_text(content: Any, where: str, reason: str, text_parts: frozenset[str] = _CHAT_TEXT_PARTS) -> str:

@@ -89,8 +89,7 @@ class StreamAccumulator:
                     state.content.append(content)
                 elif content is not None:
                     # A list of text parts too: the text a client renders of it is checked.
-                    state.content.append(content_text(content, f"stream chunk choices[{pos}].delta.content",
-                                                      "bad_response", RESPONSE_TEXT_PARTS))
+                    state.content.append(delta_text(content, f"stream chunk choices[{pos}].delta.content"))
                 refusal = delta.get("refusal")
                 if isinstance(refusal, str):
                     state.refusal.append(refusal)
@@ -121,6 +120,11 @@ class StreamAccumulator:
         state = self._choices.get(index)
         return state.content if state is not None else []
 
+    def refusal_pieces(self, index: int) -> list[str]:
+        """The refusal deltas of choice ``index`` so far, as received (the live list: it grows)."""
+        state = self._choices.get(index)
+        return state.refusal if state is not None else []
+
     def finish_reasons(self) -> tuple[str | None, ...]:
         return tuple(self._state(i).finish_reason for i in range(self.n))
 
@@ -133,6 +137,12 @@ class StreamAccumulator:
 
     def _state(self, index: int) -> _ChoiceState:
         return self._choices.get(index) or _ChoiceState()
+
+
+def delta_text(content: Any, where: str = "stream chunk delta.content") -> str:
+    """The text a client renders of a delta's content list of parts (its ``text`` and
+    ``output_text`` parts, joined as a whole answer's are)."""
+    return content_text(content, where, "bad_response", RESPONSE_TEXT_PARTS)
 
 
 def _merge_tool_calls(calls: dict[int, dict[str, Any]], deltas: list[Any]) -> None:

@@ -18,26 +18,46 @@ if TYPE_CHECKING:
 
 class ProgressiveChatStream(ChatStream):
     """One chat completion stream released sentence by sentence (see
-    :class:`truthlens.gateway.apis.interface.ProgressiveCodec`)."""
+    :class:`truthlens.gateway.apis.interface.ProgressiveCodec`).
+
+    The text followed is the one the whole-answer check reads (:func:`~.body.answer_text`):
+    the content deltas, or the refusal deltas of an answer whose content is blank. The first
+    field to bring text is the one followed; an answer whose other field brings text too (its
+    text is then content, a blank line, refusal: no longer one growing string) is held from
+    that event on, like a second answer, and released by the end's verdict."""
 
     def __init__(self) -> None:
         super().__init__("progressive")
-        self._seen = 0  # content deltas of choice 0 already handed out
+        self._field: str | None = None  # "content" or "refusal": the delta field followed
+        self._seen = {"content": 0, "refusal": 0}  # deltas of choice 0 already handed out, per field
+        self._one_field = True  # False once both fields brought text
 
     def text_added(self) -> str | None:
-        """The text the events since the last call added; None once there is a second choice."""
-        if self.accumulator.n > 1:
+        """The text the events since the last call added; None once there is a second choice,
+        or once both the content and the refusal have text."""
+        acc = self.accumulator
+        if acc.n > 1 or not self._one_field:
             return None
-        pieces = self.accumulator.content_pieces(0)
-        new = pieces[self._seen:]
-        self._seen = len(pieces)
-        return "".join(new)
+        added = {}
+        for name, pieces in (("content", acc.content_pieces(0)), ("refusal", acc.refusal_pieces(0))):
+            added[name] = "".join(pieces[self._seen[name]:])
+            self._seen[name] = len(pieces)
+        brought = [name for name, text in added.items() if text]
+        if self._field is None and len(brought) == 1:
+            self._field = brought[0]
+        if any(name != self._field for name in brought):
+            self._one_field = False
+            return None
+        return added[self._field] if self._field is not None else ""
 
     def cut_event(self, event: SSEEvent, keep: int) -> tuple[bytes, bytes]:
-        """``event`` (a content chunk) as two chunks: its first ``keep`` characters, then the rest."""
+        """``event`` (a chunk adding text to the followed field) as two chunks: its first
+        ``keep`` characters, then the rest (a content list of parts becomes its text)."""
         doc = openai_body.event_object(event.data)
-        content = doc["choices"][0]["delta"]["content"]
-        return _with_content(doc, content[:keep]), _with_content(doc, content[keep:])
+        name = self._field or "content"
+        value = doc["choices"][0]["delta"][name]
+        text = value if isinstance(value, str) else chunks.delta_text(value)
+        return _with_field(doc, name, text[:keep]), _with_field(doc, name, text[keep:])
 
     def text_event(self, text: str) -> bytes:
         """A content chunk of ``text`` (a warning inside the answer)."""
@@ -52,7 +72,7 @@ class ProgressiveChatStream(ChatStream):
         return out + (end.raw if end is not None else b"")
 
 
-def _with_content(doc: dict[str, Any], content: str) -> bytes:
+def _with_field(doc: dict[str, Any], name: str, text: str) -> bytes:
     choice = doc["choices"][0]
-    changed = {**choice, "delta": {**choice["delta"], "content": content}}
+    changed = {**choice, "delta": {**choice["delta"], name: text}}
     return b"data: " + openai_body.encode_json({**doc, "choices": [changed]}) + b"\n\n"

@@ -71,10 +71,28 @@ class Progressive:
     released_sentences: int = 0
     phase: Phase = "checking"
     held_from: int | None = None  # a second answer began here: nothing from it goes before the end
+    second_answer: bool = False  # the text followed is no longer the start of the one answer's text
     warned_sentence: int | None = None
     unchecked: Presentation | None = None  # a sentence check did not run: the verdict the end gets
     flagged_sentence: int | None = None
     ended: bool = False  # the event that ends the answer was read
+    gave_up: bool = False  # the answer could not be read: the rest goes on as it comes
+    # A Responses terminal event (``response.completed``) was read: it and every later event are
+    # held, still read (text after it is a mismatch), and the answer ends with the stream.
+    terminal: Event | None = None
+    closed: bool = False  # the route fails closed: nothing after the answer's end goes on
+    refused: bool = False  # the stream ended with a refusal
+    sentence_ends: list[int] = field(default_factory=list)  # where every released sentence ends
+    # Sentence checks (:mod:`.progressive_schedule`): the sentences complete and not yet checked,
+    # since when the first of them waits, and what the checks so far cost.
+    waiting: list[int] = field(default_factory=list)
+    waiting_since: float = 0.0
+    checks: int = 0
+    check_chars: int = 0  # characters the checks read (context and run overhead included)
+    check_s: float = 0.0  # seconds spent in checks: the route's total_ms bounds the whole exchange
+    # A warning put inside the answer: before answer character ``warn_at``, ``warn_len`` characters.
+    warn_at: int | None = None
+    warn_len: int = 0
 
 
 def safe_until(p: Progressive, end_of_stream: bool) -> int:

@@ -12,22 +12,30 @@ an upstream-written verdict dropped, the warning put before a flagged sentence, 
 before the end of the answer, or the stream ended by a block (the passed part of the event that
 holds the flagged sentence's start, the verdict, the error event; every later byte dropped).
 
-Per sentence the detector checks the answer up to its end (the released sentences within
-:data:`WINDOW_CHARS` before it, the new ones); a span inside the new sentence
-flags it (spans in sentences already released stand: the whole answer's check at the end sees
-them). The whole answer is still checked by the route's mode at the end, and its verdict sent
-as in passthrough. When sentence k is flagged: ``block`` ends the stream there; the body action
+The text followed is the one the whole-answer check reads (the codec's ``text_added``). The
+completed sentences are checked together when the schedule says so (:mod:`.progressive_schedule`:
+the first at once, then as their cost allows), each check reading the answer up to the last of
+them (the released sentences within :data:`WINDOW_CHARS` before them, the new ones); a span inside
+a new sentence flags it (spans in sentences already released stand: the whole answer's check at
+the end sees them). The whole answer is still checked by the route's mode at the end, and its
+verdict sent as in passthrough; the route's ``budgets.total_ms`` bounds every check of the
+exchange together. When sentence k is flagged: ``block`` ends the stream there; the body action
 sends the warning before sentence k and lets the rest flow (checked at the end). A stream with
-more than one answer (``n`` > 1, several message items) is held from the second answer on and
-released by the end's verdict. A sentence check that cannot run (detector unavailable, drain)
-releases the rest as it comes, checked at the end (a fail-closed route refuses instead).
+more than one answer (``n`` > 1, several message items, a chat answer with both content and
+refusal text) is held from the second answer on and released by the end's verdict. A sentence
+check that cannot run (detector unavailable, budget spent, drain) releases the rest as it comes,
+checked at the end (a fail-closed route refuses instead). What follows the answer's end is not
+part of it: chat events after ``data: [DONE]`` go on only if they carry no data (nothing on a
+fail-closed route); a Responses stream is held from its terminal event to the stream's end and
+read to it, so text after ``response.completed`` is a mismatch, as on a held route.
 """
 
 from __future__ import annotations
 
 import time
+from bisect import bisect_right
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
 from truthlens.detector.types import Detection, DetectionInput
@@ -35,21 +43,29 @@ from truthlens.gateway.apis import sse
 from truthlens.gateway.apis.interface import BodyError
 from truthlens.gateway.exchange import audit, mutations
 from truthlens.gateway.exchange.lifecycle import Draining
-from truthlens.gateway.exchange.phases.check import check_verdict, skip
-from truthlens.gateway.exchange.phases.progressive_state import FOREVER, Chunk, Edit, Event, Progressive, drain, replies
+from truthlens.gateway.exchange.phases import progressive_edits as edits
+from truthlens.gateway.exchange.phases import progressive_schedule as schedule
+from truthlens.gateway.exchange.phases.check import skip
+from truthlens.gateway.exchange.phases.progressive_state import Chunk, Edit, Event, Progressive, drain, replies
+from truthlens.gateway.exchange.phases.response_stream import judge
 from truthlens.gateway.policy.checking import BudgetedDetector
 from truthlens.gateway.policy.explanations import flag_reason
 from truthlens.gateway.policy.presentation import present
 from truthlens.modes.base import ChoiceVerdict, Verdict
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from truthlens.detector.types import Span
     from truthlens.gateway.apis.interface import Presentation
     from truthlens.gateway.exchange.phases.state import CheckedRequest, Runtime, StreamedResponse, StreamState
 
 # How much of the released answer a sentence check reads before the new sentences: enough for
-# the claims a sentence leans on ("It was completed in ..."), bounded so that every check costs
-# the same on a long answer (whole released sentences, at least the last one).
-WINDOW_CHARS = 1500
+# the claims a sentence leans on ("It was completed in ..."), bounded so that a check's cost
+# follows the sentences it checks, not the answer's length (whole released sentences, at least
+# the last one).
+WINDOW_CHARS = 400
+
 
 async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> list[pb.ProcessingResponse]:
     """The replies this chunk lets go: none while its sentences wait for their check, several
@@ -63,21 +79,27 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
     if p.phase in ("stopped", "open"):
         return replies(p, end_of_stream=chunk.end_of_stream)
     checked = state.checked
+    if checked is not None:
+        p.closed = checked.route.fail_policy == "closed"
     try:
         events = st.decoder.feed(chunk.body)
         if chunk.end_of_stream:
             events += st.decoder.flush()
     except sse.SSEError as exc:
-        _give_up(state, p, rt, exc.reason, str(exc))
+        _give_up(state, p, rt, exc.reason, str(exc), framed=False)
         return replies(p, end_of_stream=chunk.end_of_stream)
     end: Event | None = None
     for event in events:
         read = _read(p, event)
-        if read is not None and end is None:
-            if isinstance(read, str):
-                _give_up(state, p, rt, read, "an event of the stream could not be read")
-                break
+        if isinstance(read, str):
+            _give_up(state, p, rt, read, "an event of the stream could not be read")
+            p.read += len(event.raw)  # it goes on after the verdict; the events after it are still read
+        elif read is not None and end is None:
             end = read
+    if end is None and chunk.end_of_stream and p.terminal is not None and not p.ended and p.phase in (
+            "checking", "flowing"):
+        end = p.terminal  # a Responses answer ends with its stream once a terminal event was read
+        p.ended = True
     if checked is not None and p.phase == "checking":
         if p.received > checked.route.max_body_bytes:
             _give_up(state, p, rt, "too_large",
@@ -88,9 +110,11 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
         if checked is not None:
             await _finish(state, p, checked, rt, end)
         elif p.unchecked is not None:
-            _place_verdict(p, end, p.unchecked)
+            edits.place_verdict(p, end, p.unchecked)
+        st.finished = st.done_seen = True
     if chunk.end_of_stream and not p.ended and p.phase in ("checking", "flowing"):
         _give_up(state, p, rt, "sse_framing", "the stream ended before the answer did")
+    st.refused = st.refused or p.refused
     return replies(p, end_of_stream=chunk.end_of_stream)
 
 
@@ -105,7 +129,8 @@ def contain(
         shown = skip(state, rt, checked.route, checked.decision.name, reason, "the stream could not be read",
                      upstream=True)
         if shown.refusal is not None:
-            _stop(p, p.passed, shown)
+            edits.stop(p, p.passed, shown)
+            st.refused = True
             return replies(p, end_of_stream=False)
     return release_all(st)
 
@@ -136,7 +161,14 @@ def _read(p: Progressive, event: sse.SSEEvent) -> Event | str | None:
         return None
     if scrubbed is not event:
         p.edits.append(Edit(start, p.read, scrubbed.raw))
-    if p.ended or p.phase == "stopped":
+    if p.phase == "stopped":
+        return None
+    if p.ended:
+        # After the answer's end: no data event reaches the client (the check never read it),
+        # and on a fail-closed route nothing at all does. After giving up, everything goes on
+        # (but a verdict the upstream wrote).
+        if not p.gave_up and (p.closed or scrubbed.has_data):
+            p.edits.append(Edit(start, p.read, b""))
         return None
     before = p.length
     try:
@@ -146,6 +178,7 @@ def _read(p: Progressive, event: sse.SSEEvent) -> Event | str | None:
         return str(getattr(exc, "reason", "sse_framing"))
     added = codec.text_added()
     if added is None:
+        p.second_answer = True
         if p.held_from is None:  # a second answer: progressive release follows one
             p.held_from = start
     elif added:
@@ -155,9 +188,13 @@ def _read(p: Progressive, event: sse.SSEEvent) -> Event | str | None:
             p.recent += added
     item = Event(start, p.read, before, p.length, scrubbed)
     p.events.append(item)
-    if ends or codec.answer_complete:
+    if ends:
         p.ended = True
-        return item
+        return p.terminal or item  # a Responses verdict goes before its first terminal event
+    if codec.answer_complete and p.terminal is None:
+        # Held from here to the stream's end, and still read: text after it is a mismatch.
+        p.terminal = item
+        p.held_from = start if p.held_from is None else min(p.held_from, start)
     return None
 
 
@@ -165,30 +202,40 @@ def _read(p: Progressive, event: sse.SSEEvent) -> Event | str | None:
 
 
 async def _check_sentences(state: StreamState, p: Progressive, checked: CheckedRequest, rt: Runtime) -> None:
-    """Check the sentences the new text completes (one detector call for all of them)."""
-    ends = _sentence_ends(p, final=False)
-    if not ends:
+    """Check the sentences waiting, when the schedule says so (one detector call for all of them)."""
+    now = time.monotonic()
+    schedule.queue(p, _sentence_ends(p, final=False), now)
+    if not p.waiting:
         return
-    start = p.passed
+    query = checked.request.grounded_query()
+    context_chars = sum(map(len, query.passages)) + len(query.question)
     base = _window_start(p)
-    detection = await _detect(state, checked, rt, p.recent[: ends[-1] - base])
+    if not schedule.due(p, context_chars, p.passed - base, now):
+        return
+    ends = list(p.waiting)
+    start = p.passed
+    prefix = p.recent[: ends[-1] - base]
+    chars = schedule.cost(context_chars, p.passed - base, p)
+    detection = await _detect(state, checked, rt, prefix)
+    schedule.spent(p, chars, time.monotonic() - now)
     if detection is None:
         return
     if detection.status == "unavailable":
         _stop_or_flow(state, p, rt, checked, detection.reason or "detector_error")
         return
-    flagged = _first_flagged(detection, ends, start, base)
+    detection = _moved(detection, base)  # offsets into the answer, as the client's text has them
+    flagged = _first_flagged(detection, ends, start)
     for end in ends[:flagged]:
         _passed(p, end)
     if flagged is None:
         return
-    p.flagged_sentence = p.released_sentences
+    p.flagged_sentence = _first_sentence(p, detection.spans, ends)
     route = checked.route
     if "block" in route.actions:
         shown = _sentence_presentation(state, checked, rt, detection)
-        _stop(p, p.passed, shown)
+        edits.stop(p, p.passed, shown)
     elif "body" in route.actions:
-        _warn_before(p, p.passed, route.warning.text)
+        edits.warn_before(p, p.passed, route.warning.text, p.released_sentences)
         p.phase = "flowing"
     else:  # nothing to do about it now: the end's verdict says so
         for end in ends[flagged:]:
@@ -223,39 +270,62 @@ def _passed(p: Progressive, end: int) -> None:
     p.passed = end
     p.released_sentences += 1
     p.released_ends.append(end)
+    p.sentence_ends.append(end)
 
 
-def _first_flagged(detection: Detection, ends: list[int], start: int, base: int = 0) -> int | None:
-    """The index into ``ends`` of the first sentence a span of ``detection`` (offsets from
-    answer character ``base``) falls in (spans before ``start`` are in sentences already
-    released); None when none does."""
+def _first_flagged(detection: Detection, ends: list[int], start: int) -> int | None:
+    """The index into ``ends`` of the first sentence a span of ``detection`` (answer offsets)
+    falls in (spans before ``start`` are in sentences already released); None when none does."""
     first: int | None = None
     for raw in detection.spans:
-        span_start, span_end = raw.start + base, raw.end + base
-        if span_end <= start:
+        if raw.end <= start:
             continue
-        at = max(span_start, start)
+        at = max(raw.start, start)
         k = next((i for i, end in enumerate(ends) if at < end), None)
         if k is not None and (first is None or k < first):
             first = k
     return first
 
 
+def _first_sentence(p: Progressive, spans: Iterable[Span], later_ends: list[int]) -> int | None:
+    """The index of the first sentence of the answer that holds one of ``spans`` (answer
+    offsets): a released one too (then the whole answer's check flagged text already out);
+    ``later_ends``: the ends of the sentences after the released ones."""
+    ends = p.sentence_ends + [e for e in later_ends if not p.sentence_ends or e > p.sentence_ends[-1]]
+    starts = [s.start for s in spans]
+    if not starts:
+        return None
+    return min(bisect_right(ends, min(starts)), len(ends))
+
+
+def _moved(detection: Detection, by: int) -> Detection:
+    """``detection`` with its spans ``by`` characters later (a check read the answer from ``by``)."""
+    if not by or not detection.spans:
+        return detection
+    return replace(detection, spans=tuple(replace(s, start=s.start + by, end=s.end + by) for s in detection.spans))
+
+
 async def _detect(state: StreamState, checked: CheckedRequest, rt: Runtime, prefix: str) -> Detection | None:
-    """The detector's check of ``prefix``; None when a drain stopped it (the rest then flows)."""
+    """The detector's check of ``prefix`` within what is left of the exchange's budget; None
+    when a drain stopped it (the rest then flows)."""
     route = checked.route
+    st = state.streamed
+    assert st is not None and st.progressive is not None
     query = checked.request.grounded_query()
-    detector = BudgetedDetector(checked.services.detector, route.budgets.detection_s,
-                                time.monotonic() + route.budgets.total_s, rt.telemetry, route.mode)
+    left = route.budgets.total_s - st.progressive.check_s
+    deadline = time.monotonic() + left
+    detector = BudgetedDetector(checked.services.detector, route.budgets.detection_s, deadline, rt.telemetry,
+                                route.mode)
     item = DetectionInput(context=query.passages, question=query.question, answer=prefix)
     try:
         with rt.telemetry.span("truthlens.sentence_check", chars=len(prefix)):
-            return await rt.lifecycle.bounded(detector.detect(item, threshold=route.threshold))
+            detection = await rt.lifecycle.bounded(detector.detect(item, threshold=route.threshold))
     except Draining:
-        st = state.streamed
-        assert st is not None and st.progressive is not None
         _stop_or_flow(state, st.progressive, rt, checked, "draining")
         return None
+    if detection.status == "unavailable" and left < route.budgets.detection_s and time.monotonic() >= deadline:
+        return Detection.unavailable("budget_exhausted")  # the exchange's budget, not the call's, ran out
+    return detection
 
 
 def _sentence_presentation(
@@ -276,99 +346,46 @@ def _sentence_presentation(
 async def _finish(
     state: StreamState, p: Progressive, checked: CheckedRequest, rt: Runtime, end: Event
 ) -> None:
-    """The answer ended: check it whole with the route's mode; its verdict decides the sentences
-    not yet released and goes before ``end``."""
-    verdict, shown = await check_verdict(state, checked, rt, p.codec.answers())
+    """The answer ended: check it whole with the route's mode (within what is left of the
+    exchange's budget); its verdict decides the sentences not yet released and goes before ``end``."""
+    budgets = checked.route.budgets
+    left = replace(budgets, total_s=max(budgets.total_s - p.check_s, 1e-6))
+    checked = replace(checked, route=replace(checked.route, budgets=left))
+    verdict, shown = await judge(state, checked, rt, p.codec.answers())
+    spans = verdict.choices[0].detection.spans if verdict is not None and verdict.choices else ()
     if p.phase == "flowing":  # everything read was released: only the verdict (and warning) remain
         if shown.warning is not None and p.warned_sentence is None and shown.refusal is None:
-            p.edits.append(Edit(end.start, end.start, p.codec.text_event("\n\n" + shown.warning.text.strip())))
-            p.warned_sentence = p.released_sentences
-        _place_verdict(p, end, shown)
+            edits.warn_after(p, end, shown.warning.text)
+        if verdict is not None and verdict.status == "detected" and spans:
+            p.flagged_sentence = _first_sentence(p, spans, [])  # the verdict's spans say which
+        edits.place_verdict(p, end, shown)
         return
-    ends = _sentence_ends(p, final=True)
+    ends = [*p.waiting, *_sentence_ends(p, final=True)]
+    p.waiting.clear()
     cut = None
     if verdict is not None and verdict.status == "detected" and verdict.choices:
-        flagged = _first_flagged(verdict.choices[0].detection, ends, p.passed)
+        # The spans index the whole answer's text. Once a second answer (or, in chat, a second
+        # field) began, the text followed here need not be where that text starts: nothing
+        # more of it goes out then.
+        mapped = not p.second_answer
+        flagged = _first_flagged(verdict.choices[0].detection, ends, p.passed) if mapped else 0
         cut = p.passed if flagged is None else ([p.passed, *ends])[flagged]
         passed_now = flagged if flagged is not None else 0
+        p.flagged_sentence = _first_sentence(p, spans, ends) if mapped else p.released_sentences
     else:
         passed_now = len(ends)
     if shown.refusal is not None:
         p.released_sentences += passed_now
-        p.flagged_sentence = p.released_sentences
-        _stop(p, cut if cut is not None else p.passed, shown)
+        edits.stop(p, cut if cut is not None else p.passed, shown)
         return
+    before = p.released_sentences
     p.released_sentences += len(ends)
     if shown.warning is not None and p.warned_sentence is None:
         if cut is not None and cut < p.length:
-            p.flagged_sentence = p.released_sentences - len(ends) + passed_now
-            _warn_before(p, cut, shown.warning.text)
+            edits.warn_before(p, cut, shown.warning.text, before + passed_now)
         else:  # flagged only across released sentences: the warning follows the answer
-            p.edits.append(Edit(end.start, end.start, p.codec.text_event("\n\n" + shown.warning.text.strip())))
-            p.warned_sentence = p.released_sentences
-    _place_verdict(p, end, shown)
-
-
-def _place_verdict(p: Progressive, end: Event, shown: Presentation) -> None:
-    """The verdict in place of ``end`` (which follows it); every later event flows."""
-    p.edits = [e for e in p.edits if not (end.start <= e.start and e.end <= end.end and e.start < e.end)]
-    p.edits.append(Edit(end.start, end.end, p.codec.verdict_before(shown, _details(shown, p), end.event)))
-    p.phase = "flowing"
-    p.held_from = None
-
-
-def _details(shown: Presentation, p: Progressive) -> dict[str, Any]:
-    """The verdict's details, with what progressive release did."""
-    details = dict(shown.details)
-    details["progressive"] = {"released_sentences": p.released_sentences, "flagged_sentence": p.flagged_sentence,
-                              "warned_before_sentence": p.warned_sentence}
-    return details
-
-
-# -- what the client gets ---------------------------------------------------------------------
-
-
-def _stop(p: Progressive, cut: int, shown: Presentation) -> None:
-    """End the stream at answer character ``cut``: what passed stands, the verdict and the
-    refusal (naming how many sentences went out) follow it, and nothing after reaches the client."""
-    refusal = shown.refusal
-    if refusal is not None:
-        note = f" {p.released_sentences} sentence(s) had been released before the flagged one."
-        shown = replace(shown, refusal=replace(refusal, message=refusal.message + note))
-    at, head = _split_at(p, cut)
-    if p.held_from is not None and p.held_from < at:  # nothing from a second answer on went out
-        at, head = p.held_from, b""
-    p.edits = [e for e in p.edits if e.start < at]
-    p.edits.append(Edit(at, FOREVER, head + p.codec.verdict_before(shown, _details(shown, p), None)))
-    p.phase = "stopped"
-
-
-def _warn_before(p: Progressive, cut: int, warning: str) -> None:
-    """The warning as content just before answer character ``cut`` (a sentence's start)."""
-    note = warning.strip()
-    note = f"\n\n{note}\n\n" if cut > 0 else f"{note}\n\n"
-    codec = p.codec
-    p.warned_sentence = p.flagged_sentence
-    for item in p.events:
-        if item.text_after > cut:
-            if item.text_before >= cut:
-                p.edits.append(Edit(item.start, item.start, codec.text_event(note)))
-            else:
-                first, rest = codec.cut_event(item.event, cut - item.text_before)
-                p.edits.append(Edit(item.start, item.end, first + codec.text_event(note) + rest))
-            return
-
-
-def _split_at(p: Progressive, cut: int) -> tuple[int, bytes]:
-    """Where in the body the answer passes character ``cut``, and the passed head of the event
-    that holds it (re-encoded; empty when the cut falls between events)."""
-    codec = p.codec
-    for item in p.events:
-        if item.text_after > cut:
-            if item.text_before >= cut:
-                return item.start, b""
-            return item.start, codec.cut_event(item.event, cut - item.text_before)[0]
-    return p.read, b""
+            edits.warn_after(p, end, shown.warning.text)
+    edits.place_verdict(p, end, shown)
 
 
 def _stop_or_flow(
@@ -381,24 +398,28 @@ def _stop_or_flow(
     if checked.route.fail_policy == "closed" or reason == "draining":
         shown = skip(state, rt, checked.route, checked.decision.name, reason, "a sentence check could not run")
         if shown.refusal is not None:
-            _stop(p, p.passed, shown)
+            edits.stop(p, p.passed, shown)
         else:
             p.unchecked = shown
 
 
-def _give_up(state: StreamState, p: Progressive, rt: Runtime, reason: str, detail: str) -> None:
+def _give_up(
+    state: StreamState, p: Progressive, rt: Runtime, reason: str, detail: str, *, framed: bool = True
+) -> None:
     """The answer cannot be read: the rest goes out as it came, with the "unavailable" verdict
-    (or, fail-closed, the refusal) after what was read."""
+    (or, fail-closed, the refusal) after what was read. ``framed``: the events still frame, so
+    they are still read, for a verdict the upstream wrote (dropped: the verdict is the
+    gateway's alone); else every later byte goes on unread."""
     checked = state.checked
     if checked is None:
         p.phase = "flowing"
         return
     shown = skip(state, rt, checked.route, checked.decision.name, reason, detail, upstream=True)
     if shown.refusal is not None:
-        _stop(p, p.passed, shown)
+        edits.stop(p, p.passed, shown)
         return
-    p.ended = True
-    p.phase = "open"
+    p.ended = p.gave_up = True
+    p.phase = "flowing" if framed else "open"
     p.held_from = None
     # After the last whole event: never inside the event the upstream left open.
     p.edits.append(Edit(p.read, p.read, p.codec.unchecked_events(shown)))

@@ -15,15 +15,20 @@ nothing hangs.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
 from truthlens.gateway.apis import sse
 from truthlens.gateway.apis.interface import BodyError
 from truthlens.gateway.exchange import mutations, ungrounded
-from truthlens.gateway.exchange.phases.check import check, skip
+from truthlens.gateway.exchange.phases.check import check_verdict, skip
 from truthlens.gateway.exchange.phases.response_buffered import over_buffer
 from truthlens.gateway.exchange.phases.state import CheckedRequest, Runtime, StreamedResponse, StreamState
 from truthlens.gateway.policy.presentation import final_headers
+
+if TYPE_CHECKING:
+    from truthlens.gateway.apis.interface import Presentation
+    from truthlens.modes.base import Verdict
 
 
 async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> pb.ProcessingResponse:
@@ -34,6 +39,8 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
     if st.refused:
         return mutations.chunk_reply("response_body", b"")  # closed means closed: nothing after the refusal
     if st.finished:
+        if st.past_end:
+            return _after_end_chunk(st, chunk.body, chunk.end_of_stream)
         if st.scrub_rest:
             return _scrub_only(st, chunk.body, chunk.end_of_stream)
         return mutations.passthrough("response_body")
@@ -96,6 +103,7 @@ async def _consume(
     The answer ends with the event that ends it (chat: ``data: [DONE]``), or with the stream
     once the codec says the answer is complete (Responses: a terminal event was seen)."""
     codec = st.codec
+    after: list[sse.SSEEvent] = []  # the events after the one that ended the answer
     for i, event in enumerate(events):
         try:
             ends = codec.add(event)
@@ -114,6 +122,8 @@ async def _consume(
             replacement = await _finish(state, st, checked, rt, before_end, event)
             del st.pending[:withheld]
             out += replacement
+            st.past_end = True
+            after = events[i + 1 :]
             break
         if st.strategy == "passthrough" and not codec.holding:
             out += event.raw
@@ -125,13 +135,39 @@ async def _consume(
         st.pending.clear()
         out += replacement
     if st.finished:
-        # Whatever follows the end of the answer is not part of it and flows on unchanged, but for
-        # a verdict the upstream wrote (a client that reads past ``[DONE]`` must not find a
-        # "clean" the gateway never gave). The event left open is withheld until it ends.
+        # Whatever follows the end of the answer is not part of it (:func:`after_end`). The
+        # event left open is withheld until it ends.
         open_event = _detach_open_event(st)
-        out += st.pending
+        out += after_end(st, after) if st.past_end else st.pending
         st.pending[:] = open_event
         st.scrub_rest = True
+
+
+def after_end(st: StreamedResponse, events: list[sse.SSEEvent]) -> bytes:
+    """What goes on of the events after the one that ended the answer (chat: ``data: [DONE]``):
+    they are not part of the answer, and the verdict before the end did not read them, so no
+    data event among them reaches the client (one that reads past ``[DONE]`` finds no text
+    nor a verdict the check never saw); comments and blank blocks go on, and on a fail-closed
+    route nothing does."""
+    if st.closed_after_end:
+        return b""
+    return b"".join(e.raw for e in events if not e.has_data)
+
+
+def _after_end_chunk(st: StreamedResponse, body: bytes, end_of_stream: bool) -> pb.ProcessingResponse:
+    """A chunk after the answer's end: only what :func:`after_end` lets go (an event still open
+    is withheld until it ends; bytes that do not frame are dropped with it)."""
+    if st.closed_after_end:
+        return mutations.chunk_reply("response_body", b"")
+    st.pending += body
+    try:
+        events = _feed(st, body, end_of_stream)
+    except sse.SSEError:
+        st.decoder.drain()
+        st.pending.clear()
+        return mutations.chunk_reply("response_body", b"")
+    del st.pending[: len(st.pending) - st.decoder.pending_bytes]
+    return _reply(st, body, after_end(st, events))
 
 
 def _detach_open_event(st: StreamedResponse) -> bytes:
@@ -152,17 +188,25 @@ async def _finish(
     """Check the accumulated answer; return what replaces the ``withheld`` events and ``end``.
     The stream is finished once the replacement exists: a failure before that is contained
     (:func:`contain`) as the route says, never by releasing the withheld bytes unchecked."""
-    answers = st.codec.answers()
-    if not answers:
-        shown = skip(state, rt, checked.route, checked.decision.name, "no_choices", upstream=True)
-    elif not any(a.strip() for a in answers):
-        shown = ungrounded.skip(state, rt, checked.route, checked.decision.name, ungrounded.NO_TEXT_REASON)
-    else:
-        shown = await check(state, checked, rt, answers)
+    _verdict, shown = await judge(state, checked, rt, st.codec.answers())
     st.shown = shown
+    st.closed_after_end = checked.route.fail_policy == "closed"
     replacement = st.codec.finish(shown, withheld, end)
     st.finished = True
     return replacement
+
+
+async def judge(
+    state: StreamState, checked: CheckedRequest, rt: Runtime, answers: tuple[str, ...]
+) -> tuple[Verdict | None, Presentation]:
+    """The whole answer's verdict (None: no check ran) and presentation, the same on every
+    streamed route: no answer is ``unavailable``/``no_choices``, answers with no text are
+    ``skipped``/``no_text`` (never clean), anything else is checked by the route's mode."""
+    if not answers:
+        return None, skip(state, rt, checked.route, checked.decision.name, "no_choices", upstream=True)
+    if not any(a.strip() for a in answers):
+        return None, ungrounded.skip(state, rt, checked.route, checked.decision.name, ungrounded.NO_TEXT_REASON)
+    return await check_verdict(state, checked, rt, answers)
 
 
 def give_up(
@@ -208,6 +252,8 @@ def contain(
     withheld bytes in order with the "unavailable" verdict and ``reason``. A stream with no
     check (left) releases what it withheld."""
     if st.refused:
+        return mutations.chunk_reply("response_body", b"")
+    if st.past_end and st.closed_after_end:
         return mutations.chunk_reply("response_body", b"")
     if checked is None or st.finished:
         st.scrub_rest = False  # the reading failed: stop looking, let the rest through

@@ -89,6 +89,10 @@ class StreamedResponse:
     # ``progressive``: the chunks whose replies wait for their sentences' checks, and what was checked.
     progressive: Progressive | None = None
     refused: bool = False  # a fail-closed refusal went out: nothing more of the upstream's does
+    # The answer ended at its end marker (``data: [DONE]``): what follows is not part of it
+    # (``response_stream.after_end``); ``closed_after_end``: the route fails closed, so none of it goes on.
+    past_end: bool = False
+    closed_after_end: bool = False
 
 
 @dataclass(slots=True)
