@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from truthlens.gateway.apis.sse import SSEEvent
     from truthlens.modes.base import GroundedQuery
 
-EndpointName = Literal["chat", "responses"]
+EndpointName = Literal["chat", "responses", "completions"]
 Strategy = Literal["passthrough", "hold", "progressive"]
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from truthlens.gateway.apis.chat import body as openai_body
-from truthlens.gateway.apis.chat import chunks
 from truthlens.gateway.apis.chat.stream import ChatStream
 
 if TYPE_CHECKING:
@@ -36,17 +35,25 @@ class ProgressiveChatStream(ChatStream):
     def cut_event(self, event: SSEEvent, keep: int) -> tuple[bytes, bytes]:
         """``event`` (a content chunk) as two chunks: its first ``keep`` characters, then the rest."""
         doc = openai_body.event_object(event.data)
-        content = doc["choices"][0]["delta"]["content"]
-        return _with_content(doc, content[:keep]), _with_content(doc, content[keep:])
+        content = self.event_text(doc)
+        return self.with_text(doc, content[:keep]), self.with_text(doc, content[keep:])
+
+    def event_text(self, doc: dict[str, Any]) -> str:
+        """The text a content chunk adds (overridden with the chunk shape)."""
+        return str(doc["choices"][0]["delta"]["content"])
+
+    def with_text(self, doc: dict[str, Any], text: str) -> bytes:
+        """A content chunk ``doc`` carrying ``text`` instead."""
+        return _with_content(doc, text)
 
     def text_event(self, text: str) -> bytes:
         """A content chunk of ``text`` (a warning inside the answer)."""
-        return chunks.chunk_event(self.accumulator.meta, deltas={0: text})
+        return self.chunk_event(deltas={0: text})
 
     def verdict_before(self, shown: Presentation, details: dict[str, Any], end: SSEEvent | None) -> bytes:
         """The verdict chunk, then ``end``; refused: the verdict chunk and the error event, which
         end the stream (no ``data: [DONE]``, as a held block)."""
-        out = chunks.chunk_event(self.accumulator.meta, details=details)
+        out = self.chunk_event(details=details)
         if shown.refusal is not None:
             return out + self.refusal_events(shown.refusal)
         return out + (end.raw if end is not None else b"")
