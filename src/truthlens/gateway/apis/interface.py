@@ -89,6 +89,11 @@ class ParsedRequest(Protocol):
         """Where the passages came from: ``field``, ``tool``, ``system`` (comma-joined when several),
         ``template:<name>``, or "" (:mod:`~truthlens.gateway.apis.context.sources`)."""
 
+    @property
+    def near_template(self) -> str:
+        """With no passages: the template the request began much like without being read as it
+        (:mod:`~truthlens.gateway.apis.context.tolerant`), said when it is skipped; "" when none."""
+
     def grounded_query(self) -> GroundedQuery: ...
 
 

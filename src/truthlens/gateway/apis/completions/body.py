@@ -57,6 +57,7 @@ class DecodedCompletion:
             forward_body=forward_body,
             include_usage=self.include_usage,
             context_source=found.source,
+            near_template=found.near_template,
         )
 
 

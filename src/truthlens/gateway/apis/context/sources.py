@@ -6,7 +6,9 @@ of the source the client, the audit line and the span are told (``x-truthlens-co
    context is: nothing else is read as context then, except system messages on a route that
    asks for them.
 2. ``template:<name>``: else the first template or layout the route reads that recognises the
-   user's last message or a system message (:func:`~truthlens.gateway.apis.context.reading.recognise`);
+   user's last message or a system message (:func:`~truthlens.gateway.apis.context.reading.recognise`),
+   a template's copy with its opening edited counting as the template
+   (:mod:`~truthlens.gateway.apis.context.tolerant`, tried after the templates, before the layouts);
    the question is then the template's question slot (or a summary prompt's instruction).
 3. ``system``: else, on a route with ``system_messages: true``, each paragraph of every system
    (and developer) message.
@@ -21,6 +23,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from truthlens.gateway.apis.context import tolerant
 from truthlens.gateway.apis.context.reading import SYSTEM_ROLES, recognise
 from truthlens.gateway.apis.context.settings import ContextSettings
 
@@ -34,6 +37,9 @@ class Context:
     passages: tuple[str, ...]
     question: str
     source: str  # "field", "tool", "system" (comma-joined), "template:<name>"; "" when none
+    # With no passages: the template the request came closest to without being read as it
+    # (:func:`~truthlens.gateway.apis.context.tolerant.nearest`), said when it is skipped; "" when none.
+    near_template: str = ""
 
 
 def gather(ctx: ContextSettings, *, field: Sequence[str], tools: Sequence[str],
@@ -43,16 +49,20 @@ def gather(ctx: ContextSettings, *, field: Sequence[str], tools: Sequence[str],
     first); ``question`` is the user's last message."""
     passages = [*field, *tools]
     sources = [name for name, found in (("field", field), ("tool", tools)) if found]
+    near = ""
     if not passages:
-        reading = recognise(messages, ctx.templates)
+        # A template's edited copy is read after the templates, before the plain layouts.
+        reading = recognise(messages, tolerant.with_edits(ctx.templates))
         if reading is not None:
             return Context(reading.passages, reading.question or question, reading.source)
+        closest = tolerant.nearest(messages, tolerant.tolerant_readers(ctx.templates))
+        near = closest.name if closest is not None else ""
     if ctx.system_messages:
         system = [p for role, text in messages if role in SYSTEM_ROLES for p in paragraphs(text)]
         if system:
             passages += system
             sources.append("system")
-    return Context(tuple(passages), question, ",".join(sources))
+    return Context(tuple(passages), question, ",".join(sources), near if not passages else "")
 
 
 def paragraphs(text: str) -> list[str]:

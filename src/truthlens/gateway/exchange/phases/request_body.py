@@ -69,7 +69,7 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
     if len(body) > route.max_body_bytes:
         return _cannot_check(state, rt, decision, GatewayError("too_large", "over max_body_bytes"), body)
     if ungrounded.needs_skipping(route, request):  # no context, no check (the route's no_context)
-        shown = ungrounded.skip(state, rt, route, decision.name)
+        shown = ungrounded.skip(state, rt, route, decision.name, near=request.near_template)
         return mutations.refusal_response(state.api, shown.refusal) if shown.refusal else _forward(request)
     state.checked = CheckedRequest(
         decision=decision,
