@@ -14,7 +14,9 @@ of the source the client, the audit line and the span are told (``x-truthlens-co
    (and developer) message.
 
 Several sources are named in that order, comma-separated (``field,tool``); a request with
-none has the empty source.
+none has the empty source. Whatever the source, the passages lose the gateway's own warnings,
+and an earlier answer the gateway checked is replaced by the passages behind it (the source
+then ends in ``chain``: :mod:`~truthlens.gateway.apis.context.chain`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from truthlens.gateway.apis.context import tolerant
+from truthlens.gateway.apis.context import chain, tolerant
 from truthlens.gateway.apis.context.reading import SYSTEM_ROLES, recognise
 from truthlens.gateway.apis.context.settings import ContextSettings
 
@@ -54,7 +56,7 @@ def gather(ctx: ContextSettings, *, field: Sequence[str], tools: Sequence[str],
         # A template's edited copy is read after the templates, before the plain layouts.
         reading = recognise(messages, tolerant.with_edits(ctx.templates))
         if reading is not None:
-            return Context(reading.passages, reading.question or question, reading.source)
+            return _chained(Context(reading.passages, reading.question or question, reading.source))
         closest = tolerant.nearest(messages, tolerant.tolerant_readers(ctx.templates))
         near = closest.name if closest is not None else ""
     if ctx.system_messages:
@@ -62,7 +64,18 @@ def gather(ctx: ContextSettings, *, field: Sequence[str], tools: Sequence[str],
         if system:
             passages += system
             sources.append("system")
-    return Context(tuple(passages), question, ",".join(sources), near if not passages else "")
+    return _chained(Context(tuple(passages), question, ",".join(sources), near if not passages else ""))
+
+
+def _chained(found: Context) -> Context:
+    """``found`` less the gateway's warnings, each earlier answer the gateway checked replaced by
+    the passages it was checked against (:mod:`~truthlens.gateway.apis.context.chain`); the source
+    then ends in ``chain``."""
+    passages, chained = chain.MEMORY.expand(found.passages)
+    if passages == found.passages:
+        return found
+    source = ",".join(s for s in (found.source, chain.CHAIN_SOURCE if chained else "") if s)
+    return Context(passages, found.question, source, found.near_template)
 
 
 def paragraphs(text: str) -> list[str]:

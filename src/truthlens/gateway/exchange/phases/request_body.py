@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
+from truthlens.gateway.apis.context import chain
 from truthlens.gateway.apis.interface import DecodedRequest, Endpoint, ParsedRequest
 from truthlens.gateway.core.errors import GatewayError
 from truthlens.gateway.exchange import mutations, ungrounded
@@ -62,6 +63,7 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
     if routed.error is not None:
         return _cannot_check(state, rt, decision, routed.error, body)
     assert routed.decoded is not None
+    chain.MEMORY.note_warning(route.warning_template)  # never read back as context
     try:
         request = routed.decoded.read(route.context)
     except GatewayError as exc:
