@@ -1,0 +1,61 @@
+"""LangChain (langchain 1.5.2, langchain-classic 1.0.8, langchain-openai 1.7.4) through the real
+stack: the docs page's code (the LCEL RAG chain non-streamed and streamed, the v1 docs' RAG
+chain) and the classic stuff-documents chain are checked with the control's verdict, and the
+verdict is where the page says. Real: Envoy, gRPC ext_proc, the processor with the shipped
+detector and decisions, the LangChain packages. Scripted: the upstream."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conftest import DOCS, QUESTION, control, require, run_page
+from harness import Stack
+from shipped_inputs import WRONG_FACTS
+
+pytestmark = [pytest.mark.envoy, pytest.mark.filterwarnings("ignore::UserWarning")]
+
+
+def test_the_pages_code_shows_the_controls_verdict(gateway: Stack) -> None:
+    require("langchain", "langchain_openai")
+    expected = control(gateway)
+    assert expected == "true"  # the question's invented claim, flagged with truthlens_context
+    ns = run_page("langchain", gateway)
+    assert ns["headers"]["x-truthlens-detected"] == expected
+    assert ns["headers"]["x-truthlens-context-source"] == "template:langchain-lcel-rag"
+    streamed = ns["recorder"].verdicts[0]
+    assert streamed.complete and streamed.detected == expected
+    flagged = [ns["text"][s["start"]:s["end"]] for s in streamed.spans]
+    assert flagged and all(any(f in part or part in f for f in WRONG_FACTS) for part in flagged), flagged
+    agent = ns["recorder"].last
+    assert agent.headers["x-truthlens-context-source"] == "template:langchain-v1-rag-chain"
+    assert agent.detected == expected
+
+
+def test_the_classic_stuff_documents_chain_is_checked(gateway: Stack) -> None:
+    require("langchain_classic", "langchain_openai")
+    import httpx
+    from langchain_classic.chains import create_retrieval_chain
+    from langchain_classic.chains.combine_documents import create_stuff_documents_chain
+    from langchain_core.documents import Document
+    from langchain_core.prompts import ChatPromptTemplate
+    from langchain_core.runnables import RunnableLambda
+    from langchain_openai import ChatOpenAI
+
+    from truthlens.client_verdicts import VerdictRecorder
+
+    recorder = VerdictRecorder()
+    llm = ChatOpenAI(base_url=gateway.base_url, api_key="unused", model="demo-model",  # type: ignore[arg-type]
+                     http_client=httpx.Client(transport=recorder.transport()))
+    # The create_retrieval_chain examples' system prompt, "just say that you don't know".
+    system = ("You are an assistant for question-answering tasks. Use the following pieces of retrieved context to "
+              "answer the question. If you don't know the answer, just say that you don't know. Use three sentences "
+              "maximum and keep the answer concise.\n\n{context}")
+    prompt = ChatPromptTemplate.from_messages([("system", system), ("human", "{input}")])
+    retriever = RunnableLambda(lambda _: [Document(page_content=d) for d in DOCS])
+    chain: Any = create_retrieval_chain(retriever, create_stuff_documents_chain(llm, prompt))
+    chain.invoke({"input": QUESTION})
+    verdict = recorder.last
+    assert verdict is not None
+    assert verdict.headers["x-truthlens-context-source"] == "template:langchain-retrieval-chain"
+    assert verdict.detected == control(gateway)
