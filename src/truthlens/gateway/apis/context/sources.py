@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from truthlens.gateway.apis.context import chain, tolerant
+from truthlens.gateway.apis.context import passages as split_passages
 from truthlens.gateway.apis.context.reading import SYSTEM_ROLES, recognise
 from truthlens.gateway.apis.context.settings import ContextSettings
 
@@ -49,6 +50,8 @@ def gather(ctx: ContextSettings, *, field: Sequence[str], tools: Sequence[str],
     """The context of a request whose extension field held ``field``, whose tool messages or
     outputs said ``tools`` and whose messages are ``messages`` (``(role, text)``, instructions
     first); ``question`` is the user's last message."""
+    # A tool result of Source:/Content: blocks is one passage per block, without its source lines.
+    tools = [p for text in tools for p in split_passages.tool_passages(text)]
     passages = [*field, *tools]
     sources = [name for name, found in (("field", field), ("tool", tools)) if found]
     near = ""
