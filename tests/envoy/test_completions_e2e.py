@@ -106,3 +106,20 @@ def test_what_is_not_checked_is_said_in_a_header_and_an_audit_line(
     lines = audit_lines(audited)
     assert len(lines) == before + 1
     assert (lines[-1]["decision"], lines[-1]["reason"]) == ("completions", reason)
+
+
+@pytest.mark.parametrize(("method", "body", "headers", "detected", "reason", "audit_reason"), [
+    # No body: no request was read, so none carries context.
+    ("GET", None, {}, "skipped", "no_context", "no_context"),
+    # A compressed body: unreadable, and the context field cannot be cut out of it (refused 400).
+    ("POST", {"model": "m", "prompt": "hi"}, {"content-encoding": "gzip"}, "unavailable",
+     "context_field_unremovable", "content_encoding"),
+])
+def test_exchanges_no_request_was_read_of_still_get_a_header_and_an_audit_line(
+        audited: Stack, method: str, body: Any, headers: dict[str, str], detected: str, reason: str,
+        audit_reason: str) -> None:
+    before = len(audit_lines(audited))
+    resp = audited.raw(method, PATH, body, headers)
+    assert (resp.headers["x-truthlens-detected"], resp.headers["x-truthlens-reason"]) == (detected, reason)
+    lines = audit_lines(audited)
+    assert len(lines) == before + 1 and (lines[-1]["decision"], lines[-1]["reason"]) == ("completions", audit_reason)
