@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from conftest import DOCS, QUESTION, control, require, run_page
 from harness import Stack
-from shipped_inputs import WRONG_FACTS
+from shipped_inputs import HALLUCINATED, WRONG_FACTS
 
 pytestmark = [pytest.mark.envoy, pytest.mark.filterwarnings("ignore::UserWarning")]
 
@@ -59,3 +59,32 @@ def test_the_classic_stuff_documents_chain_is_checked(gateway: Stack) -> None:
     assert verdict is not None
     assert verdict.headers["x-truthlens-context-source"] == "template:langchain-retrieval-chain"
     assert verdict.detected == control(gateway)
+
+
+@pytest.mark.parametrize("chain_type", ["map_reduce", "refine"])
+def test_a_summarize_chains_last_step_is_checked_against_every_document(gateway: Stack, chain_type: str) -> None:
+    # langchain-classic's load_summarize_chain (its summarize prompts, one call per document, then
+    # the reduce or refine steps). The upstream invents a claim in every step: the first steps are
+    # flagged against their document, and the last, which is given only the earlier summaries, is
+    # flagged too: it is checked against the documents behind them.
+    require("langchain_classic", "langchain_openai")
+    import httpx
+    from langchain_classic.chains.summarize import load_summarize_chain
+    from langchain_core.documents import Document
+    from langchain_openai import ChatOpenAI
+
+    from truthlens.client_verdicts import VerdictRecorder
+
+    gateway.set_script([{"name": "invents", "match": {"any": "Eiffel"}, "reply": {"content": HALLUCINATED}}])
+    recorder = VerdictRecorder()
+    # custom_get_token_ids: map_reduce counts tokens, and tiktoken would download its tables.
+    llm = ChatOpenAI(base_url=gateway.base_url, api_key="unused", model="demo-model",  # type: ignore[arg-type]
+                     http_client=httpx.Client(transport=recorder.transport()),
+                     custom_get_token_ids=lambda text: list(range(len(text.split()))))
+    chain: Any = load_summarize_chain(llm, chain_type=chain_type)
+    chain.invoke({"input_documents": [Document(page_content=d) for d in DOCS]})
+    verdicts = recorder.verdicts
+    # map_reduce: a map call per document, then the reduce; refine: the first document, then a refine.
+    assert len(verdicts) == {"map_reduce": 3, "refine": 2}[chain_type], [v.headers for v in verdicts]
+    assert all(v.detected == "true" for v in verdicts)
+    assert verdicts[-1].headers["x-truthlens-context-source"].endswith(",chain")

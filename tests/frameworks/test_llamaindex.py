@@ -8,7 +8,7 @@ Scripted: the upstream."""
 from __future__ import annotations
 
 import pytest
-from conftest import control, require, run_page
+from conftest import DOCS, QUESTION, control, require, run_page
 from harness import Stack
 from shipped_inputs import WRONG_FACTS
 
@@ -33,3 +33,32 @@ def test_the_pages_code_shows_the_controls_verdict(gateway: Stack) -> None:
     assert len(refine) == 2, [v.headers for v in refine]  # one call per document
     assert refine[-1].headers["x-truthlens-context-source"] == "template:llamaindex-refine,chain"
     assert [v.detected for v in refine] == [expected, expected]  # the last call flagged too
+
+
+@pytest.mark.parametrize(("how", "source"), [
+    ("tree_summarize", "template:llamaindex-tree-summarize"),
+    ("simple_summarize", "template:llamaindex-text-qa"),  # its chunks formatted as a Python list
+    ("context", "template:llamaindex-context-chat"),
+    ("condense_plus_context", "template:llamaindex-condense-plus-context"),
+])
+def test_the_other_engines_are_checked_with_the_controls_verdict(gateway: Stack, how: str, source: str) -> None:
+    require("llama_index.core", "llama_index.llms.openai_like")
+    import httpx
+    from llama_index.core import Document, SummaryIndex
+    from llama_index.llms.openai_like import OpenAILike
+
+    from truthlens.client_verdicts import VerdictRecorder
+
+    recorder = VerdictRecorder()
+    chat = how in ("context", "condense_plus_context")
+    llm = OpenAILike(model="demo-model", api_base=gateway.base_url, api_key="unused", is_chat_model=chat,
+                     http_client=httpx.Client(transport=recorder.transport()))
+    index = SummaryIndex.from_documents([Document(text=d) for d in DOCS])
+    if chat:
+        index.as_chat_engine(chat_mode=how, llm=llm).chat(QUESTION)
+    else:
+        index.as_query_engine(response_mode=how, llm=llm).query(QUESTION)
+    verdict = recorder.last
+    assert verdict is not None
+    assert verdict.headers["x-truthlens-context-source"] == source
+    assert verdict.detected == control(gateway)
