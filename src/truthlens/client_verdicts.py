@@ -12,7 +12,8 @@ request unchanged (asking for the spans, unless told not to), and for every answ
 ``x-truthlens-*`` headers and its verdict details (a JSON answer's ``truthlens`` field, a
 stream's verdict chunk or ``truthlens.verdict`` event), in order, once the answer has been read.
 
-Needs ``httpx`` (what the frameworks' ``openai`` package uses); nothing else of the gateway.
+Needs ``httpx`` (what the frameworks' ``openai`` package uses; ``httpx2`` where only it is
+installed, as with ``openai`` 3.x); nothing else of the gateway.
 """
 
 from __future__ import annotations
@@ -87,6 +88,11 @@ class VerdictRecorder:
     def clear(self) -> None:
         with self._lock:
             self._verdicts.clear()
+
+    def client(self) -> Any:
+        """An ``httpx`` client through :meth:`transport` (``httpx2`` where only it is installed, as
+        with ``openai`` 3.x): ``OpenAI(http_client=recorder.client())``."""
+        return _httpx().Client(transport=self.transport())
 
     def transport(self, inner: Any = None) -> Any:
         """An ``httpx`` transport (sync) around ``inner`` (default: ``httpx.HTTPTransport()``)."""
@@ -213,7 +219,11 @@ class _AsyncTee(_Reader):
 
 
 def _httpx() -> Any:
-    return importlib.import_module("httpx")
+    """``httpx`` (what the frameworks' ``openai`` 1.x and 2.x use), else ``httpx2`` (``openai`` 3.x)."""
+    try:
+        return importlib.import_module("httpx")
+    except ImportError:
+        return importlib.import_module("httpx2")
 
 
 @lru_cache(maxsize=2)
