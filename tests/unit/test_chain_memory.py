@@ -98,3 +98,19 @@ def test_a_warning_copied_into_an_answer_is_blanked_keeping_every_offset() -> No
     assert len(blanked) == len(answer) and blanked.strip() == ANSWER1
     assert blanked.index("1925") == answer.index("1925")
     assert m.blank_warnings(ANSWER1) == ANSWER1
+
+
+def test_another_clients_answer_is_never_expanded() -> None:
+    m = memory()
+    alice = chain.scope_of({"authorization": "Bearer alice"})
+    m.remember([ANSWER1], [CHUNK1], scope=alice)
+    token = chain.SCOPE.set(chain.scope_of({"authorization": "Bearer mallory"}))
+    try:
+        assert m.expand([ANSWER1]) == ((ANSWER1,), False)  # read as it came: not alice's documents
+    finally:
+        chain.SCOPE.reset(token)
+    token = chain.SCOPE.set(alice)
+    try:
+        assert m.expand([ANSWER1]) == ((CHUNK1,), True)
+    finally:
+        chain.SCOPE.reset(token)

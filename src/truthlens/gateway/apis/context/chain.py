@@ -18,6 +18,11 @@ warned step-one answer fed back as the "existing answer" is the model's words al
 read as part of an answer: a model that copies it into its refined answer has it blanked out
 (spaces, so span offsets still index the answer) before the check.
 
+Answers are remembered per client: the key includes a digest of the request's credentials (its
+``Authorization`` header, set per exchange in :data:`SCOPE`), so a chain's steps, which one
+application sends with one key, find each other, and a request from another client never has
+its context replaced by the documents behind someone else's answer.
+
 The memory is a bounded per-process cache (:data:`MAX_ENTRIES` answers, :data:`MAX_CHARS`
 characters of passages in all, :data:`TTL_S` seconds): it forgets, and a chain whose steps land
 on different workers is read step by step as before (each worker remembers its own checks).
@@ -31,7 +36,8 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 MAX_ENTRIES = 4096
@@ -42,6 +48,17 @@ _MAX_RUN = 12  # blank-line-separated passages one remembered answer may have be
 _MAX_WARNINGS = 32
 _SPACE = re.compile(r"\s+")
 CHAIN_SOURCE = "chain"
+# The client whose request is being read (a digest of its credentials; "" for none): set by the
+# exchange before it reads a request (:func:`scope_of`), read by :meth:`ChainMemory.expand`.
+SCOPE: ContextVar[str] = ContextVar("truthlens_chain_scope", default="")
+
+
+def scope_of(headers: Mapping[str, str]) -> str:
+    """The memory's scope of a request with these (lower-case) headers: its credentials' digest."""
+    credentials = headers.get("authorization", "")
+    if not credentials:
+        return ""
+    return hashlib.blake2b(credentials.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,9 +111,10 @@ class ChainMemory:
                 answer = pattern.sub(lambda m: " " * len(m.group(0)), answer)
         return answer
 
-    def remember(self, answers: Iterable[str], passages: Sequence[str], *, now: float | None = None) -> None:
+    def remember(self, answers: Iterable[str], passages: Sequence[str], *, scope: str = "",
+                 now: float | None = None) -> None:
         """Each checked answer (as the upstream wrote it, or as the client got it: the warning is
-        removed either way) with the passages it was checked against."""
+        removed either way) with the passages it was checked against, for the client ``scope``."""
         kept = tuple(p for p in passages if p.strip())
         chars = sum(len(p) for p in kept)
         if not kept or chars > self.max_chars // 8:
@@ -104,7 +122,7 @@ class ChainMemory:
         at = time.monotonic() if now is None else now
         with self._lock:
             for answer in answers:
-                key = self._key(answer)
+                key = self._key(answer, scope)
                 if key is None:
                     continue
                 old = self._entries.pop(key, None)
@@ -122,12 +140,13 @@ class ChainMemory:
         if not self._entries:
             return tuple(cleaned), False
         at = time.monotonic() if now is None else now
+        scope = SCOPE.get()
         out: list[str] = []
         found = False
         i = 0
         while i < len(cleaned):
             for j in range(min(len(cleaned), i + _MAX_RUN), i, -1):  # the longest run first
-                entry = self._lookup("\n\n".join(cleaned[i:j]), at)
+                entry = self._lookup("\n\n".join(cleaned[i:j]), scope, at)
                 if entry is not None:
                     out.extend(entry.passages)
                     found, i = True, j
@@ -137,8 +156,8 @@ class ChainMemory:
                 i += 1
         return tuple(dict.fromkeys(out)), found
 
-    def _lookup(self, text: str, now: float) -> _Entry | None:
-        key = self._key(text)
+    def _lookup(self, text: str, scope: str, now: float) -> _Entry | None:
+        key = self._key(text, scope)
         if key is None:
             return None
         with self._lock:
@@ -152,11 +171,11 @@ class ChainMemory:
             self._entries.move_to_end(key)
             return entry
 
-    def _key(self, answer: str) -> bytes | None:
+    def _key(self, answer: str, scope: str) -> bytes | None:
         text = _collapse(self.without_warnings(answer))
         if len(text) < MIN_ANSWER_CHARS:
             return None
-        return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        return hashlib.blake2b(f"{scope}\0{text}".encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def _collapse(text: str) -> str:

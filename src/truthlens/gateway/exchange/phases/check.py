@@ -54,7 +54,8 @@ async def check_verdict(
     if verdict.status in ("clean", "detected"):
         # A chain's later step that sends these answers back as context is checked against
         # these passages instead (each answer as written and as the client got it).
-        chain.MEMORY.remember((*answers, *shown.final_contents(answers)), checked.request.passages)
+        scope = chain.scope_of(state.info.headers) if state.info is not None else ""
+        chain.MEMORY.remember((*answers, *shown.final_contents(answers)), checked.request.passages, scope=scope)
     # A check that ran but could not decide is logged once, by its audit line (with the reason).
     # A detected answer's line says what flagged it (a label, never answer text).
     reason: str | None

@@ -64,6 +64,7 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
         return _cannot_check(state, rt, decision, routed.error, body)
     assert routed.decoded is not None
     chain.MEMORY.note_warning(route.warning_template)  # never read back as context
+    chain.SCOPE.set(chain.scope_of(info.headers))  # a chain's earlier answers: this client's only
     try:
         request = routed.decoded.read(route.context)
     except GatewayError as exc:
