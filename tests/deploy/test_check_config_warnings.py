@@ -44,3 +44,12 @@ def test_envoy_routes_that_miss_a_detection_off_decision_are_warned_about(tmp_pa
     assert 'decision "internal" is detection off, but no route skips the processor for it' in done.stderr
     assert "`truthlens envoy-routes` prints the routes this config needs" in done.stderr
     assert check(tmp_path, shipped(), "--envoy", str(REPO / "envoy.yaml")).stderr == ""
+
+
+def test_a_config_that_checks_chat_but_not_the_legacy_completions_api_is_warned_about(tmp_path: Path) -> None:
+    doc = shipped()
+    doc["decisions"] = [d for d in doc["decisions"] if d["name"] != "completions"]  # type: ignore[attr-defined]
+    done = check(tmp_path, doc)
+    assert done.returncode == 0
+    assert "no checked decision takes the legacy completions API (/v1/completions)" in done.stderr
+    assert "the Responses API" not in done.stderr  # still checked: one warning, for the API left out
