@@ -88,3 +88,25 @@ def test_a_summarize_chains_last_step_is_checked_against_every_document(gateway:
     assert len(verdicts) == {"map_reduce": 3, "refine": 2}[chain_type], [v.headers for v in verdicts]
     assert all(v.detected == "true" for v in verdicts)
     assert verdicts[-1].headers["x-truthlens-context-source"].endswith(",chain")
+
+
+def test_a_completion_models_batched_prompts_are_said_unchecked_and_checked_one_by_one(gateway: Stack) -> None:
+    # langchain-openai's OpenAI LLM (the legacy completions API) sends up to batch_size prompts in
+    # one request; their answers go with different contexts, so that request is answered
+    # unavailable (bad_field), and batch_size=1 has each prompt checked.
+    require("langchain_openai")
+    import httpx
+    from langchain_openai import OpenAI
+
+    from truthlens.client_verdicts import VerdictRecorder
+
+    prompts = [f"Answer the question based only on the following context:\n{doc}\n\nQuestion: {QUESTION}\n"
+               for doc in DOCS]
+    for batch_size, expected in ((20, ["unavailable"]), (1, ["true", "true"])):
+        recorder = VerdictRecorder()
+        llm = OpenAI(base_url=gateway.base_url, api_key="unused", model="demo-model",  # type: ignore[arg-type]
+                     batch_size=batch_size, http_client=httpx.Client(transport=recorder.transport()))
+        llm.generate(prompts)
+        assert [v.detected for v in recorder.verdicts] == expected, [v.headers for v in recorder.verdicts]
+        if batch_size > 1:
+            assert recorder.last is not None and recorder.last.headers["x-truthlens-reason"] == "bad_field"
