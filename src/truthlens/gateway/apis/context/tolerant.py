@@ -3,11 +3,12 @@
 Users copy a framework's prompt and change it: "If you don't know the answer, **just** say that
 you don't know", "a helpful assistant" for "an assistant", one more rule. Read exactly
 (:mod:`~truthlens.gateway.apis.context.templates`), such a copy is no template, and its answer
-goes out ``skipped``. Here, when no reader recognises a request exactly, each template whose
-opening literal (the instruction text before its first slot) is long enough to be told apart
-from ordinary prose is tried again with that opening compared word by word, not character by
-character: the message's first words are aligned with the opening's (case and punctuation
-aside), and the message is that template when the two agree closely
+goes out ``skipped``. Here, after the exact templates and before the plain layouts
+(:func:`with_edits`), each template whose opening literal (the instruction text before its
+first slot) is long enough to be told apart from ordinary prose is tried again with that
+opening compared word by word, not character by character: the message's first words are
+aligned with the opening's (case and punctuation aside), and the message is that template when
+the two agree closely
 (:data:`MATCH_RATIO`, :func:`difflib.SequenceMatcher`'s ratio: 2 × words in common / words in
 both). Everything after the opening is read exactly as the template says (its labels such as
 ``Question:``, its slots), so a message that only shares a phrase with a template, or begins
