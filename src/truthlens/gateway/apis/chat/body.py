@@ -55,6 +55,7 @@ class ChatRequest:
     forward_body: bytes | None = None
     include_usage: bool = False  # stream_options.include_usage
     context_source: str = ""  # where the passages came from (:mod:`~truthlens.gateway.apis.context.sources`)
+    near_template: str = ""  # no context: the template the request came closest to ("" when none)
 
     def grounded_query(self) -> GroundedQuery:
         return GroundedQuery(
@@ -155,6 +156,7 @@ def read_chat_request(decoded: DecodedRequest, ctx: ContextSettings) -> ChatRequ
         forward_body=forward_body,
         include_usage=decoded.include_usage,
         context_source=found.source,
+        near_template=found.near_template,
     )
 
 

@@ -65,7 +65,9 @@ class TemplateReader:
         found = split_passages.split(slots["context"], t.separator)
         if slots.get("answer"):  # a refine prompt's earlier answer: the model is told to keep it
             found.append(slots["answer"])
-        question = slots.get("question") or (t.instruction if role == "user" else None)
+        # A summary prompt's instruction is its question, in a system message too (LangChain's
+        # summarization tutorial sends the prompt alone, with no user message).
+        question = slots.get("question") or t.instruction
         return Reading(t.name, tuple(found), question) if found else None
 
 

@@ -8,6 +8,7 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from truthlens.gateway.apis.context import chain
 from truthlens.gateway.apis.interface import Presentation
 from truthlens.gateway.exchange import audit
 from truthlens.gateway.exchange.lifecycle import Draining
@@ -45,8 +46,10 @@ async def check_verdict(
     try:
         # A drain bounds the check: near the end of the grace period the answer goes out
         # unchanged, marked unavailable (reason "draining"), instead of being cut by the stop.
+        # The gateway's own warning, copied into an answer by a chain's later step, is not checked.
+        read = tuple(chain.MEMORY.blank_warnings(a) for a in answers)
         verdict = await rt.lifecycle.bounded(checking.run_check(
-            route, checked.decision, checked.request, answers, checked.services, rt.telemetry
+            route, checked.decision, checked.request, read, checked.services, rt.telemetry
         ))
     except Draining:
         return None, skip(state, rt, checked.route, checked.decision.name, "draining")
@@ -64,6 +67,11 @@ async def check_verdict(
             context_source=checked.request.context_source,
         )
         span.set_attribute("truthlens.verdict", shown.outcome)
+    if verdict.status in ("clean", "detected"):
+        # A chain's later step that sends these answers back as context is checked against
+        # these passages instead (each answer as written and as the client got it).
+        scope = chain.scope_of(state.info.headers) if state.info is not None else ""
+        chain.MEMORY.remember((*answers, *shown.final_contents(answers)), checked.request.passages, scope=scope)
     # A check that ran but could not decide is logged once, by its audit line (with the reason).
     # A detected answer's line says what flagged it (a label, never answer text).
     reason: str | None
