@@ -54,6 +54,7 @@ class ChatEndpoint(_JsonBodies):
     """``POST /v1/chat/completions``."""
 
     name: EndpointName = "chat"
+    request_keys = openai_body.REQUEST_KEYS
 
     def decode_request(self, body: bytes, *, max_bytes: int | None = None) -> DecodedRequest:
         return openai_body.decode_chat_request(body, max_bytes=max_bytes)
@@ -72,6 +73,7 @@ class ResponsesEndpoint(_JsonBodies):
     """``POST /v1/responses``."""
 
     name: EndpointName = "responses"
+    request_keys = responses_body.REQUEST_KEYS
 
     def decode_request(self, body: bytes, *, max_bytes: int | None = None) -> DecodedRequest:
         return responses_body.decode_responses_request(body, max_bytes=max_bytes)
@@ -90,6 +92,7 @@ class CompletionsEndpoint(_JsonBodies):
     """``POST /v1/completions`` (the legacy API: one ``prompt``, answers in ``choices[].text``)."""
 
     name: EndpointName = "completions"
+    request_keys = completions_body.REQUEST_KEYS
 
     def decode_request(self, body: bytes, *, max_bytes: int | None = None) -> DecodedRequest:
         return completions_body.decode_completion_request(body, max_bytes=max_bytes)
@@ -107,6 +110,7 @@ class CompletionsEndpoint(_JsonBodies):
 CHAT = ChatEndpoint()
 RESPONSES = ResponsesEndpoint()
 COMPLETIONS = CompletionsEndpoint()
+ALL: tuple[Endpoint, ...] = (CHAT, RESPONSES, COMPLETIONS)
 
 
 def for_path(path: str) -> Endpoint:

@@ -186,6 +186,11 @@ class Endpoint(Protocol):
     @property
     def name(self) -> EndpointName: ...
 
+    @property
+    def request_keys(self) -> frozenset[str]:
+        """The API's own request fields (no extension field may take one of these names)."""
+        ...
+
     def decode_request(self, body: bytes, *, max_bytes: int | None = None) -> DecodedRequest:
         """Over ``max_bytes`` the body is refused before any JSON is parsed; raises ``BodyError``."""
 

@@ -29,6 +29,12 @@ from truthlens.gateway.apis.context.settings import ContextSettings
 from truthlens.gateway.apis.context.sources import gather
 from truthlens.gateway.apis.interface import BodyError, Rewrite
 
+# The legacy completions request's own fields (OpenAI's reference; see chat's REQUEST_KEYS for why).
+REQUEST_KEYS = frozenset({
+    "model", "prompt", "suffix", "stream", "stream_options", "temperature", "top_p", "n", "stop", "max_tokens",
+    "presence_penalty", "frequency_penalty", "logit_bias", "logprobs", "echo", "best_of", "user", "seed",
+})
+
 
 @dataclass(frozen=True, slots=True)
 class DecodedCompletion:
