@@ -32,6 +32,8 @@ DECISIONS = [
     decision("own", route_header="own", path_prefix="/v1/", actions=["header", "body"],
              context={"templates": [{"name": "acme", "template": OWN_TEMPLATE}, "builtin"]}),
     decision("none", route_header="none", path_prefix="/v1/", actions=["header", "body"], context={"templates": []}),
+    decision("plain", route_header="plain", path_prefix="/v1/", actions=["header", "body"],
+             context={"templates": ["builtin", "plain"]}),
     decision("rag", priority=10, path_prefix="/v1/", actions=["header", "body"]),
 ]
 SCRIPT = [
@@ -185,10 +187,12 @@ def test_a_route_without_templates_reads_none(gateway: Stack) -> None:
 
 # ------------------------------------------------------------------------------- Responses API
 
-def test_responses_input_text_in_a_plain_layout_is_checked(gateway: Stack) -> None:
+def test_responses_input_text_in_a_plain_layout_is_checked_where_the_route_names_plain(gateway: Stack) -> None:
     body = {"model": "hallucinated", "instructions": "Answer from the context only.",
             "input": "Context:\n" + "\n\n".join(DOCS) + f"\n\nQuestion: {QUESTION}"}
-    resp = gateway.raw("POST", RESPONSES, body)
+    # The shipped default reads the frameworks' templates only: a plain layout is left alone.
+    assert gateway.raw("POST", RESPONSES, body).headers["x-truthlens-detected"] == "skipped"
+    resp = gateway.raw("POST", RESPONSES, body, {"x-test-route": "plain"})
     assert resp.status == 200
     assert resp.headers["x-truthlens-detected"] == "true"
     assert resp.headers["x-truthlens-context-source"] == "template:plain-labels"

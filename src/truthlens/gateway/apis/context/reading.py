@@ -104,7 +104,11 @@ LAYOUTS: tuple[LayoutReader, ...] = (
     LayoutReader("plain-labels", "labels"),
     LayoutReader("plain-delimited", "delimited"),
 )
-BUILTIN: tuple[Reader, ...] = (*(TemplateReader(t) for t in TEMPLATES), *LAYOUTS)
+# The frameworks' exact templates: read by default. The plain layouts are read on a route that
+# names them (``plain``): labels an end user can type, over text that is as often the user's own
+# situation, a persona or the date as retrieved material (docs/context.md, bench.chat_reading).
+FRAMEWORKS: tuple[Reader, ...] = tuple(TemplateReader(t) for t in TEMPLATES)
+BUILTIN: tuple[Reader, ...] = (*FRAMEWORKS, *LAYOUTS)
 BUILTIN_BY_NAME = {r.name: r for r in BUILTIN}
 
 

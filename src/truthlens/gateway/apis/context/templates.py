@@ -41,6 +41,9 @@ SEPARATORS: tuple[Separator, ...] = ("documents", "indented", "lines", "none")
 # literal, so whatever they hold stays theirs; the context and an earlier answer take the first.
 _USER_SLOTS: frozenset[SlotName] = frozenset({"question", "any"})
 _SLOT = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
+# A template's fixed text, all literals together, in non-space characters: fewer is a word or two
+# that ordinary chat holds (a custom "{context} the {question}" read every chat with " the ").
+MIN_FIXED_CHARS = 4
 # Occurrences of one literal tried per slot: bounds the work on a hostile message that repeats
 # a template's words many times (a real rendering has one or two).
 _MAX_CANDIDATES = 16
@@ -160,6 +163,17 @@ def _validate(literals: list[str], slots: list[SlotName], role: Role, instructio
                                 "(else where one ends and the other starts is a guess)")
     if not any(text.strip() for text in literals):
         raise TemplateError("has no literal text: it would match any message")
+    fixed = [text.strip() for text in literals if text.strip()]
+    if sum(len("".join(t.split())) for t in fixed) < MIN_FIXED_CHARS or all(_bare_word(t) for t in fixed):
+        raise TemplateError(f"its fixed text ({' … '.join(repr(t) for t in fixed)}) is too short to tell the template "
+                            "from ordinary chat that contains it: give the labels or sentences the application "
+                            "writes around the slots (e.g. 'Docs:\n{context}\n\nQuestion: {question}')")
+
+
+def _bare_word(text: str) -> bool:
+    """One word of letters alone ("the", "and", "Question"): prose is full of them; a label has
+    its colon, a sentence its several words."""
+    return len(text.split()) == 1 and text.isalpha()
 
 
 def _literal_pattern(text: str) -> str | None:
