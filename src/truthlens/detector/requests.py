@@ -1,0 +1,127 @@
+"""What a request asks of its context: a ``question`` (something in it), the ``whole`` (a summary,
+an overview, a description of all of it) or something no context can ground (``ungroundable``:
+an opinion, an assessment, a translation, a creative piece, a rewrite for another reader or in
+another style).
+
+The reading follows the request's grammar, not a list of the words a benchmark's instructions
+happen to use. In order:
+
+1. **Ungroundable**: a request for a translation (``translat…``); for a creative form
+   (a making verb — write, compose, turn into, tell, make — with a poem, song, story, joke,
+   dialogue, tweet, …); for a rewrite (rewrite, rephrase, paraphrase, reword; "make it funnier",
+   "make this sound more …"; "like I'm five", "in the style of", "like a pirate"); for the
+   assistant's own view (what do you think, your opinion / take / view, do you agree, would you
+   recommend, should I); for an assessment (an opening rate, grade, critique, judge, assess,
+   evaluate; "is this … biased / fair / good / convincing …", "how well …", "how would you improve").
+2. **The whole**, asked about: "what is it about", "what does the article say / cover", "what
+   happened", "what is this" over the context itself.
+3. **The whole**, asked for: a summary's genre word (summary, recap, TL;DR, synopsis, overview,
+   outline, abstract, gist, rundown, digest, highlights, main or key points, description,
+   profile, bio, a paragraph or prose made of it, in plain language; sum up, boil down, condense,
+   shorten, describe)
+   and no clause that asks something of its own (who, what, when, where, which, why, how,
+   whether): "Summarise how the council voted" is a question.
+4. **A question**: a question mark, a wh-word, an opening auxiliary ("Is it open on Sundays"), or
+   an imperative that asks for an item (give, tell, list, name, find, show, identify, state,
+   compare, look up, explain; "I need …", "I'd like to know …"), after any courtesy ("please",
+   "could you").
+5. Else (a label such as "Data-to-text:", a verb with no question, nothing at all): **the whole**,
+   unless the request names something the context holds (a keyword query: "tram line cost").
+
+Validated on a held-out set of wordings written before this rule and never changed after it
+(``tests/fixtures/reading/wordings_heldout.json``; ``python -m bench.request_reading``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Literal
+
+Asks = Literal["question", "whole", "ungroundable"]
+
+_CREATIVE_FORMS = (r"poems?|haikus?|limericks?|sonnets?|songs?|lyrics|raps?|(?:short )?stor(?:y|ies)|fables?|jokes?"
+                   r"|dialogues?|screenplays?|scripts?|tweets?|tweet threads?|slogans?|riddles?|ballads?|essays?")
+_UNGROUNDABLE = re.compile(
+    r"\btranslat\w*"
+    # a creative form made of it
+    rf"|\b(?:write|compose|turn|make|create|tell|draft|generate|come up with)\b[^.?!\n]{{0,60}}\b(?:{_CREATIVE_FORMS})\b"
+    # a rewrite, in another style or for another reader
+    r"|\b(?:rewrite|re-write|rephrase|paraphrase|reword|restyle)\w*"
+    r"|\bmake (?:it|this|that|the \w+(?: \w+)?) (?:sound |more |less |(?!shorter\b|briefer\b)\w+er\b)"
+    r"|\blike (?:i'm|i am|i was|you're talking to)\b|\bin the (?:style|voice|tone) of\b|\blike an? (?:pirate|child|kid)\b"
+    r"|\beli5\b"
+    # the assistant's own view
+    r"|\bwhat do you (?:think|make of|feel)\b|\byour (?:\w+ )?(?:opinion|take|view|views|thoughts|verdict)\b"
+    r"|\bdo you (?:agree|like|think|believe)\b|\bwould you (?:recommend|buy|trust|choose)\b|\bshould i\b"
+    # an assessment of it
+    r"|^(?:please\s+)?(?:rate|grade|critique|judge|assess|evaluate|review|score)\b"
+    r"|\b(?:is|are|was) (?:this|it|that|these|the \w+)(?: \w+)? (?:biased|fair|good|bad|convincing|persuasive"
+    r"|reliable|trustworthy|credible|well[- ]written|worth \w+|any good|balanced|objective|misleading)\b"
+    r"|\bhow (?:well|good|bad|convincing|persuasive)\b|\bhow would you (?:improve|rate|rewrite|change)\b",
+    re.IGNORECASE,
+)
+_ABOUT_THE_WHOLE = re.compile(
+    r"\bwhat(?:'s| is| was| are)? (?:this|it|that|the \w+)(?: \w+)? (?:all )?about\b"
+    r"|\bwhat does (?:it|(?:this|that|the)(?: \w+){0,2}) (?:say|cover|tell us|tell me|describe|discuss|mean)\b"
+    r"|^\W*what happened\W*$",
+    re.IGNORECASE,
+)
+_WHOLE_GENRE = re.compile(
+    r"\w*summar\w*|\brecap\w*|\btl\s*;?\s*dr\b|\btldr\b|\bsynops[ie]s\b|\boverview\b|\boutline\b|\babstract\b"
+    r"|\bgist\b|\brundown\b|\bdigest\b|\bhighlights?\b|\b(?:main|key|important) (?:points?|findings|facts|ideas"
+    r"|takeaways?|details)\b|\bdescri(?:be|bing|ption)\b|\bprofile\b|\bbio\b|\bparagraph\b|\bprose\b|\bprécis\b"
+    r"|\bsum (?:it |this |that |them )?up\b|\bboil (?:it |this |that )?down\b|\bcondens\w*|\bshorten\w*"
+    r"|\bin (?:a )?(?:nutshell|brief)\b|\bbrief\b|\bin plain (?:language|english|words|terms)\b|\bsimply\b",
+    re.IGNORECASE,
+)
+_WH_CLAUSE = re.compile(r"\b(?:who|whom|whose|what|when|where|which|why|how|whether)\b\s+\w+", re.IGNORECASE)
+_INTERROGATIVE = re.compile(
+    r"\?|\b(?:who|what|when|where|which|why|how|whose|whom|whether)\b|"
+    r"(?:^|[.!:;\n]\s*)(?:is|are|was|were|do|does|did|can|could|will|would|should|has|have|had)\b",
+    re.IGNORECASE,
+)
+_COURTESY = re.compile(r"^(?:(?:please|pls|plz|kindly|hi|hello|hey|ok|okay|so)[\s,!:]+|(?:can|could|would|will) you"
+                       r"(?: please| kindly)?\s+|quick (?:q|question)\s*:\s*)+", re.IGNORECASE)
+_ASK_FOR_ITEM = re.compile(
+    r"^(?:give|tell|list|name|find|show|identify|state|compare|look up|explain|get|fetch|check|confirm|count)\b"
+    r"|^i(?:'d| would)? (?:need|want|like|wonder|am wondering|'m wondering)\b",
+    re.IGNORECASE,
+)
+_WORD = re.compile(r"[^\W\d_]{3,}|\d+(?:[.,]\d+)*")
+# Function words (a closed class of English grammar): never what a request names.
+_FUNCTION_WORDS = frozenset(
+    """the and but for nor yet with from into onto upon about above below over under this that these those what
+    which who whom whose when where why how its it's are was were been being have has had does did not all any some
+    each more most very just also there their them they you your yours our ours his her hers him she he we me
+    my mine can could would should will shall may might must than then too only own same such both either neither
+    please thanks thank""".split()
+)
+
+
+def what_it_asks(request: str, context: Sequence[str] = ()) -> Asks:
+    """What ``request`` asks of ``context`` (module docstring)."""
+    text = " ".join(request.split())
+    if not text:
+        return "whole"
+    if _UNGROUNDABLE.search(text):
+        return "ungroundable"
+    if _ABOUT_THE_WHOLE.search(text):
+        return "whole"
+    bare = _COURTESY.sub("", text)
+    if _WHOLE_GENRE.search(text) and not _WH_CLAUSE.search(bare):
+        return "whole"
+    if _INTERROGATIVE.search(text) or _ASK_FOR_ITEM.search(bare):
+        return "question"
+    return "question" if names_content(text, context) else "whole"
+
+
+def names_content(request: str, context: Sequence[str]) -> bool:
+    """Whether ``request`` names something ``context`` holds: a word of it (not a function word)
+    that the context uses too."""
+    asked = _words(request)
+    return bool(asked) and not asked.isdisjoint(_words(" ".join(context)))
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _FUNCTION_WORDS}
