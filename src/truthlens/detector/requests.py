@@ -45,11 +45,13 @@ _CREATIVE_FORMS = (r"poems?|haikus?|limericks?|sonnets?|songs?|lyrics|raps?|(?:s
 _UNGROUNDABLE = re.compile(
     r"\btranslat\w*"
     # a creative form made of it
-    rf"|\b(?:write|compose|turn|make|create|tell|draft|generate|come up with)\b[^.?!\n]{{0,60}}\b(?:{_CREATIVE_FORMS})\b"
+    rf"|\b(?:write|compose|turn|make|create|tell|draft|generate|come up with)\b"
+    rf"[^.?!\n]{{0,60}}\b(?:{_CREATIVE_FORMS})\b"
     # a rewrite, in another style or for another reader
     r"|\b(?:rewrite|re-write|rephrase|paraphrase|reword|restyle)\w*"
     r"|\bmake (?:it|this|that|the \w+(?: \w+)?) (?:sound |more |less |(?!shorter\b|briefer\b)\w+er\b)"
-    r"|\blike (?:i'm|i am|i was|you're talking to)\b|\bin the (?:style|voice|tone) of\b|\blike an? (?:pirate|child|kid)\b"
+    r"|\blike (?:i'm|i am|i was|you're talking to)\b|\bin the (?:style|voice|tone) of\b"
+    r"|\blike an? (?:pirate|child|kid)\b"
     r"|\beli5\b"
     # the assistant's own view
     r"|\bwhat do you (?:think|make of|feel)\b|\byour (?:\w+ )?(?:opinion|take|view|views|thoughts|verdict)\b"
