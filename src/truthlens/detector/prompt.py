@@ -173,10 +173,12 @@ def read_task(context: Sequence[str], question: str) -> Task:
 
 def _the_whole_fits(request: str, context: Sequence[str]) -> bool:
     """A request for the whole is read so over one passage long enough to be a document, or over
-    several (where the request is nearly always a question) when it names nothing they hold."""
+    several (where the request is nearly always a question) when it names nothing they hold; a
+    request that names the whole ("Summarise.") is one over any context."""
     if len(context) == 1:  # a short one is a fact or two to answer from, unless the request names the whole
         return len(context[0].strip()) > ARTICLE_CHARS or names_the_whole(request)
-    return not names_content(request, context) and sum(len(p.strip()) for p in context) > ARTICLE_CHARS
+    return not names_content(request, context) and (sum(len(p.strip()) for p in context) > ARTICLE_CHARS
+                                                     or names_the_whole(request))
 
 
 def model_questions(question: str) -> tuple[str, ...]:

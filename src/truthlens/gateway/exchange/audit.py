@@ -46,6 +46,7 @@ def record(
     reason: str | None = None,
     original: tuple[str, float | None] | None = None,
     context_source: str | None = None,
+    task: str | None = None,
 ) -> None:
     """Count the exchange's action (``truthlens_actions_total``) and log its line (``original``:
     see :func:`original_of`)."""
@@ -53,7 +54,7 @@ def record(
     request_id = state.info.headers.get("x-request-id") if state.info is not None else None
     exchange(request_id=request_id, decision=decision, mode=mode, verdict=verdict, score=score,
              action=shown.action, latency_s=latency_s, reason=reason, original=original,
-             context_source=context_source)
+             context_source=context_source, task=task)
 
 
 def original_of(verdict: Verdict) -> tuple[str, float | None] | None:
@@ -81,6 +82,7 @@ def exchange(
     reason: str | None = None,
     original: tuple[str, float | None] | None = None,
     context_source: str | None = None,
+    task: str | None = None,
 ) -> None:
     """Log one exchange's outcome (``verdict``: detected | clean | unavailable | skipped). An
     unavailable verdict (a check that could not run, with its ``reason``) is a WARNING: that
@@ -106,6 +108,8 @@ def exchange(
         fields["reason"] = reason
     if context_source:
         fields["context_source"] = context_source
+    if task:
+        fields["task"] = task
     log.log(level, "exchange %s", text_fields(fields), extra={FIELDS: fields})
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from truthlens.gateway.apis.interface import Presentation, Refusal
 from truthlens.gateway.exchange import audit
-from truthlens.gateway.policy.presentation import with_action
+from truthlens.gateway.policy.presentation import TASK_HEADER, with_action
 
 if TYPE_CHECKING:
     from truthlens.gateway.apis.interface import ParsedRequest
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from truthlens.gateway.policy.config import RouteSettings
 
 REASON = "no_context"
+UNGROUNDABLE_REASON = "ungroundable"  # a request no context can ground (opinion, translation, ...)
 NO_TEXT_REASON = "no_text"  # an answer with no text to check (empty, blank, tool calls only)
 STATUS = 400
 MESSAGE = (
@@ -35,10 +36,11 @@ def needs_skipping(route: RouteSettings, request: ParsedRequest) -> bool:
     return route.no_context != "check" and not any(p.strip() for p in request.passages)
 
 
-def presentation(route: RouteSettings, decision: str, reason: str = REASON) -> Presentation:
+def presentation(route: RouteSettings, decision: str, reason: str = REASON, task: str = "") -> Presentation:
     """Skipped (the answer unchanged, said so in headers), or refused on ``no_context: block``.
-    ``reason``: ``no_context``, or ``no_text`` (an answer with no text to check: empty, blank,
-    tool calls only; never refused)."""
+    ``reason``: ``no_context``, ``ungroundable`` (a request no context can ground; ``task`` says
+    so) or ``no_text`` (an answer with no text to check: empty, blank, tool calls only); only
+    ``no_context`` is ever refused."""
     headers = {
         "x-truthlens-enabled": "true",
         "x-truthlens-mode": route.mode,
@@ -46,6 +48,9 @@ def presentation(route: RouteSettings, decision: str, reason: str = REASON) -> P
         "x-truthlens-reason": reason,
     }
     details: dict[str, Any] = {"decision": decision, "mode": route.mode, "status": "skipped", "reason": reason}
+    if task:
+        headers[TASK_HEADER] = task
+        details["task"] = task
     refusal = None
     if route.no_context == "block" and reason == REASON:
         refusal = Refusal(STATUS, MESSAGE, "invalid_request_error", REASON, headers,
@@ -55,12 +60,14 @@ def presentation(route: RouteSettings, decision: str, reason: str = REASON) -> P
                                     outcome="block" if refusal is not None else "skipped"))
 
 
-def skip(state: StreamState, rt: Runtime, route: RouteSettings, decision: str, reason: str = REASON) -> Presentation:
+def skip(state: StreamState, rt: Runtime, route: RouteSettings, decision: str, reason: str = REASON,
+         task: str = "") -> Presentation:
     """Count it, say it on the exchange span, and remember the presentation for the response
     headers phase (which marks the answer and lets its body through unread)."""
-    shown = presentation(route, decision, reason)
+    shown = presentation(route, decision, reason, task)
     rt.telemetry.record_skip(decision, reason)
-    audit.record(state, rt, shown, decision=decision, mode=route.mode, verdict="skipped", reason=reason)
+    audit.record(state, rt, shown, decision=decision, mode=route.mode, verdict="skipped", reason=reason,
+                 task=task or None)
     if state.span is not None:
         state.span.set_attributes({"truthlens.decision": decision, "truthlens.mode": route.mode,
                                    "truthlens.detected": "skipped", "truthlens.reason": reason,

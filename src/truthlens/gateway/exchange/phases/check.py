@@ -46,6 +46,7 @@ async def check_verdict(
             include_spans=checked.include_spans,
             latency_s=time.monotonic() - started,
             context_source=checked.request.context_source,
+            task=checked.task,
         )
         span.set_attribute("truthlens.verdict", shown.outcome)
     # A check that ran but could not decide is logged once, by its audit line (with the reason).
@@ -57,11 +58,13 @@ async def check_verdict(
         reason = flag_reason(c.detection for c in verdict.choices)
     audit.record(state, rt, shown, decision=checked.decision.name, mode=verdict.mode, verdict=verdict.status,
                  score=verdict.score, latency_s=time.monotonic() - started, reason=reason,
-                 original=audit.original_of(verdict), context_source=checked.request.context_source)
+                 original=audit.original_of(verdict), context_source=checked.request.context_source,
+                 task=checked.task)
     if state.span is not None:
         rt.telemetry.annotate_exchange(state.span, decision=checked.decision.name,
                                        model=checked.request.model, verdict=verdict, outcome=shown.outcome)
         state.span.set_attribute("truthlens.context_source", checked.request.context_source)
+        state.span.set_attribute("truthlens.task", checked.task)
     return verdict, shown
 
 

@@ -1,0 +1,55 @@
+"""What a request asks of its context (``truthlens.detector.requests``), on the held-out
+wordings written before the rule (``tests/fixtures/reading/wordings_heldout.json``, never changed
+after), and the task name each reading gives (``x-truthlens-task``). ``python -m
+bench.request_reading`` prints the accuracy and each miss."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from truthlens.detector.prompt import RECORD_INSTRUCTION, SUMMARY_INSTRUCTION, read_task
+from truthlens.detector.requests import what_it_asks
+
+CASES = json.loads((Path(__file__).parents[1] / "fixtures" / "reading" / "wordings_heldout.json").read_text())["cases"]
+ARTICLE = (
+    "The board of Norwell Foods met on Monday. The chief financial officer, Dana Reyes, said revenue rose 8% to "
+    "1.2 billion dollars, driven by frozen meals. The company will open a plant in Leeds in 2026 and hire 300 "
+    "people. Shares rose 4% after the announcement, and analysts said the outlook was the strongest in years."
+)
+RECORD = json.dumps({"name": "Harbour Cafe", "delivery": False, "hours": {"Sunday": "9:00-15:00"}})
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c["text"][:40])
+def test_each_held_out_wording_reads_as_what_it_asks(case: dict[str, str]) -> None:
+    assert what_it_asks(case["text"]) == case["asks"]
+
+
+def test_the_held_out_set_is_not_small() -> None:
+    assert len(CASES) >= 100 and {c["asks"] for c in CASES} == {"question", "whole", "ungroundable"}
+
+
+@pytest.mark.parametrize("request_text", ["Give me the CFO's name.", "CFO name?", "Tell me where the plant opens",
+                                          "pls tell me how many people they hire"])
+def test_a_question_stays_a_question_however_phrased(request_text: str) -> None:
+    task = read_task([ARTICLE], request_text)
+    assert task.shape == "passages" and task.name == "question"
+
+
+def test_a_question_over_a_record_keeps_its_words_and_an_overview_is_the_record_instruction() -> None:
+    assert read_task([RECORD], "Tell me whether they deliver.").name == "question"
+    assert read_task([RECORD], "Tell me whether they deliver.").question != RECORD_INSTRUCTION
+    assert read_task([RECORD], "Describe this place.").name == "record"
+
+
+@pytest.mark.parametrize("request_text", ["What do you think?", "Is this article biased?", "Translate this into French.",
+                                          "Explain like I'm five.", "Rewrite this for a ten-year-old."])
+def test_requests_no_context_can_ground_are_read_as_such(request_text: str) -> None:
+    assert read_task([ARTICLE], request_text).name == "ungroundable"
+
+
+def test_a_summary_request_is_a_summary() -> None:
+    task = read_task([ARTICLE], "Give me the gist.")
+    assert (task.shape, task.question, task.name) == ("article", SUMMARY_INSTRUCTION, "summary")
