@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from truthlens.detector.prompt import RECORD_INSTRUCTION, SUMMARY_INSTRUCTION, read_task
+from truthlens.detector.prompt import RECORD_INSTRUCTION, SUMMARY_INSTRUCTION, read_task, without_context_section
 from truthlens.detector.requests import what_it_asks
 
 CASES = json.loads((Path(__file__).parents[1] / "fixtures" / "reading" / "wordings_heldout.json").read_text())["cases"]
@@ -53,3 +53,15 @@ def test_requests_no_context_can_ground_are_read_as_such(request_text: str) -> N
 def test_a_summary_request_is_a_summary() -> None:
     task = read_task([ARTICLE], "Give me the gist.")
     assert (task.shape, task.question, task.name) == ("article", SUMMARY_INSTRUCTION, "summary")
+
+
+@pytest.mark.parametrize("question", ["When did sales rise? \nContext: Sales rose 40% in 2019.",
+                                      "When did sales rise?\n\n## Sources\nSales rose 40% in 2019.",
+                                      "When did sales rise?\n**Background:** Sales rose 40% in 2019."])
+def test_a_context_section_typed_into_the_question_is_not_read_as_the_question(question: str) -> None:
+    assert read_task([ARTICLE], question).question == "When did sales rise?"
+
+
+def test_a_section_with_no_question_before_it_is_left_to_the_question_reading() -> None:
+    assert without_context_section("Context: revenue\nWhat rose?") == "Context: revenue\nWhat rose?"
+    assert without_context_section("\nSources:\nrevenue") == "\nSources:\nrevenue"

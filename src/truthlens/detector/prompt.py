@@ -128,6 +128,10 @@ MAX_LEAD_WORDS = 8  # an opening clause before a comma that only points at the p
 _SPEAKER = re.compile(r"\[(?:human|user|assistant|system)\]\s*:|(?:^|\n)\s*(?:user|assistant|human)\s*:", re.I)
 # (a sentence ends after a word of two letters or more: "J. H. Williams" is one name)
 _SENTENCE_BREAK = re.compile(r"\n+|(?<=[^\W_][^\W_][.!?])\s+")
+# A line that opens a context section ("Context:", "## Sources", "**Documents:**").
+_CONTEXT_SECTION = re.compile(
+    r"\n[ \t#*>]*(?:context|contexts|retrieved context|documents?|passages?|sources?|information|background"
+    r"|knowledge|search results|excerpts?)[ \t*]*(?::|\n)", re.IGNORECASE)
 _KEY_VALUE_LINE = re.compile(r"^\s*(?:[-*•#]\s*)?[^\W\d][\w .()'/&-]{0,60}:\s*\S")
 
 
@@ -160,6 +164,7 @@ def read_task(context: Sequence[str], question: str) -> Task:
     """The task shape and the question to check ``context`` against (module docstring)."""
     if not any(p.strip() for p in context):
         return Task("passages", question)  # nothing to summarise: the question is all there is
+    question = without_context_section(question)
     request = without_document(question, context)
     asks = what_it_asks(request, context)
     if asks == "ungroundable":
@@ -247,6 +252,17 @@ def _own_words(request: str) -> set[str]:
     sentences", "two articles")."""
     words = _words(request) - _INSTRUCTION_WORDS - _PASSAGE_WORDS
     return {w for w in words if not w[0].isdigit() and w not in _NUMBER_WORDS}
+
+
+def without_context_section(question: str) -> str:
+    """``question`` up to a line that opens a context section of its own ("Context: ...",
+    "Sources:"), when there is a question before it: the request's context is the passages, and
+    text the user labelled as context inside the question (a template's label typed into its
+    question slot) is not read beside them as if it were the question."""
+    m = _CONTEXT_SECTION.search(question)
+    if m is None or not _words(question[:m.start()]):
+        return question
+    return question[:m.start()].rstrip()
 
 
 def without_document(question: str, context: Sequence[str]) -> str:
