@@ -65,3 +65,9 @@ def test_a_context_section_typed_into_the_question_is_not_read_as_the_question(q
 def test_a_section_with_no_question_before_it_is_left_to_the_question_reading() -> None:
     assert without_context_section("Context: revenue\nWhat rose?") == "Context: revenue\nWhat rose?"
     assert without_context_section("\nSources:\nrevenue") == "\nSources:\nrevenue"
+
+
+def test_a_request_that_repeats_the_document_is_read_without_it() -> None:
+    task = read_task([ARTICLE], f"Here is the article:\n{ARTICLE}\n\nWho is the chief financial officer?")
+    assert ARTICLE[:60] not in task.question and task.question.endswith("Who is the chief financial officer?")
+    assert task.name == "question"

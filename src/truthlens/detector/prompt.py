@@ -170,10 +170,12 @@ def read_task(context: Sequence[str], question: str) -> Task:
     if asks == "ungroundable":
         return Task("passages", question, asks)
     if len(context) == 1 and is_record(context[0]):
-        return Task("record", the_question(question) if asks == "question" else RECORD_INSTRUCTION, asks)
+        return Task("record", the_question(without_document(question, context, ARTICLE_CHARS))
+                    if asks == "question" else RECORD_INSTRUCTION, asks)
     if asks == "whole" and _the_whole_fits(request, context):
         return Task("article", SUMMARY_INSTRUCTION, asks)
-    return Task("passages", the_question(question), "question")
+    # the question, without a document it repeats (the model's window is the passages')
+    return Task("passages", the_question(without_document(question, context, ARTICLE_CHARS)), "question")
 
 
 def _the_whole_fits(request: str, context: Sequence[str]) -> bool:
@@ -265,16 +267,20 @@ def without_context_section(question: str) -> str:
     return question[:m.start()].rstrip()
 
 
-def without_document(question: str, context: Sequence[str]) -> str:
-    """``question`` with any passage of ``context`` it repeats taken out (whitespace-blind)."""
+def without_document(question: str, context: Sequence[str], min_chars: int = 40) -> str:
+    """``question`` with any passage of ``context`` (of ``min_chars`` or more) it repeats taken out
+    (whitespace-blind; the question as sent when it repeats none). The question the model reads
+    loses only documents (over :data:`ARTICLE_CHARS`): a conversation that quotes a fact of its
+    knowledge keeps it."""
     if not question or not context:
         return question
     text = " ".join(question.split())
+    found = False
     for passage in context:
         flat = " ".join(passage.split())
-        if len(flat) >= 40 and flat in text:
-            text = text.replace(flat, " ")
-    return text
+        if len(flat) >= max(min_chars, 40) and flat in text:
+            text, found = text.replace(flat, " "), True
+    return " ".join(text.split()) if found else question
 
 
 def is_record(text: str) -> bool:
