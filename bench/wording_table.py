@@ -68,12 +68,13 @@ def questions_as_sent(on: bool) -> Iterator[None]:
     if not on:
         yield
         return
-    saved = engine_module.checked
-    engine_module.checked = lambda item: item
+    names = vars(engine_module)  # the engine's own binding of prompt.checked
+    saved = names["checked"]
+    names["checked"] = lambda item: item
     try:
         yield
     finally:
-        engine_module.checked = saved
+        names["checked"] = saved
 
 
 async def score_wordings(

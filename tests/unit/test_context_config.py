@@ -21,7 +21,7 @@ SHIPPED = Path(__file__).resolve().parents[2] / "configs" / "config.yaml"
 
 
 def with_templates(templates: Any, *, in_decision: bool = False) -> dict[str, Any]:
-    doc = yaml.safe_load(SHIPPED.read_text())
+    doc: dict[str, Any] = yaml.safe_load(SHIPPED.read_text())
     if in_decision:
         doc["decisions"][0]["plugins"][0]["configuration"]["context"] = {"templates": templates}
     else:
@@ -30,7 +30,7 @@ def with_templates(templates: Any, *, in_decision: bool = False) -> dict[str, An
 
 
 def test_the_shipped_config_reads_every_framework_template_and_no_plain_layout() -> None:
-    doc = yaml.safe_load(SHIPPED.read_text())
+    doc: dict[str, Any] = yaml.safe_load(SHIPPED.read_text())
     for decision in parse_config(doc).decisions:
         assert decision.route is not None and decision.route.context.templates == FRAMEWORKS
 

@@ -204,7 +204,7 @@ def test_an_answer_the_mode_withheld_lists_no_spans() -> None:
 
 def test_the_warning_lead_is_what_apply_puts_before_the_answer() -> None:
     for position in ("prepend", "append"):
-        warning = WarningSpec("  ⚠️ Check this.\n", position)  # type: ignore[arg-type]
+        warning = WarningSpec("  ⚠️ Check this.\n", position)
         assert warning.apply(ANSWER).index(ANSWER) == warning.lead
 
 
