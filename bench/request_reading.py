@@ -5,7 +5,8 @@ table's: QA wordings should read as questions, summary and record wordings as th
 
 Each wording is read alone, with no context (a keyword query that names nothing reads as the
 whole then; over a context that holds its words it reads as a question). Prints accuracy per
-class, the confusion and each miss.
+class, the confusion and each miss; then, over RAGTruth's dev part, the task each development
+wording is read as (what ``x-truthlens-task`` says).
 
     python -m bench.request_reading
 """
@@ -17,6 +18,8 @@ from collections import Counter
 from pathlib import Path
 
 from bench.wordings import BY_SHAPE
+from training.corpus import ragtruth
+from truthlens.detector.prompt import read_task
 from truthlens.detector.requests import what_it_asks
 
 HELDOUT = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "reading" / "wordings_heldout.json"
@@ -47,9 +50,25 @@ def report(name: str, cases: list[tuple[str, str]]) -> float:
     return right / len(read)
 
 
+def read_over_dev() -> None:
+    """Each of bench/wordings.py's wordings over the RAGTruth dev part's items of its shape: the
+    task the gateway reads it as (x-truthlens-task), share of items. No model runs."""
+    if not ragtruth.available():
+        print("\n(RAGTruth is not placed: the reading over its dev part is left out)")
+        return
+    print("\nbench/wordings.py over RAGTruth's dev part (odd source_id): how each wording is read")
+    for shape, task in (("qa", "qa"), ("summary", "summary"), ("record", "data2txt")):
+        items = list(ragtruth.responses(task, ("dev",)))
+        for w in BY_SHAPE[shape]:
+            names = Counter(read_task(r.context, w.question(r.question, r.context)).name for r in items)
+            shares = ", ".join(f"{n} {100 * c / len(items):.0f}%" for n, c in names.most_common())
+            print(f"  {shape:<8} {w.name:<45} {shares}")
+
+
 def main() -> int:
     report("held-out wordings", heldout())
     report("development wordings (bench/wordings.py)", development())
+    read_over_dev()
     return 0
 
 

@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from truthlens.detector.requests import Asks, names_content, names_the_whole, what_it_asks
+from truthlens.detector.requests import Asks, asks_something, names_content, names_the_whole, what_it_asks
 from truthlens.detector.types import DetectionInput
 
 TEMPLATE_NAME = "lettucedetect-qa-en"
@@ -164,18 +164,25 @@ def read_task(context: Sequence[str], question: str) -> Task:
     """The task shape and the question to check ``context`` against (module docstring)."""
     if not any(p.strip() for p in context):
         return Task("passages", question)  # nothing to summarise: the question is all there is
-    question = without_context_section(question)
-    request = without_document(question, context)
+    request = without_context_section(without_document(question, context))
     asks = what_it_asks(request, context)
     if asks == "ungroundable":
         return Task("passages", question, asks)
     if len(context) == 1 and is_record(context[0]):
-        return Task("record", the_question(without_document(question, context, ARTICLE_CHARS))
-                    if asks == "question" else RECORD_INSTRUCTION, asks)
+        # over a record, only a request that asks something is a question (not a label such as
+        # "Data-to-text:" whose words the record's field names happen to use)
+        asked = asks == "question" and asks_something(request)
+        return Task("record", _own_question(question, context) if asked else RECORD_INSTRUCTION,
+                    "question" if asked else "whole")
     if asks == "whole" and _the_whole_fits(request, context):
         return Task("article", SUMMARY_INSTRUCTION, asks)
-    # the question, without a document it repeats (the model's window is the passages')
-    return Task("passages", the_question(without_document(question, context, ARTICLE_CHARS)), "question")
+    return Task("passages", _own_question(question, context), "question")
+
+
+def _own_question(question: str, context: Sequence[str]) -> str:
+    """The question the model reads: without a document it repeats and a context section typed
+    into it, less what only wraps it."""
+    return the_question(without_context_section(without_document(question, context, ARTICLE_CHARS)))
 
 
 def _the_whole_fits(request: str, context: Sequence[str]) -> bool:

@@ -121,9 +121,16 @@ def what_it_asks(request: str, context: Sequence[str] = ()) -> Asks:
         return "ungroundable"
     if names_the_whole(text):
         return "whole"
-    if _INTERROGATIVE.search(text) or _ASK_FOR_ITEM.search(_COURTESY.sub("", text)):
+    if asks_something(text):
         return "question"
     return "question" if names_content(text, context) else "whole"
+
+
+def asks_something(request: str) -> bool:
+    """A question mark, a wh-word, an opening auxiliary, or an imperative that asks for an item
+    (step 4 of the module docstring)."""
+    text = " ".join(request.split())
+    return _INTERROGATIVE.search(text) is not None or _ASK_FOR_ITEM.search(_COURTESY.sub("", text)) is not None
 
 
 def names_the_whole(request: str) -> bool:
