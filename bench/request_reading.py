@@ -57,7 +57,8 @@ def read_over_dev() -> None:
         print("\n(RAGTruth is not placed: the reading over its dev part is left out)")
         return
     print("\nbench/wordings.py over RAGTruth's dev part (odd source_id): how each wording is read")
-    for shape, task in (("qa", "qa"), ("summary", "summary"), ("record", "data2txt")):
+    tasks: tuple[tuple[str, ragtruth.Task], ...] = (("qa", "qa"), ("summary", "summary"), ("record", "data2txt"))
+    for shape, task in tasks:
         items = list(ragtruth.responses(task, ("dev",)))
         for w in BY_SHAPE[shape]:
             names = Counter(read_task(r.context, w.question(r.question, r.context)).name for r in items)
