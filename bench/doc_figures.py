@@ -1,8 +1,10 @@
 """The figures the docs quote from the shipped model's manifest, rendered from it: the route
 threshold table and the development figures at the default threshold (``docs/detector.md``,
-between ``<!-- figures:NAME -->`` and ``<!-- /figures -->``). ``tests/deploy/test_doc_figures.py``
-holds the docs equal to this rendering, so a refit (``python -m training.verdict --write``) that
-changes the manifest fails until the docs are rewritten:
+between ``<!-- figures:NAME -->`` and ``<!-- /figures -->``), and the example answer's
+``x-truthlens-score`` (README, quickstart, clients) as the shipped detector scores it.
+``tests/deploy/test_doc_figures.py`` holds the docs equal to this rendering, so a refit
+(``python -m training.verdict --write``) that changes the manifest fails until the docs are
+rewritten:
 
     python -m bench.doc_figures [--write]
 """
@@ -10,11 +12,15 @@ changes the manifest fails until the docs are rewritten:
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import re
+import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+
+from truthlens.detector import cli as detect_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = ROOT / "src" / "truthlens" / "detector" / "default_model" / "manifest.json"
@@ -60,6 +66,32 @@ def dev_figures(verdict: Mapping[str, Any]) -> str:
 FIGURES: dict[str, Callable[[Mapping[str, Any]], str]] = {"thresholds": threshold_table, "dev": dev_figures}
 
 
+# The docs' example (README, quickstart, clients): the demo upstream's answer to "Who designed the
+# Eiffel Tower?" (src/truthlens/starter/demo_script.yaml) checked against the examples' context.
+EXAMPLE = {"context": ["The Eiffel Tower was designed by the engineering company of Gustave Eiffel."],
+           "question": "Who designed the Eiffel Tower?",
+           "answer": "The Eiffel Tower was designed by Leonardo da Vinci in 1502 and is made of solid gold."}
+EXAMPLE_DOCS = (ROOT / "README.md", ROOT / "docs" / "quickstart.md", ROOT / "docs" / "clients.md")
+EXAMPLE_SCORE = re.compile(r"(x-truthlens-score: )([0-9.]+)")
+EXAMPLE_TOLERANCE = 0.005  # the shipped int8 model's score, across CPUs
+
+
+def example_score() -> float:
+    """The shipped detector's score of the docs' example (as ``truthlens detect`` gives it)."""
+    with tempfile.TemporaryDirectory(prefix="doc-figures-") as tmp:
+        path = Path(tmp) / "example.jsonl"
+        path.write_text(json.dumps(EXAMPLE) + "\n", encoding="utf-8")
+        out = io.StringIO()
+        if detect_cli.main(["--input", str(path), "--provider", "cpu"], stdout=out) != 0:
+            raise RuntimeError("truthlens detect failed on the docs' example")
+    return float(json.loads(out.getvalue())["score"])
+
+
+def example_scores_in_docs() -> dict[Path, list[float]]:
+    return {p: [float(m.group(2)) for m in EXAMPLE_SCORE.finditer(p.read_text(encoding="utf-8"))]
+            for p in EXAMPLE_DOCS}
+
+
 def block(name: str) -> re.Pattern[str]:
     return re.compile(rf"(<!-- figures:{name} [^>]*-->\n)(.*?)(\n<!-- /figures -->)", re.DOTALL)
 
@@ -92,6 +124,10 @@ def main(argv: list[str] | None = None) -> int:
         if n != 1:
             parser.error(f"{DETECTOR_DOC.name} has {n} figures:{name} blocks (expected 1)")
     DETECTOR_DOC.write_text(text, encoding="utf-8")
+    score = f"{example_score():.4f}"
+    for path in EXAMPLE_DOCS:
+        doc = path.read_text(encoding="utf-8")
+        path.write_text(EXAMPLE_SCORE.sub(lambda m: m.group(1) + score, doc), encoding="utf-8")
     return 0
 
 

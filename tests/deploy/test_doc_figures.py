@@ -20,3 +20,12 @@ def test_the_threshold_table_reads_the_manifests_rows() -> None:
     verdict = {"route_thresholds": {"0.5": {"ragtruth faithful flagged": 0.25, "ragtruth recall": 0.5,
                                             "halueval faithful flagged": 0.125, "halueval recall": 0.75}}}
     assert "| **0.5 (default)** | **25.0%** | **50.0%** | **12.5%** | **75.0%** |" in doc_figures.threshold_table(verdict)
+
+
+def test_the_docs_example_score_is_the_shipped_detectors() -> None:
+    score = doc_figures.example_score()
+    found = doc_figures.example_scores_in_docs()
+    assert all(found.values()), found  # each page shows the example's score
+    for path, scores in found.items():
+        for shown in scores:
+            assert abs(shown - score) <= doc_figures.EXAMPLE_TOLERANCE, (path.name, shown, score)
