@@ -56,6 +56,8 @@ def dev_sets(items: int) -> dict[str, list[Case]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.summary_instruction", description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=100, help="HaluEval dev answers (half hallucinated)")
+    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS),
+                        help="which wordings to score (default: all three)")
     args = parser.parse_args(argv)
     sets = dev_sets(args.items)
     engine = create_detector(settings_for())
@@ -65,8 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'wording':<26} {'set':<30} {'n':>4} {'peak AUROC':>10} {'verdict AUROC':>13} {'BA':>6} "
           f"{'faithful flagged':>16} {'ms/check':>9}")
     try:
-        for name, chosen in VARIANTS.items():
-            with wordings(chosen):
+        for name in args.variants:
+            with wordings(VARIANTS[name]):
                 for set_name, cases in sets.items():
                     started = time.process_time()
                     scored = asyncio.run(score_cases(engine, cases))
