@@ -71,3 +71,10 @@ def test_a_request_that_repeats_the_document_is_read_without_it() -> None:
     task = read_task([ARTICLE], f"Here is the article:\n{ARTICLE}\n\nWho is the chief financial officer?")
     assert ARTICLE[:60] not in task.question and task.question.endswith("Who is the chief financial officer?")
     assert task.name == "question"
+
+
+@pytest.mark.parametrize("request_text", ["How well do solar panels work in winter?", "Who translated the novel?",
+                                          "Who wrote the song that opens the film?", "Is the museum open on Mondays?",
+                                          "Which painter worked in the style of Monet?", "Do You Believe? came out when?"])
+def test_a_question_that_mentions_a_translation_a_song_or_an_assessment_word_is_a_question(request_text: str) -> None:
+    assert what_it_asks(request_text) == "question"

@@ -45,25 +45,32 @@ Asks = Literal["question", "whole", "ungroundable"]
 
 _CREATIVE_FORMS = (r"poems?|haikus?|limericks?|sonnets?|songs?|lyrics|raps?|(?:short )?stor(?:y|ies)|fables?|jokes?"
                    r"|dialogues?|screenplays?|scripts?|tweets?|tweet threads?|slogans?|riddles?|ballads?|essays?")
+# Asked of the assistant, wherever it stands in the request.
 _UNGROUNDABLE = re.compile(
-    r"\btranslat\w*"
-    # a creative form made of it
-    rf"|\b(?:write|compose|turn|make|create|tell|draft|generate|come up with)\b"
-    rf"(?:(?!\b(?:of|about|from|on|in|for)\b)[^.?!\n]){{0,40}}\b(?:{_CREATIVE_FORMS})\b"
-    # a rewrite, in another style or for another reader
-    r"|\b(?:rewrite|re-write|rephrase|paraphrase|reword|restyle)\w*"
-    r"|\bmake (?:it|this|that|the \w+(?: \w+)?) (?:sound |more |less |(?!shorter\b|briefer\b)\w+er\b)"
-    r"|\blike (?:i'm|i am|i was|you're talking to)\b|\bin the (?:style|voice|tone) of\b"
-    r"|\blike an? (?:pirate|child|kid)\b"
-    r"|\beli5\b"
     # the assistant's own view
-    r"|\bwhat do you (?:think|make of|feel)\b|\byour (?:\w+ )?(?:opinion|take|view|views|thoughts|verdict)\b"
-    r"|\bdo you (?:agree|like|think|believe)\b|\bwould you (?:recommend|buy|trust|choose)\b|\bshould i\b"
-    # an assessment of it
-    r"|^(?:please\s+)?(?:rate|grade|critique|judge|assess|evaluate|review|score)\b"
-    r"|\b(?:is|are|was) (?:this|it|that|these|the \w+)(?: \w+)? (?:biased|fair|good|bad|convincing|persuasive"
-    r"|reliable|trustworthy|credible|well[- ]written|worth \w+|any good|balanced|objective|misleading)\b"
-    r"|\bhow (?:well|good|bad|convincing|persuasive)\b|\bhow would you (?:improve|rate|rewrite|change)\b",
+    # ("you" in lower case: "Do You Believe?" is a film's title)
+    r"\bwhat do (?-i:you) (?:think|make of|feel)\b|\byour (?:\w+ )?(?:opinion|take|view|views|thoughts|verdict)\b"
+    r"|\bdo (?-i:you) (?:agree|like|think|believe)\b|\bwould (?-i:you) (?:recommend|buy|trust|choose)\b"
+    r"|\bshould i\b"
+    # for another reader or in another style
+    r"|\blike (?:i'm|i am|i was|you're talking to)\b|\blike an? (?:pirate|child|kid)\b|\beli5\b"
+    # an assessment of the text itself
+    r"|\b(?:is|are|was) (?:this|it|that|these|the (?-i:[a-z]\w*))(?: \w+)? (?:biased|fair|good|bad|convincing"
+    r"|persuasive|reliable|trustworthy|credible|well[- ]written|worth \w+|any good|balanced|objective|misleading)\b"
+    r"|\bhow (?:well|good|bad|convincing|persuasive)(?: \w+)? (?:is|are|was) (?:this|it|that|these)\b"
+    r"|\bhow would you (?:improve|rate|rewrite|change)\b",
+    re.IGNORECASE,
+)
+# Asked as the request's verb (after any courtesy): a question that mentions a translation or a
+# song ("Who wrote the song?", "a song translated into how many languages?") asks for a fact.
+_UNGROUNDABLE_VERB = re.compile(
+    r"(?:translat\w*"
+    rf"|(?:write|compose|turn|make|create|tell|draft|generate|come up with)\b"
+    rf"(?:(?!\b(?:of|about|from|on|in|for)\b)[^.?!\n]){{0,40}}\b(?:{_CREATIVE_FORMS})\b"
+    r"|(?:rewrite|re-write|rephrase|paraphrase|reword|restyle)\w*"
+    r"|make (?:it|this|that|the \w+(?: \w+)?) (?:sound |more |less |(?!shorter\b|briefer\b)\w+er\b)"
+    r"|(?:say|write|explain|tell|put) (?:it|this|that)?\s*(?:in the (?:style|voice|tone) of|as if)\b"
+    r"|(?:rate|grade|critique|judge|assess|evaluate|review|score)\b)",
     re.IGNORECASE,
 )
 # "the" + a common noun ("the article"), never a title ("What's The Naked Sun about?").
@@ -117,7 +124,7 @@ def what_it_asks(request: str, context: Sequence[str] = ()) -> Asks:
         return "whole"
     if _SPEAKER.search(text):  # a conversation: its last turn asks about what the dialogue is on
         return "question"
-    if _UNGROUNDABLE.search(text):
+    if _UNGROUNDABLE.search(text) or _UNGROUNDABLE_VERB.match(_COURTESY.sub("", text)):
         return "ungroundable"
     if names_the_whole(text):
         return "whole"
