@@ -6,13 +6,16 @@ another style).
 The reading follows the request's grammar, not a list of the words a benchmark's instructions
 happen to use. In order:
 
-1. **Ungroundable**: a request for a translation (``translat…``); for a creative form
-   (a making verb — write, compose, turn into, tell, make — with a poem, song, story, joke,
-   dialogue, tweet, …); for a rewrite (rewrite, rephrase, paraphrase, reword; "make it funnier",
-   "make this sound more …"; "like I'm five", "in the style of", "like a pirate"); for the
-   assistant's own view (what do you think, your opinion / take / view, do you agree, would you
-   recommend, should I); for an assessment (an opening rate, grade, critique, judge, assess,
-   evaluate; "is this … biased / fair / good / convincing …", "how well …", "how would you improve").
+1. **Ungroundable**: as the request's verb (after any courtesy: "please", "could you"), a
+   translation (``translat…``), a creative form (a making verb — write, compose, turn into, tell,
+   make — with a poem, song, story, joke, dialogue, tweet, …), a rewrite (rewrite, rephrase,
+   paraphrase, reword; "make it funnier", "make this sound more …", "say it in the style of") or
+   an assessment (rate, grade, critique, judge, assess, evaluate); anywhere, the assistant's own
+   view (what do you think, your opinion / take / view, do you agree, would you recommend,
+   should I), another reader ("like I'm five", "like a pirate") or an assessment of the text
+   itself ("is this … biased / fair / good / convincing …", "how well written is this", "how
+   would you improve"). A question that only mentions one ("Who translated the novel?", "Who
+   wrote the song?") asks for a fact.
 2. **The whole**, asked about: "what is it about", "what does the article say / cover", "what
    happened", "what is this" over the context itself.
 3. **The whole**, asked for: a summary's genre word (summary, recap, TL;DR, synopsis, overview,
