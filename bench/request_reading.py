@@ -1,4 +1,4 @@
-"""How well :func:`truthlens.detector.requests.what_it_asks` reads what a request asks, on the
+"""How well :func:`truthlens.detector.reading.requests.what_it_asks` reads what a request asks, on the
 held-out wordings (``tests/fixtures/reading/wordings_heldout.json``: written before the rule,
 never changed after it) and, apart, on ``bench/wordings.py``'s development wordings (the wording
 table's: QA wordings should read as questions, summary and record wordings as the whole).
@@ -20,7 +20,7 @@ from pathlib import Path
 from bench.wordings import BY_SHAPE
 from training.corpus import ragtruth
 from truthlens.detector.prompt import read_task
-from truthlens.detector.requests import what_it_asks
+from truthlens.detector.reading.requests import what_it_asks
 
 HELDOUT = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "reading" / "wordings_heldout.json"
 SAMPLE_QUESTION = "when will the tram line open"  # fills bench/wordings.py's {question}

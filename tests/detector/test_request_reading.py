@@ -1,4 +1,4 @@
-"""What a request asks of its context (``truthlens.detector.requests``), on the held-out
+"""What a request asks of its context (``truthlens.detector.reading.requests``), on the held-out
 wordings written before the rule (``tests/fixtures/reading/wordings_heldout.json``, never changed
 after), and the task name each reading gives (``x-truthlens-task``). ``python -m
 bench.request_reading`` prints the accuracy and each miss."""
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from truthlens.detector.prompt import RECORD_INSTRUCTION, SUMMARY_INSTRUCTION, read_task, without_context_section
-from truthlens.detector.requests import what_it_asks
+from truthlens.detector.reading.requests import what_it_asks
 
 CASES = json.loads((Path(__file__).parents[1] / "fixtures" / "reading" / "wordings_heldout.json").read_text())["cases"]
 ARTICLE = (

@@ -5,7 +5,7 @@ The shipped model is trained on exactly this text, so serving must build it the 
 the training recipe imports :func:`build_prompt` and :func:`read_task` rather than keeping a copy.
 
 **What the check is about** (:func:`read_task`) comes from the context's structure and from what
-the request asks of it (:func:`truthlens.detector.requests.what_it_asks`, read from the request's
+the request asks of it (:func:`truthlens.detector.reading.requests.what_it_asks`, read from the request's
 grammar, never from a list of a benchmark's words):
 
 - ``record``: one passage of structured data (JSON, a Python literal, CSV rows, ``key: value``
@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from truthlens.detector.requests import Asks, asks_something, names_content, names_the_whole, what_it_asks
+from truthlens.detector.reading.requests import Asks, asks_something, names_content, names_the_whole, what_it_asks
 from truthlens.detector.types import DetectionInput
 
 TEMPLATE_NAME = "lettucedetect-qa-en"
@@ -142,7 +142,7 @@ TaskName = Literal["question", "summary", "record", "ungroundable"]
 class Task:
     """What a check is about: its shape and the question the model's prompt (and the verdict)
     read: the request's own question, or the shape's canonical instruction; ``asks``: what the
-    request asks (:func:`~truthlens.detector.requests.what_it_asks`)."""
+    request asks (:func:`~truthlens.detector.reading.requests.what_it_asks`)."""
 
     shape: Shape
     question: str
