@@ -50,6 +50,7 @@ def record(
     domain: DomainMatch | None = None,
     arm: str | None = None,
     near_template: str | None = None,
+    task: str | None = None,
 ) -> None:
     """Count the exchange's action (``truthlens_actions_total``) and log its line (``original``:
     see :func:`original_of`)."""
@@ -58,7 +59,7 @@ def record(
     exchange(request_id=request_id, decision=decision, mode=mode, verdict=verdict, score=score,
              action=shown.action, latency_s=latency_s, reason=reason, original=original,
              context_source=context_source, domain=None if domain is None else domain.header(), arm=arm,
-             near_template=near_template)
+             near_template=near_template, task=task)
 
 
 def original_of(verdict: Verdict) -> tuple[str, float | None] | None:
@@ -89,6 +90,7 @@ def exchange(
     domain: str | None = None,
     arm: str | None = None,
     near_template: str | None = None,
+    task: str | None = None,
 ) -> None:
     """Log one exchange's outcome (``verdict``: detected | clean | unavailable | skipped). An
     unavailable verdict (a check that could not run, with its ``reason``) is a WARNING: that
@@ -114,6 +116,8 @@ def exchange(
         fields["reason"] = reason
     if context_source:
         fields["context_source"] = context_source
+    if task:
+        fields["task"] = task
     if domain is not None:  # "healthcare;0.83" or "none", when a domain rule read it
         fields["domain"] = domain
     if arm is not None:  # an adaptive route: mode is the arm; "chosen" or "fallback:<reason>"

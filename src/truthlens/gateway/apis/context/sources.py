@@ -5,11 +5,13 @@ of the source the client, the audit line and the span are told (``x-truthlens-co
    (chat) or tool outputs (Responses). An application that sends either has said where its
    context is: nothing else is read as context then, except system messages on a route that
    asks for them.
-2. ``template:<name>``: else the first template or layout the route reads that recognises the
-   user's last message or a system message (:func:`~truthlens.gateway.apis.context.reading.recognise`),
-   a template's copy with its opening edited counting as the template
+2. ``template:<name>``: else the first template or layout the route reads that recognises a
+   system message, else the user's last message, else an earlier user message
+   (:func:`~truthlens.gateway.apis.context.reading.recognise`: the application's text before the
+   end user's), a template's copy with its opening edited counting as the template
    (:mod:`~truthlens.gateway.apis.context.tolerant`, tried after the templates, before the layouts);
-   the question is then the template's question slot (or a summary prompt's instruction).
+   the question is then the template's question slot (or a summary prompt's instruction), or the
+   user's last message.
 3. ``system``: else, on a route with ``system_messages: true``, each paragraph of every system
    (and developer) message.
 

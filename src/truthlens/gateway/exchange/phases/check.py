@@ -65,6 +65,7 @@ async def check_verdict(
             include_spans=checked.include_spans,
             latency_s=time.monotonic() - started,
             context_source=checked.request.context_source,
+            task=checked.task,
         )
         span.set_attribute("truthlens.verdict", shown.outcome)
     if verdict.status in ("clean", "detected"):
@@ -82,11 +83,12 @@ async def check_verdict(
     audit.record(state, rt, shown, decision=checked.decision.name, mode=verdict.mode, verdict=verdict.status,
                  score=verdict.score, latency_s=time.monotonic() - started, reason=reason,
                  original=audit.original_of(verdict), context_source=checked.request.context_source,
-                 domain=state.domain, arm=None if choice is None else choice.header)
+                 domain=state.domain, arm=None if choice is None else choice.header, task=checked.task)
     if state.span is not None:
         rt.telemetry.annotate_exchange(state.span, decision=checked.decision.name,
                                        model=checked.request.model, verdict=verdict, outcome=shown.outcome)
         state.span.set_attribute("truthlens.context_source", checked.request.context_source)
+        state.span.set_attribute("truthlens.task", checked.task)
     return verdict, shown
 
 

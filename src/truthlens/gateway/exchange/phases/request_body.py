@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
+from truthlens.detector.prompt import read_task
 from truthlens.gateway.apis.context import chain
 from truthlens.gateway.apis.interface import DecodedRequest, Endpoint, ParsedRequest
 from truthlens.gateway.core.errors import GatewayError
@@ -89,12 +90,17 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
     if ungrounded.needs_skipping(route, request):  # no context, no check (the route's no_context)
         shown = ungrounded.skip(state, rt, route, decision.name, near=request.near_template)
         return mutations.refusal_response(state.api, shown.refusal) if shown.refusal else _forward(request)
+    task = read_task(request.passages, request.question).name  # what the detector will check it as
+    if task == "ungroundable":  # an opinion, a translation, ...: nothing in the context can ground it
+        ungrounded.skip(state, rt, route, decision.name, ungrounded.UNGROUNDABLE_REASON, task=task)
+        return _forward(request)
     state.checked = CheckedRequest(
         decision=decision,
         route=route,
         request=request,
         include_spans=_asks(info.headers.get(route.spans_request_header.lower())),
         services=state.lease.services,
+        task=task,
     )
     return _forward(request)
 
