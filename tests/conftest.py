@@ -21,3 +21,14 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     require_shipped_model()
     with Stack.running(tmp_path_factory.mktemp("stack"), None) as s:
         yield s
+
+
+@pytest.fixture(autouse=True)
+def _forget_chain_steps() -> Iterator[None]:
+    """Each test starts with an empty chain memory: in-process tests share the process's memory
+    (as a processor's exchanges do), and an answer one test checked must not become another
+    test's chain step."""
+    from truthlens.gateway.apis.context import chain
+
+    chain.MEMORY.clear()
+    yield

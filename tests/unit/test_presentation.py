@@ -229,7 +229,7 @@ def test_a_request_no_context_can_ground_is_skipped_with_its_reason_and_task_nev
     from truthlens.gateway.exchange import ungrounded
 
     shown = ungrounded.presentation(route(actions=["header", "block"], no_context="block"), "d",
-                                    ungrounded.UNGROUNDABLE_REASON, "ungroundable")
+                                    ungrounded.UNGROUNDABLE_REASON, task="ungroundable")
     assert shown.refusal is None and shown.outcome == "skipped"
     assert shown.headers["x-truthlens-detected"] == "skipped"
     assert shown.headers["x-truthlens-reason"] == "ungroundable" and shown.headers["x-truthlens-task"] == "ungroundable"

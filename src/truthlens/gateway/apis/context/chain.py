@@ -78,6 +78,13 @@ class ChainMemory:
         self._warnings: OrderedDict[str, re.Pattern[str]] = OrderedDict()
         self._lock = threading.Lock()
 
+    def clear(self) -> None:
+        """Forget every answer and warning (a process that starts over: tests, a config reload)."""
+        with self._lock:
+            self._entries.clear()
+            self._warnings.clear()
+            self._chars = 0
+
     def note_warning(self, text: str) -> None:
         """A warning a checked route writes (read as part of no context from now on)."""
         note = _collapse(text)
