@@ -53,7 +53,8 @@ DECISIONS = [
     _decision("prog", streaming="progressive", actions=["header", "block"]),
     {"name": "default", "priority": 10, "rules": {"operator": "AND", "conditions": [
         {"type": "path", "prefix": "/v1/chat/completions"}]},
-     "plugins": [{"type": "hallucination", "configuration": {"actions": ["header", "body"], "streaming": "passthrough"}}]},
+     "plugins": [{"type": "hallucination",
+                  "configuration": {"actions": ["header", "body"], "streaming": "passthrough"}}]},
 ]
 
 
@@ -189,7 +190,8 @@ def report(results: dict[tuple[str, str], tuple[float, float, int]], stream_byte
     for route in ROUTES:
         ev, by = results[(route, "event")], results[(route, "byte")]
         ratio = by[0] / ev[0] if ev[0] > 0 else float("inf")
-        print(f"{route:<8} {ev[0] * 1000:>7.0f} ms {by[0] * 1000:>7.0f} ms {ratio:>6.1f}x {ev[1]:>11.0f} {by[1]:>10.0f}")
+        print(f"{route:<8} {ev[0] * 1000:>7.0f} ms {by[0] * 1000:>7.0f} ms {ratio:>6.1f}x "
+              f"{ev[1]:>11.0f} {by[1]:>10.0f}")
 
 
 def main() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+
 # Importing fuzzing registers and loads the hypothesis profile (TRUTHLENS_FUZZ_PROFILE, CI).
 from fuzzing import pytest_configure, pytest_report_header, pytest_terminal_summary
 from harness import Stack

@@ -27,7 +27,6 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-
 NAME = "truthlens"
 FORGED = {"status": "FORGED", "action": "none"}
 _PLACEHOLDER = "__FORGED_KEY__"
