@@ -10,10 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import fuzzing  # noqa: F401 - registers and loads the hypothesis profile (TRUTHLENS_FUZZ_PROFILE)
 import pytest
+
+# Importing fuzzing registers and loads the hypothesis profile (TRUTHLENS_FUZZ_PROFILE, CI).
+from fuzzing import pytest_configure, pytest_report_header, pytest_terminal_summary
 from harness import Stack
 from shipped_inputs import require_shipped_model
+
+# The fuzz seed of a run whose examples are random: set, printed in the header and after a failure.
+__all__ = ["pytest_configure", "pytest_report_header", "pytest_terminal_summary"]
 
 
 @pytest.fixture(scope="session")
