@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from truthlens.detector import relevance
 from truthlens.detector.backends.factory import create_detector
 from truthlens.detector.encoding import TextEncoder
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.memo import Memo
-from truthlens.detector import relevance
 from truthlens.detector.relevance import lexical_overlap
 from truthlens.detector.types import DetectionInput, DetectorSettings
 
