@@ -447,6 +447,8 @@ async def rag_inputs(args: argparse.Namespace, ld: Any, int8_dir: Path) -> None:
     """The whole check vs LettuceDetect per item on ~400-token RAG inputs, each context new."""
     from bench.detector_check_latency import TARGET_TOKENS, inputs
 
+    if args.rag_n <= 0:
+        return
     if not ragtruth.available(args.ragtruth):
         print(f"\n(no RAGTruth at {args.ragtruth}: the ~400-token RAG comparison is skipped)")
         return

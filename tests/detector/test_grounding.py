@@ -217,6 +217,9 @@ def test_a_claim_reads_another_claims_row_only_when_its_evidence_and_little_else
     assert [(members, sorted(pieces)) for _, members, pieces in near] == [([0, 2], [0, 1, 2]), ([1], [0, 2]), ([3], [3])]
     anywhere = shared_rows([whole] * 4, picks, scores, None)  # containment alone
     assert [members for _, members, _ in anywhere] == [[0, 1, 2], [3]]
+    # In answer order: a claim planned before the one whose row holds its pieces keeps its own.
+    assert [members for _, members, _ in shared_rows([whole] * 4, picks[::-1], scores[::-1], None)] == [
+        [0], [1], [2], [3]]
     # A claim in another answer window never shares: its row holds other answer tokens.
     windows = [whole, Window(20, 60), whole, whole]
     assert [members for _, members, _ in shared_rows(windows, picks, scores, None)] == [[0, 2], [1], [3]]

@@ -123,13 +123,14 @@ def plan_grounded(
 def shared_rows(
     windows: Sequence[Window], picks: Sequence[list[int]], scores: np.ndarray, margin: float | None
 ) -> list[tuple[Window, list[int], list[int]]]:
-    """The rows of a check's claims: ``(answer window, its claims, its pieces)``. A claim whose
-    pieces (``picks``) all lie in a row already planned with its answer window reads its tokens
-    from that row, when the row's other pieces score within ``margin`` of the claim's best
-    (``scores``: claims x pieces; None: any); otherwise it opens a row of its own pieces. Claims
-    with more pieces open rows first, so a claim whose evidence is a subset of another's joins it."""
+    """The rows of a check's claims: ``(answer window, its claims, its pieces)``. In answer
+    order, a claim whose pieces (``picks``) all lie in a row already planned with its answer
+    window reads its tokens from that row, when the row's other pieces score within ``margin`` of
+    the claim's best (``scores``: claims x pieces; None: any); otherwise it opens a row of its own
+    pieces, the row it had before rows were shared. (Opening rows for the claims with most pieces
+    first shares more rows, and changed 3.3% of the dev parts' verdicts against 1.9%.)"""
     groups: list[tuple[Window, list[int], list[int]]] = []
-    for index in sorted(range(len(picks)), key=lambda i: -len(picks[i])):
+    for index in range(len(picks)):
         window, chosen = windows[index], set(picks[index])
         floor = float(scores[index].max()) - margin if margin is not None and scores.shape[1] else None
         for row_window, members, pieces in groups:
