@@ -19,8 +19,8 @@ from truthlens.detector import relevance
 from truthlens.detector.backends.factory import create_detector
 from truthlens.detector.encoding import TextEncoder
 from truthlens.detector.engine import DetectorEngine
-from truthlens.detector.memo import Memo
 from truthlens.detector.relevance import lexical_overlap
+from truthlens.detector.scoring.memo import Memo
 from truthlens.detector.types import DetectionInput, DetectorSettings
 
 PLACES = ("Vellmoor", "Arvel", "Quillan", "Tormund", "Kesh", "Orlau", "Brisk", "Nandor")

@@ -3,8 +3,9 @@
 Segments are encoded once each (the tokenizer encodes the two sides of a pair
 independently anyway) and pair rows are assembled from token ids, so the answer is never
 re-tokenised per chunk and its offsets always point into the original answer string.
-Encodings are kept in a bounded LRU keyed by the text (:mod:`truthlens.detector.memo`): a
-second answer on the same passages does not tokenise them again.
+Encodings are kept in a bounded LRU keyed by the text
+(:mod:`truthlens.detector.scoring.memo`): a second answer on the same passages does not
+tokenise them again.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 import numpy as np
 from tokenizers import Encoding, Tokenizer
 
-from truthlens.detector.memo import Memo
+from truthlens.detector.scoring.memo import Memo
 from truthlens.detector.types import InvalidInput
 
 # The encodings kept: a few hundred long contexts' worth (24 bytes a token: ids and offsets).

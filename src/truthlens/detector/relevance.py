@@ -32,7 +32,7 @@ from typing import Protocol
 
 import numpy as np
 
-from truthlens.detector.memo import Memo
+from truthlens.detector.scoring.memo import Memo
 
 log = logging.getLogger(__name__)
 
