@@ -261,6 +261,18 @@ async def interleaved(
     return lat, ld_probs, their_checks
 
 
+def print_latency(lat: dict[str, list[float]]) -> None:
+    """The first pass's latency per runtime and its ratio to LettuceDetect's (``--latency-only``)."""
+    base = statistics.median(lat[LD]), percentile(lat[LD], 95), statistics.fmean(lat[LD])
+    print()
+    print("latency at 1 caller (first pass over the inputs; x: LettuceDetect's / ours)")
+    print(f"{'detector':<19} {'p50 ms':>7} {'p95 ms':>7} {'mean ms':>8} {'p50 x':>6} {'p95 x':>6} {'mean x':>6}")
+    for name, values in lat.items():
+        own = statistics.median(values), percentile(values, 95), statistics.fmean(values)
+        print(f"{name:<19} {own[0]:>7.1f} {own[1]:>7.1f} {own[2]:>8.1f} {base[0] / own[0]:>6.2f} "
+              f"{base[1] / own[1]:>6.2f} {base[2] / own[2]:>6.2f}")
+
+
 def spread(values: Sequence[float]) -> str:
     """Median [min-max] of a ratio over the repeats."""
     return f"{statistics.median(values):.2f} [{min(values):.2f}-{max(values):.2f}]"
@@ -328,6 +340,12 @@ async def run(args: argparse.Namespace) -> None:
         # fp32 is timed when named in --variants (it always runs for the checkpoint and agreement checks).
         timed = {k: v for k, v in ours.items() if k != "onnx fp32" or "fp32" in variants}
         lat, ld_probs, their_checks = await interleaved(timed, ld, items, others)
+        if args.latency_only:
+            print_latency(lat)
+            await beside_builds(ours["onnx int8"], items, their_checks)
+            for engine in ours.values():
+                await engine.close()
+            return
         n = args.concurrency
         tput: dict[tuple[str, int], list[float]] = {(name, c): [] for name in lat for c in (1, n)}
         for repeat in range(args.repeats):
@@ -519,6 +537,8 @@ def main() -> None:
     parser.add_argument("--variants", default=",".join(VARIANTS),
                         help="our variants timed, comma-separated: fp32, unfused, split, int8, blockwise (int8 "
                              "always; fp32 always runs for the agreement tables)")
+    parser.add_argument("--latency-only", action="store_true",
+                        help="only the first pass's latency (and --beside's verdicts): no checks/s, no agreement tables")
     parser.add_argument("--beside", action="append", default=[], metavar="COMMIT",
                         help="also time this commit's build (its code and shipped model) in turns, and compare "
                              "its verdicts with this build's (repeatable)")
