@@ -538,7 +538,8 @@ def main() -> None:
                         help="our variants timed, comma-separated: fp32, unfused, split, int8, blockwise (int8 "
                              "always; fp32 always runs for the agreement tables)")
     parser.add_argument("--latency-only", action="store_true",
-                        help="only the first pass's latency (and --beside's verdicts): no checks/s, no agreement tables")
+                        help="only the first pass's latency (and --beside's verdicts): no checks/s, no agreement "
+                             "tables")
     parser.add_argument("--beside", action="append", default=[], metavar="COMMIT",
                         help="also time this commit's build (its code and shipped model) in turns, and compare "
                              "its verdicts with this build's (repeatable)")
