@@ -431,3 +431,13 @@ async def test_flagged_sentence_is_the_first_sentence_a_span_lies_in(
     pieces = split_sentences(answer)
     ends = [sum(map(len, pieces[: i + 1])) for i in range(len(pieces))]
     assert verdict["progressive"]["flagged_sentence"] == next(i for i, end in enumerate(ends) if first < end)
+
+
+# -- issue 50: how the request was read is on every checked answer, a sentence's block included ------
+
+
+async def test_an_answer_blocked_at_a_sentence_says_how_the_request_was_read(channel: grpc.aio.Channel) -> None:
+    out = await exchange(channel, "pblock", chat_of(f"{S1} {S2} {HALLU}") + END)
+    assert refused(out) and not any(w in out for w in WRONG)
+    (verdict,) = verdicts(out)
+    assert verdict["status"] == "detected" and verdict["task"] == "question"
