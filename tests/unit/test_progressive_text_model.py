@@ -436,8 +436,13 @@ async def test_flagged_sentence_is_the_first_sentence_a_span_lies_in(
 # -- issue 50: how the request was read is on every checked answer, a sentence's block included ------
 
 
-async def test_an_answer_blocked_at_a_sentence_says_how_the_request_was_read(channel: grpc.aio.Channel) -> None:
-    out = await exchange(channel, "pblock", chat_of(f"{S1} {S2} {HALLU}") + END)
+async def test_an_answer_blocked_at_a_sentence_says_how_the_request_was_read(
+    channel: grpc.aio.Channel, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="truthlens.audit"):
+        out = await exchange(channel, "pblock", chat_of(f"{S1} {S2} {HALLU}") + END)
     assert refused(out) and not any(w in out for w in WRONG)
     (verdict,) = verdicts(out)
     assert verdict["status"] == "detected" and verdict["task"] == "question"
+    (line,) = [r.getMessage() for r in caplog.records if r.name == "truthlens.audit"]
+    assert "verdict=detected" in line and "task=question" in line and "context_source=field" in line
