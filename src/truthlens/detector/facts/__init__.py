@@ -46,6 +46,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from truthlens.detector.facts.claims import Claim
+from truthlens.detector.facts.clauses import ContextClauses, context_clauses, moved_terms
 from truthlens.detector.facts.names import KnownNames, find_names, lower_case_words
 from truthlens.detector.facts.numbers import KnownNumbers, find_dates, find_quantities, find_times
 from truthlens.detector.facts.relations import ContextRelations, context_relations, contradicted_relations
@@ -124,6 +125,7 @@ def check_facts(
     if roles:
         findings.extend(_role_findings(answer, sentences, findings, question))
     findings.extend(relation_findings(answer, context, findings, question))
+    findings.extend(clause_findings(answer, context, findings, question))
     return FactCheck(
         tuple(sorted(findings, key=lambda f: (f.start, f.end))), tuple(restated),
         restated_clauses(answer, sentences, question),
@@ -164,6 +166,27 @@ def relation_findings(
     ]
 
 
+_MOVED_REASONS: dict[str, FactReason] = {
+    "name": "misattributed_entity", "number": "unsupported_number", "year": "unsupported_date",
+    "relation": "contradicted_relation",
+}
+
+
+def clause_findings(
+    answer: str, context: Sequence[str], found: Sequence[Finding], question: str = ""
+) -> list[Finding]:
+    """Terms the answer moved from the context clause it restates (:mod:`.clauses`), but for those
+    overlapping a finding already in ``found``."""
+    passages = tuple(context)
+    index = _clauses(passages) if sum(map(len, passages)) <= _CACHED_CHARS else context_clauses(passages)
+    taken = [(f.start, f.end) for f in found]
+    return [
+        Finding(m.start, m.end, m.text, _MOVED_REASONS[m.kind])
+        for m in moved_terms(answer, index, question)
+        if not any(s < m.end and m.start < e for s, e in taken)
+    ]
+
+
 def _sentence_index(context: Sequence[str]) -> ContextSentences:
     passages = tuple(context)
     return _sentences(passages) if sum(map(len, passages)) <= _CACHED_CHARS else context_sentences(passages)
@@ -181,6 +204,7 @@ _CACHED_CHARS = 100_000
 _index = functools.lru_cache(maxsize=32)(_read)
 _sentences: functools._lru_cache_wrapper[ContextSentences] = functools.lru_cache(maxsize=32)(context_sentences)
 _relations: functools._lru_cache_wrapper[ContextRelations] = functools.lru_cache(maxsize=32)(context_relations)
+_clauses: functools._lru_cache_wrapper[ContextClauses] = functools.lru_cache(maxsize=32)(context_clauses)
 
 
 def _inside(start: int, end: int, spans: list[tuple[int, int]]) -> bool:
