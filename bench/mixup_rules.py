@@ -158,17 +158,27 @@ def count_swap(src: Source, s: str, rng: random.Random) -> Made:
     return _swap_value(src, s, rng, _COUNT, False)
 
 
+_TITLED = frozenset("mr mrs ms miss dr sir lord lady prof president king queen prince princess saint st".split())
+
+
 def _other_names(src: Source, s: str, name: str, *, sharing: bool) -> list[str]:
+    """Names of other sentences of the context, sharing a word with ``name`` or none. Two ways of
+    writing one person ("Mr Scott" / "Walter Scott", "Van Gaal" / "Louis van Gaal") are no
+    siblings: a name whose words hold the other's, or one with a title, is left out."""
     mine = {m.group(0) for m in _names(s)}
-    words = set(name.split())
+    words = set(name.lower().split())
     out = set()
     for t in src.sentences:
         for m in _names(t):
             other = m.group(0)
-            if other in mine or other in s or name in other or other in name:
+            theirs = set(other.lower().split())
+            if other in mine or other in s or words <= theirs or theirs <= words:
                 continue
-            if bool(words & set(other.split())) == sharing:
-                out.add(other)
+            if bool(words & theirs) != sharing:
+                continue
+            if sharing and (words | theirs) & _TITLED:
+                continue
+            out.add(other)
     return sorted(out)
 
 

@@ -74,7 +74,9 @@ _CLAUSE_CUT = re.compile(
     r"\s*[;:]\s+|,\s+(?=(?:and|but|while|whereas|although|though|yet|so)\b)|\s+(?:but|while|whereas|although|"
     r"though|yet)\s+"
     # "founded in 1920 and moved to Boston in 1955": "and" before a verb starts a new statement.
-    r"|\s+and\s+(?=(?:then\s+|later\s+|also\s+)?(?:was|were|is|are|has|have|had|will|would|can|[a-z]+ed)\b)",
+    # Not in a list of participles ("co-written, co-produced and directed by").
+    r"|(?<!ed)\s+and\s+(?=(?:then\s+|later\s+|also\s+)?(?:was|were|is|are|has|have|had|will|would|can|"
+    r"[a-z]+ed\b(?!\s+by\b)))",
     re.IGNORECASE,
 )
 
@@ -144,12 +146,22 @@ def _trim(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-def clauses(text: str) -> list[tuple[int, int]]:
-    """The ``(start, end)`` spans of the clauses of ``text``'s sentences."""
+# Finer: every comma ends a clause (where a name's role is stated: "X, the pilot, stayed in orbit").
+_FINE_CUT = re.compile(
+    r"[;:]\s+|,\s+|\s+(?:while|whereas|but|although|though)\s+|"
+    r"\s+and\s+(?=(?:is|was|are|were|has|had|have|will|can|did|does)\b)",
+    re.IGNORECASE,
+)
+
+
+def clauses(text: str, *, fine: bool = False) -> list[tuple[int, int]]:
+    """The ``(start, end)`` spans of the clauses of ``text``'s sentences; ``fine``: cut at every
+    comma too (what an explanation quotes around one flagged word)."""
     out: list[tuple[int, int]] = []
+    cut_at = _FINE_CUT if fine else _CLAUSE_CUT
     for s, e in sentences(text):
         at = s
-        for cut in [*_CLAUSE_CUT.finditer(text, s, e), None]:
+        for cut in [*cut_at.finditer(text, s, e), None]:
             stop = cut.start() if cut is not None else e
             a, b = _trim(text, at, stop)
             if a < b:

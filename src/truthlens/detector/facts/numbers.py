@@ -28,8 +28,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from truthlens.detector.facts.claims import SENTENCE_END, Claim, Ranges, topic_words
-from truthlens.detector.types import FactReason
 from truthlens.detector.text import list_markers
+from truthlens.detector.types import FactReason
 
 # ----------------------------------------------------------------------------- word lists
 
