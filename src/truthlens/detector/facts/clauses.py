@@ -66,6 +66,7 @@ for _pair in _OPPOSITE_PAIRS.split():
     OPPOSITES[_b] = OPPOSITES.get(_b, frozenset()) | {_a}
 _WORD = re.compile(r"[^\W\d_]+")
 _ACRONYM = re.compile(r"\b[A-Z]{2,5}\b")
+_SLOT_WORD = re.compile(r"[\w'’]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,6 +260,9 @@ def _moved_in(mine: _Clause, terms: list[_Term], theirs: _Clause, index: Context
     """The terms of ``mine`` that ``theirs`` (the clause it restates) lacks, each where ``theirs``
     has another term of its kind that the answer lacks and another context clause states it."""
     answer_words = frozenset(w for t in terms if t.kind == "name" for w in t.key) | mine.plain
+    # A short clause ("The CFO is John Park.", "John Park.") is all slot: its term stands for the
+    # one the aligned clause gives, wherever it is written.
+    short = len(mine.words) <= SHORT_CLAUSE_WORDS
     out = []
     for term in terms:
         if term not in mine.terms:
@@ -266,11 +270,30 @@ def _moved_in(mine: _Clause, terms: list[_Term], theirs: _Clause, index: Context
         stated = any(t.kind == term.kind and term.key <= t.key for c in index.clauses for t in c.terms)
         if _holds(theirs.terms, term) or not stated:
             continue  # stated there, or nowhere (the look-ups' finding)
-        instead = [t for t in theirs.terms if _in_place_of(term, t) and _lacks(terms, answer_words, t)]
+        mine_slot = _slot(answer, mine.start, mine.start + len(mine.text), term)
+        instead = [t for t in theirs.terms if _in_place_of(term, t) and _lacks(terms, answer_words, t) and (
+            short or _same_slot(mine_slot, _slot(theirs.text, 0, len(theirs.text), t, theirs.start), term, t))]
         if not instead:
             continue
         out.append(Moved(term.start, term.end, answer[term.start:term.end], term.kind, _surface(theirs, instead[0])))
     return out
+
+
+def _slot(text: str, start: int, end: int, term: _Term, offset: int = 0) -> tuple[str, str]:
+    """The words right before and after ``term`` in its clause ``text[start:end]`` (lower case;
+    "" at the clause's edge)."""
+    before = _SLOT_WORD.findall(text, start, term.start - offset)
+    after = _SLOT_WORD.findall(text, term.end - offset, end)
+    return (before[-1].lower() if before else "", after[0].lower() if after else "")
+
+
+def _same_slot(mine: tuple[str, str], theirs: tuple[str, str], term: _Term, other: _Term) -> bool:
+    """Whether ``other`` stands where ``term`` does: the same word before or after it, or, for
+    numbers, the same thing counted. A clause names more than the answer keeps ("... by the IRS
+    in the United States"); only a term in the moved term's place was replaced by it."""
+    if term.kind == "number" and term.counts and term.counts == other.counts:
+        return True
+    return any(a and a == b for a, b in zip(mine, theirs, strict=True))
 
 
 def _surface(clause: _Clause, term: _Term) -> str:
