@@ -189,10 +189,6 @@ def measure(cases: Sequence[Case], check: str) -> dict[str, str]:
     return rows(cases, judged)
 
 
-def load(path: Path) -> list[Case]:
-    return [Case(**{**row, "context": tuple(row["context"])}) for row in map(json.loads, path.open())]
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.mixups", description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=tuple(SPLITS), default="tuning")
@@ -201,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--beside", nargs="*", default=[], metavar="COMMIT")
     parser.add_argument("--ragtruth", type=Path, default=ragtruth.DEFAULT_DIR)
     parser.add_argument("--halueval", type=Path, default=halueval.DEFAULT_DIR)
-    parser.add_argument("--write-sample", type=Path, help="write the generated cases (JSON lines) and stop")
+    parser.add_argument("--write-sample", type=Path, help="write the generated cases (JSON) and stop")
     parser.add_argument("--cases", type=Path, help=argparse.SUPPRESS)  # (what a child build reads)
     args = parser.parse_args(argv)
     if args.cases:
@@ -248,17 +244,29 @@ def main(argv: list[str] | None = None) -> int:
 
 @contextlib.contextmanager
 def written(cases: Sequence[Case]) -> Iterator[Path]:
-    """The cases in a temporary JSON-lines file (what a child build reads)."""
+    """The cases in a temporary JSON file (what a child build reads)."""
     with tempfile.TemporaryDirectory(prefix="mixups-") as tmp:
-        path = Path(tmp) / "cases.jsonl"
+        path = Path(tmp) / "cases.json"
         write(cases, path)
         yield path
 
 
 def write(cases: Sequence[Case], path: Path) -> None:
-    with path.open("w", encoding="utf-8") as f:
-        for c in cases:
-            f.write(json.dumps(asdict(c), ensure_ascii=False) + "\n")
+    """The cases as JSON: each context once, each case pointing at its context's index."""
+    contexts: dict[tuple[str, ...], int] = {}
+    rows = []
+    for c in cases:
+        row: dict[str, object] = asdict(c)
+        row["context"] = contexts.setdefault(c.context, len(contexts))
+        rows.append(row)
+    path.write_text(json.dumps({"contexts": list(contexts), "cases": rows}, ensure_ascii=False, indent=0) + "\n",
+                    encoding="utf-8")
+
+
+def load(path: Path) -> list[Case]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    contexts = [tuple(c) for c in data["contexts"]]
+    return [Case(**{**row, "context": contexts[row["context"]]}) for row in data["cases"]]
 
 
 if __name__ == "__main__":
