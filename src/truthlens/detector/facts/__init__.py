@@ -35,8 +35,10 @@ word when the text also uses it in lower case, and a lone capitalised word openi
 unless a verb such as "is" follows it (no dictionary tells "Exactly" from "Mumbai").
 
 Numbers and dates are read by :mod:`.numbers`, names by :mod:`.names`; this module puts the
-answer's against the context's. Names in another role (:mod:`.roles`) and reversed comparisons
-or flipped negations (:mod:`.relations`) are checked between things the context does state.
+answer's against the context's. Names in another role (:mod:`.roles`), reversed comparisons
+or flipped negations (:mod:`.relations`) and names, numbers, years and relation words moved
+from the context clause the answer restates (:mod:`.clauses`) are checked between things the
+context does state. Sentences, clauses and word forms come from :mod:`truthlens.detector.text`.
 """
 
 from __future__ import annotations
@@ -90,7 +92,8 @@ def check_facts(
     answer: str, context: Sequence[str], question: str = "", *, roles: bool = True
 ) -> FactCheck:
     """Findings (unsupported numbers, dates and names; with ``roles``, names the context gives in
-    another role) and the values the context states in another format."""
+    another role and terms moved from another clause) and the values the context states in
+    another format."""
     source = "\n".join([*context, question])
     numbers, names = _index(source) if len(source) <= _CACHED_CHARS else _read(source)
     findings: list[Finding] = []
@@ -125,7 +128,8 @@ def check_facts(
     if roles:
         findings.extend(_role_findings(answer, sentences, findings, question))
     findings.extend(relation_findings(answer, context, findings, question))
-    findings.extend(clause_findings(answer, context, findings, question))
+    if roles:  # who did what: the role check's switch turns both off
+        findings.extend(clause_findings(answer, context, findings, question))
     return FactCheck(
         tuple(sorted(findings, key=lambda f: (f.start, f.end))), tuple(restated),
         restated_clauses(answer, sentences, question),
