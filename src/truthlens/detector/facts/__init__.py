@@ -51,6 +51,7 @@ from truthlens.detector.facts.claims import Claim
 from truthlens.detector.facts.clauses import ContextClauses, context_clauses, moved_terms
 from truthlens.detector.facts.names import KnownNames, find_names, lower_case_words
 from truthlens.detector.facts.numbers import KnownNumbers, find_dates, find_quantities, find_times
+from truthlens.detector.facts.records import Field, contradicted_fields, record_fields
 from truthlens.detector.facts.relations import ContextRelations, context_relations, contradicted_relations
 from truthlens.detector.facts.restatements import restated_clauses
 from truthlens.detector.facts.roles import ContextSentences, context_sentences, misattributed_names
@@ -128,6 +129,7 @@ def check_facts(
     if roles:
         findings.extend(_role_findings(answer, sentences, findings, question))
     findings.extend(relation_findings(answer, context, findings, question))
+    findings.extend(record_findings(answer, context, findings, question))
     if roles:  # who did what: the role check's switch turns both off
         findings.extend(clause_findings(answer, context, findings, question))
     return FactCheck(
@@ -191,6 +193,20 @@ def clause_findings(
     ]
 
 
+def record_findings(
+    answer: str, context: Sequence[str], found: Sequence[Finding], question: str = ""
+) -> list[Finding]:
+    """Yes/no fields of a JSON record the answer states the other way round (:mod:`.records`)."""
+    passages = tuple(context)
+    fields = _fields(passages) if sum(map(len, passages)) <= _CACHED_CHARS else record_fields(passages)
+    taken = [(f.start, f.end) for f in found]
+    return [
+        Finding(c.start, c.end, c.text, "contradicted_relation")
+        for c in contradicted_fields(answer, fields, question)
+        if not any(s < c.end and c.start < e for s, e in taken)
+    ]
+
+
 def _sentence_index(context: Sequence[str]) -> ContextSentences:
     passages = tuple(context)
     return _sentences(passages) if sum(map(len, passages)) <= _CACHED_CHARS else context_sentences(passages)
@@ -209,6 +225,7 @@ _index = functools.lru_cache(maxsize=32)(_read)
 _sentences: functools._lru_cache_wrapper[ContextSentences] = functools.lru_cache(maxsize=32)(context_sentences)
 _relations: functools._lru_cache_wrapper[ContextRelations] = functools.lru_cache(maxsize=32)(context_relations)
 _clauses: functools._lru_cache_wrapper[ContextClauses] = functools.lru_cache(maxsize=32)(context_clauses)
+_fields: functools._lru_cache_wrapper[tuple[Field, ...]] = functools.lru_cache(maxsize=32)(record_fields)
 
 
 def _inside(start: int, end: int, spans: list[tuple[int, int]]) -> bool:
