@@ -10,20 +10,26 @@ the same, by rule:
 1. the answer and the context are cut into clauses (:func:`truthlens.detector.text.clauses`);
 2. the key terms of an answer clause are its names (``Lake Superior``), numbers (``12``) and
    years (``1998``); what it says of them is its other content words (stemmed, no stop words);
-3. a clause whose key terms all occur together in one context sentence is supported as a whole;
+3. a clause whose key terms all occur together in one context clause that fits it (step 4's
+   share) is supported as a whole;
 4. else the context clause that shares most of what it says (at least two words and half of
-   them, and strictly more than any context clause holding the term) is the clause it restates;
-   a term of the answer that this clause lacks, while it holds another term of the same kind the
-   answer lacks (another name, number or year), was moved there from elsewhere in the context,
-   and is flagged on its characters;
+   them; one clause, or each of those that tie) is the clause it restates; a term of the answer
+   that this clause lacks, while it holds another term of the same kind the answer lacks
+   (another name, number or year) in the same place (the same word before or after it, or a
+   number counting the same thing: "300 offices" for "12 offices"), and that another context
+   clause states, was moved there and is flagged on its characters;
 5. on the same alignment, a word the answer turns into its opposite ("after" for "before",
    "decreased" for "increased", "closed" for "open") where the context clause has the opposite
    and not the word, is a reversed relation.
 
-A short answer that leans on its question ("It was Buzz Aldrin.", "Sydney.") is read with the
-question's words. A term not in the context at all is left to the look-ups of :mod:`.numbers` and
-:mod:`.names` (one wrong fact is one finding). What it cannot see: a term moved between clauses
-that share no words with each other, and paraphrases with no common words (the model's job).
+An abbreviation the context spells out ("CFO": "chief financial officer") is read as those
+words. A short clause ("The CFO is John Park.") needs no same place; a short answer ("John
+Park.") is read with its question's words when the question names nothing of its own (a
+question that does often hops over two facts, and its answer is in neither clause alone). A term
+not in the context at all is left to the look-ups of :mod:`.numbers` and :mod:`.names` (one
+wrong fact is one finding). What it cannot see: a clause sharing fewer than two content words
+with the one it restates ("Acme moved to Boston in 1920."), a term moved between clauses that
+share no words, and paraphrases (the model's job).
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from truthlens.detector.facts.names import find_names, lower_case_words
-from truthlens.detector.text import STOP_WORDS, clauses, content_words, sentences, stem, words
+from truthlens.detector.text import STOP_WORDS, clauses, content_words, stem, words
 
 _NUMBER = re.compile(r"(?<![\w.,])\d{1,3}(?:,\d{3})+(?![\d,]*\d)|(?<![\w.,])\d+(?:\.\d+)?(?![\w.]*\d)")
 _YEAR = re.compile(r"1[0-9]\d\d|20\d\d")
@@ -98,7 +104,6 @@ class _Clause:
     words: frozenset[str]  # stems of its content words, its names' words left out
     plain: frozenset[str]  # every word, lower case (for opposites and name words)
     terms: tuple[_Term, ...]
-    sentence: int  # index of its sentence
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +111,6 @@ class ContextClauses:
     """What the clause check reads of a context, built once per context."""
 
     clauses: tuple[_Clause, ...]
-    sentence_terms: tuple[tuple[_Term, ...], ...]
     lower_words: frozenset[str]
     # Initials of the context's runs of two to five words, and the stems of those words:
     # "cfo" -> {"chief", "financial", "offic"}.
@@ -126,23 +130,17 @@ def _terms(text: str, start: int, end: int, lower: frozenset[str], *, skip_start
     return out
 
 
-def _clause(text: str, start: int, end: int, sentence: int, lower: frozenset[str], *, answer: bool) -> _Clause:
+def _clause(text: str, start: int, end: int, lower: frozenset[str], *, answer: bool) -> _Clause:
     terms = _terms(text, start, end, lower, skip_starts=answer)
     name_words = {w for t in terms if t.kind == "name" for w in t.key}
     words = frozenset(w for w in content_words(text, start, end) if w not in name_words)
     plain = frozenset(m.group(0).lower() for m in _WORD.finditer(text, start, end))
-    return _Clause(text[start:end], start, words, plain, tuple(terms), sentence)
+    return _Clause(text[start:end], start, words, plain, tuple(terms))
 
 
 def context_clauses(context: Sequence[str]) -> ContextClauses:
     lower = lower_case_words("\n".join(context))
-    found: list[_Clause] = []
-    sentence_terms: list[tuple[_Term, ...]] = []
-    for passage in context:
-        for s, e in sentences(passage):
-            n = len(sentence_terms)
-            sentence_terms.append(tuple(_terms(passage, s, e, lower, skip_starts=False)))
-            found.extend(_clause(passage, s + a, s + b, n, lower, answer=False) for a, b in clauses(passage[s:e]))
+    found = [_clause(passage, a, b, lower, answer=False) for passage in context for a, b in clauses(passage)]
     spelled: dict[str, set[str]] = {}
     for passage in context:
         run = [m.group(0) for m in words(passage)]
@@ -151,7 +149,7 @@ def context_clauses(context: Sequence[str]) -> ContextClauses:
                 part = run[i:i + n]
                 if len(part) == n and not any(w.lower() in STOP_WORDS for w in (part[0], part[-1])):
                     spelled.setdefault("".join(w[0] for w in part).lower(), set()).update(map(stem, part))
-    return ContextClauses(tuple(found), tuple(sentence_terms), lower,
+    return ContextClauses(tuple(found), lower,
                           {k: frozenset(v) for k, v in spelled.items()})
 
 
@@ -184,10 +182,10 @@ def moved_terms(answer: str, context: Sequence[str] | ContextClauses, question: 
     if not index.clauses:
         return ()
     lower = index.lower_words | lower_case_words(answer)
-    asked = _clause(question, 0, len(question), -1, lower, answer=True) if question else None
+    asked = _clause(question, 0, len(question), lower, answer=True) if question else None
     found: dict[tuple[int, int], Moved] = {}
     for start, end in clauses(answer):
-        mine = _clause(answer, start, end, -1, lower, answer=True)
+        mine = _clause(answer, start, end, lower, answer=True)
         if not mine.terms and not (mine.plain & OPPOSITES.keys()):
             continue
         said, terms = _spelled_out(mine, answer, index)
