@@ -22,6 +22,7 @@ from truthlens.gateway.apis.chat.body import (
     SAMPLING_KEYS,
     ChatRequest,
     decode_json,
+    read_choices,
     read_extension,
     render_answers,
 )
@@ -132,28 +133,13 @@ class CompletionResponse:
 
 
 def parse_completion_response(body: bytes) -> CompletionResponse:
-    doc = decode_json(body, "response body")
-    if not isinstance(doc, dict):
-        raise BodyError("bad_response", f"response body is a JSON {type(doc).__name__}, not an object")
-    choices = doc.get("choices")
-    if not isinstance(choices, list):
-        raise BodyError("bad_response", "response has no 'choices' list")
-    by_index: dict[int, int] = {}
-    texts: dict[int, str] = {}
-    for pos, choice in enumerate(choices):
-        if not isinstance(choice, dict):
-            raise BodyError("bad_response", f"choices[{pos}] is not an object")
-        index = choice.get("index", pos)
-        if not isinstance(index, int) or isinstance(index, bool) or index in by_index:
-            raise BodyError("bad_response", f"choices[{pos}].index is missing, not an integer or repeated")
+    def text_of(pos: int, choice: dict[str, Any]) -> str:
         text = choice.get("text")
         if text is None:
-            text = ""
+            return ""
         if not isinstance(text, str):
             raise BodyError("bad_response", f"choices[{pos}].text is not a string")
-        by_index[index] = pos
-        texts[index] = text
-    if sorted(by_index) != list(range(len(by_index))):
-        raise BodyError("bad_response", f"choice indices {sorted(by_index)} are not 0..{len(by_index) - 1}")
-    return CompletionResponse(raw=doc, contents=tuple(texts[i] for i in range(len(texts))), body=body,
-                              positions=tuple(by_index[i] for i in range(len(by_index))))
+        return text
+
+    doc, texts, positions = read_choices(body, text_of)
+    return CompletionResponse(raw=doc, contents=texts, body=body, positions=positions)
