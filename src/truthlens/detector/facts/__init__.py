@@ -44,8 +44,9 @@ context does state. Sentences, clauses and word forms come from :mod:`truthlens.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from truthlens.detector.facts.claims import Claim
 from truthlens.detector.facts.clauses import ContextClauses, context_clauses, moved_terms
@@ -56,6 +57,8 @@ from truthlens.detector.facts.relations import ContextRelations, context_relatio
 from truthlens.detector.facts.restatements import restated_clauses
 from truthlens.detector.facts.roles import ContextSentences, context_sentences, misattributed_names
 from truthlens.detector.types import FactReason
+
+T = TypeVar("T")
 
 __all__ = ["Finding", "FactCheck", "check_facts", "relation_findings", "role_findings", "unsupported_facts"]
 
@@ -162,13 +165,11 @@ def relation_findings(
 ) -> list[Finding]:
     """Comparisons the answer reverses and negations it flips, but for those overlapping a
     finding already in ``found`` (one wrong fact is one finding)."""
-    passages = tuple(context)
-    index = _relations(passages) if sum(map(len, passages)) <= _CACHED_CHARS else context_relations(passages)
-    taken = [(f.start, f.end) for f in found]
+    index = _of_context(context, _relations, context_relations)
     return [
         Finding(c.start, c.end, c.text, "contradicted_relation")
         for c in contradicted_relations(answer, index, question)
-        if not any(s < c.end and c.start < e for s, e in taken)
+        if _apart(c.start, c.end, found)
     ]
 
 
@@ -183,13 +184,11 @@ def clause_findings(
 ) -> list[Finding]:
     """Terms the answer moved from the context clause it restates (:mod:`.clauses`), but for those
     overlapping a finding already in ``found``."""
-    passages = tuple(context)
-    index = _clauses(passages) if sum(map(len, passages)) <= _CACHED_CHARS else context_clauses(passages)
-    taken = [(f.start, f.end) for f in found]
+    index = _of_context(context, _clauses, context_clauses)
     return [
         Finding(m.start, m.end, m.text, _MOVED_REASONS[m.kind])
         for m in moved_terms(answer, index, question)
-        if not any(s < m.end and m.start < e for s, e in taken)
+        if _apart(m.start, m.end, found)
     ]
 
 
@@ -197,19 +196,29 @@ def record_findings(
     answer: str, context: Sequence[str], found: Sequence[Finding], question: str = ""
 ) -> list[Finding]:
     """Yes/no fields of a JSON record the answer states the other way round (:mod:`.records`)."""
-    passages = tuple(context)
-    fields = _fields(passages) if sum(map(len, passages)) <= _CACHED_CHARS else record_fields(passages)
-    taken = [(f.start, f.end) for f in found]
+    fields = _of_context(context, _fields, record_fields)
     return [
         Finding(c.start, c.end, c.text, "contradicted_relation")
         for c in contradicted_fields(answer, fields, question)
-        if not any(s < c.end and c.start < e for s, e in taken)
+        if _apart(c.start, c.end, found)
     ]
 
 
 def _sentence_index(context: Sequence[str]) -> ContextSentences:
+    return _of_context(context, _sentences, context_sentences)
+
+
+def _of_context(context: Sequence[str], cached: Callable[[tuple[str, ...]], T],
+                build: Callable[[tuple[str, ...]], T]) -> T:
+    """One of the context's indexes: from its cache when the context is short enough to keep
+    (:data:`_CACHED_CHARS`), else built for this call."""
     passages = tuple(context)
-    return _sentences(passages) if sum(map(len, passages)) <= _CACHED_CHARS else context_sentences(passages)
+    return cached(passages) if sum(map(len, passages)) <= _CACHED_CHARS else build(passages)
+
+
+def _apart(start: int, end: int, found: Sequence[Finding]) -> bool:
+    """Whether ``start``-``end`` overlaps no finding already in ``found`` (one wrong fact is one finding)."""
+    return not any(f.start < end and start < f.end for f in found)
 
 
 def _read(source: str) -> tuple[KnownNumbers, KnownNames]:
