@@ -27,13 +27,13 @@ import os
 import re
 import socket
 import tempfile
-import threading
 import time
 import urllib.request
 from pathlib import Path
 from typing import Any
 
 from truthlens.testing import launch
+from truthlens.testing.raw_upstream import RawUpstream
 
 S1 = "The Eiffel Tower is a wrought-iron lattice tower in Paris."
 S2 = "It was completed in 1889 and designed by the company of Gustave Eiffel."
@@ -70,48 +70,25 @@ def chat_stream(text: str) -> list[bytes]:
             event({}, "stop"), b"data: [DONE]\n\n"]
 
 
-class RawUpstream:
+class ChunkedUpstream(RawUpstream):
     """Answers every request with ``events`` in chunked framing, cut as ``self.writes`` says."""
 
     def __init__(self, port: int, events: list[bytes], byte_gap_s: float) -> None:
         self.events = events
         self.byte_gap_s = byte_gap_s
         self.writes = "event"
-        self._sock = socket.create_server(("127.0.0.1", port))
-        threading.Thread(target=self._serve, daemon=True).start()
+        super().__init__(port, self._chunked)
 
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self._sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
-
-    def _answer(self, conn: socket.socket) -> None:
-        with conn:
-            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            data = b""
-            while b"\r\n\r\n" not in data:
-                data += conn.recv(65536)
-            head, _, body = data.partition(b"\r\n\r\n")
-            length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                           if line.lower().startswith(b"content-length:")), 0)
-            while len(body) < length:
-                body += conn.recv(65536)
-            conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n"
-                         b"connection: close\r\n\r\n")
-            whole = b"".join(self.events)
-            pieces = self.events if self.writes == "event" else [whole[i:i + 1] for i in range(len(whole))]
-            gap = 0.005 if self.writes == "event" else self.byte_gap_s
-            for piece in pieces:
-                conn.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
-                time.sleep(gap)
-            conn.sendall(b"0\r\n\r\n")
-
-    def close(self) -> None:
-        self._sock.shutdown(socket.SHUT_RDWR)
-        self._sock.close()
+    def _chunked(self, conn: socket.socket, _body: bytes) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n"
+                     b"connection: close\r\n\r\n")
+        whole = b"".join(self.events)
+        pieces = self.events if self.writes == "event" else [whole[i:i + 1] for i in range(len(whole))]
+        gap = 0.005 if self.writes == "event" else self.byte_gap_s
+        for piece in pieces:
+            conn.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
+            time.sleep(gap)
+        conn.sendall(b"0\r\n\r\n")
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -155,7 +132,7 @@ def run(rounds: int, byte_gap_s: float) -> dict[tuple[str, str], tuple[float, fl
                                encoding="utf-8")
         target = f"127.0.0.1:{ports.processor}"
         metrics_port = launch.free_port()
-        upstream = RawUpstream(ports.upstream, events, byte_gap_s)
+        upstream = ChunkedUpstream(ports.upstream, events, byte_gap_s)
         processor = launch.start_processor(config_path, target, work / "processor.log",
                                            metrics_listen=f"127.0.0.1:{metrics_port}")
         envoy = launch.start_envoy(launch.render_envoy_config(ports), work)

@@ -27,7 +27,6 @@ import json
 import socket
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -39,6 +38,7 @@ from harness import Stack, chat_body
 from round3 import CHAT, CONTEXT, DECISIONS, HALLUCINATED, chat_stream, verdicts
 
 from truthlens.testing import launch
+from truthlens.testing.raw_upstream import RawUpstream
 
 pytestmark = pytest.mark.envoy
 
@@ -55,43 +55,18 @@ class Answer:
     complete: bool  # the body ended as its framing says a whole body ends
 
 
-class ShortUpstream:
+class ShortUpstream(RawUpstream):
     """A socket on the upstream's port: every request gets ``head`` then ``write(conn)``, then a
     close, with a content-length ``MISSING`` bytes larger than the body."""
 
     def __init__(self, port: int) -> None:
         self.write: Callable[[socket.socket], None] = lambda conn: conn.sendall(BODY)
-        self._sock = socket.create_server(("127.0.0.1", port))
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
+        super().__init__(port, self._short)
 
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self._sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
-
-    def _answer(self, conn: socket.socket) -> None:
-        with conn:
-            data = b""
-            while b"\r\n\r\n" not in data:
-                data += conn.recv(65536)
-            head, _, body = data.partition(b"\r\n\r\n")
-            length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                           if line.lower().startswith(b"content-length:")), 0)
-            while len(body) < length:
-                body += conn.recv(65536)
-            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-                         b"content-length: " + str(len(BODY) + MISSING).encode() + b"\r\n\r\n")
-            self.write(conn)
-
-    def close(self) -> None:
-        self._sock.shutdown(socket.SHUT_RDWR)
-        self._sock.close()
-        self._thread.join(5)
+    def _short(self, conn: socket.socket, _body: bytes) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                     b"content-length: " + str(len(BODY) + MISSING).encode() + b"\r\n\r\n")
+        self.write(conn)
 
 
 def _whole_then_close(conn: socket.socket) -> None:
