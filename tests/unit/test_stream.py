@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import gzip
 import json
+import logging
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -736,3 +737,35 @@ async def test_an_exchange_known_unchecked_at_its_headers_is_not_traced(channel:
         await asyncio.sleep(0.01)
     assert checked_id in traced()
     assert unchecked_id not in traced()
+
+
+# -- an exchange that ends before its answer ------------------------------------------------------
+
+
+async def test_a_checked_exchange_that_ends_before_its_response_headers_is_audited_once(
+    channel: grpc.aio.Channel, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The upstream reset after the request went on: Envoy ends the call with no response message
+    # (its 502 never reaches the processor). Before: no audit line at all.
+    caplog.set_level(logging.INFO, logger="truthlens.audit")
+    await converse(channel, [request_headers(route="hold", **{"x-request-id": "ended-early"}),
+                             request_body(chat_body("Q?", context=CONTEXT))])
+
+    def lines() -> list[str]:
+        return [r.getMessage() for r in caplog.records if "request_id=ended-early" in r.getMessage()]
+
+    for _ in range(200):  # the server's side of the call ends after the client's
+        if lines():
+            break
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.05)
+    (line,) = lines()
+    assert "verdict=unavailable" in line and "reason=upstream_reset" in line
+    # A detection-off exchange writes none; one whose check could not be prepared keeps its own line.
+    for route, body in (("off", chat_body("Q?", context=CONTEXT)), ("hold", b"{not json")):
+        await converse(channel, [request_headers(route=route, **{"x-request-id": f"ended-{route}"}),
+                                 request_body(body)])
+    await asyncio.sleep(0.1)
+    assert not [r for r in caplog.records if "request_id=ended-off" in r.getMessage()]
+    (unprepared,) = [r.getMessage() for r in caplog.records if "request_id=ended-hold" in r.getMessage()]
+    assert "reason=upstream_reset" not in unprepared
