@@ -16,10 +16,12 @@ comes while a body chunk is at the processor cuts the stream there (the client's
   Envoy holds no body for it; a close that reaches Envoy while the headers are at the processor
   (body and close in the upstream's first write) is still Envoy's 502 (xfail below).
 - Checked routes: a 502 named ``upstream_reset``, or a short body without a verdict that calls
-  the answer checked, which the processor records once as ``upstream_reset``.
+  the answer checked, which the processor records once as ``upstream_reset``. Every checked
+  exchange has one audit line: one whose call ends before any answer reached the processor too.
 
 Real: Envoy (the shipped ``envoy.yaml``), gRPC ext_proc, the processor with the shipped detector.
-Scripted: the upstream is a raw socket (the scripted server cannot lie about its length).
+Scripted: the upstream is a raw socket (the scripted server cannot lie about its length), which can
+also close without a byte of answer or stall until told to go on.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import json
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -63,14 +66,20 @@ class ShortUpstream(RawUpstream):
     def __init__(self, port: int) -> None:
         self.write: Callable[[socket.socket], None] = lambda conn: conn.sendall(BODY)
         self.head = True  # False: the connection closes before the response's headers
+        self.stall = threading.Event()  # set: wait for it to be cleared before answering
         super().__init__(port, self._short)
 
     def _short(self, conn: socket.socket, _body: bytes) -> None:
+        while self.stall.is_set():
+            time.sleep(0.05)
         if not self.head:
             return
-        conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-                     b"content-length: " + str(len(BODY) + MISSING).encode() + b"\r\n\r\n")
-        self.write(conn)
+        try:
+            conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                         b"content-length: " + str(len(BODY) + MISSING).encode() + b"\r\n\r\n")
+            self.write(conn)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # Envoy closed it: the exchange was over (the client left while this one stalled)
 
 
 def _whole_then_close(conn: socket.socket) -> None:
@@ -254,3 +263,27 @@ def test_an_upstream_that_closes_before_its_headers_leaves_one_audit_line(
     assert got.status == 503 and b"reset before headers" in got.body
     assert got.headers["x-truthlens-detected"] == "unavailable"
     _one_reset_line(stack, request_id, "upstream_status")
+
+
+def test_a_checked_exchange_that_ends_before_any_answer_leaves_one_audit_line(
+    short: tuple[Stack, ShortUpstream, int],
+) -> None:
+    # The processor sees the request, then the exchange ends with no response at all (here the
+    # client gives up while the upstream has not answered; Envoy does not tell the processor which
+    # side went away). Before: no audit line. Scripted: the upstream stalls until the client left.
+    stack, upstream, _ = short
+    request_id = f"gone-{uuid.uuid4()}"
+    data = json.dumps(chat_body("When was it completed?", context=CONTEXT, stream=True)).encode()
+    head = (f"POST {CHAT} HTTP/1.1\r\nhost: gateway\r\ncontent-type: application/json\r\n"
+            f"content-length: {len(data)}\r\nx-request-id: {request_id}\r\n\r\n")
+    bodies = stack.metric("truthlens_extproc_messages_total", phase="request_body")
+    upstream.stall.set()
+    try:
+        with socket.create_connection(("127.0.0.1", stack.ports.listener), timeout=60) as sock:
+            sock.sendall(head.encode() + data)
+            # The request has reached the processor (and gone on upstream) before the client leaves.
+            launch.wait_until(lambda: stack.metric("truthlens_extproc_messages_total", phase="request_body") > bodies,
+                              "the request body at the processor", None, 30)
+    finally:
+        upstream.stall.clear()
+    _one_reset_line(stack, request_id)
