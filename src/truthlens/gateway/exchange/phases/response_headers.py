@@ -1,6 +1,7 @@
 """Response headers: decide whether and how the body will be checked (JSON and held SSE
-buffered by Envoy, passthrough SSE STREAMED, or not at all), switch Envoy's response body mode
-accordingly, and remove every X-TruthLens-* header the upstream wrote."""
+buffered by Envoy, passthrough SSE STREAMED, or not at all: detection off lets it stream past the
+processor), switch Envoy's response body mode accordingly, and remove every X-TruthLens-* header
+the upstream wrote (and the unchecked mark of the shipped routes)."""
 
 from __future__ import annotations
 
@@ -108,7 +109,8 @@ def _scrub_mode(state: StreamState, headers: dict[str, str]) -> mutations.BodyMo
     chunk removed: the client is told the answer is unchecked, and nothing in its body may
     contradict that. JSON buffered (within the global size limit), SSE streamed; anything else
     (errors, other types, compressed, too large) not at all. A detection-off route's body is
-    never read (:func:`handle`): its answers carry no verdict of the gateway's to contradict."""
+    never read (:func:`handle`): it streams past the processor as Envoy alone forwards it, a
+    verdict the upstream wrote in it included (no header of the gateway's calls it checked)."""
     if not state.matched or _unchecked_reason(headers, False, state.config.hallucination.max_body_bytes):
         return "none"  # no route (e.g. /v1/models) or nothing readable
     if _media_type(headers) == "text/event-stream":
