@@ -62,12 +62,19 @@ _IRREGULAR = {
     for form in forms.split()
 }
 
-# A full stop that ends no sentence: after a title, an abbreviation or an initial.
-_ABBREVIATIONS = frozenset(
-    "mr mrs ms dr prof sr jr st mt ft no vs etc inc ltd co corp dept gen gov sen rep col lt capt sgt jan feb "
-    "mar apr jun jul aug sep sept oct nov dec approx est fig al".split()
+# Lower-case words that end with a full stop without ending a sentence (compared without it): titles,
+# abbreviations, months. Dotted ones ("u.s", "e.g", "a.m") and initials need no entry (:func:`_owns_full_stop`).
+ABBREVIATIONS = frozenset(
+    """mr mrs ms dr prof sr jr st mt ft vs etc cf al ca approx est inc ltd co corp dept univ gen gov sen rep col
+    lt capt sgt jan feb mar apr jun jul aug sep sept oct nov dec ph.d b.sc m.sc""".split()
 )
-_END = re.compile(r"[.!?]+[\"'’”)\]]*(?=\s+|$)|\n+")
+# Abbreviations only before a number ("No. 5", "Vol. 2", "p. 14"); elsewhere the word ends a
+# sentence like any other ("The answer is no. It ...").
+NUMBER_ABBREVIATIONS = frozenset("no nos vol vols p pp fig figs eq eqs ch sec op art".split())
+TERMINATORS = ".!?…"
+CJK_TERMINATORS = "。！？"  # end a sentence where they stand (CJK text puts no space after them)
+CLOSERS = "\"'”’)]*_"  # closing quotes, brackets and markdown emphasis after a stop belong to its sentence
+UNDECIDED = -1  # :func:`sentence_end` on a text still growing: the characters that decide are not here yet
 # An inline list item's marker: "1." or "2)" after the start or a sentence end, before a word.
 _LIST_MARKER = re.compile(r"(?:^|(?<=\s))\(?\d{1,2}[.)]\s+(?=\S)")
 _CLAUSE_CUT = re.compile(
@@ -79,25 +86,100 @@ _CLAUSE_CUT = re.compile(
     r"[a-z]+ed\b(?!\s+by\b)))",
     re.IGNORECASE,
 )
+_STOP = re.compile(r"[.!?…]+|[。！？]|\n+")
+
+
+def sentence_end(
+    text: str, stop: int, start: int = 0, *, limit: int | None = None, final: bool = True
+) -> int | None:
+    """Whether the terminator at ``text[stop]`` (in the sentence that began at ``start``) ends a
+    sentence: the sentence's end (after its closing quotes and brackets), None when it does not,
+    :data:`UNDECIDED` when ``final`` is false (``text`` is a stream's text so far) and the
+    characters that tell have not arrived. ``limit``: where the text (a list item, a line) ends.
+
+    A stop ends a sentence when white space and then no lower-case letter follow it ("4 a.m. and
+    the club", "\"Who won?\" she asked", "Married... with Children" go on), and a full stop does
+    not end the word before it: an abbreviation ("Dr.", "Inc.", "No. 5"), dotted letters
+    ("U.S.", "e.g.", "a.m."), an initial ("J. K. Rowling"), a list item's number ("1." opening a
+    line, a sentence or a list after a colon; "2." of "1. Rome 2. Paris"). "3.14", "example.com"
+    and "e.g.," have no space after the stop."""
+    n = len(text) if limit is None else limit
+    if text[stop] in CJK_TERMINATORS:
+        return stop + 1
+    j = stop + 1
+    while j < n and text[j] in TERMINATORS + CLOSERS:
+        j += 1
+    if j >= n:
+        return j if final or limit is not None else UNDECIDED
+    if not text[j].isspace():
+        return None
+    k = j
+    while k < n and text[k] in " \t":
+        k += 1
+    if k >= n:
+        return j if final or limit is not None else UNDECIDED
+    following = text[k]
+    if following.islower() or (text[stop] == "." and _owns_full_stop(text, start, stop, following)):
+        return None
+    return j
+
+
+def _owns_full_stop(text: str, start: int, dot: int, following: str) -> bool:
+    """The full stop at ``text[dot]`` belongs to the word before it (:func:`sentence_end`)."""
+    word_start = dot
+    while word_start > start and not text[word_start - 1].isspace() and text[word_start - 1] not in "([\"'“‘":
+        word_start -= 1
+    bare = text[word_start:dot].lower().strip("*_")
+    if not bare:
+        return False
+    if bare in ABBREVIATIONS or (bare in NUMBER_ABBREVIATIONS and following.isdigit()):
+        return True
+    if all(len(part) == 1 and part.isalpha() for part in bare.split(".")):
+        return True  # an initial ("J. Smith") or dotted letters ("U.S.", "e.g.", "a.m.")
+    if bare.isdigit() and len(bare) <= 3:  # a list item's number
+        line_start = text.rfind("\n", 0, word_start) + 1
+        before = text[max(start, line_start):word_start].rstrip()
+        if not before or before.endswith(":"):
+            return True  # "1." opening a line, a sentence or a list ("The steps: 1. Mix ...")
+        previous = re.compile(rf"(?:^|\s)\(?{int(bare) - 1}[.)]\s")
+        return int(bare) > 1 and previous.search(text, line_start, word_start) is not None
+    return False
 
 
 def sentences(text: str) -> list[tuple[int, int]]:
     """The ``(start, end)`` character spans of the sentences of ``text``, spaces and list markers
-    outside them."""
+    outside them: cut where :func:`sentence_end` says, at every line break and before each marker
+    of a numbered list (:func:`list_markers`)."""
     out: list[tuple[int, int]] = []
     for piece_start, piece_end in _list_items(text):
         start = piece_start
-        for m in _END.finditer(text, piece_start, piece_end):
-            if m.group(0).startswith(".") and not _ends_sentence(text, m.start()):
-                continue
-            s, e = _trim(text, start, m.start() if m.group(0).startswith("\n") else m.end())
+        for m in _STOP.finditer(text, piece_start, piece_end):
+            if m.start() < start:
+                continue  # closers or terminators already read into the last sentence
+            if m.group(0)[0] == "\n":
+                end, after = m.start(), m.end()
+            else:
+                found = sentence_end(text, m.start(), start, limit=piece_end)
+                if found is None:
+                    continue
+                end = after = found
+            s, e = _trim(text, start, end)
             if s < e:
                 out.append((s, e))
-            start = m.end()
+            start = after
         s, e = _trim(text, start, piece_end)
         if s < e:
             out.append((s, e))
     return out
+
+
+def sentence_starts(text: str) -> list[int]:
+    """Where each sentence of ``text`` (:func:`sentences`) begins, a list item's marker with the
+    sentence after it; 0 first, whatever ``text`` opens with."""
+    starts = [s for s, _ in sentences(text)]
+    for marker_start, marker_end in list_markers(text):
+        starts = [marker_start if s >= marker_end and not text[marker_end:s].strip() else s for s in starts]
+    return sorted({0, *(s for s in starts if 0 < s < len(text))})
 
 
 def list_markers(text: str) -> list[tuple[int, int]]:
@@ -126,16 +208,6 @@ def _list_items(text: str) -> list[tuple[int, int]]:
         at = m.end()
     pieces.append((at, len(text)))
     return [(a, b) for a, b in pieces if text[a:b].strip()]
-
-
-def _ends_sentence(text: str, dot: int) -> bool:
-    before = re.search(r"(\w+)$", text[:dot])
-    if before is None:
-        return True
-    word = before.group(1)
-    if word.lower() in _ABBREVIATIONS or (len(word) == 1 and word.isalpha() and word.isupper()):
-        return False  # "Dr. Smith", "J. K. Rowling", "U.S."
-    return True
 
 
 def _trim(text: str, start: int, end: int) -> tuple[int, int]:
