@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 
 WORD = re.compile(r"[^\W\d_][\w'’]*")
 
@@ -35,8 +36,13 @@ STOP_WORDS = frozenset(
     whose which what when where why how while whereas although though also not no so than then there here into
     onto over under about after before during between both each all any some such only own same other very can
     could will would may might shall should must just one two three according based passage passages provided
-    context around approximately roughly nearly almost per more less""".split()
+    context around approximately roughly nearly almost per more less am if him himself herself itself themselves
+    myself yourself ours yours hers theirs mine doing having done let""".split()
 )
+# What follows the apostrophe of a contraction whose head is a stop word ("I'll", "you've",
+# "they're", "it's", "I'd", "I'm"; "don't" and the other "n't" forms are negations).
+_CONTRACTION_TAILS = frozenset("ll ve re s d m".split())
+NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 NEGATIONS = frozenset("not never no none nor neither nobody nothing cannot without".split())
 
 # Past forms that share no stem with their verb: "flew" / "flown" must meet "fly" (and each other).
@@ -98,8 +104,8 @@ def sentence_end(
     characters that tell have not arrived. ``limit``: where the text (a list item, a line) ends.
 
     A stop ends a sentence when white space and then no lower-case letter follow it ("4 a.m. and
-    the club", "\"Who won?\" she asked", "Married... with Children" go on), and a full stop does
-    not end the word before it: an abbreviation ("Dr.", "Inc.", "No. 5"), dotted letters
+    the club", "\"Who won?\" she asked", "Married... with Children" go on; "Hi! when ..." does not),
+    and a full stop does not end the word before it: an abbreviation ("Dr.", "Inc.", "No. 5"), dotted letters
     ("U.S.", "e.g.", "a.m."), an initial ("J. K. Rowling"), a list item's number ("1." opening a
     line, a sentence or a list after a colon; "2." of "1. Rome 2. Paris"). "3.14", "example.com"
     and "e.g.," have no space after the stop."""
@@ -119,7 +125,10 @@ def sentence_end(
     if k >= n:
         return j if final or limit is not None else UNDECIDED
     following = text[k]
-    if following.islower() or (text[stop] == "." and _owns_full_stop(text, start, stop, following)):
+    # A lower-case word goes on after a full stop or an ellipsis, and after a quoted "?" or "!"
+    # ("\"Who won?\" she asked"); after a bare one it opens a sentence written without its capital.
+    goes_on = text[stop] in ".…" or text[j - 1] in CLOSERS
+    if (following.islower() and goes_on) or (text[stop] == "." and _owns_full_stop(text, start, stop, following)):
         return None
     return j
 
@@ -248,6 +257,7 @@ def words(text: str, start: int = 0, end: int | None = None) -> Iterator[re.Matc
     return WORD.finditer(text, start, len(text) if end is None else end)
 
 
+@lru_cache(maxsize=1 << 16)  # a context repeats its words; stems are asked for per word
 def stem(word: str) -> str:
     """One form per word: lower case, no possessive, no plural or verb ending, irregular past forms
     as their verb ("flew" → "fly", "cities" → "city", "landed" → "land")."""
@@ -269,13 +279,34 @@ def stem(word: str) -> str:
     return w
 
 
+def is_stop_word(word: str) -> bool:
+    """Whether ``word`` (lower case) says nothing of its own: a stop word, a negation word, a
+    negated auxiliary ("don't") or a stop word's contraction ("I'll", "they're")."""
+    w = word.replace("’", "'")
+    if w in STOP_WORDS or w in NEGATIONS or w.endswith("n't"):
+        return True
+    head, apostrophe, tail = w.partition("'")
+    return bool(apostrophe) and head in STOP_WORDS and tail in _CONTRACTION_TAILS
+
+
 def content_words(text: str, start: int = 0, end: int | None = None) -> set[str]:
     """The stems of ``text[start:end]``'s content words (no stop words, no numbers, three letters
     or more)."""
     out = set()
     for m in words(text, start, end):
         w = m.group(0).lower()
-        if len(w) > 2 and w not in STOP_WORDS and w not in NEGATIONS and not w.endswith("n't"):
+        if len(w) > 2 and not is_stop_word(w):
+            out.add(stem(w))
+    return out
+
+
+def terms(text: str) -> set[str]:
+    """:func:`content_words` of two letters or more, and the numbers, without their thousands
+    separators ("4,120" → "4120"): what a request or a passage names."""
+    out = {m.group(0).replace(",", "") for m in NUMBER.finditer(text)}
+    for m in words(text):
+        w = m.group(0).lower()
+        if len(w) > 1 and not is_stop_word(w):
             out.add(stem(w))
     return out
 

@@ -48,7 +48,7 @@ def segment(text: str, *, clauses: bool = True) -> tuple[Segment, ...]:
 
 
 def _split_line(text: str, start: int, end: int, clauses: bool, out: list[Segment]) -> None:
-    cuts = []
+    cuts: list[int] = []
     for m in _STOP.finditer(text, start, end):
         if cuts and m.start() < cuts[-1]:
             continue  # closing quotes or brackets already read into the last sentence
