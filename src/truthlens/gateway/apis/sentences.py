@@ -3,8 +3,8 @@ is checked and released once it is complete, so a cut must never come too early.
 
 Whether a stop ends a sentence is the detector's own rule
 (:func:`truthlens.detector.text.sentence_end`: one idea of a sentence for the check and the
-stream): ``.``, ``!``, ``?`` or ``…`` (then closing quotes or brackets) followed by white space
-and no lower-case letter, where a full stop does not end an abbreviation (``e.g.``, ``Dr.``,
+stream), in its cautious form: ``.``, ``!``, ``?`` or ``…`` (then closing quotes or brackets)
+followed by white space and no lower-case letter, where a full stop does not end an abbreviation (``e.g.``, ``Dr.``,
 ``U.S.``, ``No. 5``), an initial (``J. Smith``) or a list item's number (``1.`` opening a line,
 ``2.`` of an inline ``1. … 2. …``); decimals and versions (``3.14``) have no space after the
 stop. A CJK full stop ends one where it stands. Here, as the text streams: a blank line, and a
@@ -118,7 +118,7 @@ class SentenceSplitter:
             elif ch in CJK_TERMINATORS:
                 return self._cut(i + 1, None, False)
             elif ch in TERMINATORS:
-                end = sentence_end(text, i, self._start, final=False)
+                end = sentence_end(text, i, self._start, final=False, cautious=True)
                 if end == UNDECIDED:
                     return None  # the characters that decide have not arrived
                 if end is not None:
