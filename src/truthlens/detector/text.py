@@ -112,10 +112,10 @@ def sentence_end(
 
     A stop ends a sentence when white space follows it, then no lower-case word that continues it
     (:func:`_goes_on`: "Married... with Children", "\"Who won?\" she asked", "3 oz. cups"), and
-    a full stop does not end the word before it: an abbreviation ("Dr.", "Inc.", "No. 5"), dotted letters
-    ("U.S.", "e.g.", "a.m."), an initial ("J. K. Rowling"), a list item's number ("1." opening a
-    line, a sentence or a list after a colon; "2." of "1. Rome 2. Paris"). "3.14", "example.com"
-    and "e.g.," have no space after the stop."""
+    a full stop does not end the word before it: an abbreviation ("Dr.", "Inc.", "No. 5"),
+    dotted letters ("U.S.", "e.g.", "a.m."), an initial ("J. K. Rowling"), a list item's number
+    ("1." opening a line, a sentence or a list after a colon; "2." of "1. Rome 2. Paris").
+    "3.14", "example.com" and "e.g.," have no space after the stop."""
     n = len(text) if limit is None else limit
     if text[stop] in CJK_TERMINATORS:
         return stop + 1
@@ -172,7 +172,7 @@ def _owns_full_stop(text: str, start: int, dot: int, following: str) -> bool:
         before = text[max(start, line_start):word_start].rstrip()
         if not before or before.endswith(":"):
             return True  # "1." opening a line, a sentence or a list ("The steps: 1. Mix ...")
-        previous = re.compile(rf"(?:^|\s)\(?{int(bare) - 1}[.)]\s")
+        previous = re.compile(rf"(?<!\S)\(?{int(bare) - 1}[.)]\s")
         return int(bare) > 1 and previous.search(text, line_start, word_start) is not None
     return False
 
