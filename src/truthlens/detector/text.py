@@ -77,12 +77,12 @@ _IRREGULAR = {
 # Lower-case words that end with a full stop without ending a sentence (compared without it): titles,
 # abbreviations, months. Dotted ones ("u.s", "e.g", "a.m") and initials need no entry (:func:`_owns_full_stop`).
 ABBREVIATIONS = frozenset(
-    """mr mrs ms dr prof sr jr st mt ft vs etc cf al ca approx est inc ltd co corp dept univ gen gov sen rep col
+    """mr mrs ms dr prof sr jr st mt ft vs etc cf al approx est inc ltd co corp dept univ gen gov sen rep col
     lt capt sgt jan feb mar apr jun jul aug sep sept oct nov dec ph.d b.sc m.sc""".split()
 )
-# Abbreviations only before a number ("No. 5", "Vol. 2", "p. 14"); elsewhere the word ends a
-# sentence like any other ("The answer is no. It ...").
-NUMBER_ABBREVIATIONS = frozenset("no nos vol vols p pp fig figs eq eqs ch sec op art".split())
+# Abbreviations only before a number ("No. 5", "Vol. 2", "p. 14", "ca. 1500"); elsewhere the
+# word ends a sentence like any other ("The answer is no. It ...", "Santa Barbara, CA. The ...").
+NUMBER_ABBREVIATIONS = frozenset("no nos vol vols p pp fig figs eq eqs ch sec op art ca".split())
 TERMINATORS = ".!?…"
 CJK_TERMINATORS = "。！？"  # end a sentence where they stand (CJK text puts no space after them)
 CLOSERS = "\"'”’)]*_"  # closing quotes, brackets and markdown emphasis after a stop belong to its sentence
