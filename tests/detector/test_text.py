@@ -5,7 +5,19 @@ from __future__ import annotations
 
 import pytest
 
-from truthlens.detector.text import clauses, content_words, is_negated, list_markers, sentences, stem
+from truthlens.detector.text import (
+    UNDECIDED,
+    clauses,
+    content_words,
+    is_negated,
+    is_stop_word,
+    list_markers,
+    sentence_end,
+    sentence_starts,
+    sentences,
+    stem,
+    terms,
+)
 
 
 def _cut(text: str, spans: list[tuple[int, int]]) -> list[str]:
@@ -247,3 +259,35 @@ def test_a_code_block_is_one_piece_and_its_full_stops_cut_nothing(step: int) -> 
     assert _stream_cuts(text, step) == [len("Run it like this:"), text.index("Then") , len(text)]
     cut = _cut(text, sentences(text))
     assert cut[0] == "Run it like this:" and cut[-1] == "Then read the log."
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("It is listed as No. 5 on the chart.", ["It is listed as No. 5 on the chart."]),
+    ("The answer is no. It was never built.", ["The answer is no.", "It was never built."]),
+    ("It was built ca. 1500 near the river.", ["It was built ca. 1500 near the river."]),
+    ("It opened in Santa Barbara, CA. The owner is local.", ["It opened in Santa Barbara, CA.", "The owner is local."]),
+    ("the food was great. the staff were slow.", ["the food was great.", "the staff were slow."]),
+])
+def test_a_word_that_abbreviates_only_before_a_number_ends_a_sentence_elsewhere(text: str, expected: list[str]) -> None:
+    assert _cut(text, sentences(text)) == expected
+
+
+def test_the_stream_waits_for_the_characters_that_decide() -> None:
+    # Cut after "Dr." or "3." only once the next word shows whether the sentence goes on.
+    assert sentence_end("He met Dr.", 9, final=False) == UNDECIDED
+    assert sentence_end("He met Dr. ", 9, final=False) == UNDECIDED
+    assert sentence_end("He met Dr. Smith", 9, final=False) is None
+    assert sentence_end("It rose. Then", 7, final=False) == 8
+    # cautious (the stream): no lower-case word opens a sentence; the detector cuts there
+    assert sentence_end("It rose. then", 7, cautious=True) is None
+    assert sentence_end("It rose. then", 7) == 8
+
+
+def test_sentence_starts_keep_a_list_marker_with_its_item() -> None:
+    text = "Steps: 1. Mix the flour. 2. Add 3 eggs."
+    assert [text[s:s + 6] for s in sentence_starts(text)] == ["Steps:", "1. Mix", "2. Add"]
+
+
+def test_terms_are_stems_and_numbers_without_function_words_or_contractions() -> None:
+    assert terms("Could you tell me if I'll need 4,120 tickets for them?") == {"tell", "need", "4120", "ticket"}
+    assert is_stop_word("they're") and is_stop_word("don't") and not is_stop_word("tower")
