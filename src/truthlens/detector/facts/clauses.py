@@ -38,7 +38,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from truthlens.detector.facts.focus import FocusIndex, focus_index, off_focus_names
 from truthlens.detector.facts.names import find_names, lower_case_words
+from truthlens.detector.facts.roles import is_short_answer
 from truthlens.detector.text import STOP_WORDS, clauses, content_words, stem, words
 
 _NUMBER = re.compile(r"(?<![\w.,])\d{1,3}(?:,\d{3})+(?![\d,]*\d)|(?<![\w.,])\d+(?:\.\d+)?(?![\w.]*\d)")
@@ -115,6 +117,7 @@ class ContextClauses:
     # Initials of the context's runs of two to five words, and the stems of those words:
     # "cfo" -> {"chief", "financial", "offic"}.
     spelled: dict[str, frozenset[str]]
+    focus: FocusIndex  # its sentences, as the focus check of a short answer reads them
 
 
 def _terms(text: str, start: int, end: int, lower: frozenset[str], *, skip_starts: bool) -> list[_Term]:
@@ -149,8 +152,8 @@ def context_clauses(context: Sequence[str]) -> ContextClauses:
                 part = run[i:i + n]
                 if len(part) == n and not any(w.lower() in STOP_WORDS for w in (part[0], part[-1])):
                     spelled.setdefault("".join(w[0] for w in part).lower(), set()).update(map(stem, part))
-    return ContextClauses(tuple(found), lower,
-                          {k: frozenset(v) for k, v in spelled.items()})
+    initials = {k: frozenset(v) for k, v in spelled.items()}
+    return ContextClauses(tuple(found), lower, initials, focus_index(context, initials))
 
 
 def _holds(terms: Sequence[_Term], term: _Term) -> bool:
@@ -199,6 +202,11 @@ def moved_terms(answer: str, context: Sequence[str] | ContextClauses, question: 
         for m in _moved(mine, said, terms, index, answer):
             if not any(s < m.end and m.start < e for s, e in found):
                 found[(m.start, m.end)] = m
+    if question and is_short_answer(answer):
+        # A short answer states the question's focus ("Who is the CFO?" - "Maria Lopez."): :mod:`.focus`.
+        for o in off_focus_names(answer, question, index.focus):
+            if not any(s < o.end and o.start < e for s, e in found):
+                found[(o.start, o.end)] = Moved(o.start, o.end, o.text, "name", "")
     return tuple(sorted(found.values(), key=lambda m: m.start))
 
 
