@@ -185,20 +185,12 @@ def moved_terms(answer: str, context: Sequence[str] | ContextClauses, question: 
     if not index.clauses:
         return ()
     lower = index.lower_words | lower_case_words(answer)
-    asked = _clause(question, 0, len(question), lower, answer=True) if question else None
     found: dict[tuple[int, int], Moved] = {}
     for start, end in clauses(answer):
         mine = _clause(answer, start, end, lower, answer=True)
         if not mine.terms and not (mine.plain & OPPOSITES.keys()):
             continue
         said, terms = _spelled_out(mine, answer, index)
-        if asked is not None and len(said) <= SHORT_CLAUSE_WORDS and not asked.terms:
-            # "It was Maria Lopez." answering "Who is the CFO?": what it says is what the question
-            # asks. (A question that names things of its own often hops over two facts, "Who
-            # directed a 2016 musical filmed in Howth?", and its answer is in neither clause
-            # alone: on HaluEval's dev fold this flagged the right name as often as a wrong one.)
-            asked_words, _ = _spelled_out(asked, question, index)
-            said = said | asked_words
         for m in _moved(mine, said, terms, index, answer):
             if not any(s < m.end and m.start < e for s, e in found):
                 found[(m.start, m.end)] = m
@@ -232,6 +224,11 @@ def _moved(mine: _Clause, said: frozenset[str], terms: list[_Term], index: Conte
     best = max(shares)
     fits = max(MIN_SHARED, -(-len(said) // 2))
     if best < fits:
+        # A short clause ("Acme moved to Boston in 1920.") shares too few words with any: its
+        # names and counted numbers tie it to the clause it restates.
+        shares = [n + _shared_terms(terms, c) for n, c in zip(shares, index.clauses, strict=True)]
+        best = max(shares)
+    if best < fits:
         return []
     aligned = [c for c, n in zip(index.clauses, shares, strict=True) if n == best]
     out: list[Moved] = []
@@ -260,6 +257,14 @@ def _moved(mine: _Clause, said: frozenset[str], terms: list[_Term], index: Conte
             at = mine.start + hit.start()
             out.append(Moved(at, at + len(w), answer[at:at + len(w)], "relation", sorted(flipped)[0]))
     return out
+
+
+def _shared_terms(terms: Sequence[_Term], clause: _Clause) -> int:
+    """How many of the answer clause's ``terms`` also tie it to ``clause``: a name it states, or a
+    number counting the thing one of its numbers counts ("Acme moved to Boston in 1920" meets
+    "moved to Boston in 1955" on "moved" and Boston; "It has 300 offices" meets "12 offices")."""
+    return sum(1 for t in terms if (t.kind == "name" and _holds(clause.terms, t)) or (
+        t.kind == "number" and t.counts and any(o.kind == "number" and o.counts == t.counts for o in clause.terms)))
 
 
 def _moved_in(mine: _Clause, terms: list[_Term], theirs: _Clause, index: ContextClauses, answer: str) -> list[Moved]:

@@ -23,6 +23,10 @@ a mix-up. :func:`off_focus_names` does the same, by rule:
    off focus when another name, sharing no word with it, scores higher with at least half of
    the focus in its sentence, while its own clause holds less than the whole focus.
 
+A title the context writes beside a name ("Prime Minister David Cameron", "Dr Christopher Kuhar,
+executive director at the zoo") makes that name the holder: another name the context mentions,
+answering a question whose focus is that title, is off focus whatever the sentences share.
+
 A question offering a choice ("Who was born first, Pablo Trapero or Aleksander Ford?") is
 answered by one of its options: an answer naming neither, but a name the context mentions, is
 off focus too.
@@ -40,7 +44,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from truthlens.detector.facts.names import Name, find_names, lower_case_words
-from truthlens.detector.text import STOP_WORDS, WORD, clauses, sentences, stem
+from truthlens.detector.text import STOP_WORDS, WORD, clauses, content_words, sentences, stem
 
 # Titles and the words they stand for (a generic "officer" left out: "chief executive" is the
 # CEO). The context's own initials are added per context.
@@ -59,6 +63,7 @@ TITLES: dict[str, str] = {
 }
 # A sentence whose subject is a pronoun or "the film" ("A noted engineer, he constructed ..."):
 # it goes on about a name of the sentence before.
+_TITLE_STEMS = frozenset(stem(w) for t in TITLES.values() for w in t.split())
 _PRONOUN_START = re.compile(r"^(?:[\w'’-]+,?\s+){0,5}?(?:he|she|it|they|his|her|its|their|this|the\s+(?:company|firm|"
                             r"club|band|group|film|team|city|town|school|university|song|album|novel|show|series))\b",
                             re.IGNORECASE)
@@ -68,7 +73,12 @@ _WHICH = re.compile(r"\b(?:which|what)\s+(?:of\s+the\s+|one\s+of\s+the\s+)?(?P<f
 _WHO_VERB = re.compile(r"^\s*who\s+(?P<focus>[^?]+)", re.IGNORECASE)
 _BY_WHOM = re.compile(r"(?P<focus>[^?]+?)\s+(?:by\s+whom|by\s+who|where|when)\s*\??\s*$", re.IGNORECASE)
 _CHOICE = re.compile(r"[,:]\s*(?P<a>[^,:?]+?)\s+or\s+(?P<b>[^,:?]+?)\s*\?\s*$")
+# The words of a title written right before a name (up to three, no punctuation between), or after
+# it between commas ("George Whitesides, the chief executive,").
+_TITLE_BEFORE = re.compile(r"((?:[A-Za-z]+\.?\s+){1,3})$")
+_TITLE_AFTER = re.compile(r",\s+(?:the\s+|its\s+|a\s+|an\s+)?((?:[a-z][\w-]*\s*){1,4})(?=[,.;]|\s+(?:at|of|for)\b)")
 FOCUS_WORDS = 4
+MAX_OWN_WORDS = 1  # content words of a short answer besides its names and its question's words
 _SKIP = STOP_WORDS | {"name", "called", "known", "person", "people", "one", "did", "does", "do"}
 
 
@@ -89,6 +99,9 @@ class FocusIndex:
     sentences: tuple[_Sentence, ...]
     lower_words: frozenset[str]
     spelled: dict[str, frozenset[str]]  # the context's initials ("ncpo") and the stems they stand for
+    # Each name with the words written right beside it as its title: "Prime Minister David
+    # Cameron", "Dr Christopher Kuhar, executive director at the zoo" (stems, titles spelled out).
+    titled: tuple[tuple[frozenset[str], frozenset[str]], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,12 +133,24 @@ def focus_index(context: Sequence[str], spelled: dict[str, frozenset[str]]) -> F
     """Each context sentence's words and names (step 3 of the module note)."""
     lower = lower_case_words("\n".join(context))
     out: list[_Sentence] = []
+    titled: list[tuple[frozenset[str], frozenset[str]]] = []
     for passage in context:
         previous: tuple[frozenset[str], ...] = ()
         for start, end in sentences(passage):
             text = passage[start:end]
             found = [n for n in find_names(text, lower, skip_sentence_starts=False) if n.words]
             names = tuple(frozenset(n.words) for n in found)
+            for n in found:
+                beside = _TITLE_BEFORE.search(text, 0, n.start)
+                after = _TITLE_AFTER.match(text, n.end)
+                before = beside.group(1).split() if beside else []
+                while before and before[0].lower().rstrip(".") in STOP_WORDS:
+                    before = before[1:]  # "directed by John Carney": no title
+                if any(w.lower().rstrip(".") in STOP_WORDS for w in before):
+                    before = before[[w.lower().rstrip(".") in STOP_WORDS for w in before].index(True) + 1:]
+                title = " ".join(before) + " " + (after.group(1) if after else "")
+                if title.strip():
+                    titled.append((frozenset(n.words), frozenset(_stems(title, spelled))))
             lead = _PRONOUN_START.match(text)
             words = frozenset(_stems(text, spelled))
             parts = [(frozenset(_stems(text[a:b], spelled)),
@@ -136,7 +161,7 @@ def focus_index(context: Sequence[str], spelled: dict[str, frozenset[str]]) -> F
                 parts.append((words, previous))
             out.append(_Sentence(words, names, tuple(parts)))
             previous = names or previous
-    return FocusIndex(tuple(out), lower, spelled)
+    return FocusIndex(tuple(out), lower, spelled, tuple(titled))
 
 
 def question_focus(question: str, spelled: dict[str, frozenset[str]]) -> frozenset[str]:
@@ -188,6 +213,11 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
     asked = [frozenset(n.words) for n in find_names(question, lower_case_words(question), skip_sentence_starts=True)]
     if not names or len(names) > 2:
         return ()
+    # A name and little else ("It was Buzz Aldrin.", "The CFO is Maria Lopez."): what it says
+    # besides the name is the question's. A short sentence of its own is the clause check's.
+    said = content_words(answer) - {stem(w) for n in names for w in n.words} - content_words(question)
+    if len(said - {"answer"}) > MAX_OWN_WORDS:
+        return ()
     choice = _CHOICE.search(question)
     if choice is not None:
         options = [frozenset(_name_words(choice.group(k))) for k in ("a", "b")]
@@ -199,11 +229,16 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
         return ()
     asked_words = {w for a in asked for w in a}
     known = {k for s in index.sentences for k in s.names}
+    # Names the context gives the focus as their title ("Prime Minister David Cameron").
+    holders = [n for n, title in index.titled if focus <= title] if focus <= _TITLE_STEMS else []
     out = []
     for name in names:
         words = frozenset(name.words)
-        if words & asked_words:
-            continue  # the question's own name
+        if words & asked_words or {stem(w) for w in words} <= focus:
+            continue  # the question's own name, or the title itself ("It is Prime Minister.")
+        if holders and not any(words & h for h in holders) and _score(index, words, focus) is not None:
+            out.append(_off(answer, name))  # the title is another's
+            continue
         mine = _score(index, words, focus)
         if mine is None or mine[1] >= len(focus):
             continue
