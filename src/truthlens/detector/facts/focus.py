@@ -1,4 +1,4 @@
-"""A short answer judged by its question's focus: the holder of the role asked for, or someone the context gives another.
+"""A short answer judged by its question's focus: the holder of the role asked for, or someone given another.
 
 "Who is the CFO?" - "It was Maria Lopez." names someone the context does name, so a look-up
 calls it supported, and the answer says nothing of its own to align with a context clause. What
@@ -85,11 +85,16 @@ _SKIP = STOP_WORDS | {"name", "called", "known", "person", "people", "one", "did
 @dataclass(frozen=True, slots=True)
 class _Sentence:
     words: frozenset[str]  # stems of every word, names' words included, titles spelled out
-    names: tuple[frozenset[str], ...]  # its names, and those a pronoun subject carries over
+    names: tuple[frozenset[str], ...]
     # Its clauses' words and names (:func:`truthlens.detector.text.clauses`): what ties a name to a
     # focus word when two names share the sentence ("Composer William Grant Still and soprano
     # Leontyne Price both have associations with the company").
     clauses: tuple[tuple[frozenset[str], tuple[frozenset[str], ...]], ...] = ()
+    # The names of the sentence before that a pronoun subject carries over, and what the sentence
+    # says of them (all of it: its first clause alone loses "A noted engineer, he built forts,
+    # but suffered a defeat").
+    carried: tuple[frozenset[str], ...] = ()
+    carried_words: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,12 +160,11 @@ def focus_index(context: Sequence[str], spelled: dict[str, frozenset[str]]) -> F
             words = frozenset(_stems(text, spelled))
             parts = [(frozenset(_stems(text[a:b], spelled)),
                       tuple(frozenset(n.words) for n in found if a <= n.start < b)) for a, b in clauses(text)]
+            carried: tuple[frozenset[str], ...] = ()
             if lead and previous and not any(n.start < lead.end() for n in found):
-                # (which of them it speaks of is not read: all, of the whole sentence)
-                names = (*names, *previous)
-                parts.append((words, previous))
-            out.append(_Sentence(words, names, tuple(parts)))
-            previous = names or previous
+                carried = previous  # (which of them it speaks of is not read: all)
+            out.append(_Sentence(words, names, tuple(parts), carried, words if carried else frozenset()))
+            previous = names or carried or previous
     return FocusIndex(tuple(out), lower, spelled, tuple(titled))
 
 
@@ -179,8 +183,8 @@ def question_focus(question: str, spelled: dict[str, frozenset[str]]) -> frozens
             if w.lower() in own:
                 continue
             if w.lower() in _SKIP or w.lower() in ("who", "whom", "what", "which", "where", "when"):
-                if picked and pattern is not _BY_WHOM:
-                    break
+                if picked and pattern in (_WHO_IS, _WHICH):
+                    break  # (the noun phrase asked for ends; a verb phrase goes on: "stayed in lunar orbit")
                 continue
             picked.append(w)
         if pattern is _BY_WHOM:
@@ -191,16 +195,16 @@ def question_focus(question: str, spelled: dict[str, frozenset[str]]) -> frozens
     return frozenset()
 
 
-def _mentions(sentence: _Sentence, words: frozenset[str]) -> bool:
-    return any(words & known for known in sentence.names)
-
-
 def _score(index: FocusIndex, words: frozenset[str], focus: frozenset[str]) -> tuple[int, int] | None:
     """The most focus words one sentence mentioning the name ``words`` holds, and then one clause
     of it that mentions the name (None: no sentence mentions it)."""
-    scores = [(len(focus & s.words), max((len(focus & w) for w, names in s.clauses
-                                          if any(words & k for k in names)), default=0))
-              for s in index.sentences if _mentions(s, words)]
+    scores = []
+    for s in index.sentences:
+        if any(words & known for known in s.names):
+            scores.append((len(focus & s.words), max((len(focus & w) for w, names in s.clauses
+                                                      if any(words & k for k in names)), default=0)))
+        elif any(words & known for known in s.carried):
+            scores.append((len(focus & s.carried_words),) * 2)
     return max(scores) if scores else None
 
 
@@ -228,7 +232,7 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
     if not focus:
         return ()
     asked_words = {w for a in asked for w in a}
-    known = {k for s in index.sentences for k in s.names}
+    known = {k for s in index.sentences for k in (*s.names, *s.carried)}
     # Names the context gives the focus as their title ("Prime Minister David Cameron").
     holders = [n for n, title in index.titled if focus <= title] if focus <= _TITLE_STEMS else []
     out = []
