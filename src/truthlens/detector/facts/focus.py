@@ -25,7 +25,8 @@ a mix-up. :func:`off_focus_names` does the same, by rule:
 
 A title the context writes beside a name ("Prime Minister David Cameron", "Dr Christopher Kuhar,
 executive director at the zoo") makes that name the holder: another name the context mentions,
-answering a question whose focus is that title, is off focus whatever the sentences share.
+in no clause with that title, answering a question whose focus is that title, is off focus
+whatever the sentences share.
 
 A question offering a choice ("Who was born first, Pablo Trapero or Aleksander Ford?") is
 answered by one of its options: an answer naming neither, but a name the context mentions, is
@@ -240,10 +241,12 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
         words = frozenset(name.words)
         if words & asked_words or {stem(w) for w in words} <= focus:
             continue  # the question's own name, or the title itself ("It is Prime Minister.")
-        if holders and not any(words & h for h in holders) and _score(index, words, focus) is not None:
-            out.append(_off(answer, name))  # the title is another's
-            continue
         mine = _score(index, words, focus)
+        if holders and not any(words & h for h in holders) and mine is not None and mine[1] < len(focus):
+            # The title is another's, and no clause gives it to this name ("Beverley Sunderland,
+            # managing director of Crosslands Solicitors": the firm shares the MD's clause).
+            out.append(_off(answer, name))
+            continue
         if mine is None or mine[1] >= len(focus):
             continue
         others = [_score(index, k, focus) or (0, 0) for k in known if not k & words and not k & asked_words]
