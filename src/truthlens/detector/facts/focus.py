@@ -62,9 +62,9 @@ TITLES: dict[str, str] = {
     "sg": "secretary general", "ambassador": "ambassador", "amb": "ambassador", "atty": "attorney",
     "asst": "assistant", "dir": "director", "mgr": "manager", "pr": "public relations",
 }
+_TITLE_STEMS = frozenset(stem(w) for t in TITLES.values() for w in t.split())  # a focus that is a title
 # A sentence whose subject is a pronoun or "the film" ("A noted engineer, he constructed ..."):
 # it goes on about a name of the sentence before.
-_TITLE_STEMS = frozenset(stem(w) for t in TITLES.values() for w in t.split())
 _PRONOUN_START = re.compile(r"^(?:[\w'’-]+,?\s+){0,5}?(?:he|she|it|they|his|her|its|their|this|the\s+(?:company|firm|"
                             r"club|band|group|film|team|city|town|school|university|song|album|novel|show|series))\b",
                             re.IGNORECASE)
