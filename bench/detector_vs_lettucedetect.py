@@ -51,12 +51,14 @@ import tempfile
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from bench.detect_worker import ChildDetector, child_at
 from training.corpus import halueval, ragtruth
 from truthlens.detector.backends.factory import create_detector
 from truthlens.detector.backends.onnx import usable_cores
@@ -71,6 +73,8 @@ BLOCK = 25  # inputs timed per runtime before switching to the next
 LD = "lettucedetect"
 # fp32 ONNX vs the same checkpoint in torch (with segment ids): float rounding only.
 SAME_MODEL_TOLERANCE = 1e-3
+# Our variants (``--variants``): int8 is always timed, fp32 always runs (the agreement tables).
+VARIANTS = ("fp32", "unfused", "split", "int8", "blockwise")
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,22 +112,28 @@ def percentile(values: Sequence[float], q: float) -> float:
     return float(np.percentile(np.asarray(values), q))
 
 
-def export_dirs(hf: Path, fp32: Path | None, int8: Path | None, tmp: Path) -> dict[str, Path]:
+def export_dirs(
+    hf: Path, fp32: Path | None, int8: Path | None, tmp: Path, variants: Sequence[str] = VARIANTS
+) -> dict[str, Path]:
     """fp32, int8 without fused attention, int8 (the default export: fused, then quantised),
-    blockwise int8 (``truthlens export --int8-blockwise``)."""
+    blockwise int8 (``truthlens export --int8-blockwise``); only the ``variants`` named."""
     from truthlens.detector.export.checkpoint import export_model
 
     if fp32 is None:
         fp32 = tmp / "fp32"
         export_model(hf, fp32, quantize="none")
-    plain = tmp / "int8-unfused"
-    export_model(hf, plain, quantize="int8", optimize=False)
+    dirs = {"fp32": fp32}
+    if "unfused" in variants:
+        dirs["unfused"] = tmp / "int8-unfused"
+        export_model(hf, dirs["unfused"], quantize="int8", optimize=False)
     if int8 is None:
         int8 = tmp / "int8"
         export_model(hf, int8, quantize="int8")
-    blockwise = tmp / "int8-blockwise"
-    export_model(hf, blockwise, quantize="int8-blockwise")
-    return {"fp32": fp32, "unfused": plain, "int8": int8, "blockwise": blockwise}
+    dirs["int8"] = int8
+    if "blockwise" in variants:
+        dirs["blockwise"] = tmp / "int8-blockwise"
+        export_model(hf, dirs["blockwise"], quantize="int8-blockwise")
+    return dirs
 
 
 def lettuce(hf: Path, max_length: int, segment_ids: bool) -> Any:
@@ -222,16 +232,25 @@ def throughput_lettuce(detector: Any, items: Sequence[DetectionInput], concurren
 
 
 async def interleaved(
-    ours: dict[str, DetectorEngine], ld: Any, items: Sequence[DetectionInput]
-) -> tuple[dict[str, list[float]], list[np.ndarray]]:
+    ours: dict[str, DetectorEngine], ld: Any, items: Sequence[DetectionInput],
+    others: dict[str, ChildDetector] | None = None,
+) -> tuple[dict[str, list[float]], list[np.ndarray], dict[str, list[dict[str, Any]]]]:
     """Per-item ms of every runtime, in blocks of inputs in rotating order: interleaving single
     calls would let one runtime's spinning worker threads (OpenMP, onnxruntime) slow the other
-    down. Also LettuceDetect's token probabilities."""
-    lat: dict[str, list[float]] = {LD: [], **{name: [] for name in ours}}
+    down. Also LettuceDetect's token probabilities, and the checks of the other builds
+    (``others``: each timed in its own process, in its turn)."""
+    others = others or {}
+    lat: dict[str, list[float]] = {LD: [], **{name: [] for name in ours}, **{name: [] for name in others}}
     ld_probs: list[np.ndarray] = []
+    their_checks: dict[str, list[dict[str, Any]]] = {name: [] for name in others}
     for start in range(0, len(items), BLOCK):
         block = items[start : start + BLOCK]
         for name in _rotate(list(lat), start // BLOCK):
+            if name in others:
+                checks = others[name].checks(block)
+                their_checks[name].extend(checks)
+                lat[name].extend(c["ms"] for c in checks)
+                continue
             for item in block:
                 if name == LD:
                     ms, probs = timed_lettuce(ld, item)
@@ -239,7 +258,19 @@ async def interleaved(
                     lat[name].append(ms)
                 else:
                     lat[name].append(await timed_ours(ours[name], item))
-    return lat, ld_probs
+    return lat, ld_probs, their_checks
+
+
+def print_latency(lat: dict[str, list[float]]) -> None:
+    """The first pass's latency per runtime and its ratio to LettuceDetect's (``--latency-only``)."""
+    base = statistics.median(lat[LD]), percentile(lat[LD], 95), statistics.fmean(lat[LD])
+    print()
+    print("latency at 1 caller (first pass over the inputs; x: LettuceDetect's / ours)")
+    print(f"{'detector':<19} {'p50 ms':>7} {'p95 ms':>7} {'mean ms':>8} {'p50 x':>6} {'p95 x':>6} {'mean x':>6}")
+    for name, values in lat.items():
+        own = statistics.median(values), percentile(values, 95), statistics.fmean(values)
+        print(f"{name:<19} {own[0]:>7.1f} {own[1]:>7.1f} {own[2]:>8.1f} {base[0] / own[0]:>6.2f} "
+              f"{base[1] / own[1]:>6.2f} {base[2] / own[2]:>6.2f}")
 
 
 def spread(values: Sequence[float]) -> str:
@@ -247,7 +278,7 @@ def spread(values: Sequence[float]) -> str:
     return f"{statistics.median(values):.2f} [{min(values):.2f}-{max(values):.2f}]"
 
 
-def engines(dirs: dict[str, Path]) -> dict[str, DetectorEngine]:
+def engines(dirs: dict[str, Path], variants: Sequence[str] = VARIANTS) -> dict[str, DetectorEngine]:
     # The in-process default (src/truthlens/gateway/policy/config.py): two runs in flight, the cores
     # split between them, a lone row on every core.
     default = DetectorSettings(provider="cpu", max_in_flight=2)
@@ -256,12 +287,15 @@ def engines(dirs: dict[str, Path]) -> dict[str, DetectorEngine]:
     out: dict[str, DetectorEngine] = {}
     for name, settings, directory in (
         ("onnx fp32", default, dirs["fp32"]),
-        ("onnx int8 unfused", default, dirs["unfused"]),
+        ("onnx int8 unfused", default, dirs.get("unfused")),
         ("onnx int8 split", split, dirs["int8"]),
         ("onnx int8", default, dirs["int8"]),
-        ("onnx int8 blockwise", default, dirs["blockwise"]),
+        ("onnx int8 blockwise", default, dirs.get("blockwise")),
     ):
-        out[name] = _engine(settings, directory)
+        # fp32 always: the checkpoint check and the agreement tables read it.
+        if directory is not None and (name in ("onnx fp32", "onnx int8")
+                                      or name.removeprefix("onnx int8 ") in variants):
+            out[name] = _engine(settings, directory)
     return out
 
 
@@ -277,11 +311,14 @@ async def run(args: argparse.Namespace) -> None:
     threads = args.threads or usable_cores()
     torch.set_num_threads(threads)
     items = load_inputs(args.inputs, args.n)
-    with tempfile.TemporaryDirectory(prefix="truthlens-bench-") as tmp:
-        dirs = export_dirs(args.hf_model, args.onnx_model, args.onnx_int8_model, Path(tmp))
+    variants = tuple(args.variants.split(","))
+    with tempfile.TemporaryDirectory(prefix="truthlens-bench-") as tmp, ExitStack() as stack:
+        dirs = export_dirs(args.hf_model, args.onnx_model, args.onnx_int8_model, Path(tmp), variants)
         fp32_dir, int8_dir = dirs["fp32"], dirs["int8"]
         manifest = load_manifest(fp32_dir)
-        ours = engines(dirs)
+        ours = engines(dirs, variants)
+        # Another build (--beside): its code and shipped model in a child process, timed in turns.
+        others = {f"build {c}": stack.enter_context(child_at(c)) for c in args.beside}
         ld = lettuce(args.hf_model, manifest.max_length, segment_ids=False)
         ld_seg = lettuce(args.hf_model, manifest.max_length, segment_ids=True)
 
@@ -298,7 +335,17 @@ async def run(args: argparse.Namespace) -> None:
             for engine in ours.values():
                 await engine.detect(item, threshold=0.5)
 
-        lat, ld_probs = await interleaved(ours, ld, items)
+        for child in others.values():
+            child.checks(items[-3:])
+        # fp32 is timed when named in --variants (it always runs for the checkpoint and agreement checks).
+        timed = {k: v for k, v in ours.items() if k != "onnx fp32" or "fp32" in variants}
+        lat, ld_probs, their_checks = await interleaved(timed, ld, items, others)
+        if args.latency_only:
+            print_latency(lat)
+            await beside_builds(ours["onnx int8"], items, their_checks)
+            for engine in ours.values():
+                await engine.close()
+            return
         n = args.concurrency
         tput: dict[tuple[str, int], list[float]] = {(name, c): [] for name in lat for c in (1, n)}
         for repeat in range(args.repeats):
@@ -306,6 +353,8 @@ async def run(args: argparse.Namespace) -> None:
                 for name in _rotate(list(lat), repeat):
                     if name == LD:
                         rate = throughput_lettuce(ld, items, callers, threads)
+                    elif name in others:
+                        rate = others[name].throughput(items, callers)
                     else:
                         rate = await throughput_ours(ours[name], items, callers)
                     tput[name, callers].append(rate)
@@ -331,10 +380,11 @@ async def run(args: argparse.Namespace) -> None:
         print("(x = speed-up over LettuceDetect: its latency / ours, our checks/s / its; checks/s passes see "
               "contexts already checked once)")
 
+        await beside_builds(ours["onnx int8"], items, their_checks)
         ld_seg_probs = [lettuce_probs(ld_seg, i) for i in items]
         probs = {
             name: await our_probs(ours[name], items)
-            for name in ("onnx fp32", "onnx int8 unfused", "onnx int8", "onnx int8 blockwise")
+            for name in ("onnx fp32", "onnx int8 unfused", "onnx int8", "onnx int8 blockwise") if name in ours
         }
         print()
         print(f"{'pair':<44} {'tokens':>7} {'token agree':>12} {'mean |dp|':>10} {'verdict agree':>14} {'skipped':>8}")
@@ -343,9 +393,11 @@ async def run(args: argparse.Namespace) -> None:
             ("onnx fp32 vs lettucedetect + segment ids", probs["onnx fp32"], ld_seg_probs),
             ("onnx int8 vs lettucedetect + segment ids", probs["onnx int8"], ld_seg_probs),
             ("onnx int8 vs onnx fp32", probs["onnx int8"], probs["onnx fp32"]),
-            ("onnx int8 vs onnx int8 unfused", probs["onnx int8"], probs["onnx int8 unfused"]),
-            ("onnx int8 blockwise vs onnx fp32", probs["onnx int8 blockwise"], probs["onnx fp32"]),
+            ("onnx int8 vs onnx int8 unfused", probs["onnx int8"], probs.get("onnx int8 unfused")),
+            ("onnx int8 blockwise vs onnx fp32", probs.get("onnx int8 blockwise"), probs["onnx fp32"]),
         ):
+            if a is None or b is None:
+                continue
             g = agreement(a, b)
             print(f"{name:<44} {g.tokens:>7} {g.token_agree:>12.2%} {g.mean_abs_diff:>10.4f} "
                   f"{g.example_agree:>14.2%} {g.skipped:>8}")
@@ -377,20 +429,46 @@ async def same_checkpoint(
 
 async def whole_check_agreement(ours: dict[str, DetectorEngine], items: Sequence[DetectionInput]) -> None:
     """Verdicts (detected / clean at the calibrated thresholds) and spans of the whole check."""
-    checks = {name: [await ours[name].detect(i, threshold=0.5) for i in items] for name in ours}
+    checks = {name: [await ours[name].detect(i, threshold=0.5) for i in items] for name in ours
+              if name in ("onnx int8", "onnx fp32", "onnx int8 split", "onnx int8 blockwise")}
     print()
     print(f"{'whole check (verdict at threshold 0.5, spans)':<44} {'verdict agree':>14} {'+ same spans':>13}")
     for name, other in (("onnx int8", "onnx fp32"), ("onnx int8", "onnx int8 split"),
                         ("onnx int8 blockwise", "onnx fp32")):
+        if name not in checks or other not in checks:
+            continue
         pairs = [same_check(a, b) for a, b in zip(checks[name], checks[other], strict=True)]
         print(f"{name + ' vs ' + other:<44} {sum(v for v, _ in pairs) / len(pairs):>14.2%} "
               f"{sum(s for _, s in pairs) / len(pairs):>13.2%}")
+
+
+async def beside_builds(
+    ours: DetectorEngine, items: Sequence[DetectionInput], theirs: dict[str, list[dict[str, Any]]]
+) -> None:
+    """This build's whole check ("onnx int8" with the in-process defaults: the shipped model when
+    ``--onnx-int8-model`` names it) against each other build's shipped defaults, per item."""
+    if not theirs:
+        return
+    checks = [await ours.detect(i, threshold=0.5) for i in items]
+    print()
+    print(f"{'this build vs another (whole check, threshold 0.5)':<52} {'verdict agree':>14} {'+ same spans':>13} "
+          f"{'rows':>11} {'flagged':>9}")
+    for name, other in theirs.items():
+        same = [(a.status == b["status"], a.status == b["status"] and [(s.start, s.end) for s in a.spans]
+                 == [tuple(x) for x in b["spans"]]) for a, b in zip(checks, other, strict=True)]
+        rows = f"{statistics.fmean(c.chunks for c in checks):.2f}/{statistics.fmean(c['rows'] for c in other):.2f}"
+        flagged = f"{sum(c.status == 'detected' for c in checks)}/{sum(c['status'] == 'detected' for c in other)}"
+        print(f"{'onnx int8 vs ' + name:<52} {sum(v for v, _ in same) / len(same):>14.2%} "
+              f"{sum(s for _, s in same) / len(same):>13.2%} {rows:>11} {flagged:>9}")
+    print("(rows: model rows per check, this build / the other; flagged: answers detected, the same order)")
 
 
 async def rag_inputs(args: argparse.Namespace, ld: Any, int8_dir: Path) -> None:
     """The whole check vs LettuceDetect per item on ~400-token RAG inputs, each context new."""
     from bench.detector_check_latency import TARGET_TOKENS, inputs
 
+    if args.rag_n <= 0:
+        return
     if not ragtruth.available(args.ragtruth):
         print(f"\n(no RAGTruth at {args.ragtruth}: the ~400-token RAG comparison is skipped)")
         return
@@ -398,7 +476,7 @@ async def rag_inputs(args: argparse.Namespace, ld: Any, int8_dir: Path) -> None:
     # A new engine: the main inputs may share these passages, and its embedder must not know them.
     engine = _engine(DetectorSettings(provider="cpu", max_in_flight=2), int8_dir)
     await engine.detect(DetectionInput(("A warm-up passage.",), "Warm up?", "It warms up."), threshold=0.5)
-    lat, _ = await interleaved({"onnx int8": engine}, ld, items)
+    lat, _, _ = await interleaved({"onnx int8": engine}, ld, items)
     rows = [(await engine.detect(i, threshold=0.5)).chunks for i in items]
     await engine.close()
     ours, theirs = lat["onnx int8"], lat[LD]
@@ -456,6 +534,15 @@ def main() -> None:
                         help="RAGTruth folder for the ~400-token RAG inputs")
     parser.add_argument("--rag-n", type=int, default=60, help="~400-token RAG inputs (as many as there are)")
     parser.add_argument("--long", action="store_true", help="also time a new 2k- and 8k-token context")
+    parser.add_argument("--variants", default=",".join(VARIANTS),
+                        help="our variants timed, comma-separated: fp32, unfused, split, int8, blockwise (int8 "
+                             "always; fp32 always runs for the agreement tables)")
+    parser.add_argument("--latency-only", action="store_true",
+                        help="only the first pass's latency (and --beside's verdicts): no checks/s, no agreement "
+                             "tables")
+    parser.add_argument("--beside", action="append", default=[], metavar="COMMIT",
+                        help="also time this commit's build (its code and shipped model) in turns, and compare "
+                             "its verdicts with this build's (repeatable)")
     asyncio.run(run(parser.parse_args()))
 
 

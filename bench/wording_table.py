@@ -4,7 +4,8 @@ The development answers of each task shape (RAGTruth's odd-``source_id`` dev par
 first answers of HaluEval's dev fold and, with a training mix, of the XSum and Quintd-1 dev
 parts) are checked under every instruction wording of :mod:`bench.wordings`, the shipped model
 with its defaults. Per wording: the share of faithful answers flagged and the balanced accuracy,
-per set and pooled, and the spread of balanced accuracy across the wordings.
+per set and pooled, the spread of balanced accuracy across the wordings, and how each wording's
+requests are read (``read as``: the task named in ``x-truthlens-task``).
 
 ``--request-reading shape-only`` measures the other remedy the wording problem allows: the task
 shape read from the context (the verdict's model per shape), the model's prompt and the fact
@@ -17,6 +18,7 @@ import argparse
 import asyncio
 import dataclasses
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,7 +31,7 @@ from training.verdict_data import human_dev_cases
 from truthlens.detector import engine as engine_module
 from truthlens.detector.backends.factory import create_detector
 from truthlens.detector.engine import DetectorEngine
-from truthlens.detector.prompt import checked
+from truthlens.detector.prompt import checked, read_task
 from truthlens.detector.types import DetectionInput
 
 
@@ -66,12 +68,13 @@ def questions_as_sent(on: bool) -> Iterator[None]:
     if not on:
         yield
         return
-    saved = engine_module.checked
-    engine_module.checked = lambda item: item
+    names = vars(engine_module)  # the engine's own binding of prompt.checked
+    saved = names["checked"]
+    names["checked"] = lambda item: item
     try:
         yield
     finally:
-        engine_module.checked = saved
+        names["checked"] = saved
 
 
 async def score_wordings(
@@ -96,6 +99,12 @@ async def score_wordings(
     scored = dict(zip(keys, await score_cases(engine, [unique[k] for k in keys]), strict=True))
     # Each answer keeps its own worded case (the verdict reads the question as sent).
     return {k: [dataclasses.replace(scored[key], case=case) for key, case in rows] for k, rows in keyed.items()}
+
+
+def read_as(answers: list[Scored]) -> str:
+    """How the requests were read (``Task.name``), the commonest first with its share."""
+    names = Counter(read_task(a.case.item.context, a.case.item.question).name for a in answers)
+    return ", ".join(f"{name} {100 * n / len(answers):.0f}%" for name, n in names.most_common())
 
 
 def checked_key(item: DetectionInput, as_sent: bool = False) -> object:
@@ -135,10 +144,12 @@ def run(args: argparse.Namespace) -> int:
                 spread[set_name].append(m.balanced_accuracy)
             m = metrics(pooled, decision)
             row["pooled FA"], row["pooled BA"] = f"{m.false_alarms:.3f}", f"{m.balanced_accuracy:.3f}"
+            row["read as"] = read_as(pooled)
             spread["pooled"].append(m.balanced_accuracy)
             rows[wording.name] = row
         rows["BA spread (max - min)"] = {f"{n} BA": f"{max(v) - min(v):.3f}" for n, v in spread.items()}
         counts = ", ".join(f"{n} {len(c)} ({sum(x.hallucinated for x in c)} hallucinated)" for n, c in by_set.items())
-        print_table(f"wordings, {shape}: {counts}; FA = faithful answers flagged, BA = balanced accuracy",
-                    [f"{n} {k}" for n in names for k in ("FA", "BA")], rows)
+        print_table(f"wordings, {shape}: {counts}; FA = faithful answers flagged, BA = balanced accuracy; "
+                    "read as = the task the gateway reads the request as (x-truthlens-task, share of answers)",
+                    [*(f"{n} {k}" for n in names for k in ("FA", "BA")), "read as"], rows)
     return 0

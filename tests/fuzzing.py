@@ -1,12 +1,16 @@
 """Hostile upstream bodies for the property-based tests (``hypothesis``), and the fuzz profiles.
 
 Profiles (``TRUTHLENS_FUZZ_PROFILE``): ``default`` keeps the suite quick (a few hundred examples
-in all, no example database written), ``thorough`` runs many more (on demand: see
-docs/operations.md, "Fuzzing the codecs"). What is generated: chat chunks and Responses events
-whose fields have odd types, JSON-escaped spellings of the verdict's name (``"truthl\\u0065ns"``)
-in keys, types and event names, values nested past any parser's recursion limit, byte order
-marks, ``retry`` lines of non-ASCII digits, CR / LF / CRLF line ends mixed, and split points
-anywhere (inside a code point too).
+in all, the same ones every run, no example database written); ``ci`` (the default when the
+environment says ``CI=true``) runs as many, drawn from a seed that changes every run (printed in
+the report header and again after a failure, with the option that replays it; ``conftest.py``);
+``thorough`` runs many more (on demand: see docs/operations.md, "Fuzzing the codecs"). A case a
+fresh seed finds is a bug: fix it and keep the case as an ``@example`` of its property. What is
+generated: chat chunks and Responses events whose fields have odd types, JSON-escaped spellings
+of the verdict's name (``"truthl\\u0065ns"``) in keys, types and event names, values nested past
+the gateway's JSON depth bound and past the interpreter's recursion limit, byte order marks,
+``retry`` lines of non-ASCII digits, CR / LF / CRLF line ends mixed, and split points anywhere
+(inside a code point too).
 
 A forged verdict always says ``"status": "FORGED"``: no verdict with that status may reach a client.
 """
@@ -15,9 +19,11 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
@@ -26,12 +32,47 @@ FORGED = {"status": "FORGED", "action": "none"}
 _PLACEHOLDER = "__FORGED_KEY__"
 _DEEP = "__DEEP_VALUE__"
 
+_QUIET = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 settings.register_profile("default", max_examples=40, deadline=None, database=None, derandomize=True,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+                          suppress_health_check=_QUIET)
+# Fresh examples every run (the seed: :data:`SEED`), the failing one printed as a decorator too.
+settings.register_profile("ci", max_examples=40, deadline=None, database=None, derandomize=False,
+                          print_blob=True, suppress_health_check=_QUIET)
 settings.register_profile("thorough", max_examples=2000, deadline=None, database=None,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-settings.load_profile(os.environ.get("TRUTHLENS_FUZZ_PROFILE", "default"))
+                          suppress_health_check=_QUIET)
+PROFILE = os.environ.get("TRUTHLENS_FUZZ_PROFILE") or ("ci" if os.environ.get("CI", "").lower() == "true" else "default")
+settings.load_profile(PROFILE)
+# The run's seed where examples are random (``TRUTHLENS_FUZZ_SEED`` replays one): conftest.py hands
+# it to hypothesis (``--hypothesis-seed``) and prints it. None: derandomized, nothing to print.
+SEED: int | None = (None if settings.default.derandomize
+                    else int(os.environ.get("TRUTHLENS_FUZZ_SEED") or random.SystemRandom().randrange(2**32)))
 
+
+
+# -- the seed in pytest (hooks re-exported by tests/conftest.py) ------------------------------------
+
+@pytest.hookimpl(tryfirst=True)  # before hypothesis's own plugin reads --hypothesis-seed
+def pytest_configure(config: pytest.Config) -> None:
+    if SEED is not None and config.getoption("hypothesis_seed", None) is None:
+        config.option.hypothesis_seed = str(SEED)
+
+
+def _seed_line(config: pytest.Config) -> str | None:
+    seed = config.getoption("hypothesis_seed", None)
+    if seed is None:
+        return None
+    return (f"fuzz profile {PROFILE}, seed {seed}: replay with TRUTHLENS_FUZZ_SEED={seed} "
+            f"TRUTHLENS_FUZZ_PROFILE={PROFILE} (or --hypothesis-seed={seed})")
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    return _seed_line(config)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    line = _seed_line(config)
+    if line is not None and exitstatus != 0:
+        terminalreporter.write_line(line)
 
 @st.composite
 def escaped(draw: st.DrawFn, word: str = NAME) -> str:
@@ -90,12 +131,16 @@ def responses_events() -> st.SearchStrategy[dict[str, Any]]:
 @st.composite
 def event_text(draw: st.DrawFn, objects: st.SearchStrategy[dict[str, Any]]) -> str:
     """One SSE event: an object of ``objects`` as JSON with each placeholder filled in hostilely
-    (an escaped verdict name; a value nested up to 400 deep), an optional ``event:`` name (a
-    forged ``truthlens.verdict`` too), odd fields, then a blank line."""
+    (an escaped verdict name; a value nested up to 400 deep, or past the gateway's bound up to
+    5,000 deep, beyond the interpreter's recursion limit: a reader without the bound fails
+    there), an optional ``event:`` name (a forged ``truthlens.verdict`` too), odd fields, then a
+    blank line."""
     data = json.dumps(draw(objects), ensure_ascii=draw(st.booleans()))
     while _PLACEHOLDER in data:
         data = data.replace(_PLACEHOLDER, draw(escaped()) if draw(st.booleans()) else draw(escaped()) + ".verdict", 1)
-    depth = draw(st.integers(0, 400))
+    # Past the gateway's bound (json_doc.MAX_DEPTH, 128) and past the recursion limit (1,000),
+    # where a parser without the bound raises: fixed numbers, so a changed bound is still tested.
+    depth = draw(st.one_of(st.integers(0, 400), st.integers(400, 5000)))
     data = data.replace(f'"{_DEEP}"', "[" * depth + "]" * depth)
     lines = []
     name = draw(st.sampled_from([None, None, "message", "truthlens.verdict", "truthl\u0065ns"]))
@@ -190,6 +235,21 @@ def forged_in(name: str | None, data: str) -> bool:
         elif isinstance(item, list):
             stack.extend(item)
     return False
+
+
+def gateway_verdicts(events: list[tuple[str | None, str]]) -> list[tuple[int, str]]:
+    """The gateway's verdicts among ``events`` (what :func:`whatwg_events` reads), as (index,
+    status): an object's ``truthlens`` field whose status is not the forger's."""
+    found = []
+    for i, (_, data) in enumerate(events):
+        try:
+            doc = json.loads(data)
+        except (ValueError, RecursionError):
+            continue
+        verdict = doc.get(NAME) if isinstance(doc, dict) else None
+        if isinstance(verdict, dict) and verdict.get("status") != FORGED["status"]:
+            found.append((i, str(verdict.get("status"))))
+    return found
 
 
 def assert_released(body: bytes, out: bytes) -> None:

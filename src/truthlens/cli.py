@@ -112,7 +112,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--config-poll-s", type=float, default=2.0, help="how often the config file is checked")
     serve.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
     serve.add_argument("--no-check-endpoint", dest="check_endpoint", action="store_false",
-                       help="turn off POST /v1/check (the detector's dry run) on the metrics listener")
+                       help="turn off POST /v1/check (the detector's dry run) on the metrics listener (default: on)")
     serve.add_argument("--check-max-items", type=int, default=64, help="POST /v1/check: items per request (413 over)")
     serve.add_argument("--check-max-chars", type=int, default=2_000_000,
                        help="POST /v1/check: characters of context, questions and answers per request (413 over)")
@@ -233,7 +233,9 @@ def next_steps(target: Path, *, upstream_given: bool) -> list[str]:
               for port, role in sorted(roles.items())]
     steps += [
         "truthlens serve --config config.yaml &    # the processor: gRPC 127.0.0.1:50051, probes 127.0.0.1:9190",
-        "envoy -c envoy.yaml -l warning            # clients call http://127.0.0.1:10000/v1",
+        # --base-id / --disable-hot-restart: no shared memory with another Envoy on this host (the
+        # demo's, a sidecar's), which would refuse to start this one.
+        "envoy -c envoy.yaml -l warning --disable-hot-restart   # clients call http://127.0.0.1:10000/v1",
         "(or, with Docker: put the truthlens_extproc wheel here, then docker compose up -d --build)",
     ]
     return steps

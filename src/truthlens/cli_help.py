@@ -11,6 +11,9 @@ class HelpWithDefaults(argparse.HelpFormatter):
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
-        if action.default in (None, False, argparse.SUPPRESS) or "default" in text or not action.option_strings:
+        # A flag (no value: store_true / store_false) has no default worth showing: its default is
+        # "the flag is absent", and "(default: True)" beside --no-x reads as if --no-x were on.
+        if (action.default in (None, False, argparse.SUPPRESS) or "default" in text or not action.option_strings
+                or action.nargs == 0):
             return text
         return f"{text} (default: %(default)s)" if text else "default: %(default)s"

@@ -199,6 +199,9 @@ def busy_ports(ports: launch.EnvoyPorts) -> list[str]:
     busy = []
     for port, role in roles.items():
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            # As Envoy, gRPC and aiohttp bind: a port whose last connections wait in TIME-WAIT (the
+            # demo just run before this one) is free to them; only a listener makes it busy.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 probe.bind(("127.0.0.1", port))
             except OSError:

@@ -6,6 +6,7 @@ by their ``[acr:<task>]`` tags. Real: LLM client, ONNX embedder, ONNX detector, 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import time
@@ -189,11 +190,12 @@ async def test_upstream_failure_degrades_to_the_upstream_detection(
 
 async def test_budget_is_respected(upstream: ScriptedUpstream, llm: LLMClient,
                                    embedder: OnnxEmbedder, detector: Detector) -> None:
-    upstream.set_rules([{"name": "slow", "reply": {"content": "Answer: Canberra", "delay_s": 5}}])
-    start = time.monotonic()
-    verdict = await _run(_exchange((RIGHT_PASSAGE,), "Canberra.", AcrOptions(), budget_s=1.5),
-                         detector, llm, embedder)
-    assert time.monotonic() - start < 5.0  # ended with its budget, not with the 5 s reply
+    # The reply never comes within the test (an hour away): only the budget can end the check.
+    # (The wait's limit only keeps a regression from hanging the suite.)
+    upstream.set_rules([{"name": "slow", "reply": {"content": "Answer: Canberra", "delay_s": 3600}}])
+    verdict = await asyncio.wait_for(_run(_exchange((RIGHT_PASSAGE,), "Canberra.", AcrOptions(), budget_s=1.5),
+                                          detector, llm, embedder), 120)
+    assert upstream.calls  # it was asked, and gave up waiting
     assert verdict.attributes["acr"]["outcome"] == "incomplete"
     assert "timeout" in verdict.attributes["acr"]["reason"]
     detection = verdict.choices[0].detection
@@ -202,8 +204,10 @@ async def test_budget_is_respected(upstream: ScriptedUpstream, llm: LLMClient,
 
 async def test_clean_answer_that_memory_confirms_skips_the_external_agent(
         upstream: ScriptedUpstream, llm: LLMClient, embedder: OnnxEmbedder, detector: Detector) -> None:
+    # The extraction's reply never comes within the test (an hour away): a check that waited for
+    # it would never end (the wait's limit below only keeps that from hanging the suite).
     slow_extraction = {"name": "slow-extraction", "match": {"system_regex": r"^\[acr:extract-triples\]"},
-                       "reply": {"content": "<s>Australia | capital | Canberra</s>", "delay_s": 5}}
+                       "reply": {"content": "<s>Australia | capital | Canberra</s>", "delay_s": 3600}}
     upstream.set_rules([slow_extraction, *rules(
         internal={"content": "Answer: Canberra", "confidence": 0.9},
         triples="unused",
@@ -212,12 +216,12 @@ async def test_clean_answer_that_memory_confirms_skips_the_external_agent(
         fused="must not be asked",
     )])
     answer = "The capital of Australia is Canberra."
-    start = time.monotonic()
-    verdict = await _run(_exchange((RIGHT_PASSAGE,), answer, AcrOptions()), detector, llm, embedder)
+    verdict = await asyncio.wait_for(_run(_exchange((RIGHT_PASSAGE,), answer, AcrOptions()), detector, llm, embedder),
+                                     120)
     detection = verdict.choices[0].detection
     if detection.status != "clean":
         pytest.fail(f"the shipped detector flags a faithful answer: {detection}")
-    assert time.monotonic() - start < 5.0  # did not wait for the 5 s extraction's reply
+    assert "timeout" not in str(verdict.attributes["acr"].get("reason", ""))  # ended by agreement, not its budget
     assert verdict.headers[SOURCE_HEADER] == "agreement" and not verdict.rewritten
     assert "external" not in verdict.attributes["acr"]
     assert "acr:external-answer" not in tags_called(upstream.calls)

@@ -84,3 +84,12 @@ def test_the_smallest_buffer_decides_a_cluster_or_envoys_default_included(tmp_pa
     assert check(tmp_path, small, "--envoy", str(_envoy_with_buffers(tmp_path, None, None))).returncode == 0
     # Equal to the buffer (the shipped pair) is fine.
     assert check(tmp_path, shipped(), "--envoy", str(REPO / "envoy.yaml")).returncode == 0
+
+
+def test_a_config_that_checks_chat_but_not_the_legacy_completions_api_is_warned_about(tmp_path: Path) -> None:
+    doc = shipped()
+    doc["decisions"] = [d for d in doc["decisions"] if d["name"] != "completions"]  # type: ignore[attr-defined]
+    done = check(tmp_path, doc)
+    assert done.returncode == 0
+    assert "no checked decision takes the legacy completions API (/v1/completions)" in done.stderr
+    assert "the Responses API" not in done.stderr  # still checked: one warning, for the API left out

@@ -113,3 +113,17 @@ def test_threads_per_run(configured: int, in_flight: int, provider: str, expecte
     settings = DetectorSettings(intra_op_threads=configured, max_in_flight=in_flight)
     cores = len(os.sched_getaffinity(0))
     assert intra_op_threads(settings, provider) == (max(1, cores // 2) if expected == "half" else expected)
+
+
+def test_the_int8_kernels_named_at_start_up_are_the_best_the_cpu_flags_offer() -> None:
+    from truthlens.detector.backends.onnx import int8_kernels
+
+    def cpu(flags: str) -> str:
+        return f"processor\t: 0\nmodel name\t: Some CPU\nflags\t\t: fpu sse2 {flags}\n\nprocessor\t: 1\n"
+
+    assert int8_kernels(cpu("avx2 avx512bw avx512_vnni")) == "AVX512-VNNI"
+    assert int8_kernels(cpu("avx2 avx_vnni")) == "AVX-VNNI"
+    assert int8_kernels(cpu("avx2 avx512bw amx_int8 avx512_vnni")) == "AMX"
+    assert int8_kernels(cpu("avx2")) == "AVX2"
+    assert int8_kernels(cpu("")) == "SSE"
+    assert int8_kernels("Processor\t: ARMv8\nFeatures\t: fp asimd\n") == "unknown"  # no x86 flags line

@@ -93,7 +93,9 @@ async def test_each_word_carries_the_mean_of_both_models(ensemble_dir: Path) -> 
     assert _chars(scores, "Lyon") == pytest.approx([(flagged + clean) / 2], abs=1e-5)
     assert _chars(scores, "Berlin") == pytest.approx([(flagged + clean) / 2], abs=1e-5)
     assert _chars(scores, "museum") == pytest.approx([clean], abs=1e-5)
-    assert scores.rows == 2  # one row from each model
+    # Each model runs the rows its own model alone runs ("What happened?" asks for the whole
+    # passage: a summary, scored under its two wordings), no more.
+    assert scores.rows == 2 * lyon_alone.rows
 
     # Both words clear the ensemble's calibrated threshold (0.4) and are shown as spans.
     result = await ensemble.detect(DetectionInput(CONTEXT, "What happened?", ANSWER), threshold=0.3)

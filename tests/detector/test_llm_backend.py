@@ -22,7 +22,7 @@ from span_capture import captured_spans
 from truthlens.detector.backends import llm as llm_backend
 from truthlens.detector.backends.factory import create_detector
 from truthlens.detector.backends.llm import MAX_INVENTED, LlmDetector
-from truthlens.detector.quotes import locate_quotes
+from truthlens.detector.backends.quotes import locate_quotes
 from truthlens.detector.types import (
     DetectionInput,
     DetectorHooks,

@@ -1,8 +1,8 @@
-"""Quotes → answer offsets (:mod:`truthlens.detector.quotes`). Pure functions: nothing scripted."""
+"""Quotes → answer offsets (:mod:`truthlens.detector.backends.quotes`). Pure functions: nothing scripted."""
 
 from __future__ import annotations
 
-from truthlens.detector.quotes import fold, locate_quotes
+from truthlens.detector.backends.quotes import fold, locate_quotes
 
 ANSWER = "The tower was completed in 1925 and designed by Albert  Speer.\nIn 1925 it was painted red."
 

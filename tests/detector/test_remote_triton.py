@@ -5,7 +5,8 @@ shipped model for this module. The remote detector must give the in-process dete
 verdicts on the same inputs (same rows, same logits), and a server that dies or stalls must
 give "unavailable" with its reason, never "clean", and recover when the server is back.
 Skipped, with the reason, where Triton cannot run (not x86-64 Linux, or no Python with pytriton:
-set ``TRUTHLENS_TRITON_PYTHON``).
+set ``TRUTHLENS_TRITON_PYTHON``); failed instead in CI (``CI=true``), where ``.ci/run`` builds that
+environment: a CI whose Triton environment broke must not pass by skipping.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import environments
 import pytest
 from shipped_inputs import CONTEXT, GROUNDED, HALLUCINATED, QUESTION
 
@@ -28,9 +30,9 @@ from truthlens.detector.types import Detection, DetectionInput, DetectorSettings
 from truthlens.testing import model_server
 
 _REASON = model_server.unavailable_reason()
-pytestmark = pytest.mark.skipif(_REASON is not None, reason=f"Triton cannot run here: {_REASON}")
 
-# Long enough that "grounded" plans several rows per check (a batch of rows per call).
+# Long enough that an answer whose claims stand in reports far apart needs several rows per
+# check (a batch of rows per call); claims whose evidence one row holds share it.
 LONG_CONTEXT = [
     f"Report {i}: the harbour crane number {i} lifts {10 + i} tonnes and was serviced in {1990 + i}."
     for i in range(60)
@@ -40,11 +42,15 @@ ITEMS = [
     DetectionInput(list(CONTEXT), QUESTION, HALLUCINATED),
     DetectionInput(LONG_CONTEXT, QUESTION, GROUNDED + " Crane 12 lifts 22 tonnes."),
     DetectionInput(LONG_CONTEXT, QUESTION, HALLUCINATED + " Crane 12 lifts 95 tonnes."),
+    # Evidence far apart in the long context: rows that no claim can share (a row per claim),
+    # of one length (reports of the same shape), so a padded batch of them is the rows run alone.
+    DetectionInput(LONG_CONTEXT, QUESTION, "Crane 13 lifts 23 tonnes. Crane 57 lifts 67 tonnes."),
 ]
 
 
 @pytest.fixture(scope="module")
 def triton(shipped_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[model_server.TritonServer]:
+    environments.require(_REASON, "Triton")
     with model_server.running(shipped_model_dir, tmp_path_factory.mktemp("triton")) as server:
         yield server
 
@@ -63,11 +69,16 @@ def _remote(model_dir: Path, url: str, *, in_flight: int = 4, **options: object)
     return detector
 
 
-async def _until_ready(detector: RemoteDetector, timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not detector.backend_ready:
-        assert time.monotonic() < deadline, "the remote detector did not see the server ready again"
-        await asyncio.sleep(0.1)
+async def _until(condition: Callable[[], bool], failure: str, guard_s: float = 120.0) -> None:
+    """Wait for ``condition`` (polled); ``guard_s`` only keeps a regression from hanging the suite."""
+    deadline = time.monotonic() + guard_s
+    while not condition():
+        assert time.monotonic() < deadline, failure
+        await asyncio.sleep(0.05)
+
+
+async def _until_ready(detector: RemoteDetector) -> None:
+    await _until(lambda: detector.backend_ready, "the remote detector did not see the server ready again")
 
 
 async def _first_verdict(detector: RemoteDetector, item: DetectionInput, timeout_s: float = 20.0) -> Detection:
@@ -97,9 +108,16 @@ async def test_remote_verdicts_equal_in_process_verdicts(triton: model_server.Tr
         assert max(d.chunks for d in expected) > 1  # multi-row checks, several rows per call
         for want, have in zip(expected, same_batches, strict=True):
             assert have.status == want.status
-            assert have.score == pytest.approx(want.score, abs=1e-5)
             assert [(s.start, s.end, s.reason) for s in have.spans] == [(s.start, s.end, s.reason) for s in want.spans]
             assert have.chunks == want.chunks
+            if want.chunks == 1:
+                assert have.score == pytest.approx(want.score, abs=1e-5)
+            else:
+                # Known gap (docs/limitations.md): in process, each row of a multi-row check runs
+                # alone; the remote client sends them as one batch, and the int8 model's dynamic
+                # quantisation scales activations per batch, so the score moves in the third
+                # decimal (measured: 0.0521 against 0.0546). Same verdict and spans, asserted above.
+                assert have.score == pytest.approx(want.score, abs=0.01)
         # Concurrent checks, four calls in flight, Triton's dynamic batcher merging them: same verdicts.
         concurrent = await remote.detect_many(ITEMS, threshold=0.5)
         assert [d.status for d in concurrent] == [d.status for d in expected]
@@ -137,8 +155,7 @@ async def test_a_stalled_server_times_out_then_recovers(triton: model_server.Tri
             slow = await remote.detect(ITEMS[1], threshold=0.5)
             assert slow.status == "unavailable" and slow.score is None
             assert slow.reason in ("remote_timeout", "remote_unavailable")
-            await asyncio.sleep(1.0)  # the health thread notices: later checks fail at once
-            assert not remote.backend_ready
+            await _until(lambda: not remote.backend_ready, "the health thread never saw the server down")
             calls = _count_calls(remote, monkeypatch)
             fast = await remote.detect(ITEMS[0], threshold=0.5)
             assert fast.status == "unavailable" and fast.reason == "remote_unavailable"
@@ -166,12 +183,11 @@ async def test_a_call_ends_with_the_checks_budget_not_the_remote_timeout(
         assert (await remote.detect(ITEMS[0], threshold=0.5)).status != "unavailable"
         os.killpg(group, signal.SIGSTOP)
         try:
-            started = time.monotonic()
             late = await remote.detect(ITEMS[0], threshold=0.5, timeout_s=0.3)
             assert late.status == "unavailable" and late.reason == "timeout"
-            while remote.batcher.running_batches:  # freed by the budget, or never (10 minutes)
-                assert time.monotonic() - started < 60, "the call outlived its check's budget"
-                await asyncio.sleep(0.02)
+            # The server is stopped and the remote timeout is 10 minutes: only the check's budget
+            # can free the slot while it stays stopped.
+            await _until(lambda: not remote.batcher.running_batches, "the call outlived its check's budget")
         finally:
             os.killpg(group, signal.SIGCONT)
         assert (await _first_verdict(remote, ITEMS[0])).status != "unavailable"
@@ -197,12 +213,12 @@ async def test_a_killed_server_gives_unavailable_under_traffic_and_recovers(
 
         stop = asyncio.Event()
         workers = [asyncio.create_task(traffic(stop)) for _ in range(4)]
-        deadline = time.monotonic() + 30
-        while len(results) < 4:  # traffic is flowing
-            assert time.monotonic() < deadline, "no check finished before the kill"
-            await asyncio.sleep(0.05)
+        await _until(lambda: len(results) >= 4, "no check finished before the kill")  # traffic is flowing
         await asyncio.to_thread(triton.kill)
-        await asyncio.sleep(1.0)
+        # Traffic goes on until the health thread has seen the server gone and a check after the
+        # kill has ended (as unavailable, or the assertions below fail).
+        after_kill = len(results)
+        await _until(lambda: not remote.backend_ready and len(results) > after_kill, "no check ended after the kill")
         stop.set()
         await asyncio.gather(*workers)
         statuses = [r.status for r in results]

@@ -25,7 +25,7 @@ PRODUCT_HEADERS = (
     "x-truthlens-enabled", "x-truthlens-mode", "x-truthlens-detected", "x-truthlens-reason",
     "x-truthlens-score", "x-truthlens-iterations", "x-truthlens-latency-ms", "x-truthlens-consensus",
     "x-truthlens-verifiers", "x-truthlens-acr-weight", "x-truthlens-acr-source", "x-truthlens-confirm",
-    "x-truthlens-confirm-reason",
+    "x-truthlens-confirm-reason", "x-truthlens-near-template", "x-truthlens-task",
 )
 
 

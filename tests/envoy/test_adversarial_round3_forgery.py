@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 
 import pytest
 from harness import Stack
@@ -44,6 +43,7 @@ from round3 import (
 )
 
 from truthlens.testing import responses_upstream
+from truthlens.testing.raw_upstream import RawUpstream
 
 pytestmark = pytest.mark.envoy
 
@@ -198,40 +198,19 @@ def test_n10_a_forged_verdict_beside_a_2000_deep_value_never_reaches_the_client(
     assert ask_chat(round3, "deep-json?", "closed", stream=False).status == 502
 
 
-class _RawUpstream:
+class _RawUpstream(RawUpstream):
     """A socket on the upstream's port that records each request's bytes and answers one fixed
     chat completion (the scripted upstream's JSON parser refuses a body nested 2,000 deep)."""
 
     def __init__(self, port: int) -> None:
         self.received: list[bytes] = []
-        self._sock = socket.create_server(("127.0.0.1", port))
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
+        super().__init__(port, self._answer_one)
 
-    def _serve(self) -> None:
+    def _answer_one(self, conn: socket.socket, body: bytes) -> None:
         answer = completion({"content": GROUNDED}).encode()
-        while True:
-            try:
-                conn, _ = self._sock.accept()
-            except OSError:
-                return
-            with conn:
-                data = b""
-                while b"\r\n\r\n" not in data:
-                    data += conn.recv(65536)
-                head, _, body = data.partition(b"\r\n\r\n")
-                length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                               if line.lower().startswith(b"content-length:")), 0)
-                while len(body) < length:
-                    body += conn.recv(65536)
-                self.received.append(body)
-                conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n"
-                             b"content-length: " + str(len(answer)).encode() + b"\r\n\r\n" + answer)
-
-    def close(self) -> None:
-        self._sock.shutdown(socket.SHUT_RDWR)  # wakes the accept(): the port is free once joined
-        self._sock.close()
-        self._thread.join(5)
+        self.received.append(body)
+        conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n"
+                     b"content-length: " + str(len(answer)).encode() + b"\r\n\r\n" + answer)
 
 
 @pytest.mark.parametrize("path", [CHAT, "/v2/chat/completions"])

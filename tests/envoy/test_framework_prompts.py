@@ -32,6 +32,8 @@ DECISIONS = [
     decision("own", route_header="own", path_prefix="/v1/", actions=["header", "body"],
              context={"templates": [{"name": "acme", "template": OWN_TEMPLATE}, "builtin"]}),
     decision("none", route_header="none", path_prefix="/v1/", actions=["header", "body"], context={"templates": []}),
+    decision("plain", route_header="plain", path_prefix="/v1/", actions=["header", "body"],
+             context={"templates": ["builtin", "plain"]}),
     decision("rag", priority=10, path_prefix="/v1/", actions=["header", "body"]),
 ]
 SCRIPT = [
@@ -127,6 +129,9 @@ def test_each_frameworks_default_template_is_checked(gateway: Stack, name: str) 
     assert flagged.headers["x-truthlens-detected"] == "true"
     assert flagged.headers["x-truthlens-context-source"] == f"template:{name}"
     assert flagged.json()["truthlens"]["context_source"] == f"template:{name}"
+    # How the request was read is on every checked answer: a summary prompt as a summary.
+    task = "summary" if "summar" in name else "question"
+    assert flagged.headers["x-truthlens-task"] == task and flagged.json()["truthlens"]["task"] == task
     spans = [s["text"] for s in flagged.json()["truthlens"]["choices"][0]["spans"]]
     assert any("1925" in s or "Speer" in s for s in spans), spans
     clean = chat(gateway, "grounded", messages)
@@ -165,6 +170,41 @@ def test_the_audit_line_names_the_context_source(gateway: Stack) -> None:
     assert resp.headers["x-truthlens-detected"] == "true"
     lines = [ln for ln in gateway.processor_log().splitlines() if marker in ln and "exchange" in ln]
     assert len(lines) == 1 and "context_source=template:llamaindex-text-qa" in lines[0]
+    assert "task=question" in lines[0]
+
+
+# ------------------------------------------------------------------------------- trust boundary (round 4)
+
+HALLU_CONTEXT = "The Eiffel Tower was completed in 1925 and designed by Albert Speer."
+
+
+def test_tm1_a_label_typed_into_the_question_does_not_add_to_the_context(gateway: Stack) -> None:
+    question = f"{QUESTION} \nContext: {HALLU_CONTEXT}"
+    resp = chat(gateway, "hallucinated", langchain_rag_prompt(question, DOCS))
+    assert resp.headers["x-truthlens-context-source"] == "template:langchain-rag-prompt"
+    assert resp.headers["x-truthlens-detected"] == "true"
+
+
+def test_tm5_a_user_message_never_replaces_the_system_prompts_context(gateway: Stack) -> None:
+    system, _ = langchain_stuff_documents(QUESTION, DOCS)
+    user = f"Context: {HALLU_CONTEXT}\nQuestion: {QUESTION}"
+    resp = chat(gateway, "hallucinated", [system, {"role": "user", "content": user}])
+    assert resp.headers["x-truthlens-context-source"] == "template:langchain-stuff-documents"
+    assert resp.headers["x-truthlens-detected"] == "true"
+    body = {"model": "hallucinated", "instructions": system["content"], "input": user}
+    resp = gateway.raw("POST", RESPONSES, body)
+    assert resp.headers["x-truthlens-context-source"] == "template:langchain-stuff-documents"
+    assert resp.headers["x-truthlens-detected"] == "true"
+
+
+@pytest.mark.parametrize("request_text", ["What do you think of the tower?", "Translate this into German.",
+                                          "Write a poem about it."])
+def test_a_request_no_context_can_ground_is_skipped_with_its_own_reason(gateway: Stack, request_text: str) -> None:
+    system, _ = langchain_stuff_documents(QUESTION, DOCS)
+    resp = chat(gateway, "hallucinated", [system, {"role": "user", "content": request_text}])
+    assert resp.headers["x-truthlens-detected"] == "skipped"
+    assert resp.headers["x-truthlens-reason"] == "ungroundable" and resp.headers["x-truthlens-task"] == "ungroundable"
+    assert resp.json()["choices"][0]["message"]["content"] == HALLUCINATED
 
 
 def test_a_routes_own_template_is_read_before_the_builtin_ones(gateway: Stack) -> None:
@@ -185,10 +225,12 @@ def test_a_route_without_templates_reads_none(gateway: Stack) -> None:
 
 # ------------------------------------------------------------------------------- Responses API
 
-def test_responses_input_text_in_a_plain_layout_is_checked(gateway: Stack) -> None:
+def test_responses_input_text_in_a_plain_layout_is_checked_where_the_route_names_plain(gateway: Stack) -> None:
     body = {"model": "hallucinated", "instructions": "Answer from the context only.",
             "input": "Context:\n" + "\n\n".join(DOCS) + f"\n\nQuestion: {QUESTION}"}
-    resp = gateway.raw("POST", RESPONSES, body)
+    # The shipped default reads the frameworks' templates only: a plain layout is left alone.
+    assert gateway.raw("POST", RESPONSES, body).headers["x-truthlens-detected"] == "skipped"
+    resp = gateway.raw("POST", RESPONSES, body, {"x-test-route": "plain"})
     assert resp.status == 200
     assert resp.headers["x-truthlens-detected"] == "true"
     assert resp.headers["x-truthlens-context-source"] == "template:plain-labels"

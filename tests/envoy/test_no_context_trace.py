@@ -69,4 +69,5 @@ def test_the_exchange_span_names_where_the_context_came_from(traced: tuple[Stack
     assert resp.headers["x-truthlens-context-source"] == "template:langchain-rag-prompt"
     facts = exchange_span(receiver, trace_id).attributes()
     assert facts["truthlens.context_source"] == "template:langchain-rag-prompt"
+    assert facts["truthlens.task"] == "question"
     assert facts["truthlens.detected"] in ("clean", "detected")

@@ -8,6 +8,7 @@ with the shipped detector, HTTP and gRPC health. Scripted: the upstream (it answ
 
 from __future__ import annotations
 
+import json
 import time
 import urllib.error
 import urllib.request
@@ -122,10 +123,20 @@ def test_a_supervisor_is_ready_when_every_worker_is(tmp_path: Path) -> None:
                 break
             time.sleep(0.5)
         assert ready == [1.0, 1.0], ready
-        # The supervisor runs no detector: the dry run says so instead of hanging or 404.
-        request = urllib.request.Request(f"http://127.0.0.1:{metrics}/v1/check", data=b"{}", method="POST")
+        # The supervisor runs no detector: it forwards the dry run to a worker, which answers it
+        # (the shipped deployments run two workers).
+        body = json.dumps({"context": ["The Eiffel Tower was completed in 1889."], "question": "When was it completed?",
+                           "answer": "It was completed in 1925."}).encode()
+        request = urllib.request.Request(f"http://127.0.0.1:{metrics}/v1/check", data=body, method="POST",
+                                         headers={"content-type": "application/json"})
+        with urllib.request.urlopen(request, timeout=60) as answered:
+            result = json.loads(answered.read())
+        assert answered.status == 200 and result["detected"] is True, result
+        assert any(span["text"] == "1925" for span in result["spans"]), result
+        bad = urllib.request.Request(f"http://127.0.0.1:{metrics}/v1/check", data=b"{}", method="POST",
+                                     headers={"content-type": "application/json"})
         with pytest.raises(urllib.error.HTTPError) as refused:
-            urllib.request.urlopen(request, timeout=5)
-        assert refused.value.code == 501 and b"--workers supervisor" in refused.value.read()
+            urllib.request.urlopen(bad, timeout=30)
+        assert refused.value.code == 400  # the worker's own validation, passed through
     finally:
         child.stop()

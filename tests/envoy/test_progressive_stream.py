@@ -242,25 +242,33 @@ def _no_gap(got: Reads) -> None:
         assert got.error is not None or b"[DONE]" not in got.body
 
 
-def _killed_mid_answer(stack: Stack, port: int | None = None) -> Reads:
+def _killed_mid_answer(stack: Stack, port: int | None = None) -> tuple[Reads, float]:
     """A slow grounded answer whose processor is SIGKILLed part-way through its second
-    sentence (the processor then holds the replies of the chunks it has)."""
+    sentence (the processor then holds the replies of the chunks it has); with the time the kill
+    had happened by. Asserted: the stream was in flight when killed (the client had neither the
+    whole answer nor its end yet, and was still reading)."""
     thread, out = _in_flight(stack, "slowgrounded", port)
     launch.wait_until(lambda: len(stack.upstream_calls()) >= 1, "the upstream call", None, 15)
     time.sleep(_upstream_seconds(FIRST, 0.25) + 1.0)
+    kill_started = time.monotonic()
+    assert thread.is_alive(), "the stream had ended before the kill"
     stack.kill_processor()
+    killed_at = time.monotonic()
     thread.join(60)
     (got,) = out
     assert got.status == 200
-    return got
+    before = b"".join(chunk for at, chunk in got.reads if at < kill_started)
+    assert answer_text(before, "chat") != GROUNDED3 and b"[DONE]" not in before, "not in flight when killed"
+    return got, killed_at
 
 
 def test_sigkill_mid_stream_loses_no_byte_silently(progressive: Stack) -> None:
-    got = _killed_mid_answer(progressive)
+    got, killed_at = _killed_mid_answer(progressive)
     _no_gap(got)
     # Envoy fails open (failure_mode_allow): the chunks the processor had not answered yet are
     # sent on unprocessed, so this client got every byte, and no verdict claims a check.
     assert answer_text(got.body, "chat") == GROUNDED3
+    assert any(at > killed_at for at, _ in got.reads)  # the rest came after the kill
     assert not any(isinstance(e, dict) and "truthlens" in e for e in parse_sse(got.body))
 
 
@@ -301,7 +309,7 @@ def test_sigkill_on_a_fail_closed_envoy_route_ends_the_stream_visibly(
     progressive: Stack, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     with progressive.second_envoy(FAIL_CLOSED_ROUTES, tmp_path_factory.mktemp("closed-envoy")) as port:
-        got = _killed_mid_answer(progressive, port)
+        got, _ = _killed_mid_answer(progressive, port)
     text = answer_text(got.body, "chat")
     # The first sentence had passed; the rest never arrives, and the client sees the stream
     # broken (Envoy resets it: no [DONE], no verdict), not an answer with a hole.

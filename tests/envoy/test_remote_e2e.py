@@ -4,7 +4,8 @@ remote``, ``configs/examples/remote.yaml``) → Triton over the Open Inference P
 Grounded, hallucinated and streaming answers through Envoy must get the verdicts the
 in-process detector gives the same inputs (whatever the shipped model says), and a Triton
 killed mid-traffic must fail open with "unavailable" and its reason, then recover when it
-returns. Skipped, with the reason, where Triton cannot run (``src/truthlens/testing/model_server.py``).
+returns. Skipped, with the reason, where Triton cannot run (``src/truthlens/testing/model_server.py``);
+failed instead in CI (``tests/environments.py``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import environments
 import pytest
 import yaml
 from gateway_routes import CONTEXT, GROUNDED, HALLUCINATED, SCRIPT
@@ -28,10 +30,7 @@ from truthlens.gateway.policy.config import parse_config
 from truthlens.testing import model_server
 
 _REASON = model_server.unavailable_reason()
-pytestmark = [
-    pytest.mark.envoy,
-    pytest.mark.skipif(_REASON is not None, reason=f"Triton cannot run here: {_REASON}"),
-]
+pytestmark = pytest.mark.envoy
 
 EXAMPLE = Path(__file__).parents[2] / "configs" / "examples" / "remote.yaml"
 
@@ -53,6 +52,7 @@ class RemoteStack(Stack):
 
 @pytest.fixture(scope="module")
 def triton(tmp_path_factory: pytest.TempPathFactory) -> Iterator[model_server.TritonServer]:
+    environments.require(_REASON, "Triton")
     require_shipped_model()
     from truthlens.detector.manifest import DEFAULT_MODEL_DIR
 

@@ -96,13 +96,29 @@ def content(resp: RawResponse) -> str:
 
 
 def assert_rewrite_is_an_answer(resp: RawResponse) -> None:
-    """A rewritten answer is an answer, and one the re-check passes."""
-    if resp.headers.get("x-truthlens-action") != "rewritten":
-        return
+    """The answer was rewritten, into an answer (not the prompt, the passages, JSON or a quote of
+    the original), and one the re-check passes."""
+    assert resp.headers.get("x-truthlens-action") == "rewritten", resp.headers
     details = resp.json()["truthlens"]
     assert details["choices"][0]["status"] == "clean", details
     assert why_not_an_answer(content(resp), original="", question=QUESTION, passages=[PASSAGE],
                              instructions=(REFINE_SYSTEM,)) is None, content(resp)
+
+
+def assert_outcome(resp: RawResponse) -> str:
+    """The exchange's outcome on a route with ``actions: [header, body]``, each asserted for what it
+    says: ``rewritten`` (:func:`assert_rewrite_is_an_answer`), ``warned`` (a detected answer
+    carrying the warning), ``none`` (nothing found, or the check could not run: then a reason).
+    Which one the tiny model leads to is its business; that each is what it says is ours."""
+    action = resp.headers.get("x-truthlens-action")
+    detected = assert_verdict(resp)
+    if action == "rewritten":
+        assert_rewrite_is_an_answer(resp)
+    elif action == "warned":
+        assert detected != "false" and "Warning" in content(resp), (resp.headers, content(resp))
+    else:
+        assert action == "none" and detected in ("false", "unavailable"), resp.headers
+    return str(action)
 
 
 @pytest.mark.parametrize("route", ["lightweight", "standard", "premium", "auto"])
@@ -113,7 +129,7 @@ def test_a_mode_against_the_real_server_ends_in_budget_and_frees_it(real_stack: 
     assert_bounded_and_server_free(real_stack, resp, route)
     assert_verdict(resp)
     assert content(resp).strip()
-    assert_rewrite_is_an_answer(resp)
+    assert_outcome(resp)
     if route == "premium" and resp.headers.get("x-truthlens-consensus") == "false":
         # Why not: the verifiers disagreed, their verdicts were unreadable or failed, or said unknown.
         assert resp.headers["x-truthlens-consensus-reason"] in ("disagree", "unreadable", "failed", "unverified")
@@ -150,7 +166,7 @@ def test_acr_works_or_says_exactly_why_not(real_stack: RealServerStack) -> None:
     else:
         assert {"sequential_samples", "no_logprobs"} <= set(acr["fallbacks"]), acr
         assert acr["confidence_source"] == "agreement" and "log-probs" in acr["confidence_reason"]
-    assert_rewrite_is_an_answer(resp)
+    assert_outcome(resp)
 
 
 @pytest.mark.parametrize("stage", ["cascade", "llm_detector"])

@@ -40,10 +40,11 @@ def error_of(doc: Any) -> ConfigError:
 def test_shipped_config_loads() -> None:
     cfg = load_config(SHIPPED)
     assert cfg.version == 1 and len(cfg.digest) == 12 and cfg.source == str(SHIPPED)
-    # One decision per API the gateway reads: chat completions and the Responses API, the same policy.
-    assert [d.name for d in cfg.decisions] == ["chat_completions", "responses"]
-    chat, responses = (d.route for d in cfg.decisions)
-    assert responses == chat
+    # One decision per API the gateway reads: chat completions, the Responses API and the legacy
+    # completions API, the same policy.
+    assert [d.name for d in cfg.decisions] == ["chat_completions", "responses", "completions"]
+    chat, responses, completions = (d.route for d in cfg.decisions)
+    assert responses == chat == completions
     policy = chat
     assert policy is not None
     assert policy.mode == "lightweight" and policy.actions == {"header", "body"}
@@ -435,7 +436,7 @@ async def test_a_file_rewritten_in_place_is_applied_only_once_it_stays_unchanged
         await poll()
         assert store.current.decisions[0].name == "chat_completions"  # changed since the last poll
         await poll()
-        assert [d.name for d in store.current.decisions] == ["chat_rewritten", "responses"]
+        assert [d.name for d in store.current.decisions] == ["chat_rewritten", "responses", "completions"]
         assert reloads(t, "applied") == 1
     finally:
         task.cancel()

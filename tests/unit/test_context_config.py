@@ -13,7 +13,7 @@ import yaml
 
 from truthlens import cli
 from truthlens.gateway.apis.chat.body import decode_chat_request
-from truthlens.gateway.apis.context.reading import BUILTIN
+from truthlens.gateway.apis.context.reading import BUILTIN, FRAMEWORKS
 from truthlens.gateway.policy.config import parse_config
 from truthlens.options import ConfigError
 
@@ -21,7 +21,7 @@ SHIPPED = Path(__file__).resolve().parents[2] / "configs" / "config.yaml"
 
 
 def with_templates(templates: Any, *, in_decision: bool = False) -> dict[str, Any]:
-    doc = yaml.safe_load(SHIPPED.read_text())
+    doc: dict[str, Any] = yaml.safe_load(SHIPPED.read_text())
     if in_decision:
         doc["decisions"][0]["plugins"][0]["configuration"]["context"] = {"templates": templates}
     else:
@@ -29,10 +29,15 @@ def with_templates(templates: Any, *, in_decision: bool = False) -> dict[str, An
     return doc
 
 
-def test_the_shipped_config_reads_every_builtin_template() -> None:
-    doc = yaml.safe_load(SHIPPED.read_text())
+def test_the_shipped_config_reads_every_framework_template_and_no_plain_layout() -> None:
+    doc: dict[str, Any] = yaml.safe_load(SHIPPED.read_text())
     for decision in parse_config(doc).decisions:
-        assert decision.route is not None and decision.route.context.templates == BUILTIN
+        assert decision.route is not None and decision.route.context.templates == FRAMEWORKS
+
+
+def test_plain_names_the_plain_layouts() -> None:
+    route = parse_config(with_templates(["builtin", "plain"], in_decision=True)).decisions[0].route
+    assert route is not None and route.context.templates == BUILTIN
 
 
 def test_a_decision_reads_its_own_template_first_then_the_ones_it_names() -> None:
@@ -76,6 +81,8 @@ def test_no_templates_reads_none() -> None:
      "unknown slot {documents}"),
     ([{"name": "langchain-rag-prompt", "template": "D: {context} Q: {question}"}],
      "hallucination.context.templates[0].name", "is taken"),
+    ([{"name": "acme", "template": "{context} the {question}"}, "builtin"],  # round 4, CF2
+     "hallucination.context.templates[0].template", "too short to tell the template from ordinary chat"),
     ([{"name": "x", "start": "<<"}], "hallucination.context.templates[0].end", "non-empty string"),
     ([{"name": "x", "template": "D: {context} Q: {question}", "start": "<<"}], "hallucination.context.templates[0]",
      "needs exactly one of template, start"),

@@ -297,10 +297,51 @@ def test_an_own_template_reads_its_slots() -> None:
     ("Docs: {context} {docs}", "unknown slot {docs}"),
     ("Docs: {context} Q: {question} }", "single '}'"),
     ("Docs:\n{context}", "needs a {question} slot"),
+    ("{context} the {question}", "too short to tell the template"),  # round 4, CF2
+    ("{context} and {question}", "too short to tell the template"),
+    ("{context}\nQuestion {question}", "too short to tell the template"),
+    ("{context} -- {question}", "too short to tell the template"),
 ])
 def test_an_unreadable_own_template_is_refused_with_the_reason(text: str, problem: str) -> None:
     with pytest.raises(TemplateError, match=problem.replace("{", r"\{").replace("}", r"\}")):
         Template(name="bad", text=text)
+
+
+@pytest.mark.parametrize("text", ["Docs:\n{context}\n\nQuestion: {question}", "Q: {question}\nKB: {context}",
+                                  "Here are our manuals {context} now answer {question}"])
+def test_an_own_template_with_labels_or_sentences_is_accepted(text: str) -> None:
+    assert Template(name="ok", text=text).slots
+
+
+# ------------------------------------------------------------------------------- code and sign-offs
+
+FENCED = [
+    "Does this prompt builder look right?\n\n```python\nprompt = f\"\"\"<context>\n{docs}\n</context>\n\n"
+    "Question: {q}\"\"\"\n```\nShould the question go first?",
+    "```\nContext: The tower was completed in 1925.\nQuestion: When was it completed?\n```\nIs this a good eval item?",
+    "~~~yaml\ncontext:\n  documents: ./docs\n~~~\nQuestion: is this valid YAML?",
+    "Why no re-render?\n```jsx\n<ThemeContext.Provider value={t}>\n<App/>\n</ThemeContext.Provider>\n",  # unclosed
+]
+
+
+@pytest.mark.parametrize("text", FENCED)
+def test_nothing_inside_a_code_fence_is_read(text: str) -> None:
+    assert recognise([("user", text)], BUILTIN) is None
+
+
+def test_a_fenced_block_inside_a_context_section_stays_in_it() -> None:
+    text = "Context:\nTo list files run:\n```\nls -la\n```\n\nQuestion: How do I list files?"
+    found = recognise([("user", text)], BUILTIN)
+    assert found is not None and "ls -la" in "\n".join(found.passages) and found.question == "How do I list files?"
+
+
+def test_the_delimited_reader_takes_the_side_with_words_of_its_own_as_the_request() -> None:
+    text = "Please make the text below more polite:\n-----\nSend me the report now.\n-----\nThanks!"
+    found = recognise([("user", text)], BUILTIN)
+    assert found is not None and found.question == "Please make the text below more polite:"
+    asked = "Use the text below.\n-----\nThe shop opens at nine.\n-----\nWhen does it open?"
+    found = recognise([("user", asked)], BUILTIN)
+    assert found is not None and found.question == "When does it open?"
 
 
 def test_a_hostile_message_that_repeats_a_templates_words_stays_cheap() -> None:

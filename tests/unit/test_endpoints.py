@@ -26,7 +26,10 @@ from truthlens.gateway.apis.interface import BodyError
         ("/v1/responses;x", "responses"),
         ("/v1/responses;jsessionid=1/", "responses"),
         ("/v1/responses/resp_123", "chat"),  # retrieving a stored response is not a create call
-        ("/v1/completions", "chat"),  # everything else is read as before the Responses API existed
+        ("/v1/completions", "completions"),  # the legacy completions API
+        ("/openai/v1/Completions/", "completions"),
+        ("/v1/chat/completions/", "chat"),
+        ("/v1/embeddings", "chat"),  # everything else is read as before the other APIs existed
         ("", "chat"),
     ],
 )

@@ -4,7 +4,10 @@ are the test's, which Envoy would not let it choose).
 
 On a passthrough fail-open route every byte the upstream sent is released, in order, but for the
 events that name the verdict (dropped or cut out of), and no verdict but the gateway's reaches the
-client; on a fail-closed route nothing of the upstream's follows a refusal.
+client. On a fail-closed route the stream ends checked or refused: one verdict of the gateway's,
+and when it says ``unavailable`` (the gateway gave up on the answer) a refusal follows it and
+ends the stream; nothing of the upstream's follows a refusal. (A closed route that gave up as an
+open one does, releasing the rest with an ``unavailable`` verdict, fails this.)
 
 Real: the gRPC server, the processor, the shipped detector in ONNX Runtime. Generated: every byte
 of the upstream's answer and where Envoy cut it.
@@ -14,7 +17,16 @@ from __future__ import annotations
 
 import grpc
 import pytest
-from fuzzing import assert_released, chat_chunks, event_text, forged_in, framed, splits, whatwg_events
+from fuzzing import (
+    assert_released,
+    chat_chunks,
+    event_text,
+    forged_in,
+    framed,
+    gateway_verdicts,
+    splits,
+    whatwg_events,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 from shipped_inputs import HALLUCINATED
@@ -52,8 +64,13 @@ async def test_nothing_of_the_upstream_follows_a_fail_closed_refusal(
 ) -> None:
     body, pieces = case
     out = released((await _stream(channel, pieces, route="closed"))[3:], [*pieces, b""])
-    assert not any(forged_in(name, data) for name, data in whatwg_events(out))
     events = whatwg_events(out)
+    assert not any(forged_in(name, data) for name, data in events)
     refusals = [i for i, (_, data) in enumerate(events) if data.startswith('{"error":')]
     if refusals:  # the refusal ends the stream: nothing of the upstream's after it
         assert refusals == [len(events) - 1]
+    verdicts = gateway_verdicts(events)
+    assert len(verdicts) == 1, verdicts  # checked or refused, the client learns which, once
+    where, status = verdicts[0]
+    if status == "unavailable":  # gave up: closed means the refusal, right after the verdict
+        assert refusals == [where + 1], events[where:]

@@ -164,7 +164,7 @@ def test_gateway_layers_import_only_downwards() -> None:
 def test_the_generic_phases_reach_an_api_only_through_its_interface() -> None:
     # The exchange, the policy and the server read bodies through apis/interface.py (and the
     # endpoint registry), never one API's own modules: a new API is one more implementation.
-    apis = ("truthlens.gateway.apis.chat", "truthlens.gateway.apis.responses")
+    apis = ("truthlens.gateway.apis.chat", "truthlens.gateway.apis.responses", "truthlens.gateway.apis.completions")
     direct = [
         f"{module} -> {target}"
         for module, targets in GRAPH.items()

@@ -53,7 +53,7 @@ def test_the_generative_detector_examples_say_what_to_start_on_its_port(
     out = capsys.readouterr().out
     assert "truthlens upstream --demo --port 8000 &" in out
     assert "truthlens upstream --demo --port 8001 &   # a scripted stand-in for the span detector" in out
-    assert "envoy -c envoy.yaml -l warning" in out
+    assert "envoy -c envoy.yaml -l warning --disable-hot-restart" in out
 
 
 def test_with_a_real_upstream_only_the_detector_port_gets_a_stand_in(

@@ -128,7 +128,8 @@ async def test_connection_errors_are_retried_then_reported() -> None:
 
 
 async def test_per_attempt_timeout_and_exchange_budget() -> None:
-    rules = [{"reply": {"content": "slow", "delay_s": 5}}]
+    # The reply never comes within the test (an hour away): only the timeout or the budget ends a call.
+    rules = [{"reply": {"content": "slow", "delay_s": 3600}}]
     async with ScriptedUpstream(rules) as up:
         client = LLMClient({"m": Endpoint(base_url=up.base_url, timeout_s=0.2, max_retries=3)})
         budget_client = LLMClient({"m": Endpoint(base_url=up.base_url, timeout_s=30)})
@@ -147,8 +148,8 @@ async def test_per_attempt_timeout_and_exchange_budget() -> None:
             await budget_client.aclose()
     assert timeout.value.reason == "timeout" and len(up.calls) == 2  # timeouts are not retried
     assert budget.value.reason == "budget"
-    # Gave up at the deadline: not before it, and not when the scripted reply came (5 s).
-    assert deadline <= returned < start + 5
+    # Gave up at the deadline, not before it (and not at the reply: it never came).
+    assert deadline <= returned
     assert spent.value.reason == "budget"
 
 

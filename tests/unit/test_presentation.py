@@ -204,7 +204,7 @@ def test_an_answer_the_mode_withheld_lists_no_spans() -> None:
 
 def test_the_warning_lead_is_what_apply_puts_before_the_answer() -> None:
     for position in ("prepend", "append"):
-        warning = WarningSpec("  ⚠️ Check this.\n", position)  # type: ignore[arg-type]
+        warning = WarningSpec("  ⚠️ Check this.\n", position)
         assert warning.apply(ANSWER).index(ANSWER) == warning.lead
 
 
@@ -216,3 +216,20 @@ def test_a_route_that_requires_the_disclaimer_warns_a_clean_answer_too() -> None
     failed = present(route(actions=["body"], require_disclaimer=True), "d", verdict("unavailable"), n_choices=1,
                      include_spans=False, latency_s=0)
     assert failed.warning is None
+
+
+@pytest.mark.parametrize("status", ["detected", "clean"])
+def test_the_task_the_request_was_read_as_is_in_the_headers_and_the_details(status: str) -> None:
+    shown = present(route(actions=["header", "body"]), "d", verdict(status), n_choices=1, include_spans=False,
+                    latency_s=0.01, context_source="field", task="summary")
+    assert shown.headers["x-truthlens-task"] == "summary" and shown.details["task"] == "summary"
+
+
+def test_a_request_no_context_can_ground_is_skipped_with_its_reason_and_task_never_refused() -> None:
+    from truthlens.gateway.exchange import ungrounded
+
+    shown = ungrounded.presentation(route(actions=["header", "block"], no_context="block"), "d",
+                                    ungrounded.UNGROUNDABLE_REASON, task="ungroundable")
+    assert shown.refusal is None and shown.outcome == "skipped"
+    assert shown.headers["x-truthlens-detected"] == "skipped"
+    assert shown.headers["x-truthlens-reason"] == "ungroundable" and shown.headers["x-truthlens-task"] == "ungroundable"

@@ -15,16 +15,20 @@ from typing import Any
 import grpc
 import pytest
 from harness import chat_body, decision, parse_sse
-from prometheus_client import CollectorRegistry
 from shipped_inputs import CONTEXT as PASSAGE
-from shipped_inputs import require_shipped_model
-from test_stream import released, request_body, request_headers, response_body, response_headers, split, sse_stream
+from test_stream import (
+    processor_channel,
+    released,
+    request_body,
+    request_headers,
+    response_body,
+    response_headers,
+    split,
+    sse_stream,
+)
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
-from truthlens.gateway.core.telemetry import Telemetry
 from truthlens.gateway.server.processor import METHOD_PATH
-from truthlens.gateway.server.serve import ProcessorServer, ServerSettings
-from truthlens.testing.launch import config_yaml
 from truthlens.testing.responses_upstream import encode, response_events
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -46,15 +50,8 @@ DECISIONS = [
 
 @pytest.fixture(scope="module")
 async def channel(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[grpc.aio.Channel]:
-    require_shipped_model()
-    config = tmp_path_factory.mktemp("progressive") / "config.yaml"
-    config.write_text(config_yaml(None, "http://127.0.0.1:9/v1", decisions=DECISIONS), encoding="utf-8")
-    settings = ServerSettings(config_path=str(config), listen="127.0.0.1:0", metrics_listen=None)
-    server = ProcessorServer(settings, telemetry=Telemetry(registry=CollectorRegistry()))
-    await server.start()
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as ch:
+    async with processor_channel(tmp_path_factory.mktemp("progressive"), DECISIONS) as ch:
         yield ch
-    await server.stop()
 
 
 async def stream(channel: grpc.aio.Channel, route: str, chunks: Sequence[bytes],

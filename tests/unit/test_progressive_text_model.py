@@ -19,16 +19,21 @@ import grpc
 import pytest
 from harness import chat_body, decision, parse_sse
 from prometheus_client import CollectorRegistry
-from shipped_inputs import require_shipped_model
-from test_stream import released, request_body, request_headers, response_body, response_headers, split
+from test_stream import (
+    processor_channel,
+    released,
+    request_body,
+    request_headers,
+    response_body,
+    response_headers,
+    split,
+)
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
 from truthlens.gateway.apis.sentences import split as split_sentences
 from truthlens.gateway.core.telemetry import Telemetry
 from truthlens.gateway.exchange.phases import response_progressive
 from truthlens.gateway.server.processor import METHOD_PATH
-from truthlens.gateway.server.serve import ProcessorServer, ServerSettings
-from truthlens.testing.launch import config_yaml
 from truthlens.testing.responses_upstream import encode, response_events
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -61,15 +66,8 @@ REGISTRY = CollectorRegistry()
 
 @pytest.fixture(scope="module")
 async def channel(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[grpc.aio.Channel]:
-    require_shipped_model()
-    config = tmp_path_factory.mktemp("progressive-text") / "config.yaml"
-    config.write_text(config_yaml(None, "http://127.0.0.1:9/v1", decisions=DECISIONS), encoding="utf-8")
-    settings = ServerSettings(config_path=str(config), listen="127.0.0.1:0", metrics_listen=None)
-    server = ProcessorServer(settings, telemetry=Telemetry(registry=REGISTRY))
-    await server.start()
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as ch:
+    async with processor_channel(tmp_path_factory.mktemp("progressive-text"), DECISIONS, Telemetry(registry=REGISTRY)) as ch:
         yield ch
-    await server.stop()
 
 
 async def exchange(channel: grpc.aio.Channel, route: str, upstream: bytes, *, path: str = "/v1/chat/completions",
@@ -431,3 +429,18 @@ async def test_flagged_sentence_is_the_first_sentence_a_span_lies_in(
     pieces = split_sentences(answer)
     ends = [sum(map(len, pieces[: i + 1])) for i in range(len(pieces))]
     assert verdict["progressive"]["flagged_sentence"] == next(i for i, end in enumerate(ends) if first < end)
+
+
+# -- issue 50: how the request was read is on every checked answer, a sentence's block included ------
+
+
+async def test_an_answer_blocked_at_a_sentence_says_how_the_request_was_read(
+    channel: grpc.aio.Channel, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="truthlens.audit"):
+        out = await exchange(channel, "pblock", chat_of(f"{S1} {S2} {HALLU}") + END)
+    assert refused(out) and not any(w in out for w in WRONG)
+    (verdict,) = verdicts(out)
+    assert verdict["status"] == "detected" and verdict["task"] == "question"
+    (line,) = [r.getMessage() for r in caplog.records if r.name == "truthlens.audit"]
+    assert "verdict=detected" in line and "task=question" in line and "context_source=field" in line

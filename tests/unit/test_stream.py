@@ -9,9 +9,11 @@ as Envoy would forward them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gzip
 import json
 from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -50,20 +52,31 @@ DECISIONS = [
 SPANS = InMemorySpanExporter()
 
 
+@contextlib.asynccontextmanager
+async def processor_channel(folder: Path, decisions: Sequence[dict[str, Any]],
+                            telemetry: Telemetry | None = None) -> AsyncIterator[grpc.aio.Channel]:
+    """A channel to a real processor on a free port, serving ``decisions`` with the shipped
+    detector (its upstream is unused: these tests play Envoy's messages themselves)."""
+    require_shipped_model()
+    config = folder / "config.yaml"
+    config.write_text(config_yaml(None, "http://127.0.0.1:9/v1", decisions=list(decisions)), encoding="utf-8")
+    settings = ServerSettings(config_path=str(config), listen="127.0.0.1:0", metrics_listen=None)
+    server = ProcessorServer(settings, telemetry=telemetry or Telemetry(registry=CollectorRegistry()))
+    await server.start()
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as ch:
+            yield ch
+    finally:
+        await server.stop()
+
+
 @pytest.fixture(scope="module")
 async def channel(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[grpc.aio.Channel]:
-    require_shipped_model()
-    config = tmp_path_factory.mktemp("stream") / "config.yaml"
-    config.write_text(config_yaml(None, "http://127.0.0.1:9/v1", decisions=DECISIONS), encoding="utf-8")
     tracing = TracerProvider()
     tracing.add_span_processor(SimpleSpanProcessor(SPANS))
     telemetry = Telemetry(registry=CollectorRegistry(), tracer_provider=tracing)
-    settings = ServerSettings(config_path=str(config), listen="127.0.0.1:0", metrics_listen=None)
-    server = ProcessorServer(settings, telemetry=telemetry)
-    await server.start()
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as ch:
+    async with processor_channel(tmp_path_factory.mktemp("stream"), DECISIONS, telemetry) as ch:
         yield ch
-    await server.stop()
 
 
 # -- the messages Envoy sends ------------------------------------------------------------------

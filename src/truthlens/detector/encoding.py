@@ -3,6 +3,9 @@
 Segments are encoded once each (the tokenizer encodes the two sides of a pair
 independently anyway) and pair rows are assembled from token ids, so the answer is never
 re-tokenised per chunk and its offsets always point into the original answer string.
+Encodings are kept in a bounded LRU keyed by the text
+(:mod:`truthlens.detector.scoring.memo`): a second answer on the same passages does not
+tokenise them again.
 """
 
 from __future__ import annotations
@@ -14,7 +17,12 @@ from pathlib import Path
 import numpy as np
 from tokenizers import Encoding, Tokenizer
 
+from truthlens.detector.scoring.memo import Memo
 from truthlens.detector.types import InvalidInput
+
+# The encodings kept: a few hundred long contexts' worth (24 bytes a token: ids and offsets).
+CACHE_TEXTS = 4096
+CACHE_TOKENS = 1 << 19
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +77,7 @@ class TextEncoder:
         self._tokenizer = tokenizer
         self._template = _read_template(tokenizer)
         self.pad_id = int(padding["pad_id"]) if padding else _pad_id(tokenizer)
+        self._cache: Memo[str, EncodedText] = Memo(max_entries=CACHE_TEXTS, max_size=CACHE_TOKENS, size=len)
 
     @property
     def num_special(self) -> int:
@@ -77,13 +86,18 @@ class TextEncoder:
         return len(t.prefix) + len(t.middle) + len(t.suffix)
 
     def encode(self, text: str) -> EncodedText:
-        return _to_encoded(self._encode_batch([text])[0])
+        return self._cache.get(text, lambda: _to_encoded(self._encode_batch([text])[0]))
 
     def encode_many(self, texts: Sequence[str]) -> list[EncodedText]:
-        return [_to_encoded(e) for e in self._encode_batch(list(texts))]
+        # The texts not cached go to the tokenizer as one batch (it encodes them in parallel).
+        missing = [t for t in dict.fromkeys(texts) if not self._cache.peek(t)]
+        fresh = dict(zip(missing, map(_to_encoded, self._encode_batch(missing)), strict=True)) if missing else {}
+        for text, encoded in fresh.items():
+            self._cache.put(text, encoded)
+        return [fresh[t] if t in fresh else self.encode(t) for t in texts]
 
     def count(self, text: str) -> int:
-        return len(self._encode_batch([text])[0].ids)
+        return len(self.encode(text))
 
     def pair(self, prompt_ids: np.ndarray, answer_ids: np.ndarray) -> ModelRow:
         """The row for ``prompt`` (first segment) and ``answer`` (second segment)."""
@@ -114,6 +128,9 @@ class TextEncoder:
 def _to_encoded(encoding: Encoding) -> EncodedText:
     ids = np.asarray(encoding.ids, dtype=np.int64)
     offsets = np.asarray(encoding.offsets, dtype=np.int64).reshape(-1, 2)
+    # Shared by every check that sees the text (the cache): nobody may write into them.
+    ids.flags.writeable = False
+    offsets.flags.writeable = False
     return EncodedText(ids=ids, offsets=offsets)
 
 

@@ -219,7 +219,7 @@ class DetectorEngine:
         items = [item if q == item.question else replace(item, question=q) for q in model_questions(item.question)]
         scorers = (self._scorer, *self._members)
         if len(items) * len(scorers) == 1:
-            return await self._scorer.score(item, self.relevance)
+            return await self._scorer.score(items[0], self.relevance)  # (its one wording may not be the item's)
         own, *others = await asyncio.gather(*(s.score(i, self.relevance) for i in items for s in scorers))
         return joined(own, others)
 

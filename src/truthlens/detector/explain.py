@@ -40,6 +40,7 @@ from truthlens.detector.facts.numbers import find_dates, find_quantities, find_t
 from truthlens.detector.facts.roles import is_short_answer
 from truthlens.detector.grounding import sentence_bounds
 from truthlens.detector.relevance import content_terms
+from truthlens.detector.text import clauses
 from truthlens.detector.types import DetectionInput, Span, SpanReason
 
 log = logging.getLogger(__name__)
@@ -52,14 +53,6 @@ QUESTION_WEIGHT = 1 / 3
 # Longest evidence quoted back (characters); a longer sentence (a table row, a run-on passage)
 # is cut around the claim's words.
 EVIDENCE_CHARS = 300
-# Within a sentence, a clause ends here: a name's role is stated in its own clause ("X stayed in
-# orbit while Y and Z landed").
-# "... and is made of gold": "and" before a verb opens a new predicate of the same subject.
-_CLAUSE_CUT = re.compile(
-    r"[;:]\s+|,\s+|\s+(?:while|whereas|but|although|though)\s+|"
-    r"\s+and\s+(?=(?:is|was|are|were|has|had|have|will|can|did|does)\b)",
-    re.IGNORECASE,
-)
 _TERM = re.compile(r"\d[\d,.]*\d|\d|[^\W\d_]+")
 _NUMBER_REASONS: frozenset[SpanReason] = frozenset({"unsupported_number", "unsupported_unit"})
 _NAME_REASONS: frozenset[SpanReason] = frozenset({"unsupported_entity", "misattributed_entity"})
@@ -139,7 +132,8 @@ def _claim(answer: str, span: Span, findings: Sequence[Finding], asked: str = ""
     after = bisect.bisect_left(starts, span.end)
     last = starts[after] if after < len(starts) else len(answer)
     sentence = answer[first:last]
-    cuts = [0, *(m.end() for m in _CLAUSE_CUT.finditer(sentence)), len(sentence)]
+    # A name's role is stated in its own clause ("X stayed in orbit while Y and Z landed").
+    cuts = [0, *(start for start, _ in clauses(sentence, fine=True)[1:]), len(sentence)]
     clause_start = max(c for c in cuts if c <= span.start - first)
     clause_end = min(c for c in cuts if c >= span.end - first and c > clause_start)
     clause = sentence[clause_start:clause_end]

@@ -4,31 +4,31 @@ LettuceDetect's English QA template, byte for byte.
 The shipped model is trained on exactly this text, so serving must build it the same way;
 the training recipe imports :func:`build_prompt` and :func:`read_task` rather than keeping a copy.
 
-**What the check is about** (:func:`read_task`) comes from the context's structure and from
-whether the request asks something about the content, never from how an instruction is worded:
+**What the check is about** (:func:`read_task`) comes from the context's structure and from what
+the request asks of it (:func:`truthlens.detector.reading.requests.what_it_asks`, read from the request's
+grammar, never from a list of a benchmark's words):
 
 - ``record``: one passage of structured data (JSON, a Python literal, CSV rows, ``key: value``
   lines);
-- ``article``: a request that asks for the whole context rather than something in it
-  (:func:`asks_for_the_whole`). Over one passage: a summary request that is not a question
-  ("Summarise the piece on the floods", "TL;DR"), or, over a passage longer than
-  :data:`ARTICLE_CHARS`, a request with no words of its own once words about the document, the
-  task and its form are set aside ("Give me the key points.", "Explain this report in plain
-  language.", none at all) and anything else but a question about its content
-  (:func:`asks_about_content`) or a statement naming it. Over several passages (where the request
-  is nearly always a question) only a request with no words of its own;
-- ``passages``: everything else (a question over passages), and any request without context.
+- ``article``: a request for the whole context rather than something in it ("Summarise the piece
+  on the floods", "TL;DR", "What is this about?", none at all), over one passage longer than
+  :data:`ARTICLE_CHARS`, or over several passages when it names nothing they hold;
+- ``passages``: everything else (a question over passages, "Give me the CFO's name", "Tell me
+  whether they deliver"), and any request without context.
 
-For a record or an article whose request is not a question about its content, the model reads
-its shape's one **canonical instruction** (:data:`SUMMARY_INSTRUCTION`,
-:data:`RECORD_INSTRUCTION`: the ones it was trained on), whatever the application wrote: the
-model and the learned verdict were fitted on one wording per shape, and with any other wording
-summaries were judged at chance (a summary's answer is scored under two wordings the model learned
-summaries with, :data:`MODEL_INSTRUCTIONS`, and the probabilities averaged). A real question keeps
-its own words, without what only wraps it (:func:`the_question`: "Question: ...", "Answer in one
-sentence.", "Read the passages and answer: ..."). A request that repeats the document (an
-application that sends the article in its user message as well as in the passages) is read
-without it.
+A request no context can ground (an opinion, an assessment, a translation, a creative piece, a
+rewrite for another reader) is read as such (:attr:`Task.name` ``ungroundable``): the gateway
+answers it unchecked with its own reason; checked directly, it is checked as sent.
+
+For a record or an article whose request is not a question, the model reads its shape's one
+**canonical instruction** (:data:`SUMMARY_INSTRUCTION`, :data:`RECORD_INSTRUCTION`: the ones it was
+trained on), whatever the application wrote: the model and the learned verdict were fitted on one
+wording per shape, and with any other wording summaries were judged at chance (a summary's answer
+is scored under two wordings the model learned summaries with, :data:`MODEL_INSTRUCTIONS`, and the
+probabilities averaged). A real question keeps its own words, without what only wraps it
+(:func:`the_question`: "Question: ...", "Answer in one sentence.", "Read the passages and answer:
+..."). A request that repeats the document (an application that sends the article in its user
+message as well as in the passages) is read without it.
 """
 
 from __future__ import annotations
@@ -37,9 +37,10 @@ import ast
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from truthlens.detector.reading.requests import Asks, asks_something, names_content, names_the_whole, what_it_asks
 from truthlens.detector.types import DetectionInput
 
 TEMPLATE_NAME = "lettucedetect-qa-en"
@@ -67,44 +68,16 @@ RECORD_INSTRUCTION = (
 )
 # The wordings the model's probabilities are averaged over for a canonical instruction: the
 # shipped model learned RAGTruth's summaries under RAGTruth's wording and HaluEval's under
-# HaluEval's, and its token probabilities follow the wording (development AUROC of the answer's
-# highest token probability, RAGTruth / HaluEval / XSum summaries: 0.713 / 0.750 / 0.781 under
-# RAGTruth's, 0.647 / 0.870 / 0.766 under "Summarize the article.", 0.717 / 0.820 / 0.779 averaged;
-# training/README.md). Each is a model pass: a summary costs two.
+# HaluEval's, and its token probabilities follow the wording. Neither alone does as well on both
+# (dev parts, python -m bench.summary_instruction, bench/results/summary_instruction-dev.txt:
+# RAGTruth's alone takes HaluEval's balanced accuracy from 0.700 to 0.600; HaluEval's alone flags
+# 50% of RAGTruth's faithful summaries, against 25%). Each is a model pass: a summary costs two,
+# about 1.5x the CPU of a one-wording check.
 MODEL_INSTRUCTIONS: dict[str, tuple[str, ...]] = {
     SUMMARY_INSTRUCTION: (SUMMARY_INSTRUCTION, "Summarize the article."),
 }
 ARTICLE_CHARS = 300  # shorter: a fact or two to answer from, not a document to summarise
 
-# Words that ask for a summary of the whole, in any wording ("summarise", "TL;DR", "recap").
-_WHOLE_ASK = re.compile(
-    r"\w*summar\w*|\brecap\w*|\btl\s*;?\s*dr\b|\btldr\b|\bsynops[ie]s\b|\bcondens\w*|\bnutshell\b|\bgist\b|"
-    r"\bshorten\w*|\brundown\b|"
-    r"\bsum\s+(?:it\s+|this\s+|that\s+)?up\b|\bboil\s+(?:it\s+|this\s+)?down\b|\bpr[eé]cis\b",
-    re.I,
-)
-# Words about the request rather than the content: the document, the task and its form. What is
-# left of a request without them (and stop words) is what it asks about.
-_REQUEST_WORDS = frozenset(
-    """article articles text texts story stories passage passages document documents doc docs news report author
-    writer
-    reports piece content contents record records data dataset json csv table entry entries information info
-    input message post blog page source sources context given provided following above below attached here
-    write rewrite give tell provide produce generate create make compose draft prepare explain describe
-    describing description summary summaries answer answers respond response reply question questions
-    query please thanks thank kindly could would can may might want need help hi hello hey assistant helpful
-    word words sentence sentences paragraph paragraphs line lines bullet bullets point points short shorter
-    brief briefly concise concisely quick quickly simple simply plain language english natural fluent coherent
-    clear clearly objective neutral faithful faithfully accurate accurately detail details detailed main key
-    important major facts fact overview version form format style tone reader readers audience busy
-    newsletter website listing listings blurb copy caption headline title based only using use read
-    highlight highlights takeaway takeaways digest abstract outline gist
-    according per reading less fewer under within maximum max least most limit than long length output result pls plz
-    structured unstructured entity entities natural-language verbalize verbalise convert turn into about
-    happened happen happens say says said mean means going keep cite cited used see lot much appreciate
-    appreciated cheers
-    """.split()
-)
 _CONTENT_WORD = re.compile(r"[^\W\d_]+|\d+(?:[.,]\d+)*")
 _STOPWORDS = frozenset(
     """a an the and or but of to in on at for from by with as is are was were be been being it its this
@@ -135,7 +108,7 @@ _LABELLED_QUESTION = re.compile(
 _INSTRUCTION_WORDS = frozenset(
     """answer answers respond reply cite keep use using read write explain please thanks thank hi hello hey
     brief briefly concise concisely short sure note source sources word words sentence sentences helpful
-    assistant instructions only""".split()
+    assistant instructions only according per based lot much cheers appreciate appreciated""".split()
 )
 MAX_WRAPPER_PARTS = 4  # sentences or lines of a wrapped question; a longer request is read as sent
 # An opening that only asks to be told ("Could you please tell me ...", "I need to know ..."),
@@ -156,28 +129,71 @@ MAX_LEAD_WORDS = 8  # an opening clause before a comma that only points at the p
 _SPEAKER = re.compile(r"\[(?:human|user|assistant|system)\]\s*:|(?:^|\n)\s*(?:user|assistant|human)\s*:", re.I)
 # (a sentence ends after a word of two letters or more: "J. H. Williams" is one name)
 _SENTENCE_BREAK = re.compile(r"\n+|(?<=[^\W_][^\W_][.!?])\s+")
+# A line that opens a context section ("Context:", "## Sources", "**Documents:**").
+_CONTEXT_SECTION = re.compile(
+    r"\n[ \t#*>]*(?:context|contexts|retrieved context|documents?|passages?|sources?|information|background"
+    r"|knowledge|search results|excerpts?)[ \t*]*(?::|\n)", re.IGNORECASE)
 _KEY_VALUE_LINE = re.compile(r"^\s*(?:[-*•#]\s*)?[^\W\d][\w .()'/&-]{0,60}:\s*\S")
+
+
+TaskName = Literal["question", "summary", "record", "ungroundable"]
 
 
 @dataclass(frozen=True, slots=True)
 class Task:
     """What a check is about: its shape and the question the model's prompt (and the verdict)
-    read: the request's own question, or the shape's canonical instruction."""
+    read: the request's own question, or the shape's canonical instruction; ``asks``: what the
+    request asks (:func:`~truthlens.detector.reading.requests.what_it_asks`)."""
 
     shape: Shape
     question: str
+    asks: Asks = field(default="question", compare=False)
+
+    @property
+    def name(self) -> TaskName:
+        """How the request was read, as the client is told (``x-truthlens-task``)."""
+        if self.asks == "ungroundable":
+            return "ungroundable"
+        if self.shape == "article":
+            return "summary"
+        if self.shape == "record" and self.question == RECORD_INSTRUCTION:
+            return "record"
+        return "question"
 
 
 def read_task(context: Sequence[str], question: str) -> Task:
     """The task shape and the question to check ``context`` against (module docstring)."""
     if not any(p.strip() for p in context):
         return Task("passages", question)  # nothing to summarise: the question is all there is
-    request = without_document(question, context)
+    request = without_context_section(without_document(question, context))
+    asks = what_it_asks(request, context)
+    if asks == "ungroundable":
+        return Task("passages", question, asks)
     if len(context) == 1 and is_record(context[0]):
-        return Task("record", the_question(question) if asks_about_content(request, context) else RECORD_INSTRUCTION)
-    if asks_for_the_whole(request, context):
-        return Task("article", SUMMARY_INSTRUCTION)
-    return Task("passages", the_question(question))
+        # over a record, only a request that asks something is a question (not a label such as
+        # "Data-to-text:" whose words the record's field names happen to use)
+        asked = asks == "question" and asks_something(request)
+        return Task("record", _own_question(question, context) if asked else RECORD_INSTRUCTION,
+                    "question" if asked else "whole")
+    if asks == "whole" and _the_whole_fits(request, context):
+        return Task("article", SUMMARY_INSTRUCTION, asks)
+    return Task("passages", _own_question(question, context), "question")
+
+
+def _own_question(question: str, context: Sequence[str]) -> str:
+    """The question the model reads: without a document it repeats and a context section typed
+    into it, less what only wraps it."""
+    return the_question(without_context_section(without_document(question, context, ARTICLE_CHARS)))
+
+
+def _the_whole_fits(request: str, context: Sequence[str]) -> bool:
+    """A request for the whole is read so over one passage long enough to be a document, or over
+    several (where the request is nearly always a question) when it names nothing they hold; a
+    request that names the whole ("Summarise.") is one over any context."""
+    if len(context) == 1:  # a short one is a fact or two to answer from, unless the request names the whole
+        return len(context[0].strip()) > ARTICLE_CHARS or names_the_whole(request)
+    return not names_content(request, context) and (sum(len(p.strip()) for p in context) > ARTICLE_CHARS
+                                                     or names_the_whole(request))
 
 
 def model_questions(question: str) -> tuple[str, ...]:
@@ -236,56 +252,43 @@ def checked(item: DetectionInput) -> DetectionInput:
     return item if question == item.question else replace(item, question=question)
 
 
-def asks_for_the_whole(request: str, context: Sequence[str]) -> bool:
-    """Whether ``request`` asks for all of the context rather than something in it. Over one
-    passage: a summary request that is not a question ("Shorten this story."), or, when the
-    passage is long, a request with no words of its own ("Give me the key points.", none) and
-    anything but a question about its content (:func:`asks_about_content`) or a statement or
-    query naming it (at least two of its own words, and half, in the context: "This song was
-    covered by Dwight Yoakam."). Over several passages, where the request is nearly always a
-    question, only a request with no words of its own over a long context."""
-    own = _own_words(request)
-    if len(context) > 1:
-        return not own and sum(len(p.strip()) for p in context) > ARTICLE_CHARS
-    if _WHOLE_ASK.search(request) is not None and not _is_question(request):
-        return True
-    if len(context[0].strip()) <= ARTICLE_CHARS:
-        return False  # a fact or two to answer from, whatever is asked
-    named = len(own & _words(context[0]))
-    return not own or not (asks_about_content(request, context) or (named >= 2 and 2 * named >= len(own)))
-
-
-def asks_about_content(request: str, context: Sequence[str]) -> bool:
-    """Whether ``request`` is a question about something in the context: a question with words
-    of its own (words left once stop words and words about the document, the task and its form
-    — "article", "write", "briefly", "100 words" — are set aside), two or more of them or one the
-    context uses. "What are the opening hours on Sunday?" and "Where did Eve Meyer die?" are;
-    "What does this data say?", "Describe the record in 100 words." and "What are the essentials
-    here?" are not."""
-    own = _own_words(request)
-    return _is_question(request) and (len(own) >= 2 or bool(own & _words(" ".join(context))))
-
-
 def _is_question(request: str) -> bool:
     return _INTERROGATIVE.search(request) is not None
 
 
 def _own_words(request: str) -> set[str]:
-    # Numbers and number words in a request are length limits ("in 3 sentences", "two articles").
-    words = _words(_WHOLE_ASK.sub(" ", request)) - _REQUEST_WORDS
+    """The words of a sentence that wraps a question that are its own: not stop words, not words
+    that tell how to answer or point at the passages, not numbers (length limits: "in 3
+    sentences", "two articles")."""
+    words = _words(request) - _INSTRUCTION_WORDS - _PASSAGE_WORDS
     return {w for w in words if not w[0].isdigit() and w not in _NUMBER_WORDS}
 
 
-def without_document(question: str, context: Sequence[str]) -> str:
-    """``question`` with any passage of ``context`` it repeats taken out (whitespace-blind)."""
+def without_context_section(question: str) -> str:
+    """``question`` up to a line that opens a context section of its own ("Context: ...",
+    "Sources:"), when there is a question before it: the request's context is the passages, and
+    text the user labelled as context inside the question (a template's label typed into its
+    question slot) is not read beside them as if it were the question."""
+    m = _CONTEXT_SECTION.search(question)
+    if m is None or not _words(question[:m.start()]):
+        return question
+    return question[:m.start()].rstrip()
+
+
+def without_document(question: str, context: Sequence[str], min_chars: int = 40) -> str:
+    """``question`` with any passage of ``context`` (of ``min_chars`` or more) it repeats taken out
+    (whitespace-blind; the question as sent when it repeats none). The question the model reads
+    loses only documents (over :data:`ARTICLE_CHARS`): a conversation that quotes a fact of its
+    knowledge keeps it."""
     if not question or not context:
         return question
     text = " ".join(question.split())
+    found = False
     for passage in context:
         flat = " ".join(passage.split())
-        if len(flat) >= 40 and flat in text:
-            text = text.replace(flat, " ")
-    return text
+        if len(flat) >= max(min_chars, 40) and flat in text:
+            text, found = text.replace(flat, " "), True
+    return " ".join(text.split()) if found else question
 
 
 def is_record(text: str) -> bool:

@@ -26,10 +26,13 @@ import logging
 import math
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Protocol
 
 import numpy as np
+
+from truthlens.detector.scoring.memo import Memo
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +43,12 @@ LEXICAL_WEIGHT = 0.5
 # A row holds about four 96-token pieces, so eight candidates per claim leave it room to choose.
 SHORTLIST_FROM = 32
 SHORTLIST_PER_CLAIM = 8
+
+# Word postings of the contexts seen last, charged by their terms and hits (tens of bytes each:
+# about 20 MB at most, some forty 8k-token contexts).
+POSTINGS: Memo[tuple[str, ...], Mapping[str, tuple[int, ...]]] = Memo(
+    max_entries=256, max_size=200_000, size=lambda index: len(index) + sum(len(h) for h in index.values())
+)
 
 _WORD = re.compile(r"\d[\d,.]*\d|\d|[^\W\d_]+")
 _STOPWORDS = frozenset(
@@ -79,24 +88,35 @@ def content_terms(text: str) -> set[str]:
     return terms
 
 
-def lexical_overlap(claims: Sequence[str], pieces: Sequence[str]) -> np.ndarray:
-    """IDF-weighted share of each claim's content terms that each piece contains, in [0, 1]."""
-    postings: dict[str, list[int]] = defaultdict(list)
+def postings(pieces: tuple[str, ...]) -> Mapping[str, tuple[int, ...]]:
+    """Each content term and the pieces that hold it; cached per context (a second answer on
+    the same pieces reads them again)."""
+    return POSTINGS.get(pieces, lambda: _postings(pieces))
+
+
+def _postings(pieces: Sequence[str]) -> Mapping[str, tuple[int, ...]]:
+    found: dict[str, list[int]] = defaultdict(list)
     for index, piece in enumerate(pieces):
         for term in content_terms(piece):
-            postings[term].append(index)
+            found[term].append(index)
+    return MappingProxyType({term: tuple(hits) for term, hits in found.items()})
+
+
+def lexical_overlap(claims: Sequence[str], pieces: Sequence[str]) -> np.ndarray:
+    """IDF-weighted share of each claim's content terms that each piece contains, in [0, 1]."""
+    index = postings(tuple(pieces))
     n = len(pieces)
     out = np.zeros((len(claims), n), dtype=np.float32)
     for row, claim in enumerate(claims):
         total = 0.0
         for term in content_terms(claim):
-            hits = postings.get(term, ())
+            hits = index.get(term, ())
             # A term no piece has still counts in the total: a claim whose words are mostly
             # absent everywhere is weakly supported by any piece.
             idf = math.log((n + 1) / (len(hits) + 1)) + 1.0
             total += idf
             if hits:
-                out[row, hits] += idf
+                out[row, list(hits)] += idf
         if total > 0:
             out[row] /= total
     return out

@@ -141,3 +141,11 @@ class Mode(Protocol):
     name: str
 
     async def run(self, exchange: Exchange, services: Services) -> Verdict: ...
+
+
+def lower_score(candidate: Detection, incumbent: Detection) -> bool:
+    """Whether ``candidate`` is the better-grounded answer: a strictly lower score wins; an
+    unscored candidate never replaces anything (shared by the modes that keep the best answer)."""
+    if candidate.score is None:
+        return False
+    return incumbent.score is None or candidate.score < incumbent.score

@@ -51,7 +51,7 @@ from typing import Any, Literal
 
 from truthlens.detector.types import Detection, DetectionInput, DetectorError
 from truthlens.llm import ChatCall, LLMError
-from truthlens.modes.base import ChoiceVerdict, Exchange, Services, Verdict
+from truthlens.modes.base import ChoiceVerdict, Exchange, Services, Verdict, lower_score
 from truthlens.modes.claims import Segment, align, rebuild, segment
 from truthlens.modes.prompts import Verdict as ClaimVerdict
 from truthlens.modes.prompts import (
@@ -234,7 +234,7 @@ class PremiumMode:
         check = await self._cross_check(exchange, services, opts, state.text, verifiers)
         if check.text != state.text:
             final = await detect_answer(services, exchange, check.text)
-            if _better(final, state.detection):
+            if lower_score(final, state.detection):
                 return _Choice(text=check.text, detection=final, check=check)
         return replace(state, check=check)
 
@@ -438,13 +438,6 @@ def _no_answer(exchange: Exchange, text: str, original: str) -> str | None:
     """Why ``text`` answers nothing of the exchange (see :mod:`truthlens.modes.revisions`), or None."""
     return why_not_an_answer(text, original=original, question=exchange.query.question,
                              passages=exchange.query.passages, instructions=())
-
-
-def _better(candidate: Detection, incumbent: Detection) -> bool:
-    """Strictly lower score wins; an unscored candidate never replaces anything."""
-    if candidate.score is None:
-        return False
-    return incumbent.score is None or candidate.score < incumbent.score
 
 
 def build() -> PremiumMode:

@@ -25,7 +25,7 @@ from typing import Any
 
 from truthlens.detector.types import Detection, DetectionInput, DetectorError
 from truthlens.llm import ChatCall, LLMError
-from truthlens.modes.base import ChoiceVerdict, Exchange, Services, Verdict
+from truthlens.modes.base import ChoiceVerdict, Exchange, Services, Verdict, lower_score
 from truthlens.modes.prompts import REFINE_SYSTEM, refine_messages
 from truthlens.modes.revisions import why_not_an_answer
 from truthlens.options import OptionContext, Section
@@ -151,7 +151,7 @@ class StandardMode:
                 stop = "detector_unavailable"
                 break
             scores.append(detection.score)
-            if best.score is None or detection.score < best.score:
+            if lower_score(detection, best):
                 best_text, best = text, detection
             if detection.score < converge_below:
                 stop = "converged"

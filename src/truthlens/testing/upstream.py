@@ -1,7 +1,8 @@
 """A scripted OpenAI-compatible HTTP server: the project's only test double.
 
-This is NOT a model. It answers ``POST /v1/chat/completions`` and ``POST /v1/responses`` (the
-Responses API, :mod:`truthlens.testing.responses_upstream`) from an ordered list of rules
+This is NOT a model. It answers ``POST /v1/chat/completions``, ``POST /v1/responses`` (the
+Responses API, :mod:`truthlens.testing.responses_upstream`) and ``POST /v1/completions``
+(:mod:`truthlens.testing.completions_upstream`) from an ordered list of rules
 (first match wins) so that tests and ``truthlens demo`` can put a real HTTP upstream behind
 Envoy and the LLM client without any weights. It speaks the real wire protocol: a
 ``chat.completion`` JSON body, or ``chat.completion.chunk`` server-sent events when
@@ -44,7 +45,7 @@ from urllib.parse import unquote
 from aiohttp import web
 
 from truthlens.gateway.core.paths import normal_path
-from truthlens.testing import responses_upstream
+from truthlens.testing import completions_upstream, responses_upstream
 from truthlens.testing.script import (
     DEFAULT_CONTENT,
     DEFAULT_RULE,
@@ -105,6 +106,7 @@ class ScriptedUpstream:
         self.app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[self._lenient])
         self.app.router.add_post("/v1/chat/completions", self._chat)
         self.app.router.add_post("/v1/responses", self._responses)
+        self.app.router.add_post("/v1/completions", self._completions)
         self.app.router.add_get("/v1/models", self._models)
         self.app.router.add_get("/health", self._health)
         self.app.router.add_post("/_script", self._script)
@@ -116,6 +118,7 @@ class ScriptedUpstream:
         self._served: dict[tuple[str, str], Handler] = {
             ("POST", "/v1/chat/completions"): self._chat, ("GET", "/v1/models"): self._models,
             ("GET", "/health"): self._health, ("POST", "/v1/responses"): self._responses,
+            ("POST", "/v1/completions"): self._completions,
         }
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -365,6 +368,24 @@ class ScriptedUpstream:
         payload = responses_upstream.response_object(response_id, model, texts, created_at=int(time.time()),
                                                      status=status, usage=usage, extra=reply.extra_fields)
         return await send(request, reply, json.dumps(payload).encode(), reply.content_type or "application/json")
+
+    async def _completions(self, request: web.Request) -> web.StreamResponse:
+        """``POST /v1/completions``: the legacy API, JSON or SSE, from the same rules as chat
+        (they match on the prompt read as a user message); ``n`` answers per call."""
+        try:
+            body = await request.json()
+            problem = completions_upstream.prompt_problem(body)
+            if problem is not None:
+                raise ValueError(problem)
+        except ValueError as exc:
+            return error_response(400, f"invalid request: {exc}", "invalid_request_error")
+        model, messages = str(body.get("model", "")), completions_upstream.prompt_messages(body)
+        key, rule, failure = await self._take(request, body, model, messages, "prompt")
+        if failure is not None:
+            return failure
+        texts = self._draw(key, rule.reply, int(body.get("n") or 1) * len(messages), messages)
+        self._ids += 1
+        return await completions_upstream.answer(request, rule.reply, body, f"cmpl-scripted-{self._ids}", texts)
 
     async def _stream(self, request: web.Request, reply: Reply, completion_id: str, model: str,
                       contents: list[str], want_logprobs: bool, top: int, include_usage: bool,

@@ -5,7 +5,7 @@ untrusted texts in a fenced data block, a strict JSON schema) through the projec
 :class:`~truthlens.llm.LLMClient`, so the endpoint's per-attempt timeout and retries, the
 OpenTelemetry client span (``chat {model}``, role ``detect`` or ``confirm``) and the
 ``truthlens_models_used_total`` count are the same as every re-ask's. The quotes that come back
-become spans (:mod:`truthlens.detector.quotes`; reason ``llm``, probability 1.0: the model
+become spans (:mod:`truthlens.detector.backends.quotes`; reason ``llm``, probability 1.0: the model
 gives no confidence) and the answer's score is 1.0 with spans, 0.0 without.
 
 Same contract as the encoder backends: inputs over ``max_answer_chars`` / ``max_context_chars``
@@ -17,7 +17,7 @@ endpoint's timeout ran out), ``llm_unavailable`` (connection refused, 5xx after 
 ``max_tokens``, or quotes only text the answer does not contain: a judge that names nothing of
 this answer has not checked it). A reply that quotes some such text besides text the answer
 holds keeps the spans it located, with reason ``llm_invented_quotes``; more than
-:data:`MAX_INVENTED` invented quotes, or more than :data:`~truthlens.detector.quotes.MAX_QUOTES`
+:data:`MAX_INVENTED` invented quotes, or more than :data:`~truthlens.detector.backends.quotes.MAX_QUOTES`
 quotes, is no reading of this answer either (``llm_bad_output``). The reply is read and its
 quotes located in a thread, never on the event loop, and the work is bounded by those counts:
 a model that ignores ``max_tokens`` and replies megabytes of quotes costs one bounded read,
@@ -44,7 +44,7 @@ from truthlens.detector.backends.llm_prompt import (
     messages,
     read_quotes,
 )
-from truthlens.detector.quotes import MAX_QUOTES, Located, locate_quotes
+from truthlens.detector.backends.quotes import MAX_QUOTES, Located, locate_quotes
 from truthlens.detector.types import (
     Detection,
     DetectionInput,

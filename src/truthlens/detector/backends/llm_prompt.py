@@ -12,7 +12,7 @@ it get ``json_object`` with the schema, else the schema in words: :mod:`truthlen
 The instructions describe that shape in words and never show an example reply: a small model
 given a literal ``{"quote": "..."}`` copies it instead of quoting the answer.
 
-Each quote is to be copied from the answer; :mod:`truthlens.detector.quotes` maps quotes back
+Each quote is to be copied from the answer; :mod:`truthlens.detector.backends.quotes` maps quotes back
 to offsets and drops the ones the answer does not contain. A reply that is not that object
 (prose, cut off, another shape, JSON nested past the parser's depth) raises
 :class:`MalformedReply`: the check is then ``unavailable``, never clean. So does a reply whose

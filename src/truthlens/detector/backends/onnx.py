@@ -140,6 +140,37 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+# The CPU's int8 dot-product instructions, best first: ONNX Runtime's kernels (MLAS) pick the
+# best the CPU has when a session loads; the start-up log names it, since int8's speed-up over
+# fp32 depends on it (VNNI does a 4-way int8 multiply-add per lane in one instruction).
+_INT8_KERNELS = (
+    ("amx_int8", "AMX"),
+    ("avx512_vnni", "AVX512-VNNI"),
+    ("avx_vnni", "AVX-VNNI"),
+    ("avx512bw", "AVX512"),
+    ("avx2", "AVX2"),
+)
+
+
+def int8_kernels(cpuinfo: str | None = None) -> str:
+    """The int8 instruction set ONNX Runtime's CPU kernels use here (from ``/proc/cpuinfo``'s
+    flags; "unknown" where it cannot be read)."""
+    if cpuinfo is None:
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8") as f:
+                cpuinfo = f.read()
+        except OSError:
+            return "unknown"
+    flags = set()
+    for line in cpuinfo.splitlines():
+        if line.startswith("flags"):
+            flags = set(line.partition(":")[2].split())
+            break
+    if not flags:
+        return "unknown"
+    return next((name for flag, name in _INT8_KERNELS if flag in flags), "SSE")
+
+
 def pad_rows(rows: Sequence[ModelRow], pad_id: int) -> dict[str, np.ndarray]:
     """The model's int64 input tensors for ``rows``, right-padded to the longest row
     (shared with the remote backend, so both feed the model byte-identical batches)."""
@@ -203,20 +234,27 @@ def load(settings: DetectorSettings, hooks: DetectorHooks | None = None) -> Dete
         lone_rows_take_all=runner.sessions > 1, members=scorers,
     )
     log.info(
-        "detector: %s on %s (requested %s), %d runs at once%s, batches of %d, max_length %d, quantization %s, "
-        "token threshold %.2f%s",
+        "detector: %s on %s (requested %s), %d runs at once on %s%s, batches of %d, max_length %d, quantization %s "
+        "(int8 kernels: %s), token threshold %.2f%s",
         manifest.directory,
         runner.provider,
         settings.provider,
         settings.max_in_flight,
+        _threads_text(settings, runner.provider),
         " (a lone row on every core)" if runner.sessions > 1 else "",
         settings.max_batch_size,
         manifest.max_length,
         manifest.quantization,
+        int8_kernels() if runner.provider == CPU else "n/a",
         engine.token_threshold,
         "".join(f", ensemble member {m.directory}" for m in members),
     )
     return engine
+
+
+def _threads_text(settings: DetectorSettings, provider: str) -> str:
+    threads = intra_op_threads(settings, provider)
+    return f"{threads} thread{'s' * (threads != 1)} each of {usable_cores()} cores" if threads else "every core"
 
 
 def _model(manifest: ModelManifest, settings: DetectorSettings) -> tuple[TextEncoder, OnnxRunner]:

@@ -35,23 +35,30 @@ word when the text also uses it in lower case, and a lone capitalised word openi
 unless a verb such as "is" follows it (no dictionary tells "Exactly" from "Mumbai").
 
 Numbers and dates are read by :mod:`.numbers`, names by :mod:`.names`; this module puts the
-answer's against the context's. Names in another role (:mod:`.roles`) and reversed comparisons
-or flipped negations (:mod:`.relations`) are checked between things the context does state.
+answer's against the context's. Names in another role (:mod:`.roles`), reversed comparisons
+or flipped negations (:mod:`.relations`) and names, numbers, years and relation words moved
+from the context clause the answer restates (:mod:`.clauses`) are checked between things the
+context does state. Sentences, clauses and word forms come from :mod:`truthlens.detector.text`.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from truthlens.detector.facts.claims import Claim
+from truthlens.detector.facts.clauses import ContextClauses, context_clauses, moved_terms
 from truthlens.detector.facts.names import KnownNames, find_names, lower_case_words
 from truthlens.detector.facts.numbers import KnownNumbers, find_dates, find_quantities, find_times
+from truthlens.detector.facts.records import Field, contradicted_fields, record_fields
 from truthlens.detector.facts.relations import ContextRelations, context_relations, contradicted_relations
 from truthlens.detector.facts.restatements import restated_clauses
 from truthlens.detector.facts.roles import ContextSentences, context_sentences, misattributed_names
 from truthlens.detector.types import FactReason
+
+T = TypeVar("T")
 
 __all__ = ["Finding", "FactCheck", "check_facts", "relation_findings", "role_findings", "unsupported_facts"]
 
@@ -89,7 +96,8 @@ def check_facts(
     answer: str, context: Sequence[str], question: str = "", *, roles: bool = True
 ) -> FactCheck:
     """Findings (unsupported numbers, dates and names; with ``roles``, names the context gives in
-    another role) and the values the context states in another format."""
+    another role and terms moved from another clause) and the values the context states in
+    another format."""
     source = "\n".join([*context, question])
     numbers, names = _index(source) if len(source) <= _CACHED_CHARS else _read(source)
     findings: list[Finding] = []
@@ -124,6 +132,9 @@ def check_facts(
     if roles:
         findings.extend(_role_findings(answer, sentences, findings, question))
     findings.extend(relation_findings(answer, context, findings, question))
+    findings.extend(record_findings(answer, context, findings, question))
+    if roles:  # who did what: the role check's switch turns both off
+        findings.extend(clause_findings(answer, context, findings, question))
     return FactCheck(
         tuple(sorted(findings, key=lambda f: (f.start, f.end))), tuple(restated),
         restated_clauses(answer, sentences, question),
@@ -154,19 +165,60 @@ def relation_findings(
 ) -> list[Finding]:
     """Comparisons the answer reverses and negations it flips, but for those overlapping a
     finding already in ``found`` (one wrong fact is one finding)."""
-    passages = tuple(context)
-    index = _relations(passages) if sum(map(len, passages)) <= _CACHED_CHARS else context_relations(passages)
-    taken = [(f.start, f.end) for f in found]
+    index = _of_context(context, _relations, context_relations)
     return [
         Finding(c.start, c.end, c.text, "contradicted_relation")
         for c in contradicted_relations(answer, index, question)
-        if not any(s < c.end and c.start < e for s, e in taken)
+        if _apart(c.start, c.end, found)
+    ]
+
+
+_MOVED_REASONS: dict[str, FactReason] = {
+    "name": "misattributed_entity", "number": "unsupported_number", "year": "unsupported_date",
+    "relation": "contradicted_relation",
+}
+
+
+def clause_findings(
+    answer: str, context: Sequence[str], found: Sequence[Finding], question: str = ""
+) -> list[Finding]:
+    """Terms the answer moved from the context clause it restates (:mod:`.clauses`), but for those
+    overlapping a finding already in ``found``."""
+    index = _of_context(context, _clauses, context_clauses)
+    return [
+        Finding(m.start, m.end, m.text, _MOVED_REASONS[m.kind])
+        for m in moved_terms(answer, index, question)
+        if _apart(m.start, m.end, found)
+    ]
+
+
+def record_findings(
+    answer: str, context: Sequence[str], found: Sequence[Finding], question: str = ""
+) -> list[Finding]:
+    """Yes/no fields of a JSON record the answer states the other way round (:mod:`.records`)."""
+    fields = _of_context(context, _fields, record_fields)
+    return [
+        Finding(c.start, c.end, c.text, "contradicted_relation")
+        for c in contradicted_fields(answer, fields, question)
+        if _apart(c.start, c.end, found)
     ]
 
 
 def _sentence_index(context: Sequence[str]) -> ContextSentences:
+    return _of_context(context, _sentences, context_sentences)
+
+
+def _of_context(context: Sequence[str], cached: Callable[[tuple[str, ...]], T],
+                build: Callable[[tuple[str, ...]], T]) -> T:
+    """One of the context's indexes: from its cache when the context is short enough to keep
+    (:data:`_CACHED_CHARS`), else built for this call."""
     passages = tuple(context)
-    return _sentences(passages) if sum(map(len, passages)) <= _CACHED_CHARS else context_sentences(passages)
+    return cached(passages) if sum(map(len, passages)) <= _CACHED_CHARS else build(passages)
+
+
+def _apart(start: int, end: int, found: Sequence[Finding]) -> bool:
+    """Whether ``start``-``end`` overlaps no finding already in ``found`` (one wrong fact is one finding)."""
+    return not any(f.start < end and start < f.end for f in found)
 
 
 def _read(source: str) -> tuple[KnownNumbers, KnownNames]:
@@ -181,6 +233,8 @@ _CACHED_CHARS = 100_000
 _index = functools.lru_cache(maxsize=32)(_read)
 _sentences: functools._lru_cache_wrapper[ContextSentences] = functools.lru_cache(maxsize=32)(context_sentences)
 _relations: functools._lru_cache_wrapper[ContextRelations] = functools.lru_cache(maxsize=32)(context_relations)
+_clauses: functools._lru_cache_wrapper[ContextClauses] = functools.lru_cache(maxsize=32)(context_clauses)
+_fields: functools._lru_cache_wrapper[tuple[Field, ...]] = functools.lru_cache(maxsize=32)(record_fields)
 
 
 def _inside(start: int, end: int, spans: list[tuple[int, int]]) -> bool:

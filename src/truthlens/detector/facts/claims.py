@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
+from truthlens.detector.text import STOP_WORDS, stem
+
 
 class _Located(Protocol):
     """A value found in a text: where it starts and ends."""
@@ -23,11 +25,7 @@ class _Located(Protocol):
 
 
 _TOPIC_WORD = re.compile(r"[^\W\d_]{3,}")
-_TOPIC_STOP = frozenset(
-    """the and for with from that this these those was were are has have had its his her their they them
-    which who whom what when where than then also about around approximately roughly nearly almost some over
-    more less under into onto per each only just been being will would could should may might there here""".split()
-)
+_TOPIC_STOP = STOP_WORDS | {"over", "under"}
 SENTENCE_END = re.compile(r"[.!?]\s+|\n+")
 
 
@@ -57,7 +55,7 @@ def topic_words(text: str) -> frozenset[str]:
     for m in _TOPIC_WORD.finditer(text.lower()):
         w = m.group(0)
         if w not in _TOPIC_STOP:
-            out.add(w[:-1] if len(w) > 4 and w.endswith("s") and not w.endswith("ss") else w)
+            out.add(stem(w))
     return frozenset(out)
 
 

@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from truthlens.detector.facts.claims import SENTENCE_END, Claim, Ranges, topic_words
+from truthlens.detector.text import list_markers
 from truthlens.detector.types import FactReason
 
 # ----------------------------------------------------------------------------- word lists
@@ -140,6 +141,8 @@ _DATE_FORMS = [
 def find_dates(text: str) -> list[Date]:
     found: list[Date] = []
     spans = Ranges()
+    for start, end in list_markers(text):  # "in November. 2. ...": the "2." numbers a list item
+        spans.add(start, end)
     for form in _DATE_FORMS:  # most specific first; a later form never re-reads a date's chars
         for m in form.finditer(text):
             if spans.overlaps(m.start(), m.end()):
@@ -228,6 +231,7 @@ _WORD_NUMBER = re.compile(
     r"\b(?=[" + "".join(sorted({w[0] for w in NUMBER_WORDS})) + r"])"
     r"(?P<num>(?:" + "|".join(_TENS) + r")(?:[\s-](?:" + "|".join(_ONES[1:10]) + r"))?|"
     + "|".join(sorted(NUMBER_WORDS - set(_TENS), key=len, reverse=True)) + r")"
+    r"(?P<hundred>[\s-]hundred\b)?"
     r"(?:\s(?P<scale>thousand|million|billion|trillion))?"
     r"(?:\s(?P<unit>" + _UNIT_ALT + r")(?![\w/]))?\b",
     re.IGNORECASE,
@@ -236,9 +240,11 @@ _WORD_NUMBER = re.compile(
 
 def find_quantities(text: str, *, answer: bool = True) -> Iterator[Quantity]:
     """The numbers in ``text``; only an answer's are read for hedges ("about 4 million")."""
+    markers = {start for start, _ in list_markers(text)}
     for m in _NUMBER.finditer(text):
-        if _LIST_MARKER.match(text, m.start()) and _line_start(text, m.start()):
-            continue  # "1. Paris", "2) Lyon": the answer's own numbering, not a fact
+        if m.start() in markers or m.start() - 1 in markers or (
+                _LIST_MARKER.match(text, m.start()) and _line_start(text, m.start())):
+            continue  # "1. Paris", "2) Lyon", "1. Rome 2. Paris": the answer's own numbering, not a fact
         raw = m.group("num").replace(",", "")
         value = float(raw)
         cur, scale, unit = m.group("cur"), m.group("scale"), m.group("unit")
@@ -271,10 +277,12 @@ def find_quantities(text: str, *, answer: bool = True) -> Iterator[Quantity]:
             value = 1.0
         else:
             value = float(_WORD_VALUES[word])
+        if m.group("hundred") and word != "hundred":  # "two hundred", "forty-two hundred": one number
+            value *= 100
         if m.group("scale"):
             value *= _SCALES[m.group("scale").lower()]
         unit = _UNITS[m.group("unit").lower()] if m.group("unit") else None
-        checked = (word not in _UNCHECKED_WORDS or bool(m.group("scale"))) and not (
+        checked = (word not in _UNCHECKED_WORDS or bool(m.group("scale") or m.group("hundred"))) and not (
             answer and _set_size(text, m.start(), m.end()))
         yield Quantity(m.start(), m.end(), value, unit, answer and _hedged(text, m.start()), False, None, checked)
 

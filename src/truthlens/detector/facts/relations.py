@@ -30,6 +30,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from truthlens.detector.text import NEGATIONS, STOP_WORDS, is_negated, stem
+
 _WORD = re.compile(r"[^\W_][\w'’]*")
 _CLAUSE = re.compile(r"[^.!?;\n]+")
 # Sub-clauses: cut at commas, colons and the conjunctions that join two statements ("... easily
@@ -85,13 +87,8 @@ _SUPERLATIVE = re.compile(
     + r"|most\s+[a-z]+|least\s+[a-z]+)\b",
     re.IGNORECASE,
 )
-_NEGATIONS = frozenset("not never no none nor neither nobody nothing cannot without".split())
-_STOP = frozenset(
-    """a an the and or of to in on at by for with from as is was are were be been being has have had do does
-    did it its this that these those he she they them his her their who which what when where also than
-    then there into about after before during over under such only very can could will would may might
-    shall should must just so both each all any some one""".split()
-)
+# Comparatives and negations are what this check reads: neither is a stop word here.
+_STOP = STOP_WORDS - {"more", "less", "not", "no", "nor"}
 MIN_NEGATION_WORDS = 3
 NEGATION_ANSWER_SHARE = 0.85  # of the answer clause's content words found in the context clause
 NEGATION_CONTEXT_SHARE = 0.6  # of the context clause's content words found in the answer clause
@@ -139,18 +136,9 @@ def _content(text: str) -> list[str]:
     words = []
     for m in _WORD.finditer(text):
         w = m.group(0).lower().replace("’", "'").removesuffix("'s")
-        if w not in _STOP and w not in _NEGATIONS and not w.endswith("n't") and len(w) > 1:
-            words.append(w[:-1] if len(w) > 4 and w.endswith("s") and not w.endswith("ss") else w)
+        if w not in _STOP and w not in NEGATIONS and not w.endswith("n't") and len(w) > 1:
+            words.append(stem(w))
     return words
-
-
-def is_negated(text: str) -> bool:
-    """Whether ``text`` says "not" ("never", "no", "n't", …; "not only" is no negation)."""
-    words = [m.group(0).lower().replace("’", "'") for m in _WORD.finditer(text)]
-    for i, w in enumerate(words):
-        if w.endswith("n't") or (w in _NEGATIONS and not (w == "not" and words[i + 1 : i + 2] == ["only"])):
-            return True
-    return False
 
 
 def _comparisons(text: str, question: str = "") -> list[_Comparison]:

@@ -31,8 +31,8 @@ a leading "No" whatever follows.
 
 from __future__ import annotations
 
-from truthlens.detector.facts.relations import is_negated
 from truthlens.detector.facts.roles import ContextSentences, clause_spans, clause_words, is_short_answer, numerals
+from truthlens.detector.text import is_negated
 
 # Clauses with fewer content words say too little to be "the same statement" (a bare "Canberra
 # is" restates any sentence that names Canberra).

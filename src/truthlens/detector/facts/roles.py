@@ -35,9 +35,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from truthlens.detector.facts.names import Name, find_names, lower_case_words
-from truthlens.detector.facts.relations import is_negated
+from truthlens.detector.text import STOP_WORDS, WORD, is_negated, stem
 
-_WORD = re.compile(r"[^\W\d_][\w'’]*")
 _CLAUSE_CUT = re.compile(r"[.!?;:]+\s+|\n+|,\s+|\s+(?:while|whereas|but|although|though)\s+", re.IGNORECASE)
 _NUMERAL = re.compile(r"\d[\d,]*(?:\.\d+)?")
 _SENTENCE_CUT = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -46,35 +45,8 @@ _SENTENCE_CUT = re.compile(r"(?<=[.!?])\s+|\n+")
 _AFTER_PREPOSITION = re.compile(r"\b(?:on|in|at|to|from|into|onto|of|for|with|by|near|across)\s+(?:the\s+)?$", re.I)
 # ... except the agent of a passive verb: "Columbia was flown by Buzz Aldrin" says who flew it.
 _PASSIVE_AGENT = re.compile(r"\b(?:\w+(?:ed|en|wn|ght)|made|led|held|won|built|sold|run|done|set|hit)\s+by\s+$", re.I)
-# Past forms that share no stem with their verb: "flew" / "flown" must meet "fly" (and each other).
-_IRREGULAR = {
-    form: base
-    for base, forms in {
-        "fly": "flew flown flies", "lead": "led leads", "win": "won wins", "lose": "lost loses",
-        "build": "built builds", "buy": "bought buys", "sell": "sold sells", "make": "made makes",
-        "take": "took taken takes", "give": "gave given gives", "write": "wrote written writes",
-        "drive": "drove driven drives", "ride": "rode ridden rides", "begin": "began begun begins",
-        "become": "became becomes", "come": "came comes", "go": "went gone goes", "see": "saw seen sees",
-        "hold": "held holds", "find": "found finds", "found": "founded founds", "teach": "taught teaches",
-        "think": "thought thinks", "bring": "brought brings", "catch": "caught catches", "fight": "fought fights",
-        "send": "sent sends", "spend": "spent spends", "leave": "left leaves", "meet": "met meets",
-        "pay": "paid pays", "say": "said says", "tell": "told tells", "keep": "kept keeps", "sit": "sat sits",
-        "stand": "stood stands", "run": "ran runs", "swim": "swam swum swims", "sing": "sang sung sings",
-        "speak": "spoke spoken speaks", "steal": "stole stolen steals", "choose": "chose chosen chooses",
-        "break": "broke broken breaks", "fall": "fell fallen falls", "grow": "grew grown grows",
-        "know": "knew known knows", "throw": "threw thrown throws", "draw": "drew drawn draws",
-        "shoot": "shot shoots", "strike": "struck strikes", "beat": "beaten beats", "bear": "bore born bears",
-        "rise": "rose risen rises", "eat": "ate eaten eats", "hit": "hits", "wear": "wore worn wears",
-    }.items()
-    for form in forms.split()
-}
-_STOP = frozenset(
-    """a an the and or but of to in on at by for with from as is was are were be been being has have had do does
-    did it its this that these those he she they them his her their who whom which what when where while also
-    not no so than then there here into onto over under about after before during between both each all any some
-    such only own same other very can could will would may might shall should must just while whereas although
-    though one two three first second according based passage passages provided context""".split()
-)
+# Ordinals name no role ("the first man"): left out with the stop words.
+_STOP = STOP_WORDS | {"first", "second"}
 
 
 MAX_RELATION_WORDS = 8
@@ -93,22 +65,13 @@ class Misattribution:
 
 
 def _stem(word: str) -> str:
-    w = word.lower()
-    for possessive in ("'s", "’s"):  # "Australia's capital" speaks of Australia
-        w = w.removesuffix(possessive)
-    w = w.strip("'’")
-    if w in _IRREGULAR:
-        return _IRREGULAR[w]
-    for suffix in ("ing", "ed", "es", "s"):
-        if len(w) > len(suffix) + 3 and w.endswith(suffix):
-            return w[: -len(suffix)]
-    return w
+    return stem(word)
 
 
 def _relation_words(text: str, names: Sequence[Name], offset: int) -> set[str]:
     inside = [(n.start - offset, n.end - offset) for n in names]
     words = set()
-    for m in _WORD.finditer(text):
+    for m in WORD.finditer(text):
         if any(s <= m.start() < e for s, e in inside):
             continue
         w = m.group(0).lower()

@@ -31,7 +31,7 @@ class TokenScores:
     ids: np.ndarray
     offsets: np.ndarray
     probs: np.ndarray
-    rows: int  # model rows that were run (0: empty answer)
+    rows: int  # model rows that were run, each distinct row once (0: empty answer)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +77,7 @@ class TokenScorer:
         run = await self.batcher.submit(distinct)
         outputs = [run[i] for i in index]
         probs = aggregate(len(prepared.answer), prepared.plan, outputs, self._settings.chunk_aggregation)
-        return TokenScores(prepared.answer.ids, prepared.answer.offsets, probs, len(prepared.plan.rows))
+        return TokenScores(prepared.answer.ids, prepared.answer.offsets, probs, len(distinct))
 
     async def close(self) -> None:
         await self.batcher.close()

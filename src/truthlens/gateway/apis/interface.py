@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from truthlens.gateway.apis.sse import SSEEvent
     from truthlens.modes.base import GroundedQuery
 
-EndpointName = Literal["chat", "responses"]
+EndpointName = Literal["chat", "responses", "completions"]
 Strategy = Literal["passthrough", "hold", "progressive"]
 
 
@@ -88,6 +88,11 @@ class ParsedRequest(Protocol):
     def context_source(self) -> str:
         """Where the passages came from: ``field``, ``tool``, ``system`` (comma-joined when several),
         ``template:<name>``, or "" (:mod:`~truthlens.gateway.apis.context.sources`)."""
+
+    @property
+    def near_template(self) -> str:
+        """With no passages: the template the request began much like without being read as it
+        (:mod:`~truthlens.gateway.apis.context.tolerant`), said when it is skipped; "" when none."""
 
     def grounded_query(self) -> GroundedQuery: ...
 
@@ -180,6 +185,11 @@ class Endpoint(Protocol):
 
     @property
     def name(self) -> EndpointName: ...
+
+    @property
+    def request_keys(self) -> frozenset[str]:
+        """The API's own request fields (no extension field may take one of these names)."""
+        ...
 
     def decode_request(self, body: bytes, *, max_bytes: int | None = None) -> DecodedRequest:
         """Over ``max_bytes`` the body is refused before any JSON is parsed; raises ``BodyError``."""

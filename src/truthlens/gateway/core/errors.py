@@ -27,6 +27,10 @@ REASONS: dict[str, tuple[int, str]] = {
     "too_large": (413, "the body is over the route's max_body_bytes"),
     # Not a failure: the route's no_context policy (skip: answered unchecked; block: refused).
     "no_context": (400, "the request carries no grounding context to check the answer against"),
+    # Not a failure: a request no context can ground (an opinion, an assessment, a translation, a
+    # creative piece, a rewrite for another reader) is answered unchecked (x-truthlens-task: ungroundable).
+    "ungroundable": (400, "the request asks for something no context can ground (an opinion, an assessment, a "
+                     "translation, a creative piece, a rewrite); answered unchecked"),
     # The upstream's answer.
     "upstream_status": (502, "the upstream answered with a non-2xx status; nothing to check"),
     "bad_response": (502, "the upstream's body is not a chat completion / Responses API response, or it failed"),

@@ -4,11 +4,12 @@ two probes a platform expects: ``/healthz`` (the process answers: liveness) and 
 and while draining: readiness). Any other path is 404, so a probe pointed at the wrong path
 fails instead of passing.
 
-``POST /v1/check`` (when the server hands a ``check`` handler: a serving process, not a
-``--workers`` supervisor) reads a JSON body of at most :data:`MAX_CHECK_BODY_BYTES` and answers
-what the handler returns (:mod:`truthlens.gateway.server.dry_run`). ``POST /v1/feedback`` (when
-the server hands a ``feedback`` handler) answers an adaptive route's request id with good or bad;
-the handler decides who may call it (:mod:`truthlens.gateway.server.feedback`)."""
+``POST /v1/check`` (when the server hands a ``check`` handler: a serving process, or a
+``--workers`` supervisor, which forwards it to a worker) reads a JSON body of at most
+:data:`MAX_CHECK_BODY_BYTES` and answers what the handler returns (:mod:`truthlens.gateway.server.dry_run`).
+``POST /v1/feedback`` (when the server hands a ``feedback`` handler) answers an adaptive route's
+request id with good or bad; the handler decides who may call it
+(:mod:`truthlens.gateway.server.feedback`)."""
 
 from __future__ import annotations
 
@@ -79,8 +80,8 @@ def _dry_run(environ: dict[str, Any], check: Check | None) -> CheckResult:
     if environ.get("REQUEST_METHOD") != "POST":
         return 405, {"error": f"{CHECK_PATH} takes POST with a JSON body"}
     if check is None:
-        return 501, {"error": f"{CHECK_PATH} is off here: a --workers supervisor runs no detector (run one "
-                              "worker), or serve was started with --no-check-endpoint; truthlens detect checks offline"}
+        return 501, {"error": f"{CHECK_PATH} is off here: serve was started with --no-check-endpoint; "
+                              "truthlens detect checks offline"}
     length = environ.get("CONTENT_LENGTH") or ""
     if not length.isdigit():
         return 411, {"error": "send the body with a Content-Length"}

@@ -1,5 +1,6 @@
-"""``truthlens check-config``'s warnings about what a valid config leaves unchecked: an API one
-decision checks while no decision checks the other (chat completions vs the Responses API), and
+"""``truthlens check-config``'s warnings about what a valid config leaves unchecked: an API no
+decision checks while one checks another (chat completions, the Responses API, the legacy
+completions API), and
 an Envoy config whose routes differ from the ones the config needs (``--envoy``: bypass routes
 missing for detection-off decisions, or routes that skip the processor for requests a checked
 decision would take, or an unchecked mark on requests no decision checks)."""
@@ -14,8 +15,9 @@ from truthlens.gateway.envoy import routes as envoy_routes
 from truthlens.gateway.policy.config import Config
 from truthlens.gateway.policy.decisions import AllOf, Always, AnyOf, Not, PathRule, RequestFacts, Rule
 
-# The two APIs, by a path a client posts to.
-API_PATHS = {"chat completions": "/v1/chat/completions", "the Responses API": "/v1/responses"}
+# The APIs the gateway reads, by a path a client posts to.
+API_PATHS = {"chat completions": "/v1/chat/completions", "the Responses API": "/v1/responses",
+             "the legacy completions API": "/v1/completions"}
 
 
 def _may_match(rule: Rule, path: str) -> bool | None:
@@ -38,16 +40,15 @@ def _may_match(rule: Rule, path: str) -> bool | None:
 
 
 def api_warnings(config: Config) -> list[str]:
-    """A warning when some checked decision can take one API's requests and none the other's."""
+    """A warning per API no checked decision can take while some checked decision takes another's."""
     checked = {api: any(d.route is not None and _may_match(d.rules, path) is not False for d in config.decisions)
                for api, path in API_PATHS.items()}
-    if all(checked.values()) or not any(checked.values()):
+    if not any(checked.values()):
         return []
     on = next(api for api, yes in checked.items() if yes)
-    off = next(api for api, yes in checked.items() if not yes)
     return [f"checks {on} but no checked decision takes {off} ({API_PATHS[off]}): those answers pass "
             f"unchecked. Add a path condition for {API_PATHS[off]} (e.g. an OR beside the existing one), "
-            "or ignore this if that API is not served."]
+            "or ignore this if that API is not served." for off, yes in checked.items() if not yes]
 
 
 def envoy_warnings(config: Config, envoy_yaml: str) -> list[str]:

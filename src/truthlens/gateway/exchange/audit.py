@@ -49,6 +49,8 @@ def record(
     context_source: str | None = None,
     domain: DomainMatch | None = None,
     arm: str | None = None,
+    near_template: str | None = None,
+    task: str | None = None,
 ) -> None:
     """Count the exchange's action (``truthlens_actions_total``) and log its line (``original``:
     see :func:`original_of`)."""
@@ -56,7 +58,8 @@ def record(
     request_id = state.info.headers.get("x-request-id") if state.info is not None else None
     exchange(request_id=request_id, decision=decision, mode=mode, verdict=verdict, score=score,
              action=shown.action, latency_s=latency_s, reason=reason, original=original,
-             context_source=context_source, domain=None if domain is None else domain.header(), arm=arm)
+             context_source=context_source, domain=None if domain is None else domain.header(), arm=arm,
+             near_template=near_template, task=task)
 
 
 def original_of(verdict: Verdict) -> tuple[str, float | None] | None:
@@ -86,6 +89,8 @@ def exchange(
     context_source: str | None = None,
     domain: str | None = None,
     arm: str | None = None,
+    near_template: str | None = None,
+    task: str | None = None,
 ) -> None:
     """Log one exchange's outcome (``verdict``: detected | clean | unavailable | skipped). An
     unavailable verdict (a check that could not run, with its ``reason``) is a WARNING: that
@@ -111,10 +116,14 @@ def exchange(
         fields["reason"] = reason
     if context_source:
         fields["context_source"] = context_source
+    if task:
+        fields["task"] = task
     if domain is not None:  # "healthcare;0.83" or "none", when a domain rule read it
         fields["domain"] = domain
     if arm is not None:  # an adaptive route: mode is the arm; "chosen" or "fallback:<reason>"
         fields["adaptive"] = arm
+    if near_template:
+        fields["near_template"] = near_template  # a skip's nearest template (why it was not read)
     log.log(level, "exchange %s", text_fields(fields), extra={FIELDS: fields})
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from truthlens.gateway.apis.interface import Presentation, Refusal
 from truthlens.gateway.exchange import audit
-from truthlens.gateway.policy.presentation import with_action
+from truthlens.gateway.policy.presentation import TASK_HEADER, with_action
 
 if TYPE_CHECKING:
     from truthlens.gateway.apis.interface import ParsedRequest
@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from truthlens.gateway.policy.config import RouteSettings
 
 REASON = "no_context"
+NEAR_TEMPLATE_HEADER = "x-truthlens-near-template"
+UNGROUNDABLE_REASON = "ungroundable"  # a request no context can ground (opinion, translation, ...)
 NO_TEXT_REASON = "no_text"  # an answer with no text to check (empty, blank, tool calls only)
 STATUS = 400
 MESSAGE = (
@@ -35,10 +37,13 @@ def needs_skipping(route: RouteSettings, request: ParsedRequest) -> bool:
     return route.no_context != "check" and not any(p.strip() for p in request.passages)
 
 
-def presentation(route: RouteSettings, decision: str, reason: str = REASON) -> Presentation:
+def presentation(route: RouteSettings, decision: str, reason: str = REASON, near: str = "",
+                 task: str = "") -> Presentation:
     """Skipped (the answer unchanged, said so in headers), or refused on ``no_context: block``.
-    ``reason``: ``no_context``, or ``no_text`` (an answer with no text to check: empty, blank,
-    tool calls only; never refused)."""
+    ``reason``: ``no_context``, ``ungroundable`` (a request no context can ground; ``task`` says
+    so) or ``no_text`` (an answer with no text to check: empty, blank, tool calls only); only
+    ``no_context`` is ever refused. ``near``: the template a request without context began much
+    like (``x-truthlens-near-template``, the details' ``near_template``): why it was not read."""
     headers = {
         "x-truthlens-enabled": "true",
         "x-truthlens-mode": route.mode,
@@ -46,6 +51,12 @@ def presentation(route: RouteSettings, decision: str, reason: str = REASON) -> P
         "x-truthlens-reason": reason,
     }
     details: dict[str, Any] = {"decision": decision, "mode": route.mode, "status": "skipped", "reason": reason}
+    if near:
+        headers[NEAR_TEMPLATE_HEADER] = near
+        details["near_template"] = near
+    if task:
+        headers[TASK_HEADER] = task
+        details["task"] = task
     refusal = None
     if route.no_context == "block" and reason == REASON:
         refusal = Refusal(STATUS, MESSAGE, "invalid_request_error", REASON, headers,
@@ -55,12 +66,14 @@ def presentation(route: RouteSettings, decision: str, reason: str = REASON) -> P
                                     outcome="block" if refusal is not None else "skipped"))
 
 
-def skip(state: StreamState, rt: Runtime, route: RouteSettings, decision: str, reason: str = REASON) -> Presentation:
+def skip(state: StreamState, rt: Runtime, route: RouteSettings, decision: str, reason: str = REASON,
+         near: str = "", task: str = "") -> Presentation:
     """Count it, say it on the exchange span, and remember the presentation for the response
     headers phase (which marks the answer and lets its body through unread)."""
-    shown = presentation(route, decision, reason)
+    shown = presentation(route, decision, reason, near, task)
     rt.telemetry.record_skip(decision, reason)
-    audit.record(state, rt, shown, decision=decision, mode=route.mode, verdict="skipped", reason=reason)
+    audit.record(state, rt, shown, decision=decision, mode=route.mode, verdict="skipped", reason=reason,
+                 near_template=near or None, task=task or None)
     if state.span is not None:
         state.span.set_attributes({"truthlens.decision": decision, "truthlens.mode": route.mode,
                                    "truthlens.detected": "skipped", "truthlens.reason": reason,

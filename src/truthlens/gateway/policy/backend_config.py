@@ -59,11 +59,12 @@ def parse_detector(s: Section, base_dir: Path | None, models: Mapping[str, Model
         model_dir=model_dir,
         backend=backend,
         provider=s.choice("provider", d.provider, ("auto", "cpu", "cuda")),
-        # Absent: the model's calibrated threshold (src/truthlens/detector/manifest.py).
-        token_threshold=s.number("token_threshold", 0.5, lo=0.0, hi=1.0) if "token_threshold" in s else None,
+        # Absent (or null): the model's calibrated threshold (src/truthlens/detector/manifest.py; 0.30
+        # for the shipped model), so the reference shows no fixed default for it.
+        token_threshold=s.optional_number("token_threshold", lo=0.0, hi=1.0),
         # Absent: the model's calibrated decision, like the token threshold.
         aggregation=s.choice("aggregation", "noisy_or", AGGREGATIONS) if "aggregation" in s else None,
-        min_span_length=s.integer("min_span_length", 1, lo=1) if "min_span_length" in s else None,
+        min_span_length=s.optional_integer("min_span_length", lo=1),
         min_span_confidence=s.number("min_span_confidence", d.min_span_confidence, lo=0.0, hi=1.0),
         max_batch_size=batching.integer("max_batch_size", d.max_batch_size, lo=1, hi=1024),
         max_wait_ms=batching.number("max_wait_ms", d.max_wait_ms, lo=0.0, hi=10_000.0),

@@ -26,10 +26,9 @@ import yaml
 from truthlens.detector.types import (
     DetectorSettings,
 )
-from truthlens.gateway.apis.chat.body import REQUEST_KEYS as CHAT_REQUEST_KEYS
+from truthlens.gateway.apis import endpoints
 from truthlens.gateway.apis.context.settings import ContextSettings, parse_templates
 from truthlens.gateway.apis.interface import WarningSpec
-from truthlens.gateway.apis.responses.body import REQUEST_KEYS as RESPONSES_REQUEST_KEYS
 from truthlens.gateway.policy.backend_config import parse_detector, parse_models
 from truthlens.gateway.policy.config_yaml import load_yaml, yaml_error
 from truthlens.gateway.policy.decisions import Rule, Vocabulary, compile_rules, uses_domains
@@ -301,10 +300,10 @@ def _resolve_route(
     for s in ctx.sections:
         s.allow("extension_field", "tool_messages", "system_messages", "templates")
     extension_field = ctx.pick("extension_field").optional_string("extension_field", "truthlens_context")
-    if extension_field in CHAT_REQUEST_KEYS | RESPONSES_REQUEST_KEYS:
-        api = "chat completions" if extension_field in CHAT_REQUEST_KEYS else "Responses"
+    api = next((e.name for e in endpoints.ALL if extension_field in e.request_keys), None)
+    if api is not None:
         raise ConfigError(ctx.pick("extension_field").key("extension_field"),
-                          f"{extension_field!r} is a field of the {api} request: the gateway removes the "
+                          f"{extension_field!r} is a field of the {api} API's request: the gateway removes the "
                           "extension field from every request, so the upstream would never get it; name a "
                           "field of your own (the default: truthlens_context)")
     context = ContextSettings(

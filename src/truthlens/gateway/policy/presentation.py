@@ -39,6 +39,8 @@ CONFIRM_REASON_HEADER = "x-truthlens-confirm-reason"
 ACTION_HEADER = "x-truthlens-action"
 # Where the checked request's context came from: field, tool, system, template:<name>.
 CONTEXT_SOURCE_HEADER = "x-truthlens-context-source"
+# How the request was read: question, summary, record (truthlens.detector.prompt.Task.name).
+TASK_HEADER = "x-truthlens-task"
 
 
 def present(
@@ -50,13 +52,17 @@ def present(
     include_spans: bool,
     latency_s: float,
     context_source: str = "",
+    task: str = "",
 ) -> Presentation:
     """The presentation of a verdict under ``route``'s actions and failure policy; ``context_source``
-    (where the request's passages came from) goes with the verdict headers and the details."""
+    (where the request's passages came from) and ``task`` (how the request was read) go with the
+    verdict headers and the details."""
     status = verdict.status
     headers = _verdict_headers(route, verdict, latency_s)
     if headers and context_source:
         headers[CONTEXT_SOURCE_HEADER] = context_source
+    if headers and task:
+        headers[TASK_HEADER] = task
     refusal = None
     if status == "detected" and "block" in route.actions:
         refusal = Refusal(
@@ -78,6 +84,8 @@ def present(
     details = _details(decision, verdict, include_spans=include_spans, confirm=route.confirm)
     if context_source:
         details["context_source"] = context_source
+    if task:
+        details["task"] = task
     if warning is not None:
         details[WARNING_POSITION_KEY] = warning.position
         # Offsets index the content the client receives: a prepended warning moves them.

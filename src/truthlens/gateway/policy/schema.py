@@ -171,8 +171,11 @@ class _Builder:
                     fragments.setdefault(name, self.rec.fragment(path, name))
                     if name not in names:
                         names.append(name)
-        return {"type": "object", "properties": {n: fragments.get(n, {}) for n in names},
-                "additionalProperties": False}
+        properties = {n: fragments.get(n, {}) for n in names}
+        if "conditions" in properties:
+            # A group's conditions are rules too: a typo'd key in one (prefx) fails here as in check-config.
+            properties["conditions"] = {"type": "array", "items": RULE_REF}
+        return {"type": "object", "properties": properties, "additionalProperties": False}
 
     def prop(self, path: str, name: str) -> dict[str, Any]:
         fragment = self.rec.fragment(path, name)

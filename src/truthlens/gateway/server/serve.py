@@ -34,6 +34,7 @@ from truthlens.gateway.server.dry_run import DryRunCheck
 from truthlens.gateway.server.dry_run import Limits as CheckLimits
 from truthlens.gateway.server.feedback import FeedbackHandler
 from truthlens.gateway.server.processor import SERVICE_NAME, ExternalProcessor
+from truthlens.gateway.server.worker_check import WorkerCheck
 from truthlens.options import ConfigError
 
 log = logging.getLogger(__name__)
@@ -73,11 +74,13 @@ class ProcessorServer:
         worker_index: int = 0,
         serve_metrics: bool = True,
         telemetry: Telemetry | None = None,  # tests pass one with their own registry and exporter
+        check_port: Any = None,  # under a supervisor: where to report this worker's /v1/check port
     ) -> None:
         self.settings = settings
         self.telemetry = telemetry or Telemetry()
         self.worker_index = worker_index
         self.serve_metrics = serve_metrics
+        self.check_port = check_port
         self.health = health.aio.HealthServicer()
         self._server: grpc.aio.Server | None = None
         self._services: ServiceProvider | None = None
@@ -92,11 +95,16 @@ class ProcessorServer:
         s = self.settings
         telemetry = self.telemetry
         store = ConfigStore(s.config_path, telemetry=telemetry)
+        # POST /v1/check: the serving detector with the current config's route settings.
+        check = DryRunCheck(asyncio.get_running_loop(), lambda: store.current,
+                            lambda: self._services.detector if self._services is not None and self.ready else None,
+                            s.check_limits)
+        if s.metrics_listen and s.check_endpoint and not self.serve_metrics and self.check_port is not None:
+            # A supervisor's worker: its own loopback listener, which the supervisor's /v1/check
+            # forwards to (truthlens.gateway.server.worker_check).
+            private = telemetry.start_metrics_server("127.0.0.1:0", ready=lambda: self.ready, check=check)
+            self.check_port.value = private.port
         if s.metrics_listen and self.serve_metrics:
-            # POST /v1/check: the serving detector with the current config's route settings.
-            check = DryRunCheck(asyncio.get_running_loop(), lambda: store.current,
-                                lambda: self._services.detector if self._services is not None and self.ready else None,
-                                s.check_limits)
             feedback = FeedbackHandler(lambda: store.current, self.bandits, telemetry)
             probes = telemetry.start_metrics_server(s.metrics_listen, ready=lambda: self.ready,
                                                     check=check if s.check_endpoint else None, feedback=feedback)
@@ -181,13 +189,14 @@ async def serve(
     worker_index: int = 0,
     serve_metrics: bool = True,
     on_ready: Callable[[], None] | None = None,
+    check_port: Any = None,
 ) -> None:
     """Serve until SIGTERM / SIGINT, then drain; ``on_ready`` is called once serving."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    server = ProcessorServer(settings, worker_index=worker_index, serve_metrics=serve_metrics)
+    server = ProcessorServer(settings, worker_index=worker_index, serve_metrics=serve_metrics, check_port=check_port)
     try:
         await server.start()
         if on_ready is not None:
@@ -198,11 +207,11 @@ async def serve(
         await server.stop()
 
 
-def _worker_main(settings: ServerSettings, index: int, ready: Any = None) -> None:
+def _worker_main(settings: ServerSettings, index: int, ready: Any = None, check_port: Any = None) -> None:
     logs.configure("INFO", prefix=f"w{index} ")  # the format the CLI chose (TRUTHLENS_LOG_FORMAT)
     try:
         asyncio.run(serve(settings, worker_index=index, serve_metrics=False,
-                          on_ready=ready.set if ready is not None else None))
+                          on_ready=ready.set if ready is not None else None, check_port=check_port))
     except STARTUP_ERRORS as exc:
         log.error("worker %d cannot start: %s", index, exc)
         sys.exit(STARTUP_FAILED)
@@ -231,6 +240,8 @@ def _supervise(settings: ServerSettings) -> int:
     metrics = None
     # /readyz of the supervisor: every worker has reported serving (a restarted one: again).
     ready_flags: list[Any] = []
+    # Each worker's /v1/check port (0 while it starts): the supervisor's /v1/check forwards there.
+    check_ports = [ctx.Value("i", 0) for _ in range(settings.workers)]
     if settings.metrics_listen:
         # The workers serve no probe listener: feedback comes here, into the stores they share.
         config = ConfigStore(settings.config_path)
@@ -243,11 +254,12 @@ def _supervise(settings: ServerSettings) -> int:
         metrics = telemetry.start_metrics_server(
             settings.metrics_listen,
             ready=lambda: not stopping and all(f.is_set() for f in ready_flags) and len(ready_flags) > 0,
+            check=WorkerCheck(check_ports) if settings.check_endpoint else None,
             feedback=FeedbackHandler(current, Bandits(), telemetry),
         )
-        log.info("metrics and probes of all %d workers on %s (/metrics, /healthz, /readyz, POST /v1/feedback); %s",
-                 settings.workers,
-                 _http_address(metrics.host, metrics.port), trace_export_summary())
+        log.info("metrics and probes of all %d workers on %s (/metrics, /healthz, /readyz%s, POST /v1/feedback); %s",
+                 settings.workers, _http_address(metrics.host, metrics.port),
+                 ", POST /v1/check" if settings.check_endpoint else "", trace_export_summary())
         # Building Telemetry wrote this process's own live gauges (0: it runs no detector); left in
         # place, truthlens_detector_backend_ready would count the supervisor as a process not ready.
         mark_process_dead(os.getpid())
@@ -266,7 +278,9 @@ def _supervise(settings: ServerSettings) -> int:
             ready_flags[i] = flag
         else:
             ready_flags.append(flag)
-        p = ctx.Process(target=_worker_main, args=(replace(settings), i, flag), name=f"truthlens-worker-{i}")
+        check_ports[i].value = 0
+        p = ctx.Process(target=_worker_main, args=(replace(settings), i, flag, check_ports[i]),
+                        name=f"truthlens-worker-{i}")
         p.start()
         return p
 

@@ -55,6 +55,7 @@ class ChatRequest:
     forward_body: bytes | None = None
     include_usage: bool = False  # stream_options.include_usage
     context_source: str = ""  # where the passages came from (:mod:`~truthlens.gateway.apis.context.sources`)
+    near_template: str = ""  # no context: the template the request came closest to ("" when none)
 
     def grounded_query(self) -> GroundedQuery:
         return GroundedQuery(
@@ -155,6 +156,7 @@ def read_chat_request(decoded: DecodedRequest, ctx: ContextSettings) -> ChatRequ
         forward_body=forward_body,
         include_usage=decoded.include_usage,
         context_source=found.source,
+        near_template=found.near_template,
     )
 
 
@@ -256,7 +258,11 @@ class ChatResponse:
                                     details=change.details, warn_indices=change.warn_indices)
 
 
-def parse_chat_response(body: bytes) -> ChatResponse:
+def read_choices(body: bytes, text_of: Callable[[int, dict[str, Any]], str]
+                 ) -> tuple[dict[str, Any], tuple[str, ...], tuple[int, ...]]:
+    """An OpenAI response body's document, each choice's text in ``index`` order (``text_of``:
+    the text of the choice at a list position, raising :class:`BodyError`) and the list position
+    of each index. The indices must be 0..n-1, each once (any order), or the body is refused."""
     doc = decode_json(body, "response body")
     if not isinstance(doc, dict):
         raise BodyError("bad_response", f"response body is a JSON {type(doc).__name__}, not an object")
@@ -264,27 +270,30 @@ def parse_chat_response(body: bytes) -> ChatResponse:
     if not isinstance(choices, list):
         raise BodyError("bad_response", "response has no 'choices' list")
     by_index: dict[int, int] = {}
-    contents: dict[int, str] = {}
+    texts: dict[int, str] = {}
     for pos, choice in enumerate(choices):
         if not isinstance(choice, dict):
             raise BodyError("bad_response", f"choices[{pos}] is not an object")
         index = choice.get("index", pos)
-        if not isinstance(index, int) or index in by_index:
+        if not isinstance(index, int) or isinstance(index, bool) or index in by_index:
             raise BodyError("bad_response", f"choices[{pos}].index is missing, not an integer or repeated")
+        texts[index] = text_of(pos, choice)
+        by_index[index] = pos
+    if sorted(by_index) != list(range(len(by_index))):
+        raise BodyError("bad_response", f"choice indices {sorted(by_index)} are not 0..{len(by_index) - 1}")
+    return doc, tuple(texts[i] for i in range(len(texts))), tuple(by_index[i] for i in range(len(by_index)))
+
+
+def parse_chat_response(body: bytes) -> ChatResponse:
+    def text_of(pos: int, choice: dict[str, Any]) -> str:
         message = choice.get("message")
         if not isinstance(message, dict):
             raise BodyError("bad_response", f"choices[{pos}].message is not an object")
-        by_index[index] = pos
-        contents[index] = answer_text(content_text(message.get("content"), f"choices[{pos}].message.content",
-                                                   "bad_response", RESPONSE_TEXT_PARTS), message.get("refusal"))
-    if sorted(by_index) != list(range(len(by_index))):
-        raise BodyError("bad_response", f"choice indices {sorted(by_index)} are not 0..{len(by_index) - 1}")
-    return ChatResponse(
-        raw=doc,
-        contents=tuple(contents[i] for i in range(len(contents))),
-        body=body,
-        positions=tuple(by_index[i] for i in range(len(by_index))),
-    )
+        return answer_text(content_text(message.get("content"), f"choices[{pos}].message.content",
+                                        "bad_response", RESPONSE_TEXT_PARTS), message.get("refusal"))
+
+    doc, contents, positions = read_choices(body, text_of)
+    return ChatResponse(raw=doc, contents=contents, body=body, positions=positions)
 
 
 def render_chat_response(

@@ -54,19 +54,26 @@ class ProgressiveChatStream(ChatStream):
         """``event`` (a chunk adding text to the followed field) as two chunks: its first
         ``keep`` characters, then the rest (a content list of parts becomes its text)."""
         doc = openai_body.event_object(event.data)
-        name = self._field or "content"
-        value = doc["choices"][0]["delta"][name]
-        text = value if isinstance(value, str) else chunks.delta_text(value)
-        return _with_field(doc, name, text[:keep]), _with_field(doc, name, text[keep:])
+        text = self.event_text(doc)
+        return self.with_text(doc, text[:keep]), self.with_text(doc, text[keep:])
+
+    def event_text(self, doc: dict[str, Any]) -> str:
+        """The text a chunk adds to the followed field (overridden with the chunk shape)."""
+        value = doc["choices"][0]["delta"][self._field or "content"]
+        return value if isinstance(value, str) else chunks.delta_text(value)
+
+    def with_text(self, doc: dict[str, Any], text: str) -> bytes:
+        """A chunk ``doc`` carrying ``text`` in the followed field instead."""
+        return _with_field(doc, self._field or "content", text)
 
     def text_event(self, text: str) -> bytes:
         """A content chunk of ``text`` (a warning inside the answer)."""
-        return chunks.chunk_event(self.accumulator.meta, deltas={0: text})
+        return self.chunk_event(deltas={0: text})
 
     def verdict_before(self, shown: Presentation, details: dict[str, Any], end: SSEEvent | None) -> bytes:
         """The verdict chunk, then ``end``; refused: the verdict chunk and the error event, which
         end the stream (no ``data: [DONE]``, as a held block)."""
-        out = chunks.chunk_event(self.accumulator.meta, details=details)
+        out = self.chunk_event(details=details)
         if shown.refusal is not None:
             return out + self.refusal_events(shown.refusal)
         return out + (end.raw if end is not None else b"")

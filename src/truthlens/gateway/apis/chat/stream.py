@@ -43,7 +43,7 @@ class ChatStream:
         if event.is_done:
             return True
         if event.has_data:
-            chunk = openai_body.event_object(event.data)
+            chunk = self.as_chat_chunk(openai_body.event_object(event.data))
             _check_indexes(chunk)
             self.accumulator.add(chunk)
             if self._warns and not self.holding:
@@ -72,11 +72,23 @@ class ChatStream:
         if shown.outcome == "unchecked":
             # Not checked (a drain): the held events go out as they came.
             return withheld + self._verdict(shown) + end_raw
+        return self.rechunk(shown.final_contents(answers), dict(shown.details))
+
+    # The chunk shape, overridden by an API whose streams are chat's in another shape
+    # (:mod:`~truthlens.gateway.apis.completions.stream`).
+    def as_chat_chunk(self, chunk: dict[str, Any]) -> dict[str, Any]:
+        """One event's object as a ``chat.completion.chunk`` (the accumulator's shape)."""
+        return chunk
+
+    def chunk_event(self, *, deltas: dict[int, str] | None = None, details: dict[str, Any] | None = None) -> bytes:
+        """A chunk of content ``deltas`` per choice, or (none) the verdict chunk carrying ``details``."""
+        return chunks.chunk_event(self.accumulator.meta, deltas=deltas, details=details)
+
+    def rechunk(self, contents: tuple[str, ...], details: dict[str, Any]) -> bytes:
+        """A held answer's whole stream, with ``contents`` and the verdict chunk."""
         acc = self.accumulator
-        return chunks.rechunk(
-            acc.meta, shown.final_contents(answers), dict(shown.details),
-            finish_reasons=acc.finish_reasons(), usage=acc.usage, source=acc,
-        )
+        return chunks.rechunk(acc.meta, contents, details, finish_reasons=acc.finish_reasons(), usage=acc.usage,
+                              source=acc)
 
     def unchecked_events(self, shown: Presentation) -> bytes:
         return self._verdict(shown)
@@ -88,12 +100,12 @@ class ChatStream:
         """The warning delta after content that already went out (it can only follow it now)."""
         note = shown.late_warning()
         deltas = {i: note for i in range(n_answers) if shown.warns(i)} if note is not None else {}
-        return chunks.chunk_event(self.accumulator.meta, deltas=deltas) if deltas else b""
+        return self.chunk_event(deltas=deltas) if deltas else b""
 
     def _verdict(self, shown: Presentation) -> bytes:
         """The verdict chunk, and the refusal (too late to withhold what went out, but the
         client learns of it)."""
-        out = chunks.chunk_event(self.accumulator.meta, details=dict(shown.late_details()))
+        out = self.chunk_event(details=dict(shown.late_details()))
         if shown.refusal is not None:
             out += self.refusal_events(shown.refusal)
         return out

@@ -54,6 +54,38 @@ TEMPLATES: tuple[Template, ...] = (
         text="Answer any use questions based solely on the context below:\n\n<context>\n{context}\n</context>",
     ),
     Template(
+        name="langchain-retrieval-chain",
+        role="system",
+        source="the system prompt of langchain-classic's create_retrieval_chain examples in LangChain's v0.3 "
+               "documentation (docs/docs/how_to/qa_sources.ipynb, qa_chat_history_how_to.ipynb: the hub rag-prompt's "
+               '"just say that you don\'t know"; documents joined with "\\n\\n")',
+        text=_LC_ASSISTANT + "If you don't know the answer, just say that you don't know. " + _LC_CONCISE
+             + "\n\n{context}",
+    ),
+    Template(
+        name="langchain-v1-rag-chain",
+        role="system",
+        source="LangChain v1 documentation (docs.langchain.com, langchain 1.x), the RAG tutorial's chain: the "
+               "@dynamic_prompt middleware's system message given create_agent (documents joined with \"\\n\\n\")",
+        text="You are a helpful assistant. Use the following context in your response:\n\n{context}",
+    ),
+    Template(
+        name="langchain-lcel-rag",
+        source="LangChain v0.2/v0.3 documentation's LCEL RAG chain (langchain-classic 1.0.8 era): "
+               'ChatPromptTemplate.from_template("Answer the question based only on the following context:\\n'
+               '{context}\\n\\nQuestion: {question}\\n")',
+        text="Answer the question based only on the following context:\n{context}\n\nQuestion: {question}\n",
+    ),
+    Template(
+        name="langchain-summarize-system",
+        role="system",
+        task="summary",
+        instruction=_CONCISE_SUMMARY,
+        source="LangChain v0.3 documentation, docs/docs/tutorials/summarization.ipynb: the system-only "
+               'ChatPromptTemplate ("system", "Write a concise summary of the following:\\n\\n{context}")',
+        text=_CONCISE_SUMMARY + "\n\n{context}",
+    ),
+    Template(
         name="langchain-stuff-qa",
         source=f"{_LANGCHAIN_CLASSIC}, langchain_classic/chains/question_answering/stuff_prompt.py PROMPT "
                "(RetrievalQA and load_qa_chain with a completion model)",
@@ -153,6 +185,21 @@ TEMPLATES: tuple[Template, ...] = (
         source="Haystack 2.29.0 documentation, docs-website/docs/pipeline-components/generators/openaigenerator.mdx "
                "(and the other generators' pages): the same template without the Answer: line",
         text="Given the following information, answer the question.\n\nContext:\n{context}\n\nQuestion: {question}",
+    ),
+    # ---- Haystack 3
+    Template(
+        name="haystack-get-started",
+        role="system",
+        source="Haystack 3.4 documentation, Get Started (docs.haystack.deepset.ai/docs/get-started): the "
+               "ChatPromptBuilder's system message, documents by a Jinja loop and a trailing Question:; the "
+               "question is the user message after it (and a system Answer: follows)",
+        text="Given these documents, answer the question.\nDocuments:\n{context}\nQuestion:",
+    ),
+    Template(
+        name="haystack-prompt-builder",
+        source="haystack-ai 3.4.1, haystack/components/builders/prompt_builder.py PromptBuilder docstring (and "
+               "core/pipeline/pipeline.py's ChatPromptBuilder example): documents by a Jinja loop",
+        text="Given these documents, answer the question.\nDocuments:\n{context}\n\nQuestion: {question}\nAnswer:",
     ),
 )
 

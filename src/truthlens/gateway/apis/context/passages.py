@@ -14,10 +14,17 @@
   {{ document.content }}\\n{% endfor %}``) renders each document after a blank line and four
   spaces: a blank line followed by an indented line starts a document.
 - ``lines``: one passage per non-empty line. ``none``: the whole slot is one passage.
+
+Two renderings are read whatever the separator: a context that is a Python list of strings
+(LlamaIndex's ``simple_summarize`` formats its list of chunks into the prompt as it is: each
+string is a chunk, split as above), and, for tool results (:func:`tool_passages`), blocks of
+``Source: …`` and ``Content: …`` lines (the retrieval tool of LangChain's v1 RAG agent: each
+block's content is a passage, its source line left out, as metadata lines are).
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Sequence
 
@@ -38,6 +45,9 @@ _METADATA_LINE = re.compile(r"^([a-z_][a-z0-9_]{0,40}): \S.{0,300}$")
 _METADATA_KEYS = frozenset({"file_path", "file_name", "file_type", "file_size", "creation_date", "last_modified_date",
                             "last_accessed_date", "page_label", "doc_id", "document_title", "url", "source"})
 _MAX_METADATA_LINES = 12
+# A block of a tool result: a "Source: {...}" line, then "Content: " (LangChain's v1 RAG agent:
+# f"Source: {doc.metadata}\nContent: {doc.page_content}", blocks joined with blank lines).
+_SOURCE_BLOCK = re.compile(r"^[ \t]*Source:[^\n]*\n[ \t]*Content:[ \t]*", re.MULTILINE)
 
 
 def split(text: str, separator: Separator) -> list[str]:
@@ -45,6 +55,9 @@ def split(text: str, separator: Separator) -> list[str]:
     text = text.strip()
     if not text:
         return []
+    listed = _list_of_strings(text)
+    if listed is not None:
+        return [p for chunk in listed for p in split(chunk, separator)]
     if separator == "none":
         return [text]
     if separator == "lines":
@@ -55,6 +68,30 @@ def split(text: str, separator: Separator) -> list[str]:
     if numbered is not None:
         return numbered
     return _with_metadata([block.strip() for block in _BLANK_LINES.split(text) if block.strip()])
+
+
+def tool_passages(text: str) -> list[str]:
+    """A tool result's passages: the content of each ``Source: …`` / ``Content: …`` block when
+    the whole result is made of them, else the result as one passage."""
+    starts = list(_SOURCE_BLOCK.finditer(text))
+    if not starts or text[:starts[0].start()].strip():
+        return [text] if text.strip() else []
+    ends = [m.start() for m in starts[1:]] + [len(text)]
+    contents = [text[m.end():end].strip() for m, end in zip(starts, ends, strict=True)]
+    return [c for c in contents if c]
+
+
+def _list_of_strings(text: str) -> list[str] | None:
+    """The strings of a context written as a Python list of strings (None: it is not one)."""
+    if not (text.startswith(("['", '["')) and text.endswith(("']", '"]'))):
+        return None
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return [v for v in value if v.strip()]
+    return None
 
 
 def numbered_documents(text: str) -> list[str] | None:

@@ -17,8 +17,14 @@
   inside are the passages. In a user message the question is the text after the block (less
   its ``Question:`` label and a closing ``Answer:``), else the text before it.
 
-A message with a word such as "context" in a sentence, a Markdown rule, or a code fence is none
-of these.
+A message with a word such as "context" in a sentence or a Markdown rule is none of these, and
+nothing inside a code fence (a line opening with three or more backticks or tildes, to the line
+that closes it, or to the end) is read: a ``<context>`` element in a prompt builder's code, a
+React ``Context.Provider`` or a ``context:`` key in a YAML file is code, not a layout. A fenced
+block inside a context section is kept as the section's text.
+
+These layouts are read only on a route that names them (``plain``): their labels are typed by
+end users as often as by applications (docs/context.md).
 """
 
 from __future__ import annotations
@@ -48,6 +54,27 @@ _DOCUMENT_TAG = re.compile(r"<(document)(?:\s[^<>]{0,200})?>", re.IGNORECASE)
 _INNER_TAG = re.compile(r"</?[A-Za-z_][\w\-]{0,40}(?:\s[^<>]{0,200})?>")
 
 
+MAX_SIGN_OFF_WORDS = 4  # "Thanks!", "Thank you so much!": after a block, not the request
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*$", re.MULTILINE)
+
+
+def without_fences(text: str) -> str:
+    """``text`` with every fenced code block blanked (its characters spaces, its line breaks
+    kept): the layouts' labels and tags are looked for in this text, and the sections sliced
+    from the original at the same offsets."""
+    out, pos = [], 0
+    while (opening := _FENCE.search(text, pos)) is not None:
+        marker = opening.group(1)
+        closing = re.compile(rf"^[ \t]*{re.escape(marker[0])}{{{len(marker)},}}[ \t]*$", re.MULTILINE)
+        shut = closing.search(text, opening.end())
+        end = len(text) if shut is None else shut.end()
+        out.append(text[pos:opening.start()])
+        out.append(re.sub(r"[^\n]", " ", text[opening.start():end]))
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
 @dataclass(frozen=True, slots=True)
 class Layout:
     """What a plain layout found: the context text, how it splits, and the question (None: the
@@ -61,18 +88,19 @@ class Layout:
 
 def labelled(text: str, role: Role) -> Layout | None:
     """``plain-labels`` (see the module's docstring)."""
-    context_at = _context_start(text)
+    code = without_fences(text)  # where labels are looked for
+    context_at = _context_start(code)
     if context_at is None:
         return None
     start, body = context_at
     if role == "system":
-        if _QUESTION_LABEL.search(text, body) or _is_inline_label(text, start, body):
+        if _QUESTION_LABEL.search(code, body) or _is_inline_label(code, start, body):
             return None
         return Layout(text[body:].strip(), None) if text[body:].strip() else None
-    after = list(_QUESTION_LABEL.finditer(text, body))
+    after = list(_QUESTION_LABEL.finditer(code, body))
     if after:  # context, then question: the context runs to the last question label
         return _layout(text[body:after[-1].start()], text[after[-1].end():])
-    before = [m for m in _QUESTION_LABEL.finditer(text, 0, start)]
+    before = [m for m in _QUESTION_LABEL.finditer(code, 0, start)]
     if len(before) != 1:
         return None
     return _layout(_without_answer_line(text[body:]), text[before[0].end():start])
@@ -80,14 +108,15 @@ def labelled(text: str, role: Role) -> Layout | None:
 
 def delimited(text: str, role: Role) -> Layout | None:
     """``plain-delimited`` (see the module's docstring)."""
-    blocks = list(_elements(text, _BLOCK_TAGS))
+    code = without_fences(text)  # where tags and rules are looked for
+    blocks = list(_elements(code, _BLOCK_TAGS))
     if len(blocks) == 1:
         start, (body_start, body_end), end = blocks[0]
         body = text[body_start:body_end]
         inner = [_INNER_TAG.sub(" ", body[a:b]).strip() for _, (a, b), _ in _elements(body, _DOCUMENT_TAG)]
         passages = tuple(p for p in inner if p) or None
         return _outside(text[:start], text[end:], body, role, passages)
-    rules = list(_RULE.finditer(text))
+    rules = list(_RULE.finditer(code))
     if len(rules) != 2 or rules[0].group(1) != rules[1].group(1):
         return None
     intro = text[:rules[0].start()]
@@ -122,8 +151,16 @@ def _outside(before: str, after: str, body: str, role: Role, passages: tuple[str
         return None
     if role == "system":
         return Layout(body.strip(), None, passages=passages)
-    question = _question_text(after) or _question_text(before)
+    after_text, before_text = _question_text(after), _question_text(before)
+    # The request is the side with words of its own: a sign-off after the block ("Thanks!") is not
+    # what the user asks when the text before it is.
+    question = before_text if before_text and _is_sign_off(after_text, after) else (after_text or before_text)
     return Layout(body.strip(), question, passages=passages) if question else None
+
+
+def _is_sign_off(text: str, raw: str) -> bool:
+    """A few words that ask nothing: no question mark and no question label."""
+    return len(text.split()) <= MAX_SIGN_OFF_WORDS and "?" not in text and _QUESTION_LABEL.search(raw) is None
 
 
 def _context_start(text: str) -> tuple[int, int] | None:
@@ -167,10 +204,11 @@ def _without_answer_line(text: str) -> str:
 def between(text: str, role: Role, start: str, end: str) -> Layout | None:
     """A route's own delimiters: the context is what lies between the first ``start`` and the
     last ``end`` after it; in a user message the question is the text outside them."""
-    opened = text.find(start)
+    code = without_fences(text)
+    opened = code.find(start)
     if opened < 0:
         return None
-    closed = text.rfind(end, opened + len(start))
+    closed = code.rfind(end, opened + len(start))
     if closed < 0:
         return None
     return _outside(text[:opened], text[closed + len(end):], text[opened + len(start):closed], role, None)

@@ -11,13 +11,16 @@ context:
     - name: acme-docs               # or delimiters around the context
       start: "<<DOCS>>"
       end: "<</DOCS>>"
-    - builtin                       # every built-in template and plain layout (or name some)
+    - builtin                       # every framework's template (or name some)
+    - plain                         # the plain layouts too (plain-labels, plain-delimited)
 ```
 
-Absent: ``[builtin]``. ``[]``: no template is read. The route's own entries are tried before any
-built-in one, whatever the order of the list; built-in names (``langchain-rag-prompt``,
-``plain-labels``, ...) select those alone. Every problem is a :class:`~truthlens.options.ConfigError`
-naming the entry's key.
+Absent: ``[builtin]``: the frameworks' exact templates, never the plain layouts, whose labels an
+end user can type over text that is not retrieved material (a route whose application writes
+its own plain layout names ``plain``, or one of them). ``[]``: no template is read. The route's
+own entries are tried before any built-in one, whatever the order of the list; built-in names
+(``langchain-rag-prompt``, ``plain-labels``, ...) select those alone. Every problem is a
+:class:`~truthlens.options.ConfigError` naming the entry's key.
 """
 
 from __future__ import annotations
@@ -25,12 +28,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from truthlens.gateway.apis.context.reading import BUILTIN, BUILTIN_BY_NAME, LayoutReader, Reader, TemplateReader
+from truthlens.gateway.apis.context.reading import (
+    BUILTIN_BY_NAME,
+    FRAMEWORKS,
+    LAYOUTS,
+    LayoutReader,
+    Reader,
+    TemplateReader,
+)
 from truthlens.gateway.apis.context.templates import SEPARATORS, Role, Template, TemplateError
 from truthlens.options import ConfigError, Section
 
-BUILTIN_ALL = "builtin"
-DEFAULT_READERS: tuple[Reader, ...] = BUILTIN
+BUILTIN_ALL = "builtin"  # every framework template
+PLAIN_ALL = "plain"  # every plain layout
+_GROUPS: dict[str, tuple[Reader, ...]] = {BUILTIN_ALL: FRAMEWORKS, PLAIN_ALL: LAYOUTS}
+DEFAULT_READERS: tuple[Reader, ...] = FRAMEWORKS
 _ROLES: tuple[Role, ...] = ("user", "system")
 
 
@@ -47,7 +59,7 @@ class ContextSettings:
 
 
 def parse_templates(section: Section) -> tuple[Reader, ...]:
-    """The readers ``section.templates`` lists (absent: every built-in one)."""
+    """The readers ``section.templates`` lists (absent: every framework template)."""
     key = section.key("templates")
     raw = section.get("templates", [BUILTIN_ALL])
     if not isinstance(raw, list):
@@ -65,7 +77,7 @@ def parse_templates(section: Section) -> tuple[Reader, ...]:
             names.update(r.name for r in picked)
             continue
         reader = _own(Section(item, where))
-        if reader.name in names or reader.name in BUILTIN_BY_NAME or reader.name == BUILTIN_ALL:
+        if reader.name in names or reader.name in BUILTIN_BY_NAME or reader.name in _GROUPS:
             raise ConfigError(f"{where}.name", f"{reader.name!r} is taken (by a built-in template or another entry)")
         names.add(reader.name)
         own.append(reader)
@@ -73,11 +85,11 @@ def parse_templates(section: Section) -> tuple[Reader, ...]:
 
 
 def _builtin(name: str, where: str) -> tuple[Reader, ...]:
-    if name == BUILTIN_ALL:
-        return BUILTIN
+    if name in _GROUPS:
+        return _GROUPS[name]
     reader = BUILTIN_BY_NAME.get(name)
     if reader is None:
-        raise ConfigError(where, f"unknown built-in template {name!r} (expected {BUILTIN_ALL} or one of "
+        raise ConfigError(where, f"unknown built-in template {name!r} (expected {BUILTIN_ALL}, {PLAIN_ALL} or one of "
                                  f"{', '.join(BUILTIN_BY_NAME)}; an own template is a mapping with name and template)")
     return (reader,)
 

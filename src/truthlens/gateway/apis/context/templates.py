@@ -10,16 +10,23 @@ run, so a stripped or re-wrapped rendering still matches): a message that merely
 template's words, or one of its slots' labels, is not read as that template.
 
 Slots are matched without a general regex engine (no backtracking over a message that may be
-megabytes long): the literals are found in order; a question takes the shortest text (the first
-occurrence of the literal after it), a context the longest (its last occurrence), so a passage
-that happens to contain ``Question:`` stays in the context.
+megabytes long): the literals are found in order. Where a literal occurs more than once, which
+copy is the template's follows from who writes what: the question slot holds the end user's text,
+who can type any of the template's words into it, and the context slot holds the application's
+retrieved passages. So a question takes the longest text (the last copy of the literal after it)
+and a context or an earlier answer the shortest (the first copy): a label the user typed inside
+the question (``\nContext: ...``, Haystack's ``Answer: x\n\nContext:``, LlamaIndex's separator
+line and ``Query:``) stays in the question, and never adds to the context. A passage that happens
+to hold the next literal loses its end to the question: less context, never text the user wrote
+(the trust boundary, docs/security.md).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections import deque
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Literal
 
 SlotName = Literal["context", "question", "answer", "any"]
@@ -30,7 +37,13 @@ Task = Literal["qa", "summary"]
 Separator = Literal["documents", "indented", "lines", "none"]
 SEPARATORS: tuple[Separator, ...] = ("documents", "indented", "lines", "none")
 
+# Slots the end user's text may fill (or that are ignored): these take the last copy of the next
+# literal, so whatever they hold stays theirs; the context and an earlier answer take the first.
+_USER_SLOTS: frozenset[SlotName] = frozenset({"question", "any"})
 _SLOT = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
+# A template's fixed text, all literals together, in non-space characters: fewer is a word or two
+# that ordinary chat holds (a custom "{context} the {question}" read every chat with " the ").
+MIN_FIXED_CHARS = 4
 # Occurrences of one literal tried per slot: bounds the work on a hostile message that repeats
 # a template's words many times (a real rendering has one or two).
 _MAX_CANDIDATES = 16
@@ -96,25 +109,21 @@ class Template:
 
     def _fill(self, text: str, pos: int, end: int, i: int) -> list[str] | None:
         """The values of slots ``i``.. between ``pos`` and ``end``: each middle literal tried at
-        the occurrences its slot prefers (shortest for a question, longest otherwise)."""
+        the occurrences its slot prefers (module docstring: the longest for text the end user
+        writes, the shortest for the application's context)."""
         if i == len(self._slots) - 1:
             return [text[pos:end]]
-        spans = [(m.start(), m.end()) for m in _bounded(self._middles[i].finditer(text, pos, end))]
-        if self._slots[i] != "question":
-            spans.reverse()
-        for start, after in spans[:_MAX_CANDIDATES]:
+        found = self._middles[i].finditer(text, pos, end)
+        if self._slots[i] in _USER_SLOTS:
+            # the last copies, however many the user typed before them (one linear scan)
+            spans = [(m.start(), m.end()) for m in deque(found, maxlen=_MAX_CANDIDATES)][::-1]
+        else:
+            spans = [(m.start(), m.end()) for m in islice(found, _MAX_CANDIDATES)]
+        for start, after in spans:
             rest = self._fill(text, after, end, i + 1)
             if rest is not None:
                 return [text[pos:start], *rest]
         return None
-
-
-def _bounded(matches: Iterator[re.Match[str]]) -> Iterator[re.Match[str]]:
-    """At most a few hundred occurrences: a real prompt has a handful."""
-    for n, m in enumerate(matches):
-        if n >= 16 * _MAX_CANDIDATES:
-            return
-        yield m
 
 
 def _split(text: str) -> tuple[list[str], list[SlotName]]:
@@ -154,6 +163,17 @@ def _validate(literals: list[str], slots: list[SlotName], role: Role, instructio
                                 "(else where one ends and the other starts is a guess)")
     if not any(text.strip() for text in literals):
         raise TemplateError("has no literal text: it would match any message")
+    fixed = [text.strip() for text in literals if text.strip()]
+    if sum(len("".join(t.split())) for t in fixed) < MIN_FIXED_CHARS or all(_bare_word(t) for t in fixed):
+        raise TemplateError(f"its fixed text ({' … '.join(repr(t) for t in fixed)}) is too short to tell the template "
+                            "from ordinary chat that contains it: give the labels or sentences the application "
+                            "writes around the slots (e.g. 'Docs:\n{context}\n\nQuestion: {question}')")
+
+
+def _bare_word(text: str) -> bool:
+    """One word of letters alone ("the", "and", "Question"): prose is full of them; a label has
+    its colon, a sentence its several words."""
+    return len(text.split()) == 1 and text.isalpha()
 
 
 def _literal_pattern(text: str) -> str | None:

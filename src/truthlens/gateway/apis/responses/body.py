@@ -73,6 +73,7 @@ class ResponsesRequest:
     sampling: Mapping[str, Any]
     forward_body: bytes | None = None  # the body without the context extension field; None: the original
     context_source: str = ""  # where the passages came from (:mod:`~truthlens.gateway.apis.context.sources`)
+    near_template: str = ""  # no context: the template the request came closest to ("" when none)
 
     def grounded_query(self) -> GroundedQuery:
         return GroundedQuery(
@@ -141,6 +142,7 @@ def read_responses_request(decoded: DecodedResponsesRequest, ctx: ContextSetting
     return ResponsesRequest(
         model=decoded.model, question=found.question, passages=found.passages, stream=decoded.stream,
         messages=tuple(messages), sampling=sampling, forward_body=forward_body, context_source=found.source,
+        near_template=found.near_template,
     )
 
 

@@ -8,6 +8,7 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from truthlens.gateway.apis.context import chain
 from truthlens.gateway.apis.interface import Presentation
 from truthlens.gateway.exchange import audit
 from truthlens.gateway.exchange.lifecycle import Draining
@@ -45,8 +46,10 @@ async def check_verdict(
     try:
         # A drain bounds the check: near the end of the grace period the answer goes out
         # unchanged, marked unavailable (reason "draining"), instead of being cut by the stop.
+        # The gateway's own warning, copied into an answer by a chain's later step, is not checked.
+        read = tuple(chain.MEMORY.blank_warnings(a) for a in answers)
         verdict = await rt.lifecycle.bounded(checking.run_check(
-            route, checked.decision, checked.request, answers, checked.services, rt.telemetry
+            route, checked.decision, checked.request, read, checked.services, rt.telemetry
         ))
     except Draining:
         return None, skip(state, rt, checked.route, checked.decision.name, "draining")
@@ -62,8 +65,14 @@ async def check_verdict(
             include_spans=checked.include_spans,
             latency_s=time.monotonic() - started,
             context_source=checked.request.context_source,
+            task=checked.task,
         )
         span.set_attribute("truthlens.verdict", shown.outcome)
+    if verdict.status in ("clean", "detected"):
+        # A chain's later step that sends these answers back as context is checked against
+        # these passages instead (each answer as written and as the client got it).
+        scope = chain.scope_of(state.info.headers) if state.info is not None else ""
+        chain.MEMORY.remember((*answers, *shown.final_contents(answers)), checked.request.passages, scope=scope)
     # A check that ran but could not decide is logged once, by its audit line (with the reason).
     # A detected answer's line says what flagged it (a label, never answer text).
     reason: str | None
@@ -74,11 +83,12 @@ async def check_verdict(
     audit.record(state, rt, shown, decision=checked.decision.name, mode=verdict.mode, verdict=verdict.status,
                  score=verdict.score, latency_s=time.monotonic() - started, reason=reason,
                  original=audit.original_of(verdict), context_source=checked.request.context_source,
-                 domain=state.domain, arm=None if choice is None else choice.header)
+                 domain=state.domain, arm=None if choice is None else choice.header, task=checked.task)
     if state.span is not None:
         rt.telemetry.annotate_exchange(state.span, decision=checked.decision.name,
                                        model=checked.request.model, verdict=verdict, outcome=shown.outcome)
         state.span.set_attribute("truthlens.context_source", checked.request.context_source)
+        state.span.set_attribute("truthlens.task", checked.task)
     return verdict, shown
 
 

@@ -43,6 +43,9 @@ def handle(state: StreamState, rt: Runtime) -> pb.ProcessingResponse:
     route = decision.route if decision is not None else None
     context = route.context if route is not None else state.config.hallucination.context
     if context.extension_field is not None:
+        if decision is not None and route is not None:
+            # A checked route's exchange gets its audit line (and metric) too, not only the 400.
+            skip(state, rt, route, decision.name, REASON, _message(state))
         return _field_unremovable(state, context.extension_field)
     if decision is None or route is None:
         return mutations.passthrough("request_body")

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
+from truthlens.detector.prompt import read_task
+from truthlens.gateway.apis.context import chain
 from truthlens.gateway.apis.interface import DecodedRequest, Endpoint, ParsedRequest
 from truthlens.gateway.core.errors import GatewayError
 from truthlens.gateway.exchange import domains, mutations, ungrounded
@@ -74,6 +76,8 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
     if routed.error is not None:
         return _cannot_check(state, rt, decision, routed.error, body)
     assert routed.decoded is not None
+    chain.MEMORY.note_warning(route.warning_template)  # never read back as context
+    chain.SCOPE.set(chain.scope_of(info.headers))  # a chain's earlier answers: this client's only
     try:
         request = routed.decoded.read(route.context)
     except GatewayError as exc:
@@ -84,14 +88,19 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
     if len(body) > route.max_body_bytes:
         return _cannot_check(state, rt, decision, GatewayError("too_large", "over max_body_bytes"), body)
     if ungrounded.needs_skipping(route, request):  # no context, no check (the route's no_context)
-        shown = ungrounded.skip(state, rt, route, decision.name)
+        shown = ungrounded.skip(state, rt, route, decision.name, near=request.near_template)
         return mutations.refusal_response(state.api, shown.refusal) if shown.refusal else _forward(request)
+    task = read_task(request.passages, request.question).name  # what the detector will check it as
+    if task == "ungroundable":  # an opinion, a translation, ...: nothing in the context can ground it
+        ungrounded.skip(state, rt, route, decision.name, ungrounded.UNGROUNDABLE_REASON, task=task)
+        return _forward(request)
     state.checked = CheckedRequest(
         decision=decision,
         route=route,
         request=request,
         include_spans=_asks(info.headers.get(route.spans_request_header.lower())),
         services=state.lease.services,
+        task=task,
     )
     return _forward(request)
 

@@ -26,29 +26,29 @@ ACCEPT_ENCODING = "accept-encoding"
 def header_dict(header_map: pb.HeaderMap) -> dict[str, str]:
     """Envoy sends lower-case names and puts values in ``raw_value``; repeated names are joined
     with ``,`` as HTTP allows."""
+    return read_headers(header_map)[0]
+
+
+def read_headers(header_map: pb.HeaderMap) -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
+    """:func:`header_dict`, and each value of every header that came more than once (route rules
+    test them one by one, as Envoy's route matchers do), from one pass over the map."""
     out: dict[str, str] = {}
-    for name, value in _pairs(header_map):
-        out[name] = f"{out[name]},{value}" if name in out else value
-    return out
-
-
-def repeated_headers(header_map: pb.HeaderMap) -> dict[str, tuple[str, ...]]:
-    """Each value of every header that came more than once (route rules test them one by one,
-    as Envoy's route matchers do)."""
     values: dict[str, list[str]] = {}
-    for name, value in _pairs(header_map):
-        values.setdefault(name, []).append(value)
-    return {name: tuple(v) for name, v in values.items() if len(v) > 1}
-
-
-def _pairs(header_map: pb.HeaderMap) -> list[tuple[str, str]]:
-    return [(h.key.lower(), mutations.header_value(h)) for h in header_map.headers]
+    for header in header_map.headers:
+        name, value = header.key.lower(), mutations.header_value(header)
+        if name in out:
+            out[name] = f"{out[name]},{value}"
+            values[name].append(value)
+        else:
+            out[name] = value
+            values[name] = [value]
+    return out, {name: tuple(v) for name, v in values.items() if len(v) > 1}
 
 
 def handle(state: StreamState, msg: pb.ProcessingRequest) -> tuple[pb.ProcessingResponse, PhasePlan]:
     """The reply, and the phases it asks Envoy for."""
     request = msg.request_headers
-    headers = header_dict(request.headers)
+    headers, repeated = read_headers(request.headers)
     path = headers.get(":path", "")
     method = headers.get(":method", "")
     attrs = msg.attributes.get(_ATTRIBUTES_KEY) if _ATTRIBUTES_KEY in msg.attributes else None
@@ -58,7 +58,6 @@ def handle(state: StreamState, msg: pb.ProcessingRequest) -> tuple[pb.Processing
             path = fields["request.path"].string_value or path
         if "request.method" in fields:
             method = fields["request.method"].string_value or method
-    repeated = repeated_headers(request.headers)
     state.info = RequestInfo(path=path, method=method, headers=headers, repeated=repeated)
     state.api = endpoints.for_path(path)
     facts = RequestFacts(path, method, headers, repeated=repeated)

@@ -8,12 +8,14 @@ from collections.abc import Mapping
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
 from truthlens.gateway.apis import sse
-from truthlens.gateway.apis.interface import Endpoint
-from truthlens.gateway.exchange import mutations
+from truthlens.gateway.apis.interface import Endpoint, Presentation
+from truthlens.gateway.exchange import mutations, ungrounded
 from truthlens.gateway.exchange.phases.check import skip
 from truthlens.gateway.exchange.phases.progressive_state import Progressive
 from truthlens.gateway.exchange.phases.request_headers import header_dict
 from truthlens.gateway.exchange.phases.state import Runtime, StreamedResponse, StreamState
+from truthlens.gateway.policy import decisions
+from truthlens.gateway.policy.decisions import RequestFacts
 from truthlens.gateway.policy.domains import DOMAIN_HEADER
 from truthlens.gateway.policy.presentation import VERDICT_HEADER_PREFIX, provisional_headers
 
@@ -25,7 +27,9 @@ def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> pb.Pro
     if checked is None:
         # Nothing to check (say so when the request phase could not prepare a check the route
         # asked for); the body is still read, only to drop a verdict the upstream wrote.
-        shown = state.unchecked
+        shown = state.unchecked or _bodiless(state, rt)
+        if shown is not None and shown.refusal is not None:
+            return mutations.refusal_response(state.api, shown.refusal)
         scrub = _scrub_mode(state, headers)
         return reply(shown.headers if shown is not None else None,
                      spoofed + (_length(headers) if scrub == "streamed" else []), scrub)
@@ -68,6 +72,19 @@ def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> pb.Pro
     # A held stream is re-written whole: its length is the body reply's (set there), and an
     # upstream's content-length would stand until then.
     return reply(provisional_headers(route), spoofed + (_length(headers) if state.streamed else []), mode)
+
+
+def _bodiless(state: StreamState, rt: Runtime) -> Presentation | None:
+    """A request without a body (a GET) on a route that checks: no request was read, so none
+    carries context; it is skipped as such (its header and audit line), never answered silently."""
+    info = state.info
+    if not state.matched or info is None:
+        return None
+    decision = decisions.match(state.config, RequestFacts(info.path, info.method, info.headers,
+                                                           repeated=info.repeated))
+    if decision is None or decision.route is None:
+        return None
+    return ungrounded.skip(state, rt, decision.route, decision.name)
 
 
 def progressive_stream(api: Endpoint, actions: frozenset[str]) -> StreamedResponse:

@@ -335,10 +335,12 @@ def _sentence_presentation(
     the sentence check's verdict (recorded like the end's)."""
     verdict = Verdict(mode=checked.route.mode, choices=(ChoiceVerdict(index=0, detection=detection),))
     shown = present(checked.route, checked.decision.name, verdict, n_choices=1,
-                    include_spans=checked.include_spans, latency_s=time.monotonic() - state.started)
+                    include_spans=checked.include_spans, latency_s=time.monotonic() - state.started,
+                    context_source=checked.request.context_source, task=checked.task)
     rt.telemetry.record_detection(checked.decision.name, checked.route.mode, verdict.status, verdict.score)
     audit.record(state, rt, shown, decision=checked.decision.name, mode=verdict.mode, verdict=verdict.status,
-                 score=verdict.score, reason=flag_reason([detection]))
+                 score=verdict.score, reason=flag_reason([detection]),
+                 context_source=checked.request.context_source, task=checked.task)
     state.checked = None
     return shown
 

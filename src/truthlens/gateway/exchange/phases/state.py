@@ -60,6 +60,7 @@ class CheckedRequest:
     request: ParsedRequest
     include_spans: bool
     services: Services  # those of the exchange's pinned config
+    task: str = ""  # how the request was read (question, summary, record): x-truthlens-task
 
 
 @dataclass(slots=True)

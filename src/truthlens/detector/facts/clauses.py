@@ -1,0 +1,299 @@
+"""Who did what: an answer clause aligned with the context clause it restates, and the term it moved.
+
+The commonest error of a RAG answer uses only what the context states, put in the wrong place: the
+founding year given as the year of a later move, the number of employees given as the number of
+offices, a lake's depth given to its neighbour, "before" where the context says "after". Every
+term of such a clause is in the context, so a look-up calls it supported; a reader finds the
+context clause the answer restates and sees another term in its place. :func:`moved_terms` does
+the same, by rule:
+
+1. the answer and the context are cut into clauses (:func:`truthlens.detector.text.clauses`);
+2. the key terms of an answer clause are its names (``Lake Superior``), numbers (``12``) and
+   years (``1998``); what it says of them is its other content words (stemmed, no stop words);
+3. a clause whose key terms all occur together in one context clause that fits it (step 4's
+   share) is supported as a whole;
+4. else the context clause that shares most of what it says (at least two words and half of
+   them; one clause, or each of those that tie) is the clause it restates; a term of the answer
+   that this clause lacks, while it holds another term of the same kind the answer lacks
+   (another name, number or year) in the same place (the same word before or after it, or a
+   number counting the same thing: "300 offices" for "12 offices"), and that another context
+   clause states, was moved there and is flagged on its characters;
+5. on the same alignment, a word the answer turns into its opposite ("after" for "before",
+   "decreased" for "increased", "closed" for "open") where the context clause has the opposite
+   and not the word, is a reversed relation.
+
+An abbreviation the context spells out ("CFO": "chief financial officer") is read as those
+words. A short clause ("The CFO is John Park.") needs no same place; a short answer ("John
+Park.") is read with its question's words when the question names nothing of its own (a
+question that does often hops over two facts, and its answer is in neither clause alone). A term
+not in the context at all is left to the look-ups of :mod:`.numbers` and :mod:`.names` (one
+wrong fact is one finding). What it cannot see: a clause sharing fewer than two content words
+with the one it restates ("Acme moved to Boston in 1920."), a term moved between clauses that
+share no words, and paraphrases (the model's job).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from truthlens.detector.facts.names import find_names, lower_case_words
+from truthlens.detector.text import STOP_WORDS, clauses, content_words, stem, words
+
+_NUMBER = re.compile(r"(?<![\w.,])\d{1,3}(?:,\d{3})+(?![\d,]*\d)|(?<![\w.,])\d+(?:\.\d+)?(?![\w.]*\d)")
+_YEAR = re.compile(r"1[0-9]\d\d|20\d\d")
+# What a number counts: the next word, past a unit word or "of the" ("12 offices", "3 million
+# people", "20 of the charges").
+_COUNTED = re.compile(r"(?:\s*%|\s+(?:per\s*cent|percent|million|billion|thousand|hundred|of|the|more|new|other|"
+                      r"different|full|separate)\b)*\s+([^\W\d_]{3,})")
+MIN_SHARED = 2
+SHORT_CLAUSE_WORDS = 1  # content words at most, besides its terms, of a clause read with its question
+# Words and their opposites: the answer has one where the aligned context clause has the other.
+_OPPOSITE_PAIRS = (
+    "more/less more/fewer larger/smaller bigger/smaller greater/lesser higher/lower taller/shorter "
+    "longer/shorter older/younger earlier/later before/after faster/slower heavier/lighter stronger/weaker "
+    "wider/narrower deeper/shallower hotter/colder warmer/cooler richer/poorer cheaper/costlier better/worse "
+    "best/worst largest/smallest biggest/smallest highest/lowest longest/shortest oldest/youngest "
+    "earliest/latest increase/decrease increased/decreased increases/decreases increasing/decreasing rise/fall "
+    "rose/fell risen/fallen gain/loss gained/lost won/lost win/lose wins/loses above/below inside/outside "
+    "north/south east/west northern/southern eastern/western maximum/minimum open/closed opened/closed "
+    "opens/closes allowed/banned allowed/prohibited accepted/rejected approved/rejected supported/opposed "
+    "bought/sold buy/sell joined/left arrived/departed import/export imports/exports true/false "
+    "positive/negative male/female husband/wife son/daughter father/mother brother/sister king/queen "
+    "guilty/innocent legal/illegal private/public success/failure successful/unsuccessful safe/unsafe "
+    "majority/minority include/exclude included/excluded entered/exited lowest/highest minimum/maximum "
+    "upstream/downstream ascending/descending start/end started/ended began/ended first/last"
+)
+OPPOSITES: dict[str, frozenset[str]] = {}
+for _pair in _OPPOSITE_PAIRS.split():
+    _a, _b = _pair.split("/")
+    OPPOSITES[_a] = OPPOSITES.get(_a, frozenset()) | {_b}
+    OPPOSITES[_b] = OPPOSITES.get(_b, frozenset()) | {_a}
+_WORD = re.compile(r"[^\W\d_]+")
+_ACRONYM = re.compile(r"\b[A-Z]{2,5}\b")
+_SLOT_WORD = re.compile(r"[\w'’]+")
+
+
+@dataclass(frozen=True, slots=True)
+class Moved:
+    """``answer[start:end]`` is a term (``kind``: "name", "number", "year") or a relation word
+    ("relation") the context states of another clause; ``instead`` is what the aligned context
+    clause has in its place."""
+
+    start: int
+    end: int
+    text: str
+    kind: str
+    instead: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Term:
+    kind: str
+    key: frozenset[str]  # a name's words, or a number's digits
+    start: int
+    end: int
+    counts: str = ""  # what a number counts: the stem of the content word after it ("12 offices")
+
+
+@dataclass(frozen=True, slots=True)
+class _Clause:
+    text: str
+    start: int  # where ``text`` starts in its passage (or the answer)
+    words: frozenset[str]  # stems of its content words, its names' words left out
+    plain: frozenset[str]  # every word, lower case (for opposites and name words)
+    terms: tuple[_Term, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ContextClauses:
+    """What the clause check reads of a context, built once per context."""
+
+    clauses: tuple[_Clause, ...]
+    lower_words: frozenset[str]
+    # Initials of the context's runs of two to five words, and the stems of those words:
+    # "cfo" -> {"chief", "financial", "offic"}.
+    spelled: dict[str, frozenset[str]]
+
+
+def _terms(text: str, start: int, end: int, lower: frozenset[str], *, skip_starts: bool) -> list[_Term]:
+    part = text[start:end]
+    out = [_Term("name", frozenset(n.words), start + n.start, start + n.end)
+           for n in find_names(part, lower, skip_sentence_starts=skip_starts) if n.words]
+    for m in _NUMBER.finditer(part):
+        digits = m.group(0).replace(",", "")
+        kind = "year" if _YEAR.fullmatch(digits) else "number"
+        counted = _COUNTED.match(part, m.end())
+        counts = stem(counted.group(1)) if counted and kind == "number" else ""
+        out.append(_Term(kind, frozenset({digits}), start + m.start(), start + m.end(), counts))
+    return out
+
+
+def _clause(text: str, start: int, end: int, lower: frozenset[str], *, answer: bool) -> _Clause:
+    terms = _terms(text, start, end, lower, skip_starts=answer)
+    name_words = {w for t in terms if t.kind == "name" for w in t.key}
+    words = frozenset(w for w in content_words(text, start, end) if w not in name_words)
+    plain = frozenset(m.group(0).lower() for m in _WORD.finditer(text, start, end))
+    return _Clause(text[start:end], start, words, plain, tuple(terms))
+
+
+def context_clauses(context: Sequence[str]) -> ContextClauses:
+    lower = lower_case_words("\n".join(context))
+    found = [_clause(passage, a, b, lower, answer=False) for passage in context for a, b in clauses(passage)]
+    spelled: dict[str, set[str]] = {}
+    for passage in context:
+        run = [m.group(0) for m in words(passage)]
+        for i in range(len(run)):
+            for n in range(2, 6):
+                part = run[i:i + n]
+                if len(part) == n and not any(w.lower() in STOP_WORDS for w in (part[0], part[-1])):
+                    spelled.setdefault("".join(w[0] for w in part).lower(), set()).update(map(stem, part))
+    return ContextClauses(tuple(found), lower,
+                          {k: frozenset(v) for k, v in spelled.items()})
+
+
+def _holds(terms: Sequence[_Term], term: _Term) -> bool:
+    """Whether ``terms`` state ``term``: a name with all of its words, or the same number of the
+    same thing (a number that says what it counts on one side only matches on its value)."""
+    return any(t.kind == term.kind and term.key <= t.key and _same_counted(t, term) for t in terms)
+
+
+def _same_counted(a: _Term, b: _Term) -> bool:
+    return not (a.counts and b.counts) or a.counts == b.counts
+
+
+def _lacks(answer_terms: Sequence[_Term], answer_words: frozenset[str], theirs: _Term) -> bool:
+    """Whether the answer clause lacks the context term ``theirs`` (a name: some word of it)."""
+    if theirs.kind == "name":
+        return not theirs.key <= answer_words
+    return not any(t.key == theirs.key for t in answer_terms)
+
+
+def _in_place_of(term: _Term, theirs: _Term) -> bool:
+    """Whether ``theirs`` may be what ``term`` took the place of: the same kind, and for a number
+    one that counts the same thing."""
+    return theirs.kind == term.kind and (term.kind != "number" or theirs.counts == term.counts or not term.counts)
+
+
+def moved_terms(answer: str, context: Sequence[str] | ContextClauses, question: str = "") -> tuple[Moved, ...]:
+    """Terms and relation words of ``answer`` the context states of another clause (module note)."""
+    index = context if isinstance(context, ContextClauses) else context_clauses(context)
+    if not index.clauses:
+        return ()
+    lower = index.lower_words | lower_case_words(answer)
+    asked = _clause(question, 0, len(question), lower, answer=True) if question else None
+    found: dict[tuple[int, int], Moved] = {}
+    for start, end in clauses(answer):
+        mine = _clause(answer, start, end, lower, answer=True)
+        if not mine.terms and not (mine.plain & OPPOSITES.keys()):
+            continue
+        said, terms = _spelled_out(mine, answer, index)
+        if asked is not None and len(said) <= SHORT_CLAUSE_WORDS and not asked.terms:
+            # "It was Maria Lopez." answering "Who is the CFO?": what it says is what the question
+            # asks. (A question that names things of its own often hops over two facts, "Who
+            # directed a 2016 musical filmed in Howth?", and its answer is in neither clause
+            # alone: on HaluEval's dev fold this flagged the right name as often as a wrong one.)
+            asked_words, _ = _spelled_out(asked, question, index)
+            said = said | asked_words
+        for m in _moved(mine, said, terms, index, answer):
+            if not any(s < m.end and m.start < e for s, e in found):
+                found[(m.start, m.end)] = m
+    return tuple(sorted(found.values(), key=lambda m: m.start))
+
+
+def _spelled_out(clause: _Clause, text: str, index: ContextClauses) -> tuple[frozenset[str], list[_Term]]:
+    """What ``clause`` says and its terms, an abbreviation the context spells out ("CFO" for
+    "chief financial officer") read as the words it stands for rather than as a name."""
+    said = set(clause.words)
+    caps = {}
+    for m in _ACRONYM.finditer(clause.text):
+        if spelled := index.spelled.get(m.group(0).lower()):
+            caps[m.group(0)] = spelled
+            said = (said - {stem(m.group(0))}) | spelled
+    terms = [t for t in clause.terms if text[t.start:t.end] not in caps]
+    return frozenset(said), terms
+
+
+def _moved(mine: _Clause, said: frozenset[str], terms: list[_Term], index: ContextClauses,
+           answer: str) -> list[Moved]:
+    """What ``mine`` moved from the context clause it restates (module note, steps 3 to 5)."""
+    if not said:
+        return []
+    shares = [len(said & c.words) for c in index.clauses]
+    best = max(shares)
+    fits = max(MIN_SHARED, -(-len(said) // 2))
+    if best < fits:
+        return []
+    aligned = [c for c, n in zip(index.clauses, shares, strict=True) if n == best]
+    out: list[Moved] = []
+    own = [t for t in terms if t in mine.terms]
+    # Its terms together in one clause that says what it says: supported as a whole.
+    together = any(n >= fits and all(_holds(c.terms, t) for t in terms)
+                   for c, n in zip(index.clauses, shares, strict=True))
+    if own and not together:
+        # Two context clauses may say it as well ("Lake Michigan is 406 m deep" against "Lake
+        # Superior is 406 m deep" and "Lake Michigan is 281 m deep"): a mix-up when each shows a
+        # term moved in, flagged on each.
+        per_clause = [_moved_in(mine, terms, c, index, answer) for c in aligned]
+        if all(per_clause):
+            out.extend(m for moved in per_clause for m in moved)
+    if len(aligned) != 1:
+        return out
+    (theirs,) = aligned
+    for w in sorted(mine.plain & OPPOSITES.keys()):
+        flipped = OPPOSITES[w] & theirs.plain
+        if not flipped or w in theirs.plain or OPPOSITES[w] & mine.plain:
+            continue
+        if len((said - {stem(w)}) & theirs.words) < MIN_SHARED:
+            continue
+        hit = re.search(rf"\b{re.escape(w)}\b", mine.text, re.IGNORECASE)
+        if hit is not None:
+            at = mine.start + hit.start()
+            out.append(Moved(at, at + len(w), answer[at:at + len(w)], "relation", sorted(flipped)[0]))
+    return out
+
+
+def _moved_in(mine: _Clause, terms: list[_Term], theirs: _Clause, index: ContextClauses, answer: str) -> list[Moved]:
+    """The terms of ``mine`` that ``theirs`` (the clause it restates) lacks, each where ``theirs``
+    has another term of its kind that the answer lacks and another context clause states it."""
+    answer_words = frozenset(w for t in terms if t.kind == "name" for w in t.key) | mine.plain
+    # A short clause ("The CFO is John Park.", "John Park.") is all slot: its term stands for the
+    # one the aligned clause gives, wherever it is written.
+    short = len(mine.words) <= SHORT_CLAUSE_WORDS
+    out = []
+    for term in terms:
+        if term not in mine.terms:
+            continue  # (a term of the question)
+        stated = any(t.kind == term.kind and term.key <= t.key for c in index.clauses for t in c.terms)
+        if _holds(theirs.terms, term) or not stated:
+            continue  # stated there, or nowhere (the look-ups' finding)
+        mine_slot = _slot(answer, mine.start, mine.start + len(mine.text), term)
+        instead = [t for t in theirs.terms if _in_place_of(term, t) and _lacks(terms, answer_words, t) and (
+            short or _same_slot(mine_slot, _slot(theirs.text, 0, len(theirs.text), t, theirs.start), term, t))]
+        if not instead:
+            continue
+        out.append(Moved(term.start, term.end, answer[term.start:term.end], term.kind, _surface(theirs, instead[0])))
+    return out
+
+
+def _slot(text: str, start: int, end: int, term: _Term, offset: int = 0) -> tuple[str, str]:
+    """The words right before and after ``term`` in its clause ``text[start:end]`` (lower case;
+    "" at the clause's edge)."""
+    before = _SLOT_WORD.findall(text, start, term.start - offset)
+    after = _SLOT_WORD.findall(text, term.end - offset, end)
+    return (before[-1].lower() if before else "", after[0].lower() if after else "")
+
+
+def _same_slot(mine: tuple[str, str], theirs: tuple[str, str], term: _Term, other: _Term) -> bool:
+    """Whether ``other`` stands where ``term`` does: the same word before or after it, or, for
+    numbers, the same thing counted. A clause names more than the answer keeps ("... by the IRS
+    in the United States"); only a term in the moved term's place was replaced by it."""
+    if term.kind == "number" and term.counts and term.counts == other.counts:
+        return True
+    return any(a and a == b for a, b in zip(mine, theirs, strict=True))
+
+
+def _surface(clause: _Clause, term: _Term) -> str:
+    """The context's own characters of ``term``, one of ``clause``'s."""
+    return clause.text[term.start - clause.start:term.end - clause.start]
