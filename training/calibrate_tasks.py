@@ -1,23 +1,30 @@
 """Fit the verdict's probability map per task (:mod:`truthlens.detector.probability`) with the current build.
 
 One command, re-run whenever the model, the fact check, fusion or the verdict changes (their
-scores shift, so the map must follow; nothing is cached between runs):
+scores shift, so the map must follow); it also rewrites the figures the docs quote from it:
 
     python -m training.calibrate_tasks --write
 
-1. Every answer of RAGTruth's dev part (odd ``source_id``, ``(source_id // 2) % 5 == 0``; real
-   LLM answers with their natural share of hallucinations) is checked the way serving checks it
-   (:meth:`DetectorEngine.fused_token_scores`: the model, the fact check, fusion) and turned into
-   the verdict's log-odds for its task shape.
-2. Per task shape (passages / article / record: RAGTruth's QA, summary and data-to-text), a
-   logistic map ``slope · z + intercept`` is fitted with both classes weighing the same (Newton
-   steps, a small ridge), and the task's prior is the dev part's share of hallucinated answers.
-   The served score is then ``sigmoid(slope · z + intercept + logit(prior))``.
-3. ``--write`` stores the maps in the model's ``manifest.json`` under ``verdict.probability``.
+1. The dev answers the verdict is fitted and chosen on (:mod:`training.verdict_data`: RAGTruth's
+   dev part, odd ``source_id`` with ``(source_id // 2) % 5 == 0``, and HaluEval's dev fold,
+   i % 10 == 1), scored by the model once and cached in ``training/output/verdict/`` (a
+   verdict refit leaves the cache valid), run through the fact check and fusion as serving
+   does and turned into the verdict's log-odds for their task shape.
+2. Per task shape (passages / article / record), a logistic map ``slope · z + intercept`` is
+   fitted on RAGTruth's dev answers (real LLM answers) with both classes weighing the same
+   (Newton steps, a small ridge), and the task's prior is their share of hallucinated answers.
+   The served score is then ``sigmoid(slope · z + intercept + logit(prior))``. HaluEval's sets
+   are balanced by construction, so they take no part in the fit.
+3. On every dev set (RAGTruth's three tasks, HaluEval's three), the balanced accuracy per route
+   threshold: the table the default threshold (:data:`DEFAULT_THRESHOLD`) was chosen on, by its
+   mean over the six sets; a warning when the build's best has moved from it.
+4. ``--write`` stores the maps, the dev figures and the trade per route threshold in the
+   model's ``manifest.json`` under ``verdict.probability`` and re-renders the docs' figures
+   (``python -m bench.doc_figures --write``).
 
 The evaluation folds are never read here (``python -m bench.calibration`` reports them). The
-verdict itself was fitted on the same odd half, so these log-odds are in-sample for it: the
-evaluation half is where the calibration is judged.
+verdict was fitted on these same dev answers, so their log-odds are in-sample for it: the
+evaluation halves are where the calibration is judged.
 """
 
 from __future__ import annotations
@@ -27,15 +34,18 @@ import asyncio
 import json
 import math
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from training.corpus import ragtruth
+from training.corpus import halueval, ragtruth
 from training.evaluate import auroc
-from training.scoring import BLOCK, Case, ragtruth_cases
+from training.scoring import BLOCK, Case
+from training.verdict import ITEMS, SUMMARIZATION_ITEMS
+from training.verdict_data import HUMAN_DEV_SETS, development_sets, load_or_score, signals
 from truthlens.detector.backends.factory import create_detector
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.manifest import resolve_model_dir
@@ -43,11 +53,20 @@ from truthlens.detector.probability import KEY, TaskProbability, to_json
 from truthlens.detector.prompt import SHAPES, Shape, checked
 from truthlens.detector.types import DetectorSettings
 from truthlens.detector.verdict import Verdict, signals_for
+from truthlens.gateway.policy.thresholds import DEFAULT_THRESHOLD
 
 RIDGE = 1e-3  # on slope and intercept: keeps Newton finite when a small set separates perfectly
 BINS = 10  # equal-width bins of the reliability diagram and the expected calibration error
-TASK_SHAPE: dict[str, Shape] = {"qa": "passages", "summary": "article", "data2txt": "record"}
 _IDENTITY = TaskProbability(1.0, 0.0, 0.5)  # P = sigmoid(z): the verdict's own log-odds
+# The route thresholds the docs' trade table shows, and the grid the default is chosen on.
+ROUTE_THRESHOLDS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+DEFAULT_GRID = tuple(round(0.2 + 0.05 * i, 2) for i in range(11))  # 0.20 ... 0.70
+# The six dev sets the default is chosen on (each weighs the same); the twins are reported.
+CHOICE_SETS = tuple(f"ragtruth {t} (dev)" for t in ragtruth.TASKS) + tuple(
+    f"halueval {t} (dev)" for t in ("qa", "summarization", "dialogue"))
+TWINS = "halueval qa faithful twins (dev)"
+HUMAN_DEV = Path("training/output/llm5")  # the mix the shipped verdict was fitted with (its manifest's command)
+MOVED = 0.005  # mean balanced accuracy the build's best may gain over the default before a warning
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +118,20 @@ def score_cases(engine: DetectorEngine, cases: Sequence[Case]) -> list[Scored]:
     return asyncio.run(run())
 
 
+def dev_scored(
+    engine: DetectorEngine, hal_root: Path, rag_root: Path, human_dev: Path | None
+) -> dict[str, list[Scored]]:
+    """The verdict's dev sets (as :mod:`training.verdict` reads them), from the shared cache where
+    the same model scored them before, each answer with its task shape and log-odds."""
+    verdict = engine.verdict
+    assert verdict is not None
+    every = development_sets(hal_root, rag_root, ITEMS, SUMMARIZATION_ITEMS, human_dev)
+    sets = {name: cases for name, cases in every.items() if name.endswith("(dev)")}
+    raw = load_or_score(engine, sets, with_support=verdict.uses_support)
+    return {name: [Scored(r.case, r.shape, verdict.log_odds(signals(r, engine.role_checks)) if r.probs.size else None)
+                   for r in rows] for name, rows in raw.items()}
+
+
 def spread(cases: Sequence[Case], n: int | None) -> list[Case]:
     """At most ``n`` of ``cases``, evenly spread over the list (files are ordered by source)."""
     if n is None or n >= len(cases):
@@ -145,59 +178,134 @@ def ece(p: np.ndarray, y: np.ndarray, bins: int = BINS) -> float:
     return sum(n * abs(mean - rate) for mean, rate, n in reliability(p, y, bins)) / len(p)
 
 
+def balanced_accuracy(p: np.ndarray, y: np.ndarray, threshold: float) -> float:
+    """The mean of recall and the share of faithful answers left clean, flagging at ``p >= threshold``."""
+    flagged = p >= threshold
+    return float((flagged[y == 1].mean() + (~flagged[y == 0]).mean()) / 2)
+
+
+def fit(scored: Mapping[str, Sequence[Scored]]) -> dict[Shape, TaskProbability]:
+    """One map per task shape, on the RAGTruth dev answers of that shape (module doc, step 2)."""
+    rows = [s for name, rs in scored.items() if name.startswith("ragtruth") for s in rs if s.log_odds is not None]
+    maps: dict[Shape, TaskProbability] = {}
+    for shape in SHAPES:
+        mine = [s for s in rows if s.shape == shape]
+        z = np.array([s.log_odds for s in mine], dtype=np.float64)
+        y = np.array([float(s.case.hallucinated) for s in mine])
+        slope, intercept = fit_map(z, y)
+        if slope <= 0:
+            raise SystemExit(f"{shape}: the verdict does not rank the dev answers (slope {slope:.3f}); refit it")
+        maps[shape] = TaskProbability(slope, intercept, float(y.mean()))
+    return maps
+
+
+def _arrays(maps: Mapping[Shape, TaskProbability], rows: Sequence[Scored]) -> tuple[np.ndarray, np.ndarray]:
+    p = np.array([0.0 if s.log_odds is None else maps[s.shape](s.log_odds) for s in rows])
+    return p, np.array([float(s.case.hallucinated) for s in rows])
+
+
+def calibration_rows(
+    maps: Mapping[Shape, TaskProbability], scored: Mapping[str, Sequence[Scored]]
+) -> dict[str, dict[str, float]]:
+    """Answers, AUROC and ECE of the served probability per RAGTruth dev task shape and pooled."""
+    rows = [s for name, rs in scored.items() if name.startswith("ragtruth") for s in rs]
+    out: dict[str, dict[str, float]] = {}
+    for label, mine in [*((shape, [s for s in rows if s.shape == shape]) for shape in SHAPES), ("pooled", rows)]:
+        p, y = _arrays(maps, mine)
+        out[label] = {"n": len(mine), "share hallucinated": round(float(y.mean()), 4),
+                      "auroc": round(auroc(list(p), list(y.astype(bool))), 4), "ece": round(ece(p, y), 4)}
+    return out
+
+
+def figures(maps: Mapping[Shape, TaskProbability], scored: Mapping[str, Sequence[Scored]]) -> dict[str, Any]:
+    """The dev figures the docs quote: the mean balanced accuracy per candidate default, the trade
+    per route threshold (faithful flagged, recall) and each set at the default."""
+    arrays = {name: _arrays(maps, rows) for name, rows in scored.items()}
+    choice = {f"{t:g}": round(float(np.mean([balanced_accuracy(*arrays[n], t) for n in CHOICE_SETS])), 4)
+              for t in DEFAULT_GRID}
+    trade: dict[str, dict[str, float]] = {}
+    for t in ROUTE_THRESHOLDS:
+        row = {}
+        for family in ("ragtruth", "halueval"):
+            parts = [arrays[n] for n in CHOICE_SETS if n.startswith(family)]
+            p, y = np.concatenate([a for a, _ in parts]), np.concatenate([b for _, b in parts])
+            row[f"{family} faithful flagged"] = round(float((p[y == 0] >= t).mean()), 3)
+            row[f"{family} recall"] = round(float((p[y == 1] >= t).mean()), 3)
+        trade[f"{t:g}"] = row
+    at_default: dict[str, dict[str, float]] = {
+        n: {"balanced_accuracy": round(balanced_accuracy(*arrays[n], DEFAULT_THRESHOLD), 4),
+            "auroc": round(auroc(list(arrays[n][0]), list(arrays[n][1].astype(bool))), 4)} for n in CHOICE_SETS}
+    for name in HUMAN_DEV_SETS:  # reported, not chosen on (the verdict reads them when its mix is here)
+        if f"{name} (dev)" in arrays:
+            p, y = arrays[f"{name} (dev)"]
+            at_default[f"{name} (dev)"] = {"balanced_accuracy": round(balanced_accuracy(p, y, DEFAULT_THRESHOLD), 4),
+                                           "auroc": round(auroc(list(p), list(y.astype(bool))), 4)}
+    if TWINS in arrays:
+        at_default[TWINS] = {"false_alarms": round(float((arrays[TWINS][0] >= DEFAULT_THRESHOLD).mean()), 4)}
+    return {"default_choice": choice, "route_thresholds": trade, "at_default": at_default}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training.calibrate_tasks", description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=None, help="model directory (default: the shipped model)")
     parser.add_argument("--ragtruth", type=Path, default=ragtruth.DEFAULT_DIR)
-    parser.add_argument("--items", type=int, default=None,
-                        help="at most this many dev answers per task (evenly spread)")
-    parser.add_argument("--write", action="store_true", help=f"store the maps in the manifest under {KEY}")
+    parser.add_argument("--halueval", type=Path, default=halueval.DEFAULT_DIR)
+    parser.add_argument("--human-dev", type=Path, default=HUMAN_DEV,
+                        help="the training mix whose human-labelled dev parts are reported (the verdict's; "
+                             "skipped when absent)")
+    parser.add_argument("--write", action="store_true",
+                        help=f"store the maps in the manifest under {KEY} and re-render the docs' figures")
     args = parser.parse_args(argv)
     if not ragtruth.available(args.ragtruth):
         parser.error(f"RAGTruth files not in {args.ragtruth}: run python -m training.corpus.ragtruth --faithjudge DIR")
     with tempfile.TemporaryDirectory() as work:
         engine = uncalibrated_engine(args.model, Path(work))
         try:
-            scored = [s for task in ragtruth.TASKS
-                      for s in score_cases(engine, spread(ragtruth_cases(task, ("dev",), args.ragtruth), args.items))]
+            human = args.human_dev if args.human_dev is not None and args.human_dev.is_dir() else None
+            scored = dev_scored(engine, halueval.fetch(args.halueval), args.ragtruth, human)
         finally:
             asyncio.run(engine.close())
-    maps: dict[Shape, TaskProbability] = {}
-    about: dict[str, dict[str, float]] = {}
-    print("shape      n  prior   slope  intercept  AUROC  ECE (dev, in-sample)")
-    for shape in SHAPES:
-        rows = [s for s in scored if s.shape == shape and s.log_odds is not None]
-        z = np.array([s.log_odds for s in rows], dtype=np.float64)
-        y = np.array([float(s.case.hallucinated) for s in rows])
-        slope, intercept = fit_map(z, y)
-        if slope <= 0:
-            raise SystemExit(f"{shape}: the verdict does not rank the dev answers (slope {slope:.3f}); refit it")
-        maps[shape] = TaskProbability(slope, intercept, float(y.mean()))
-        p = np.array([maps[shape](v) for v in z])
-        about[shape] = {"n": len(rows), "auroc": round(auroc(list(z), list(y.astype(bool))), 4),
-                        "ece": round(ece(p, y), 4)}
-        print(f"{shape:8} {len(rows):4} {y.mean():6.3f} {slope:7.3f} {intercept:10.3f} {about[shape]['auroc']:6.3f} "
-              f"{about[shape]['ece']:6.3f}")
-    rows = [s for s in scored if s.log_odds is not None]
-    pooled_p = np.array([maps[s.shape](s.log_odds) for s in rows if s.log_odds is not None])
-    pooled_y = np.array([float(s.case.hallucinated) for s in rows])
-    about["pooled"] = {"n": len(rows), "auroc": round(auroc(list(pooled_p), list(pooled_y.astype(bool))), 4),
-                       "ece": round(ece(pooled_p, pooled_y), 4)}
-    print(f"pooled   {len(rows):4} {pooled_y.mean():6.3f} {'':7} {'':10} {about['pooled']['auroc']:6.3f} "
-          f"{about['pooled']['ece']:6.3f}")
+    maps = fit(scored)
+    about = calibration_rows(maps, scored)
+    print("RAGTruth dev part (in-sample for the map and the verdict)")
+    print("task        n  share   slope  intercept  AUROC    ECE")
+    for label, row in about.items():
+        m = maps.get(label)  # type: ignore[call-overload]
+        fitted = f"{m.slope:7.3f} {m.intercept:10.3f}" if m is not None else f"{'':7} {'':10}"
+        print(f"{label:9} {row['n']:4} {row['share hallucinated']:6.3f} {fitted} {row['auroc']:6.3f} {row['ece']:6.3f}")
+    dev = figures(maps, scored)
+    print("\nroute threshold -> mean balanced accuracy over the six dev sets (RAGTruth QA, summary, data2txt; "
+          "HaluEval QA, summarization, dialogue)")
+    for t, v in dev["default_choice"].items():
+        mark = "  <- default" if float(t) == DEFAULT_THRESHOLD else ""
+        print(f"  {t:>5} (miss cost {1 / float(t) - 1:5.2f})  {v:.4f}{mark}")
+    print("\nroute threshold -> faithful flagged / recall (dev sets)")
+    for t, row in dev["route_thresholds"].items():
+        print(f"  {t:>4}  " + "  ".join(f"{k} {v:.3f}" for k, v in row.items()))
+    print(f"\nat the default {DEFAULT_THRESHOLD:g}: " + "; ".join(
+        f"{n} " + ", ".join(f"{k} {v:.3f}" for k, v in row.items()) for n, row in dev["at_default"].items()))
+    best = max(dev["default_choice"].items(), key=lambda kv: kv[1])
+    if best[1] - dev["default_choice"][f"{DEFAULT_THRESHOLD:g}"] > MOVED:
+        print(f"\nwarning: on these dev sets route threshold {best[0]} beats the default {DEFAULT_THRESHOLD:g} "
+              f"({best[1]:.4f}); review DEFAULT_THRESHOLD (src/truthlens/gateway/policy/thresholds.py)")
     if args.write:
         path = resolve_model_dir(args.model) / "manifest.json"
         manifest = json.loads(path.read_text())
-        command = "python -m training.calibrate_tasks --write" + (f" --items {args.items}" if args.items else "")
         manifest["verdict"]["probability"] = to_json(
             maps,
-            data="RAGTruth dev part (odd source_id, (source_id // 2) % 5 == 0); prior: its share of "
-                 "hallucinated answers per task; slope and intercept with both classes weighing the same",
-            command=command,
+            data="map: RAGTruth dev part (odd source_id, (source_id // 2) % 5 == 0), both classes weighing the "
+                 "same; prior: its share of hallucinated answers per task; figures: that part and the HaluEval "
+                 "dev fold (i % 10 == 1), in-sample for the map and the verdict",
+            command="python -m training.calibrate_tasks --write",
             dev=about,
+            **dev,
         )
         path.write_text(json.dumps(manifest, indent=2) + "\n")
         print(f"{KEY} -> {path}")
+        from bench import doc_figures  # the docs quote the block just written
+
+        doc_figures.main(["--write"])
+        print("docs' figures re-rendered (python -m bench.doc_figures --write)")
     return 0 if all(math.isfinite(m.slope) for m in maps.values()) else 1
 
 

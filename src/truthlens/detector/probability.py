@@ -17,9 +17,11 @@ strictly increasing, and a sigmoid keeps it in [0, 1]. ``python -m training.cali
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from truthlens.detector.prompt import SHAPES, Shape
@@ -88,3 +90,18 @@ def parse(raw: Any) -> dict[Shape, TaskProbability]:
 def to_json(maps: Mapping[Shape, TaskProbability], **about: Any) -> dict[str, Any]:
     """The block as the manifest stores it (``about``: how it was fitted, for the reader)."""
     return {"tasks": {shape: maps[shape].to_json() for shape in SHAPES}, **about}
+
+
+def task_priors(model_dir: Path) -> dict[Shape, float] | None:
+    """Each task shape's prior π_t as the model's manifest gives it (what the policy's cost rule
+    reads: ``truthlens.gateway.policy.thresholds``); None when the model has no learned verdict
+    (its score is the span rule's, not calibrated per task) or no readable manifest (its load
+    says why). A verdict with a missing or bad map raises ``ValueError`` naming the key."""
+    try:
+        raw = json.loads((model_dir / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    verdict = raw.get("verdict") if isinstance(raw, dict) else None
+    if not isinstance(verdict, dict):
+        return None
+    return {shape: task.prior for shape, task in parse(verdict.get("probability")).items()}
