@@ -109,9 +109,9 @@ def table(name: str, tasks: dict[str, list[Scored]], verdict: Verdict) -> dict[s
 
 def _cached(engine: DetectorEngine, verdict: Verdict, name: str, cases: list[Case]) -> list[Scored]:
     """``cases`` scored (log-odds), from :data:`CACHE` where this model and verdict scored them before."""
-    graph = engine.manifest.model_path.stat()
+    graph = hashlib.sha1(engine.manifest.model_path.read_bytes()).hexdigest()[:16]  # every checkout alike
     weights = json.dumps({s: m.to_json() for s, m in verdict.models.items()}, sort_keys=True)
-    digest = hashlib.sha1(f"{graph.st_size}:{graph.st_mtime_ns}:{weights}:{len(cases)}".encode())
+    digest = hashlib.sha1(f"{graph}:{weights}:{len(cases)}".encode())
     for c in cases[:5]:
         digest.update(c.item.answer.encode())
     path = CACHE / f"{name.replace(' ', '_')}-{digest.hexdigest()[:10]}.pkl"

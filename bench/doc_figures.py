@@ -55,12 +55,12 @@ def dev_figures(verdict: Mapping[str, Any]) -> str:
         m = at[name]
         return f"{m['balanced_accuracy']:.3f}" + (f" (AUROC {m['auroc']:.3f})" if auroc else "")
 
+    human = f"Quintd-1 {ba('quintd (dev)')}, XSum {ba('xsum_faith (dev)')}; " if "quintd (dev)" in at else ""
     return (f"At {DEFAULT_THRESHOLD} on the dev parts (in-sample for the map): RAGTruth QA balanced accuracy "
             f"{ba('ragtruth qa (dev)')}, summaries {ba('ragtruth summary (dev)')}, data-to-text "
             f"{ba('ragtruth data2txt (dev)')}; HaluEval QA {ba('halueval qa (dev)', False)}, summarization "
             f"{ba('halueval summarization (dev)', False)}, dialogue {ba('halueval dialogue (dev)', False)}; "
-            f"Quintd-1 {ba('quintd (dev)')}, XSum {ba('xsum_faith (dev)')}; "
-            f"{_pct(at['halueval qa faithful twins (dev)']['false_alarms'])} of HaluEval's faithful "
+            f"{human}{_pct(at['halueval qa faithful twins (dev)']['false_alarms'])} of HaluEval's faithful "
             "full-sentence QA twins flagged.")
 
 

@@ -119,13 +119,14 @@ def score_cases(engine: DetectorEngine, cases: Sequence[Case]) -> list[Scored]:
 
 
 def dev_scored(
-    engine: DetectorEngine, hal_root: Path, rag_root: Path, human_dev: Path | None
+    engine: DetectorEngine, hal_root: Path, rag_root: Path, human_dev: Path | None,
+    items: int = ITEMS, summarization_items: int = SUMMARIZATION_ITEMS,
 ) -> dict[str, list[Scored]]:
     """The verdict's dev sets (as :mod:`training.verdict` reads them), from the shared cache where
     the same model scored them before, each answer with its task shape and log-odds."""
     verdict = engine.verdict
     assert verdict is not None
-    every = development_sets(hal_root, rag_root, ITEMS, SUMMARIZATION_ITEMS, human_dev)
+    every = development_sets(hal_root, rag_root, items, summarization_items, human_dev)
     sets = {name: cases for name, cases in every.items() if name.endswith("(dev)")}
     raw = load_or_score(engine, sets, with_support=verdict.uses_support)
     return {name: [Scored(r.case, r.shape, verdict.log_odds(signals(r, engine.role_checks)) if r.probs.size else None)
@@ -253,6 +254,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--human-dev", type=Path, default=HUMAN_DEV,
                         help="the training mix whose human-labelled dev parts are reported (the verdict's; "
                              "skipped when absent)")
+    parser.add_argument("--items", type=int, default=ITEMS,
+                        help="HaluEval dev QA and dialogue items (x2 answers); the default is the verdict's, "
+                             "whose cache it shares")
+    parser.add_argument("--summarization-items", type=int, default=SUMMARIZATION_ITEMS)
     parser.add_argument("--write", action="store_true",
                         help=f"store the maps in the manifest under {KEY} and re-render the docs' figures")
     args = parser.parse_args(argv)
@@ -262,7 +267,8 @@ def main(argv: list[str] | None = None) -> int:
         engine = uncalibrated_engine(args.model, Path(work))
         try:
             human = args.human_dev if args.human_dev is not None and args.human_dev.is_dir() else None
-            scored = dev_scored(engine, halueval.fetch(args.halueval), args.ragtruth, human)
+            scored = dev_scored(engine, halueval.fetch(args.halueval), args.ragtruth, human, args.items,
+                                args.summarization_items)
         finally:
             asyncio.run(engine.close())
     maps = fit(scored)
@@ -296,7 +302,9 @@ def main(argv: list[str] | None = None) -> int:
             data="map: RAGTruth dev part (odd source_id, (source_id // 2) % 5 == 0), both classes weighing the "
                  "same; prior: its share of hallucinated answers per task; figures: that part and the HaluEval "
                  "dev fold (i % 10 == 1), in-sample for the map and the verdict",
-            command="python -m training.calibrate_tasks --write",
+            command="python -m training.calibrate_tasks --write" + (
+                f" --items {args.items} --summarization-items {args.summarization_items}"
+                if (args.items, args.summarization_items) != (ITEMS, SUMMARIZATION_ITEMS) else ""),
             dev=about,
             **dev,
         )
