@@ -16,8 +16,9 @@ scores shift, so the map must follow); it also rewrites the figures the docs quo
    The served score is then ``sigmoid(slope · z + intercept + logit(prior))``. HaluEval's sets
    are balanced by construction, so they take no part in the fit.
 3. On every dev set (RAGTruth's three tasks, HaluEval's three), the balanced accuracy per route
-   threshold: the table the default threshold (:data:`DEFAULT_THRESHOLD`) was chosen on, by its
-   mean over the six sets; a warning when the build's best has moved from it.
+   threshold: the table the routes' default (:data:`DEFAULT_THRESHOLD`) was chosen on, the
+   highest threshold whose mean over the six sets is within :data:`TIED` of the best (fewer
+   false alarms among ties); a warning when this build chooses another.
 4. ``--write`` stores the maps, the dev figures and the trade per route threshold in the
    model's ``manifest.json`` under ``verdict.probability`` and re-renders the docs' figures
    (``python -m bench.doc_figures --write``).
@@ -60,13 +61,15 @@ BINS = 10  # equal-width bins of the reliability diagram and the expected calibr
 _IDENTITY = TaskProbability(1.0, 0.0, 0.5)  # P = sigmoid(z): the verdict's own log-odds
 # The route thresholds the docs' trade table shows, and the grid the default is chosen on.
 ROUTE_THRESHOLDS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
-DEFAULT_GRID = tuple(round(0.2 + 0.05 * i, 2) for i in range(11))  # 0.20 ... 0.70
+DEFAULT_GRID = tuple(round(0.1 + 0.05 * i, 2) for i in range(13))  # 0.10 ... 0.70
 # The six dev sets the default is chosen on (each weighs the same); the twins are reported.
 CHOICE_SETS = tuple(f"ragtruth {t} (dev)" for t in ragtruth.TASKS) + tuple(
     f"halueval {t} (dev)" for t in ("qa", "summarization", "dialogue"))
 TWINS = "halueval qa faithful twins (dev)"
 HUMAN_DEV = Path("training/output/llm5")  # the mix the shipped verdict was fitted with (its manifest's command)
-MOVED = 0.005  # mean balanced accuracy the build's best may gain over the default before a warning
+# Thresholds whose mean dev balanced accuracy is within this of the best count as tied (the dev
+# sets hold 65-600 answers each); of those the highest is chosen: fewer faithful answers flagged.
+TIED = 0.005
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,6 +249,13 @@ def figures(maps: Mapping[Shape, TaskProbability], scored: Mapping[str, Sequence
     return {"default_choice": choice, "route_thresholds": trade, "at_default": at_default}
 
 
+def chosen(choice: Mapping[str, float]) -> float:
+    """The default the dev sets choose: the highest route threshold whose mean balanced accuracy
+    is within :data:`TIED` of the best."""
+    best = max(choice.values())
+    return max(float(t) for t, v in choice.items() if v >= best - TIED)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training.calibrate_tasks", description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=None, help="model directory (default: the shipped model)")
@@ -290,10 +300,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {t:>4}  " + "  ".join(f"{k} {v:.3f}" for k, v in row.items()))
     print(f"\nat the default {DEFAULT_THRESHOLD:g}: " + "; ".join(
         f"{n} " + ", ".join(f"{k} {v:.3f}" for k, v in row.items()) for n, row in dev["at_default"].items()))
-    best = max(dev["default_choice"].items(), key=lambda kv: kv[1])
-    if best[1] - dev["default_choice"][f"{DEFAULT_THRESHOLD:g}"] > MOVED:
-        print(f"\nwarning: on these dev sets route threshold {best[0]} beats the default {DEFAULT_THRESHOLD:g} "
-              f"({best[1]:.4f}); review DEFAULT_THRESHOLD (src/truthlens/gateway/policy/thresholds.py)")
+    pick = chosen(dev["default_choice"])
+    print(f"\nchosen on these dev sets: {pick:g} (the highest within {TIED} of the best mean balanced accuracy)")
+    if pick != DEFAULT_THRESHOLD:
+        print(f"warning: the routes' default is {DEFAULT_THRESHOLD:g}; review DEFAULT_THRESHOLD "
+              "(src/truthlens/gateway/policy/thresholds.py) and the docs that quote it")
     if args.write:
         path = resolve_model_dir(args.model) / "manifest.json"
         manifest = json.loads(path.read_text())

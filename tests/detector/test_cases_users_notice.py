@@ -21,6 +21,7 @@ from shipped_inputs import APOLLO_CONTEXT, APOLLO_QUESTION
 from truthlens.detector.backends.factory import create_detector
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.types import Detection, DetectionInput, DetectorSettings
+from truthlens.gateway.policy.thresholds import DEFAULT_THRESHOLD
 
 AUSTRALIA = "Canberra is the capital of Australia. Sydney is the largest city in Australia."
 CAPITAL = "What is the capital of Australia?"
@@ -49,13 +50,13 @@ EIFFEL = (
     "to the World's Fair.",
 )
 
-# Since the verdict's score is a calibrated probability (docs/detector.md), a route's 0.5 means
-# "more likely hallucinated than not" at the QA prior of real LLM answers (0.385 on RAGTruth's dev
-# part): these short wrong answers score 0.45-0.50 and pass as clean at 0.5. Not strict: the fact
-# check and fusion are changing, and a route that prices a miss above a false alarm flags them.
-CALIBRATED_QA = pytest.mark.xfail(
+# The routes' default threshold (a risk on the calibrated score, chosen on the dev parts:
+# docs/policy.md). This faithful answer scores 0.255 there, just over 0.25 (the seven short wrong
+# QA answers that scored 0.44-0.50 under 0.5 are flagged at it). Not strict: the verdict and the
+# map are refitted.
+OVER_DEFAULT = pytest.mark.xfail(
     strict=False,
-    reason="calibrated score 0.45-0.50 under the routes' default threshold 0.5 (QA prior 0.385; docs/detector.md)",
+    reason="known gap: calibrated score 0.255 at or above the routes' default threshold 0.25 (docs/detector.md)",
 )
 ALDRIN_GAP = pytest.mark.xfail(
     strict=True,
@@ -73,20 +74,20 @@ WRONG = [
     (APOLLO_CONTEXT, APOLLO_QUESTION, "Buzz Aldrin stayed aboard Columbia.", "Buzz Aldrin", "misattributed_entity"),
     (APOLLO_CONTEXT, APOLLO_QUESTION, "Buzz Aldrin.", "Buzz Aldrin", "misattributed_entity"),
     (AUSTRALIA, CAPITAL, "Australia's capital is Sydney.", "Sydney", "misattributed_entity"),
-    pytest.param(AUSTRALIA, CAPITAL, "The capital is Sydney.", "Sydney", "misattributed_entity", marks=CALIBRATED_QA),
-    pytest.param(AUSTRALIA, CAPITAL, "Sydney is the capital.", "Sydney", "misattributed_entity", marks=CALIBRATED_QA),
-    pytest.param(AUSTRALIA, CAPITAL, "It's Sydney.", "Sydney", "misattributed_entity", marks=CALIBRATED_QA),
+    (AUSTRALIA, CAPITAL, "The capital is Sydney.", "Sydney", "misattributed_entity"),
+    (AUSTRALIA, CAPITAL, "Sydney is the capital.", "Sydney", "misattributed_entity"),
+    (AUSTRALIA, CAPITAL, "It's Sydney.", "Sydney", "misattributed_entity"),
     (PLANETS, LARGER, "Saturn is larger than Jupiter.", "larger than", "contradicted_relation"),
-    pytest.param(PLANETS, LARGER, "Saturn is the larger of the two.", "larger", "contradicted_relation", marks=CALIBRATED_QA),
-    pytest.param(PLANETS, LARGER, "Saturn is larger.", "larger", "contradicted_relation", marks=CALIBRATED_QA),
+    (PLANETS, LARGER, "Saturn is the larger of the two.", "larger", "contradicted_relation"),
+    (PLANETS, LARGER, "Saturn is larger.", "larger", "contradicted_relation"),
     (PLANETS, "How does Saturn compare?", "Saturn is larger than Jupiter but smaller than Uranus.", "smaller than",
      "contradicted_relation"),
     (LABEL, CHILDREN, "The drug is approved for use in children under 12.",
      "The drug is approved for use in children under 12", "contradicted_relation"),
     (LABEL, CHILDREN, "Yes, it is approved for children under 12.", "it is approved for children under 12",
      "contradicted_relation"),
-    pytest.param(AMAZON, "How long is the Amazon?", "The Amazon is the longest river in the world.", "longest",
-                 "contradicted_relation", marks=CALIBRATED_QA),
+    (AMAZON, "How long is the Amazon?", "The Amazon is the longest river in the world.", "longest",
+     "contradicted_relation"),
     (AMAZON, "How long is the Amazon?", "At about 6,400 km, the Amazon is the world's longest river.", "longest",
      "contradicted_relation"),
     (EVEREST, "How high is Mount Everest?", "Mount Everest is 9,849 meters high.", "9,849 meters",
@@ -110,7 +111,7 @@ FAITHFUL = [
     (PLANETS, LARGER, "Jupiter is larger."),
     (PLANETS, "How does Saturn compare?", "Saturn is smaller than Jupiter but larger than Uranus."),
     (LABEL, CHILDREN, "No, the drug is not approved for use in children under 12."),
-    (LABEL, CHILDREN, "No, it is not approved for children under 12."),
+    pytest.param(LABEL, CHILDREN, "No, it is not approved for children under 12.", marks=OVER_DEFAULT),
     (LABEL, CHILDREN, "No. It is not approved for children under 12."),
     (AMAZON, "How long is the Amazon?", "The Amazon is the second-longest river in the world."),
     (AMAZON, "How long is the Amazon?", "It is the world's second-longest river."),
@@ -134,7 +135,7 @@ async def engine(shipped_model_dir: Path) -> AsyncIterator[DetectorEngine]:
 
 async def check(engine: DetectorEngine, context: str | tuple[str, ...], question: str, answer: str) -> Detection:
     passages = [context] if isinstance(context, str) else list(context)
-    return await engine.detect(DetectionInput(passages, question, answer), threshold=0.5)
+    return await engine.detect(DetectionInput(passages, question, answer), threshold=DEFAULT_THRESHOLD)
 
 
 @in_module_loop
@@ -174,7 +175,7 @@ async def test_spans_are_whole_words_and_explained_by_the_sentence_that_speaks_o
 @in_module_loop
 @pytest.mark.parametrize("answer", [
     "The Eiffel Tower was completed in 1925.",
-    pytest.param("It was finished in 1925.", marks=CALIBRATED_QA),
+    "It was finished in 1925.",
     "Completed in 1925, the tower was the entrance arch to the World's Fair.",
 ])
 async def test_with_two_passages_the_contradicting_sentence_is_found(engine: DetectorEngine, answer: str) -> None:

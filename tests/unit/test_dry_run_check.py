@@ -78,11 +78,12 @@ def test_a_grounded_answer_is_clean_and_a_wrong_year_is_flagged_with_why(process
     assert clean["detected"] is False and clean["spans"] == [] and clean["reason"] is None
     status, flagged = check(processor, {**WRONG_YEAR, "route": "chat_completions"})
     assert status == 200, flagged
-    assert flagged["detected"] is True and flagged["score"] >= 0.5 and flagged["route"] == "chat_completions"
+    assert flagged["detected"] is True and flagged["score"] >= flagged["threshold"] and flagged["route"] == "chat_completions"
     span = next(s for s in flagged["spans"] if s["text"] == "1925")
     assert WRONG_YEAR["answer"][span["start"]:span["end"]] == "1925"
     assert flagged["reason"] == span["reason"] and "1925" in flagged["why"]
-    assert clean["threshold"] == flagged["threshold"] == 0.5  # the τ in force (configs/config.yaml's)
+    shipped = yaml.safe_load(launch.SHIPPED_CONFIG.read_text(encoding="utf-8"))["hallucination"]["threshold"]
+    assert clean["threshold"] == flagged["threshold"] == shipped  # the τ in force (configs/config.yaml's)
 
 
 def test_a_route_priced_by_costs_answers_with_the_tau_of_the_task_read(processor: int) -> None:
