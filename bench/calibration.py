@@ -49,6 +49,7 @@ from training.calibrate_tasks import (
 from training.corpus import halueval, ragtruth
 from training.evaluate import auroc
 from training.scoring import Case, halueval_cases, ragtruth_cases
+from training.verdict import ITEMS, SUMMARIZATION_ITEMS
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.manifest import load_manifest, resolve_model_dir
 from truthlens.detector.verdict import Verdict
@@ -57,7 +58,7 @@ from truthlens.gateway.policy.thresholds import DEFAULT_THRESHOLD
 CHART = Path("docs/img/calibration-reliability.png")
 CACHE = Path("training/output/calibration")
 EVAL: ragtruth.Fold = "eval"
-THRESHOLDS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
+THRESHOLDS = (0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7)
 
 
 def previous(verdict: Verdict, s: Scored) -> float:
@@ -99,7 +100,7 @@ def table(name: str, tasks: dict[str, list[Scored]], verdict: Verdict) -> dict[s
     print(f"{'per-task mean':>14} {'':5} {'':6} {'':6} {float(np.nanmean(per_task)):6.3f}")
     bins[f"pooled (ECE {ece(p, y):.3f})"] = reliability(p, y)
     # What a route's threshold now asks for: the faithful answers it flags and the recall it keeps.
-    print(f"{'threshold':>14} " + " ".join(f"{t:>11.1f}" for t in THRESHOLDS))
+    print(f"{'threshold':>14} " + " ".join(f"{t:>11g}" for t in THRESHOLDS))
     flagged = [float((p[y == 0] >= t).mean()) for t in THRESHOLDS]
     recall = [float((p[y == 1] >= t).mean()) for t in THRESHOLDS]
     print(f"{'faithful flagged':>14} " + " ".join(f"{v:>11.3f}" for v in flagged))
@@ -134,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--halueval-items", type=int, default=25,
                         help="HaluEval evaluation items per task (two answers each); 0 skips them")
     parser.add_argument("--no-dev", action="store_true", help="report the evaluation halves only")
+    parser.add_argument("--items", type=int, default=ITEMS,
+                        help="HaluEval dev QA and dialogue items (the default is the verdict's, whose cache it shares)")
+    parser.add_argument("--summarization-items", type=int, default=SUMMARIZATION_ITEMS)
     parser.add_argument("--chart", nargs="?", const=CHART, type=Path, default=None,
                         help=f"draw the RAGTruth reliability diagrams (default path {CHART})")
     args = parser.parse_args(argv)
@@ -155,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             assert engine.verdict is not None
             if not args.no_dev:
-                dev = dev_scored(engine, hal_root, args.ragtruth, None)
+                dev = dev_scored(engine, hal_root, args.ragtruth, None, args.items, args.summarization_items)
                 scored["RAGTruth dev part (odd source_id)"] = {t: dev[f"ragtruth {t} (dev)"] for t in ragtruth.TASKS}
                 scored["HaluEval dev fold (i % 10 == 1)"] = {
                     t: dev[f"halueval {t} (dev)"] for t in ("qa", "summarization", "dialogue")}
