@@ -5,12 +5,11 @@ here): a refit that moves them leaves these tests standing."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
-
-import json
 
 import numpy as np
 import pytest

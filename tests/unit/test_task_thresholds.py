@@ -21,8 +21,15 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry
 from shipped_inputs import CONTEXT, HALLUCINATED
-from test_stream import completion, converse, processor_channel, request_body, request_headers, response_body, \
-    response_headers
+from test_stream import (
+    completion,
+    converse,
+    processor_channel,
+    request_body,
+    request_headers,
+    response_body,
+    response_headers,
+)
 
 from truthlens.detector.manifest import DEFAULT_MODEL_DIR
 from truthlens.detector.probability import task_priors
