@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from training.calibrate_tasks import ece, fit_map, reliability
+from training.calibrate_tasks import TIED, balanced_accuracy, chosen, ece, fit_map, reliability
 from truthlens.detector.probability import TaskProbability
 
 
@@ -41,3 +41,22 @@ def test_the_calibration_error_separates_calibrated_from_overconfident_scores() 
 def test_a_task_with_one_class_cannot_be_fitted() -> None:
     with pytest.raises(ValueError, match="both faithful and hallucinated"):
         fit_map(np.array([0.1, 0.2]), np.array([1.0, 1.0]))
+
+
+def test_balanced_accuracy_weighs_both_classes_the_same() -> None:
+    p = np.array([0.9, 0.8, 0.1, 0.7, 0.2, 0.1])
+    y = np.array([1.0, 1.0, 1.0, 0.0, 0.0, 0.0])
+    # At 0.5: recall 2/3, faithful left clean 2/3; at 0.05 everything is flagged: 1 and 0.
+    assert balanced_accuracy(p, y, 0.5) == pytest.approx(2 / 3)
+    assert balanced_accuracy(p, y, 0.05) == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_default_is_the_highest_threshold_tied_with_the_best(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    grid = [round(0.1 + 0.05 * i, 2) for i in range(13)]
+    scores = {f"{t:g}": float(v) for t, v in zip(grid, rng.uniform(0.6, 0.75, len(grid)), strict=True)}
+    pick = chosen(scores)
+    best = max(scores.values())
+    assert scores[f"{pick:g}"] >= best - TIED
+    assert all(v < best - TIED for t, v in scores.items() if float(t) > pick)
