@@ -14,7 +14,8 @@ A dry run never stalls live traffic (:class:`Limits`): a request holds at most `
 items and ``max_chars`` characters (413 over either), at most ``max_concurrent`` requests are
 checked at once (429 beyond), a request's items are checked one after another, and their rows
 run at the detector's background priority (:data:`truthlens.detector.batcher.BACKGROUND`):
-live exchanges' rows go first.
+live exchanges' rows go first, and so do their sentence embedder batches
+(:mod:`truthlens.evidence.priority`).
 
 Statuses: 400 naming the field that is wrong (JSON nested too deep, a number too long, a lone
 surrogate, an input the detector refuses); 404 for an unknown route; 413 over a limit; 429
