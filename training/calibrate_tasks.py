@@ -1,4 +1,4 @@
-"""Fit the verdict's probability map per task (:mod:`truthlens.detector.probability`) with the current build.
+"""Fit the verdict's probability map per task (:mod:`truthlens.detector.calibration.probability`).
 
 One command, re-run whenever the model, the fact check, fusion or the verdict changes (their
 scores shift, so the map must follow); it also rewrites the figures the docs quote from it:
@@ -48,9 +48,9 @@ from training.scoring import BLOCK, Case
 from training.verdict import ITEMS, SUMMARIZATION_ITEMS
 from training.verdict_data import HUMAN_DEV_SETS, development_sets, load_or_score, signals
 from truthlens.detector.backends.factory import create_detector
+from truthlens.detector.calibration.probability import KEY, TaskProbability, to_json
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.manifest import resolve_model_dir
-from truthlens.detector.probability import KEY, TaskProbability, to_json
 from truthlens.detector.prompt import SHAPES, Shape, checked
 from truthlens.detector.types import DetectorSettings
 from truthlens.detector.verdict import Verdict, signals_for

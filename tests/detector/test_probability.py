@@ -1,4 +1,4 @@
-"""The verdict's probability map (:mod:`truthlens.detector.probability`): monotone, bounded, read from
+"""The verdict's probability map (:mod:`truthlens.detector.calibration.probability`): monotone, bounded, read from
 the manifest (a missing or bad block is named at start-up), and the score the engine serves.
 
 The map tests are pure (seeded draws of maps and log-odds). The engine test runs the tiny
@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from truthlens.detector.backends.factory import create_detector
+from truthlens.detector.calibration.probability import TaskProbability, logit, parse
 from truthlens.detector.manifest import DEFAULT_MODEL_DIR, ModelDirError, load_manifest
-from truthlens.detector.probability import TaskProbability, logit, parse
 from truthlens.detector.prompt import SHAPES
 from truthlens.detector.types import DetectionInput, DetectorSettings
 from truthlens.detector.verdict import FEATURES

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import yaml
 
+from truthlens.detector.calibration.probability import task_priors
 from truthlens.detector.manifest import DEFAULT_MODEL_DIR
-from truthlens.detector.probability import task_priors
 from truthlens.detector.prompt import SHAPES
 from truthlens.gateway.policy.config import parse_config
 from truthlens.gateway.policy.thresholds import PRESETS, TASK_NAMES, proposal_tau, tau

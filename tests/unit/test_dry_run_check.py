@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
+from truthlens.detector.calibration.probability import task_priors
 from truthlens.detector.manifest import DEFAULT_MODEL_DIR
-from truthlens.detector.probability import task_priors
 from truthlens.detector.prompt import SUMMARY_INSTRUCTION, read_task
 from truthlens.gateway.core.probes import MAX_CHECK_BODY_BYTES
 from truthlens.gateway.policy.thresholds import tau

@@ -31,8 +31,8 @@ from test_stream import (
     response_headers,
 )
 
+from truthlens.detector.calibration.probability import task_priors
 from truthlens.detector.manifest import DEFAULT_MODEL_DIR
-from truthlens.detector.probability import task_priors
 from truthlens.detector.prompt import SUMMARY_INSTRUCTION, read_task
 from truthlens.gateway.core.telemetry import Telemetry
 from truthlens.gateway.policy.thresholds import tau

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from training.calibrate_tasks import TIED, balanced_accuracy, chosen, ece, fit_map, reliability
-from truthlens.detector.probability import TaskProbability
+from truthlens.detector.calibration.probability import TaskProbability
 
 
 @pytest.mark.parametrize(("slope", "intercept", "prior"), [(1.5, -0.4, 0.3), (0.6, 0.8, 0.65)])

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from truthlens.detector.probability import parse as parse_probability
+from truthlens.detector.calibration.probability import parse as parse_probability
 from truthlens.detector.prompt import SHAPES, TEMPLATE_NAME, Shape
 from truthlens.detector.spans import SpanRules
 from truthlens.detector.types import AGGREGATIONS, Aggregation, DetectorError

@@ -21,7 +21,7 @@ One logistic regression per task shape (the signals mean different things over a
 over passages; standardised; weights fitted on development data by ``training/verdict.py`` and
 stored in the model's ``manifest.json`` under ``verdict``) gives log-odds. Each model is fitted
 on its own mix of sets, so those log-odds mean different odds per task; the served score is
-their map to P(hallucinated) on one scale for every task (:mod:`truthlens.detector.probability`,
+their map to P(hallucinated) on one scale for every task (:mod:`truthlens.detector.calibration.probability`,
 ``verdict.probability`` in the manifest, fitted by ``training/calibrate_tasks.py``): monotone,
 so answers rank within a task as the log-odds do. Each model also keeps the operating point
 chosen when it was fitted (``shift``: at most a quarter of faithful answers flagged), for reference.
@@ -45,8 +45,8 @@ from typing import Any
 
 import numpy as np
 
+from truthlens.detector.calibration.probability import TaskProbability
 from truthlens.detector.facts import Finding
-from truthlens.detector.probability import TaskProbability
 from truthlens.detector.prompt import Shape, read_task
 from truthlens.detector.relevance import SentenceEncoder, content_terms, lexical_overlap
 from truthlens.detector.spans import SpanRules, score_answer

@@ -2,7 +2,7 @@
 
 The detector's score is P(the answer holds a hallucination), calibrated per task at that task's
 prior π_t: the share of hallucinated answers among the dev answers the map was fitted on
-(:mod:`truthlens.detector.probability`; the model's manifest gives each π_t). Flagging pays when
+(:mod:`truthlens.detector.calibration.probability`; the model's manifest gives each π_t). Flagging pays when
 the expected cost of letting an answer through exceeds that of flagging it: with
 λ = C_miss / C_false_alarm, when the posterior odds exceed 1/λ. A route whose traffic holds
 hallucinations at a share π moves the score's odds by the prior ratio, so flag when
@@ -27,8 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from truthlens.detector.calibration.probability import task_priors as manifest_priors
 from truthlens.detector.manifest import resolve_model_dir
-from truthlens.detector.probability import task_priors as manifest_priors
 from truthlens.detector.types import DetectorSettings
 from truthlens.options import ConfigError, Section
 
