@@ -287,6 +287,7 @@ def _check_config(ns: argparse.Namespace) -> int:
     if config is None:
         return 1
     from truthlens.gateway.envoy import buffers, coverage, ext_proc_filter
+    from truthlens.gateway.policy.thresholds import describe
 
     warnings = coverage.api_warnings(config)
     errors: list[str] = []
@@ -304,9 +305,10 @@ def _check_config(ns: argparse.Namespace) -> int:
     routes = sum(1 for d in config.decisions if d.route is not None)
     if not errors:
         print(f"{ns.file}: ok (digest {config.digest}, {len(config.decisions)} decisions, {routes} checked)")
-        for d in config.decisions:  # a threshold derived from costs: the τ it comes to
+        for d in config.decisions:  # a threshold derived from costs: the τ it comes to, per task
             if d.route is not None and d.route.threshold_basis:
-                print(f"  {d.name}: threshold {d.route.threshold:g} ({d.route.threshold_basis})")
+                print(f"  {d.name}: threshold {describe(d.route.threshold, d.route.task_thresholds)} "
+                      f"({d.route.threshold_basis})")
     for warning in warnings:
         print(f"warning: {ns.file}: {warning}", file=sys.stderr)
     for error in errors:
