@@ -18,17 +18,21 @@ one's verdict agreement with fp32 (per task and pooled), its F1 against the huma
 its mean check time (a shared machine: compare within the run). The variants are written to
 ``--out`` (one model directory each: the graph, the shipped manifest and tokenizer).
 
-    python -m bench.int8_forms --fp32 DIR --out DIR [--n-per-task 1000] [--only NAME,...]
+    python -m bench.int8_forms --fp32 DIR --out DIR [--n-per-task 1000] [--only NAME,...] [--log FILE]
+    python -m bench.int8_forms --table-from FILE
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
+import itertools
 import json
 import shutil
 import statistics
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -87,27 +91,41 @@ async def run(args: argparse.Namespace) -> None:
     from truthlens.detector.backends.factory import create_detector
     from truthlens.detector.types import DetectionInput, DetectorSettings
 
+    if args.fp32 is None or args.out is None:
+        raise SystemExit("--fp32 and --out are needed to build and run the variants")
     wanted = {v for v in args.only.split(",") if v}
     dirs = {"shipped": DEFAULT_MODEL, "fp32": args.fp32}
     for name, keep in VARIANTS.items():
         if not wanted or name in wanted:
             dirs[name] = build(args.fp32, args.out, name, keep)
     engines = {name: create_detector(DetectorSettings(provider="cpu", model_dir=str(d))) for name, d in dirs.items()}
-    answers = [(task, r) for task in TASKS for k, r in enumerate(ragtruth.responses(task, ("dev",)))
-               if k < args.n_per_task]
+    per_task = [[(task, r) for k, r in enumerate(ragtruth.responses(task, ("dev",))) if k < args.n_per_task]
+                for task in TASKS]
+    # The tasks' answers taken in turn, so a run stopped early still covers every task.
+    answers = [a for group in itertools.zip_longest(*per_task) for a in group if a is not None]
     results: dict[str, list[Result]] = {name: [] for name in engines}
     names = list(engines)
     started = time.perf_counter()
-    for i, (task, r) in enumerate(answers):
-        item = DetectionInput(r.context, r.question, r.answer)
-        for name in names[i % len(names):] + names[: i % len(names)]:  # turns rotate per answer
-            t = time.perf_counter()
-            d = await engines[name].detect(item, threshold=0.5)
-            results[name].append(Result(task, bool(r.spans), d.status == "detected", (time.perf_counter() - t) * 1e3))
+    with ExitStack() as stack:
+        log = stack.enter_context(args.log.open("w", encoding="utf-8")) if args.log else None
+        for i, (task, r) in enumerate(answers):
+            item = DetectionInput(r.context, r.question, r.answer)
+            for name in names[i % len(names):] + names[: i % len(names)]:  # turns rotate per answer
+                t = time.perf_counter()
+                d = await engines[name].detect(item, threshold=0.5)
+                res = Result(task, bool(r.spans), d.status == "detected", (time.perf_counter() - t) * 1e3)
+                results[name].append(res)
+                if log is not None:
+                    log.write(json.dumps({"model": name, "answer": i, **dataclasses.asdict(res)}) + "\n")
+                    log.flush()
     for engine in engines.values():
         await engine.close()
     print(f"RAGTruth dev part ({len(answers)} answers: {', '.join(TASKS)}), whole check at threshold 0.5, "
           f"{time.perf_counter() - started:.0f} s")
+    print_table(results)
+
+
+def print_table(results: dict[str, list[Result]]) -> None:
     print(f"{'model':<18} {'all':>7} " + " ".join(f"{t:>8}" for t in TASKS) + f" {'F1':>6} {'flagged':>7} {'ms':>7}")
     ref = results["fp32"]
     for name, res in results.items():
@@ -127,11 +145,30 @@ async def run(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--fp32", type=Path, required=True, help="model directory of the fused fp32 graph")
-    parser.add_argument("--out", type=Path, required=True, help="where the int8 variants are written")
+    parser.add_argument("--fp32", type=Path, help="model directory of the fused fp32 graph")
+    parser.add_argument("--out", type=Path, help="where the int8 variants are written")
     parser.add_argument("--n-per-task", type=int, default=1000)
     parser.add_argument("--only", default="", help="variants to build and run (comma-separated)")
-    asyncio.run(run(parser.parse_args()))
+    parser.add_argument("--log", type=Path, default=None, help="JSONL of every check's result, written as it goes")
+    parser.add_argument("--table-from", type=Path, default=None,
+                        help="print the table of a --log (a run stopped early: the answers every model checked)")
+    args = parser.parse_args()
+    if args.table_from is not None:
+        print_table(from_log(args.table_from))
+        return
+    asyncio.run(run(args))
+
+
+def from_log(path: Path) -> dict[str, list[Result]]:
+    """A --log's results, cut to the answers that every model has checked."""
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    by_model: dict[str, dict[int, Result]] = {}
+    for row in rows:
+        result = Result(row["task"], row["label"], row["detected"], row["ms"])
+        by_model.setdefault(row["model"], {})[row["answer"]] = result
+    done = sorted(set.intersection(*(set(m) for m in by_model.values())))
+    print(f"{len(done)} answers checked by every model ({path})")
+    return {name: [found[i] for i in done] for name, found in by_model.items()}
 
 
 if __name__ == "__main__":
