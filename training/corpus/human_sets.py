@@ -3,7 +3,9 @@
 Each set comes from a clone of its public repository (``training/README.md`` lists them with
 licences and counts): Quintd-1 (data-to-text, :mod:`quintd`), the XSum hallucination
 annotations (news summaries, :mod:`xsum_faith`, articles from AggreFact's files), and the
-accuracy shared task's training texts (basketball reports, :mod:`rotowire_accuracy`). Every
+accuracy shared task's training texts (basketball reports, :mod:`rotowire_accuracy`), WiCE's
+token labels on Wikipedia claims (:mod:`wice`) and AttributionBench's dev split (claims of LLM
+answers against their references, :mod:`attributionbench`). Every
 source document goes through :func:`training.corpus.sources.screen`: those that overlap an
 evaluation source are dropped (counted), the rest split train / dev by document.
 """
@@ -14,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from training.corpus import quintd, rotowire_accuracy, xsum_articles, xsum_faith
+from training.corpus import attributionbench, quintd, rotowire_accuracy, wice, xsum_articles, xsum_faith
 from training.corpus.builder import Example
 from training.corpus.sources import EvaluationSources, screen
 
@@ -66,6 +68,8 @@ def load_all(
     xsum_root: Path | None = None,
     aggrefact_root: Path | None = None,
     rotowire_root: Path | None = None,
+    wice_root: Path | None = None,
+    attributionbench_root: Path | None = None,
 ) -> list[SetParts]:
     """Every set whose clone is given, screened against ``index`` and split by document."""
     out: list[SetParts] = []
@@ -77,4 +81,8 @@ def load_all(
         out.append(split_set("xsum_faith", xsum_faith.load(xsum_root, xsum_articles.articles(aggrefact_root)), index))
     if rotowire_root is not None:
         out.append(split_set("rotowire_accuracy", rotowire_accuracy.load(rotowire_root), index))
+    if wice_root is not None:
+        out.append(split_set("wice", wice.load(wice_root), index))
+    if attributionbench_root is not None:
+        out.append(split_set("attributionbench", attributionbench.load(attributionbench_root), index))
     return out

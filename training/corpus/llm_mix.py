@@ -37,7 +37,7 @@ def _passage_sources(rag_root: Path, hal_root: Path, rng: random.Random, n: int)
     sources: list[tuple[str, str, str]] = []
     seen: set[str] = set()
     for task in ("qa", "summary"):
-        for r in ragtruth.responses(task, ("train",), rag_root):  # type: ignore[arg-type]
+        for r in ragtruth.responses(task, ("train",), rag_root):
             for k, passage in enumerate(r.context):
                 key = f"{r.source_id}-{k}"
                 if key not in seen and len(passage.split()) >= 40:
@@ -91,11 +91,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--aggrefact", type=Path, default=None, help="Liyan06/AggreFact clone (the XSum articles)")
     parser.add_argument("--rotowire", type=Path, default=None, help="ehudreiter/accuracySharedTask clone")
+    parser.add_argument("--wice", type=Path, default=None, help="ryokamoi/wice clone")
+    parser.add_argument("--attributionbench", type=Path, default=None, help="OSU-NLP-Group/AttributionBench clone")
     parser.add_argument(
         "--human-repeat", type=int, default=1, help="times each human-labelled set's train answer appears"
     )
     args = parser.parse_args(argv)
-    roots = (args.quintd, args.xsum, args.rotowire)
+    roots = (args.quintd, args.xsum, args.rotowire, args.wice, args.attributionbench)
     if any(r is not None for r in roots) and args.faithjudge is None:
         parser.error("the human-labelled sets need --faithjudge: their sources are screened against RAGTruth "
                      "and FaithBench")
@@ -135,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         index = sources.load_evaluation_sources(args.faithjudge / "eval_data")
         human = human_sets.load_all(
             index, quintd_root=args.quintd, xsum_root=args.xsum, aggrefact_root=args.aggrefact,
-            rotowire_root=args.rotowire,
+            rotowire_root=args.rotowire, wice_root=args.wice, attributionbench_root=args.attributionbench,
         )
         for labelled in human:
             train.extend(labelled.train * args.human_repeat)
