@@ -11,12 +11,8 @@ from __future__ import annotations
 
 import random
 import re
-import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
-
-from training.corpus import halueval
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,12 +350,10 @@ def yes_no(src: Source, rng: random.Random) -> Iterator[Case]:
             yield Case("a \"No, ...\" answer", False, src.context, question, answer)
 
 
-def short_answers(root: Path, half: int, rng: random.Random) -> Iterator[tuple[Case, Case]]:
-    """HaluEval QA dev fold: a one-name answer naming someone or something else the knowledge
-    names (wrong), beside the right name (faithful)."""
-    for i, row in halueval.items("qa", ("dev",), root):
-        if zlib.crc32(f"halueval-qa-{i}".encode()) % 2 != half:
-            continue
+def short_answers(rows: Iterable[tuple[int, dict[str, str]]], rng: random.Random) -> Iterator[tuple[Case, Case]]:
+    """HaluEval QA items (``rows``: index, row): a one-name answer naming someone or something else
+    the knowledge names (wrong), beside the right name (faithful)."""
+    for _, row in rows:
         knowledge, question, right = row["knowledge"], row["question"], row["right_answer"].strip()
         if not _NAME.fullmatch(right) or right not in knowledge:
             continue

@@ -38,7 +38,7 @@ import tempfile
 import time
 import zlib
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
@@ -61,16 +61,16 @@ SPLITS = {"tuning": (0, 1), "held-out": (1, 2)}  # split: (context hash half, se
 
 # --- sources and the sample ------------------------------------------------------------------
 
-def sources(half: int, ragtruth_dir: Path = ragtruth.DEFAULT_DIR,
-            halueval_dir: Path = halueval.DEFAULT_DIR) -> list[Source]:
-    """Contexts of the dev parts in this half, each once: RAGTruth's QA passages and news
-    articles, HaluEval's QA knowledge and the opening of its news articles (a retrieved chunk of
-    15 sentences, as long as a RAGTruth article)."""
+def sources(half: int | None, ragtruth_dir: Path = ragtruth.DEFAULT_DIR,
+            halueval_dir: Path = halueval.DEFAULT_DIR, folds: tuple[str, ...] = ("dev",)) -> list[Source]:
+    """Contexts of ``folds`` (the dev parts by default) in this half (``None``: both), each once:
+    RAGTruth's QA passages and news articles, HaluEval's QA knowledge and the opening of its
+    news articles (a retrieved chunk of 15 sentences, as long as a RAGTruth article)."""
     seen: set[str] = set()
     out: list[Source] = []
 
     def add(key: str, context: tuple[str, ...], question: str) -> None:
-        if key in seen or zlib.crc32(key.encode()) % 2 != half:
+        if key in seen or (half is not None and zlib.crc32(key.encode()) % 2 != half):
             return
         seen.add(key)
         kept = tuple(s for p in context for s in sentences(p))
@@ -78,12 +78,12 @@ def sources(half: int, ragtruth_dir: Path = ragtruth.DEFAULT_DIR,
             out.append(Source(key, context, question, kept))
 
     for task in ("qa", "summary"):
-        for r in ragtruth.responses(task, ("dev",), ragtruth_dir):
+        for r in ragtruth.responses(task, folds, ragtruth_dir):  # type: ignore[arg-type]
             add(f"ragtruth-{task}-{r.source_id}", r.context, r.question)
     root = halueval.fetch(halueval_dir)
-    for i, row in halueval.items("qa", ("dev",), root):
+    for i, row in halueval.items("qa", folds, root):  # type: ignore[arg-type]
         add(f"halueval-qa-{i}", (row["knowledge"],), row["question"])
-    for i, row in halueval.items("summarization", ("dev",), root):
+    for i, row in halueval.items("summarization", folds, root):  # type: ignore[arg-type]
         chunk = " ".join(SENTENCE_CUT.split(row["document"].strip())[:15])
         add(f"halueval-summarization-{i}", (chunk,), halueval.SUMMARY_QUESTIONS[i % len(halueval.SUMMARY_QUESTIONS)])
     return out
@@ -94,8 +94,17 @@ def generate(split: str, per_kind: int, ragtruth_dir: Path = ragtruth.DEFAULT_DI
     """Up to ``per_kind`` wrong answers of each kind, and as many faithful ones of each kind,
     from the contexts of ``split``'s half, with its seed."""
     half, seed = SPLITS[split]
-    rng = random.Random(seed)
-    srcs = sources(half, ragtruth_dir, halueval_dir)
+    root = halueval.fetch(halueval_dir)
+    qa_rows = ((i, row) for i, row in halueval.items("qa", ("dev",), root)
+               if zlib.crc32(f"halueval-qa-{i}".encode()) % 2 == half)
+    return sample(sources(half, ragtruth_dir, halueval_dir), qa_rows, per_kind, random.Random(seed))
+
+
+def sample(srcs: Sequence[Source], qa_rows: Iterable[tuple[int, dict[str, str]]], per_kind: int,
+           rng: random.Random) -> list[Case]:
+    """Up to ``per_kind`` wrong answers of each kind, and as many faithful ones of each kind, from
+    ``srcs`` (the one-name answers from HaluEval QA's ``qa_rows``), drawn with ``rng``."""
+    srcs = list(srcs)
     rng.shuffle(srcs)
     made: dict[str, list[Case]] = defaultdict(list)
 
@@ -130,7 +139,7 @@ def generate(split: str, per_kind: int, ragtruth_dir: Path = ragtruth.DEFAULT_DI
             if room(wrong.kind):
                 made[wrong.kind].append(wrong)
                 made[right.kind].append(right)
-    for wrong, right in short_answers(halueval.fetch(halueval_dir), half, rng):
+    for wrong, right in short_answers(qa_rows, rng):
         if not room(wrong.kind):
             break
         made[wrong.kind].append(wrong)

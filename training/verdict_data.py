@@ -4,7 +4,7 @@ A set's answers are run through the shipped model the way serving runs them (gro
 :meth:`DetectorEngine.token_scores`: the model's own token probabilities) and through the
 sentence embedder for the support score; both are kept in ``training/output/verdict/`` so the
 fact check, fusion and the verdict itself can be changed and refitted without another model
-pass. The cache is keyed by the model's graph (size and modification time; an ensemble's, every
+pass. The cache is keyed by the model's graph (its bytes; an ensemble's, every
 member's): a retrained model is scored afresh.
 
 Sets (development data only; the evaluation folds are never read here):
@@ -19,6 +19,7 @@ Sets (development data only; the evaluation folds are never read here):
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import pickle
 from dataclasses import dataclass
@@ -97,12 +98,19 @@ def development_sets(
     return sets
 
 
+@functools.cache
+def _graph_digest(path: Path) -> str:
+    return hashlib.sha1(path.read_bytes()).hexdigest()[:16]
+
+
 def _key(engine: DetectorEngine, name: str, cases: list[Case], with_support: bool) -> str:
-    # An ensemble's scores depend on every member's graph, not only the directory's own.
-    graphs = [engine.manifest.model_path.stat(), *((m / "model.onnx").stat() for m in engine.manifest.ensemble)]
+    # An ensemble's scores depend on every member's graph, not only the directory's own. Keyed
+    # by the graphs' bytes, not their modification times, so that every checkout of the same
+    # model reads the same cache.
+    graphs = [engine.manifest.model_path, *(m / "model.onnx" for m in engine.manifest.ensemble)]
     # The support score's settings are part of what was scored: a changed shortlist rescores.
     support = f"{SUPPORT_SHORTLIST}:{MAX_SUPPORT_SENTENCES}" if with_support else "no-support"
-    models = ":".join(f"{g.st_size}:{g.st_mtime_ns}" for g in graphs)
+    models = ":".join(_graph_digest(g) for g in graphs)
     digest = hashlib.sha1(f"{models}:{len(cases)}:{support}".encode())
     # The questions as the model reads them: a change in how requests are read rescores.
     for c in cases:
