@@ -38,12 +38,21 @@ import numpy as np
 from training.compare import OutOfFold, groups
 from training.corpus import halueval, ragtruth
 from training.evaluate import auroc
-from training.verdict_data import HUMAN_DEV_SETS, Raw, development_sets, load_or_score, signals
+from training.verdict_data import (
+    HUMAN_DEV_SETS,
+    MIXUPS_TRAIN,
+    MIXUPS_TUNING,
+    Raw,
+    development_sets,
+    load_or_score,
+    mixup_sets,
+    signals,
+)
 from truthlens.detector.backends.factory import create_detector
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.manifest import resolve_model_dir
 from truthlens.detector.prompt import SHAPES
-from truthlens.detector.spans import SpanRules
+from truthlens.detector.spans import SpanRules, score_answer
 from truthlens.detector.types import DetectorSettings
 from truthlens.detector.verdict import FEATURES, SUPPORT_FEATURES, VerdictModel, features
 
@@ -59,6 +68,8 @@ L2 = 10.0  # on standardised features; the sets are small (chosen on the dev par
 ROUTE_THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 ITEMS = 300  # HaluEval dev QA and dialogue items
 SUMMARIZATION_ITEMS = 150
+MIXUPS = 0
+MIXUP_WEIGHT = 1.0
 
 
 def design(raws: Sequence[Raw], rules: SpanRules, names: Sequence[str], roles: bool) -> np.ndarray:
@@ -98,7 +109,7 @@ def fit(x: np.ndarray, y: np.ndarray, w: np.ndarray, names: Sequence[str]) -> Ve
 # than the one it replaces (standard mode keeps the better-scored answer). Features that share
 # what they measure with another (span_mean with peak, support_mean with support_min) are free.
 # Cost on the dev parts: mean balanced accuracy over the six sets 0.714 -> 0.707.
-RISING = ("peak", "spans", "numbers_dates", "units", "names", "roles", "relations", "novel_share")
+RISING = ("peak", "spans", "numbers_dates", "units", "names", "roles", "relations", "moved", "fields", "novel_share")
 FALLING = ("support_min",)
 
 
@@ -129,16 +140,17 @@ def log_odds(model: VerdictModel, x: np.ndarray) -> np.ndarray:
     return np.asarray(((x - model.mean) / model.scale) @ model.weights + model.bias)
 
 
-def weights(sets: Sequence[str], y: np.ndarray) -> np.ndarray:
-    """Every set weighs the same (HaluEval's :data:`HALUEVAL_WEIGHT` of that), and within a set
-    both classes do."""
+def weights(sets: Sequence[str], y: np.ndarray, mixup_weight: float = 0.0) -> np.ndarray:
+    """Every set weighs the same (HaluEval's :data:`HALUEVAL_WEIGHT` of that, the generated
+    mix-ups' ``mixup_weight``), and within a set both classes do."""
     w = np.zeros(len(y))
     labels = np.asarray(sets)
     for name in set(sets):
+        share = HALUEVAL_WEIGHT if name.startswith("halueval") else mixup_weight if name == MIXUPS_TRAIN else 1.0
         for cls in (0, 1):
             mask = (labels == name) & (y == cls)
             if mask.any():
-                w[mask] = (HALUEVAL_WEIGHT if name.startswith("halueval") else 1.0) / mask.sum()
+                w[mask] = share / mask.sum()
     return w
 
 
@@ -190,6 +202,31 @@ def report(
     return out
 
 
+def mixup_report(raws: Sequence[Raw], kinds: Sequence[str], shifted: np.ndarray, rules: SpanRules,
+                 roles: bool) -> dict[str, float]:
+    """The bench's tuning sample under the final models (never fitted on): per kind of mix-up the
+    share flagged with a span on the changed words, per faithful rewording the share flagged
+    (as ``python -m bench.mixups --split tuning`` counts them, but for the spans' explanations)."""
+    by_kind: dict[str, list[bool]] = {}
+    for raw, kind, z in zip(raws, kinds, shifted, strict=True):
+        flagged = bool(z >= 0)
+        if raw.case.hallucinated and flagged:
+            s = signals(raw, roles=roles)
+            _, spans = score_answer(s.probs, s.offsets, raw.case.item.answer, rules)
+            (start, end), = raw.case.labels
+            flagged = any(sp.start < end and start < sp.end for sp in spans)
+        by_kind.setdefault(("wrong: " if raw.case.hallucinated else "faithful: ") + kind, []).append(flagged)
+    print("the mix-up bench's tuning sample (dev parts' contexts, never fitted on), at route threshold 0.5")
+    out = {kind: round(sum(v) / len(v), 3) for kind, v in by_kind.items()}
+    for kind, v in by_kind.items():
+        print(f"  {kind:<48} {len(v):>4} {out[kind]:6.1%}")
+    wrong = [v for k, v in out.items() if k.startswith("wrong")]
+    faithful = [v for k, v in out.items() if k.startswith("faithful")]
+    print(f"  lowest recall {min(wrong):.1%}, mean {np.mean(wrong):.1%}; most faithful flagged "
+          f"{max(faithful):.1%}, mean {np.mean(faithful):.1%}\n")
+    return out
+
+
 def _digest(raw: Raw) -> str:
     item = raw.case.item
     return hashlib.sha1("\x00".join([*item.context, item.question or "", item.answer]).encode()).hexdigest()[:16]
@@ -208,6 +245,8 @@ def _command(args: argparse.Namespace) -> str:
         parts += ["--human-dev", args.human_dev.as_posix()]
     if args.support:
         parts.append("--support")
+    if args.mixups:
+        parts += ["--mixups", str(args.mixups), "--mixup-weight", f"{args.mixup_weight:g}"]
     return " ".join([*parts, "--write"])
 
 
@@ -226,6 +265,11 @@ def main(argv: list[str] | None = None) -> int:
                              "on its human-labelled sets' dev parts")
     parser.add_argument("--support", action="store_true",
                         help="also fit the embedder's support features (serving then runs the embedder pass)")
+    parser.add_argument("--mixups", type=int, default=MIXUPS, metavar="N",
+                        help="fit on N generated mix-ups and N faithful twins of each kind from the train parts' "
+                             "contexts (training.corpus.mixups) and report the bench's tuning sample (0: neither)")
+    parser.add_argument("--mixup-weight", type=float, default=MIXUP_WEIGHT,
+                        help="the generated mix-ups' weight in the fit beside a real set's 1.0")
     parser.add_argument("--write", action="store_true", help="store the verdict in the model's manifest.json")
     parser.add_argument("--save-oof", type=Path, default=None,
                         help="store the dev answers' out-of-fold scores here (.npz) for python -m training.compare")
@@ -235,6 +279,10 @@ def main(argv: list[str] | None = None) -> int:
 
     sets = development_sets(halueval.fetch(args.halueval), args.ragtruth, args.items, args.summarization_items,
                             args.human_dev)
+    tuning_kinds: list[str] = []
+    if args.mixups:
+        generated, tuning_kinds = mixup_sets(args.ragtruth, halueval.fetch(args.halueval), args.mixups)
+        sets.update(generated)
     engine = create_detector(DetectorSettings(model_dir=args.model, provider="cpu"))
     assert isinstance(engine, DetectorEngine), "the verdict is fitted on in-process token scores (backend: onnx)"
     raw = load_or_score(engine, sets, with_support=args.support)
@@ -246,9 +294,10 @@ def main(argv: list[str] | None = None) -> int:
     names = [n for n in FEATURES if args.support or n not in SUPPORT_FEATURES]
     x = design([r for _, r in answers], rules, names, engine.role_checks)
     y = np.array([float(r.case.hallucinated) for _, r in answers])
-    w = weights(list(labels), y)
-    is_dev = np.array([not name.endswith("(train)") for name in labels])
-    fitting = np.ones(len(y), dtype=bool) if not args.no_train_part else is_dev
+    w = weights(list(labels), y, args.mixup_weight)
+    is_tuning = labels == MIXUPS_TUNING  # reported under the final models, never fitted or chosen on
+    is_dev = np.array([not name.endswith("(train)") for name in labels]) & ~is_tuning
+    fitting = (np.ones(len(y), dtype=bool) if not args.no_train_part else is_dev) & ~is_tuning
     for name in args.report_only:  # scored and reported out-of-fold, never fitted on
         fitting &= ~np.char.startswith(labels.astype(str), name)
     groups = np.array([group_of(r) for _, r in answers])
@@ -272,6 +321,7 @@ def main(argv: list[str] | None = None) -> int:
         shifted[dev] -= cut
         final = fit_signed(x[mine & fitting], y[mine & fitting], w[mine & fitting], names)
         models[shape] = VerdictModel(final.names, final.mean, final.scale, final.weights, final.bias, cut)
+        shifted[mine & is_tuning] = log_odds(final, x[mine & is_tuning]) - cut
         print(f"{shape}: fitted on {int((mine & fitting).sum())} answers, chosen on {int(dev.sum())} "
               f"(operating point at log-odds {cut:.3f})")
         print("  weights (standardised): " + ", ".join(
@@ -286,6 +336,8 @@ def main(argv: list[str] | None = None) -> int:
         OutOfFold(labels[is_dev], y[is_dev] == 1, shifted[is_dev], np.array([_digest(r) for r in dev_answers])).save(
             args.save_oof)
         print(f"out-of-fold scores -> {args.save_oof}\n")
+    mixups = mixup_report([r for (_, r), t in zip(answers, is_tuning, strict=True) if t], tuning_kinds,
+                          shifted[is_tuning], rules, engine.role_checks) if tuning_kinds else {}
     print("route threshold -> faithful answers flagged / recall (dev parts, out-of-fold)")
     trade: dict[str, dict[str, float]] = {}
     for t in ROUTE_THRESHOLDS:
@@ -314,6 +366,7 @@ def main(argv: list[str] | None = None) -> int:
                     + "; chosen on the dev parts' out-of-fold predictions",
             "command": _command(args),
             "at_choice": at_choice,
+            **({"mixups_tuning": mixups} if mixups else {}),
             "route_thresholds": trade,
         }
         path.write_text(json.dumps(manifest, indent=2) + "\n")
