@@ -45,9 +45,9 @@ def test_features_count_findings_by_kind_and_measure_the_flagged_tokens() -> Non
     assert known["novel_share"] == pytest.approx(2 / 3)
 
 
-def test_each_finding_counts_once_under_the_check_that_found_it() -> None:
+def test_moved_terms_and_record_fields_count_on_their_own_too() -> None:
     # A name moved from another clause and a record's yes/no field stated the other way round
-    # carry the generic reasons, but the verdict weighs them on their own; the rest by reason.
+    # count under their generic reasons and again under their own features.
     from truthlens.detector.facts import check_facts
 
     context = ["Anna Berg founded the firm with Clara Engel in 1990. Hugo Dahl joined it in 2001 as an engineer."]
@@ -58,12 +58,13 @@ def test_each_finding_counts_once_under_the_check_that_found_it() -> None:
                         [45, 49], [49, 50]])
     probs = np.full(len(offsets), 0.1, dtype=np.float32)
     got = features(Signals(probs, offsets, found, answer, "passages", None), RULES)
-    assert (got["moved"], got["roles"], got["fields"]) == (math.log1p(1), 0.0, 0.0)
+    assert (got["moved"], got["roles"], got["fields"]) == (math.log1p(1), math.log1p(1), 0.0)
     record = ('{"name": "Cafe Lune", "RestaurantsDelivery": false}',)
     said = "Cafe Lune offers delivery."
     fields = check_facts(said, record, "Tell me whether they deliver.").findings
     got = features(Signals(probs, offsets, fields, said, "record", None), RULES)
-    assert [f.check for f in fields] == ["record"] and got["fields"] == math.log1p(1) and got["relations"] == 0.0
+    assert [f.check for f in fields] == ["record"]
+    assert (got["fields"], got["relations"], got["moved"]) == (math.log1p(1), math.log1p(1), 0.0)
 
 
 def _model(**overrides: object) -> dict[str, object]:

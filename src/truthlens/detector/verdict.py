@@ -7,9 +7,9 @@ length and flags most long faithful summaries. The verdict instead weighs, per a
 - the fused token probabilities: the highest, the best span's mean, the share of answer
   tokens over the token threshold, and the noisy-OR score the spans give;
 - the fact check's findings by kind (numbers and dates, units, names, names in another role,
-  relations stated the other way round), and apart from them the terms the answer moved from
-  the context clause it restates and a record's yes/no fields stated the other way round
-  (:attr:`truthlens.detector.facts.Finding.check`: each weighed on its own);
+  relations stated the other way round), and besides the terms the answer moved from the
+  context clause it restates and a record's yes/no fields stated the other way round
+  (:attr:`truthlens.detector.facts.Finding.check`: weighed on their own);
 - how well the answer's *weakest* sentence is supported: the cosine between each answer
   sentence and its best context sentence under the shipped sentence embedder (the one the
   grounded planner already loads), whose minimum and mean over the sentences are features
@@ -157,9 +157,11 @@ def features(s: Signals, rules: SpanRules) -> dict[str, float]:
     n = len(probs)
     noisy_or, spans = score_answer(s.probs, s.offsets, s.answer, replace(rules, aggregation="noisy_or"))
     span_mean, _ = score_answer(s.probs, s.offsets, s.answer, replace(rules, aggregation="span_mean"))
-    # Each finding counts once: the clause check's (a term moved from the clause the answer
-    # restates) and the record check's under their own features, the rest by reason.
-    kinds = [f.reason for f in s.findings if f.check not in ("clause", "record")]
+    # Every finding counts under its reason; the clause check's (a term moved from the clause
+    # the answer restates) and the record check's count again under their own features, so a fit
+    # can weigh them apart from the generic reasons they share with the other checks (a model
+    # fitted before they existed reads the same values it was fitted on).
+    kinds = [f.reason for f in s.findings]
     peak = float(probs.max()) if n else 0.0
     support = s.support if s.support is not None else (math.nan, math.nan)
     novel_share, novel_sentence = novelty(s.answer, s.known)
