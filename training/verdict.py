@@ -3,7 +3,11 @@
 Development data only (:mod:`training.verdict_data`): the RAGTruth odd half — its train part
 for fitting, its dev part (``(source_id // 2) % 5 == 0``) for fitting *and* choosing — and the
 HaluEval dev fold (i % 10 == 1). The evaluation folds (RAGTruth even ``source_id``, HaluEval
-i % 10 == 0) are never read here; ``python -m bench.detector_quality`` reports them.
+i % 10 == 0) are never read here; ``python -m bench.detector_quality`` reports them. With
+``--mixups N`` the fit also reads mix-ups generated from the train parts' contexts
+(:mod:`training.corpus.mixups`, weighed ``--mixup-weight`` beside a real set), and reports the
+mix-up bench's tuning sample (dev parts' contexts, never fitted on) per kind under the final
+models; the bench's held-out sample is left to ``python -m bench.mixups --split held-out``.
 
 1. Every answer is scored once by the model and the embedder (cached), then run through the
    fact check and fusion as serving does, and turned into the verdict's features.
