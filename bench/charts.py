@@ -1,12 +1,14 @@
 """The benchmarks' charts as PNG files for the docs site (matplotlib, the ``bench`` extra only).
 
-Two charts, each drawn from what a bench printed:
+The charts, each drawn from what a bench measured:
 
 - **quality per task**: balanced accuracy per evaluation set and configuration, from
   ``python -m bench.detector_quality``'s two tables (its ``--chart`` option, or a saved copy of
   its output read back here);
 - **latency by input length**: a check's milliseconds against context tokens, per chunk
-  aggregation, from ``python -m bench.detector_length_scaling --chart``.
+  aggregation, from ``python -m bench.detector_length_scaling --chart``;
+- **reliability diagram**: the served probability against the observed share of hallucinated
+  answers per task, drawn by ``python -m bench.calibration``.
 
     python -m bench.charts quality SAVED_OUTPUT.txt --out docs/img/quality-per-task.png [--title ...]
 
@@ -115,6 +117,37 @@ def latency_by_length(panels: Mapping[str, Mapping[str, Sequence[tuple[int, floa
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
+    fig.suptitle(textwrap.fill(title, 110), fontsize=9)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def reliability_diagram(
+    panels: Mapping[str, Mapping[str, Sequence[tuple[float, float, int]]]], out: Path, title: str
+) -> Path:
+    """Side-by-side reliability diagrams (panel title → its lines), each line a label → [(mean
+    predicted probability, observed rate, answers)] per bin; the diagonal is perfect calibration
+    and a marker's area grows with its bin's answers (``python -m bench.calibration``)."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.0 * len(panels), 4.8), squeeze=False)
+    for ax, (panel, series) in zip(axes[0], panels.items(), strict=True):
+        ax.plot([0, 1], [0, 1], color="grey", linewidth=0.8, linestyle="--", label="calibrated")
+        for i, (label, bins) in enumerate(series.items()):
+            pooled = label.startswith("pooled")
+            ax.plot([m for m, _, _ in bins], [r for _, r, _ in bins], color="black" if pooled else f"C{i}",
+                    linewidth=2.0 if pooled else 1.2, marker="o", markersize=3, label=label)
+            ax.scatter([m for m, _, _ in bins], [r for _, r, _ in bins], s=[4 + n for _, _, n in bins],
+                       color="black" if pooled else f"C{i}", alpha=0.35)
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1)
+        ax.set_xlabel("served score (P(hallucinated)), bin mean")
+        ax.set_ylabel("share hallucinated")
+        ax.set_title(panel, fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="upper left")
     fig.suptitle(textwrap.fill(title, 110), fontsize=9)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)

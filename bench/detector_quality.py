@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import re
 import time
 from collections.abc import Sequence
@@ -53,6 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench import baselines, charts, other_build
+from bench.quality_tables import print_table, settings_for
 from training.corpus import halueval, long_context, ragtruth
 from training.scoring import Case, Decision, Metrics, Scored, halueval_cases, metrics, ragtruth_cases, score_cases
 from truthlens.detector.backends.factory import create_detector
@@ -78,12 +78,6 @@ PAIR_COLUMNS = ("20k faithful", "20k wrong year")
 class Config:
     name: str
     settings: DetectorSettings
-
-
-def settings_for(**overrides: object) -> DetectorSettings:
-    """DetectorSettings with only the overrides this build knows."""
-    known = {f.name for f in dataclasses.fields(DetectorSettings)}
-    return DetectorSettings(provider="cpu", **{k: v for k, v in overrides.items() if k in known})  # type: ignore[arg-type]
 
 
 def configurations(extra_models: Sequence[Path] = ()) -> list[Config]:
@@ -138,15 +132,6 @@ async def evaluate(
     return out
 
 
-def print_table(title: str, columns: Sequence[str], rows: dict[str, dict[str, str]]) -> None:
-    print(title)
-    width = max(len(n) for n in rows)
-    print(f"{'configuration':<{width}}  " + "  ".join(f"{c:>{max(len(c), 7)}}" for c in columns))
-    for name, row in rows.items():
-        print(f"{name:<{width}}  " + "  ".join(f"{row.get(c, '-'):>{max(len(c), 7)}}" for c in columns))
-    print()
-
-
 def evaluation_sets(ragtruth_dir: Path, halueval_root: Path, items: int, summarization_items: int,
                     ragtruth_items: int | None = None) -> dict[str, list[Case]]:
     """The evaluation answers by set: RAGTruth's evaluation half per task (its first
@@ -195,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     if not ragtruth.available(args.ragtruth):
         parser.error(f"RAGTruth files not in {args.ragtruth}: python -m training.corpus.ragtruth --faithjudge DIR")
     if args.wordings:
-        from bench import wording_table  # (it builds on this module's table printer)
+        from bench import wording_table  # (imported only when asked for: it loads the wordings)
 
         return wording_table.run(args)
     root = halueval.fetch(args.halueval)

@@ -1,10 +1,10 @@
 """The figures the docs quote from the shipped model's manifest, rendered from it: the route
 threshold table and the development figures at the default threshold (``docs/detector.md``,
-between ``<!-- figures:NAME -->`` and ``<!-- /figures -->``), and the example answer's
-``x-truthlens-score`` (README, quickstart, clients) as the shipped detector scores it.
-``tests/deploy/test_doc_figures.py`` holds the docs equal to this rendering, so a refit
-(``python -m training.verdict --write``) that changes the manifest fails until the docs are
-rewritten:
+between ``<!-- figures:NAME -->`` and ``<!-- /figures -->``; both from the probability map's
+block, ``verdict.probability``), and the example answer's ``x-truthlens-score`` (README,
+quickstart, clients) as the shipped detector scores it. ``tests/deploy/test_doc_figures.py``
+holds the docs equal to this rendering, so a refit that changes the manifest fails until the
+docs are rewritten (``python -m training.calibrate_tasks --write`` runs this after it writes):
 
     python -m bench.doc_figures [--write]
 """
@@ -21,11 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from truthlens.detector import cli as detect_cli
+from truthlens.gateway.policy.thresholds import DEFAULT_THRESHOLD as DEFAULT
 
 ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = ROOT / "src" / "truthlens" / "detector" / "default_model" / "manifest.json"
 DETECTOR_DOC = ROOT / "docs" / "detector.md"
-DEFAULT_THRESHOLD = "0.5"
+DEFAULT_THRESHOLD = f"{DEFAULT:g}"  # the routes' default, as the block's keys write it
 
 
 def _pct(x: float) -> str:
@@ -33,10 +34,10 @@ def _pct(x: float) -> str:
 
 
 def threshold_table(verdict: Mapping[str, Any]) -> str:
-    """Per route threshold, faithful dev answers flagged and recall (out-of-fold)."""
+    """Per route threshold, faithful dev answers flagged and recall (the served probability)."""
     lines = ["| route `threshold` | RAGTruth dev: faithful flagged | RAGTruth dev: recall | "
              "HaluEval dev: faithful flagged | HaluEval dev: recall |", "|---|---|---|---|---|"]
-    for threshold, row in sorted(verdict["route_thresholds"].items(), key=lambda kv: float(kv[0])):
+    for threshold, row in sorted(verdict["probability"]["route_thresholds"].items(), key=lambda kv: float(kv[0])):
         cells = [_pct(row[k]) for k in ("ragtruth faithful flagged", "ragtruth recall",
                                         "halueval faithful flagged", "halueval recall")]
         if threshold == DEFAULT_THRESHOLD:
@@ -48,18 +49,18 @@ def threshold_table(verdict: Mapping[str, Any]) -> str:
 
 def dev_figures(verdict: Mapping[str, Any]) -> str:
     """The development figures at the default threshold, one sentence."""
-    at = verdict["at_choice"]
+    at = verdict["probability"]["at_default"]
 
     def ba(name: str, auroc: bool = True) -> str:
         m = at[name]
         return f"{m['balanced_accuracy']:.3f}" + (f" (AUROC {m['auroc']:.3f})" if auroc else "")
 
-    return (f"At {DEFAULT_THRESHOLD} on the dev parts (out-of-fold): RAGTruth QA balanced accuracy "
+    human = f"Quintd-1 {ba('quintd (dev)')}, XSum {ba('xsum_faith (dev)')}; " if "quintd (dev)" in at else ""
+    return (f"At {DEFAULT_THRESHOLD} on the dev parts (in-sample for the map): RAGTruth QA balanced accuracy "
             f"{ba('ragtruth qa (dev)')}, summaries {ba('ragtruth summary (dev)')}, data-to-text "
             f"{ba('ragtruth data2txt (dev)')}; HaluEval QA {ba('halueval qa (dev)', False)}, summarization "
             f"{ba('halueval summarization (dev)', False)}, dialogue {ba('halueval dialogue (dev)', False)}; "
-            f"Quintd-1 {ba('quintd (dev)')}, XSum {ba('xsum_faith (dev)')}; "
-            f"{_pct(at['halueval qa faithful twins (dev)']['false_alarms'])} of HaluEval's faithful "
+            f"{human}{_pct(at['halueval qa faithful twins (dev)']['false_alarms'])} of HaluEval's faithful "
             "full-sentence QA twins flagged.")
 
 

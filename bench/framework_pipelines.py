@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
     items = [it for it in pick_items(args.fold, args.items) if it.task == "qa"]
-    ports = launch.EnvoyPorts(*(launch.free_port() for _ in range(4)))
+    ports = launch.free_ports()
     rows: list[tuple[str, int, int, int]] = []
     with tempfile.TemporaryDirectory(prefix="framework-pipelines-") as tmp:
         work = Path(tmp)
@@ -146,13 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         config = work / "config.yaml"
         config.write_text(launch.config_yaml(None, f"http://127.0.0.1:{ports.upstream}/v1", hallucination={
             "budgets": {"detection_ms": 60_000, "total_ms": 120_000}}))
-        children = [launch.start_upstream(ports.upstream, work / "upstream.log", script)]
-        try:
-            children.append(launch.start_processor(config, f"127.0.0.1:{ports.processor}", work / "processor.log"))
-            children.append(launch.start_envoy(launch.render_envoy_config(ports), work))
-            launch.wait_upstream(ports.upstream, children[0])
-            launch.wait_envoy(ports.admin, children[2])
-            launch.wait_processor(f"127.0.0.1:{ports.processor}", children[1], timeout_s=180)
+        with launch.running_stack(config, ports, work, script=script):
             base_url = f"http://127.0.0.1:{ports.listener}/v1"
             controls = [send(ports.listener, "/v1/chat/completions", {
                 "model": it.key, "messages": [{"role": "user", "content": it.question}],
@@ -169,9 +163,6 @@ def main(argv: list[str] | None = None) -> int:
                     same += got == control
                 rows.append((name, len(items), checked, same))
                 print(f"  {name}: {len(items)} items in {time.monotonic() - started:.0f}s", flush=True)
-        finally:
-            for child in reversed(children):
-                child.stop()
     print(f"\nRAGTruth QA, {args.fold} fold, {len(items)} responses (half hallucinated); shipped config and model:")
     print("| pipeline | checked | same verdict as truthlens_context |")
     print("|---|---|---|")

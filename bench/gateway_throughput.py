@@ -16,10 +16,16 @@ Configurations, all behind the same Envoy and the same scripted upstream:
                     or the model directory given with ``--model``)
   ... x2            the same with two worker processes sharing the port (SO_REUSEPORT)
 
+``--beside COMMIT`` runs every selected processor configuration (but the floor and the bypass) a
+second time, just before this build's, with the processor of ``COMMIT``'s code (``git archive``,
+``bench/other_build.py``) behind the same Envoy and upstream: a change of the processor told
+apart from a change of the machine, in one run.
+
 Each configuration runs at every connection count (default 1 and 16). Prints requests/s, p50
 and p99 per configuration, their ratios to envoy-only, the p50 the processor adds (ms), and the
 ext_proc messages per exchange (from the processor's ``truthlens_extproc_messages_total``).
-Run: ``python -m bench.gateway_throughput [--seconds 8] [--connections 1,16] [--model DIR]``.
+Run: ``python -m bench.gateway_throughput [--seconds 8] [--connections 1,16] [--model DIR]
+[--beside COMMIT]``.
 
 Profile the processor under the same load (an unchecked exchange; ``--only lightweight`` for a
 checked one): ``python -m bench.gateway_throughput --only detection-off --connections 16
@@ -32,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -48,6 +55,7 @@ from typing import Any
 import aiohttp
 import yaml
 
+from bench import other_build
 from truthlens.detector.manifest import DEFAULT_MODEL_DIR
 from truthlens.testing import launch
 
@@ -259,6 +267,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", action="append", default=None,
                         choices=[name for name, _, _ in PROCESSOR_CONFIGS],
                         help="run only these processor configurations (repeatable; envoy-only always runs)")
+    parser.add_argument("--beside", metavar="COMMIT", default=None,
+                        help="also run each configuration with the processor of this commit's code, "
+                             "just before this build's")
     parser.add_argument("--profile-s", type=float, default=0.0,
                         help="py-spy the processor for this many seconds of each configuration's first load")
     parser.add_argument("--profile-format", choices=("flamegraph", "raw", "speedscope"), default="flamegraph",
@@ -271,9 +282,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no detector model at {model_dir or DEFAULT_MODEL_DIR} (model.onnx missing): build the shipped "
               "model or pass --model DIR")
         return 1
-    configs = [c for c in PROCESSOR_CONFIGS if args.only is None or c[0] in args.only]
+    selected = [c for c in PROCESSOR_CONFIGS if args.only is None or c[0] in args.only]
     ports = launch.EnvoyPorts(*(launch.free_port() for _ in range(4)))
-    with tempfile.TemporaryDirectory(prefix="truthlens-bench-") as tmp:
+    with contextlib.ExitStack() as builds, tempfile.TemporaryDirectory(prefix="truthlens-bench-") as tmp:
+        # (name, detection, workers, the processor's environment: None for this build's)
+        configs: list[tuple[str, bool | None, int, dict[str, str] | None]] = []
+        other_env = builds.enter_context(other_build.tree_at(args.beside, ["src"]))[1] if args.beside else None
+        for name, enabled, workers in selected:
+            if other_env is not None and name not in (FLOOR, BYPASS):
+                configs.append((f"{name} @{args.beside[:9]}", enabled, workers, other_env))
+            configs.append((name, enabled, workers, None))
         work = Path(tmp)
         upstream_url = f"http://127.0.0.1:{ports.upstream}/v1"
         config = work / "config.yaml"
@@ -290,8 +308,8 @@ def main(argv: list[str] | None = None) -> int:
             base = f"http://127.0.0.1:{ports.listener}"
             for n in connection_counts:
                 results.append(measure(ENVOY_ONLY, f"{base}/direct/v1/chat/completions", n, args, envoy.proc.pid))
-            for name, enabled, workers in configs:
-                log = work / f"processor-{name.replace(' ', '')}.log"
+            for name, enabled, workers, env in configs:
+                log = work / f"processor-{name.replace(' ', '').replace('@', '')}.log"
                 metrics_port: int | None = None
                 second: launch.Child | None = None  # the bypass configuration's own Envoy
                 if name == FLOOR:
@@ -301,11 +319,11 @@ def main(argv: list[str] | None = None) -> int:
                     config.write_text(launch.config_yaml(model_dir, upstream_url, decisions=decisions(enabled)))
                     metrics_port = launch.free_port()
                     proc = launch.start_processor(config, f"127.0.0.1:{ports.processor}", log, workers=workers,
-                                                  metrics_listen=f"127.0.0.1:{metrics_port}")
+                                                  metrics_listen=f"127.0.0.1:{metrics_port}", env=env)
                 try:
                     launch.wait_processor(f"127.0.0.1:{ports.processor}", proc, timeout_s=120)
                     launch.wait_until(
-                        lambda log=log, n=workers: log.read_text().count(" serving on ") >= n,  # type: ignore[misc]
+                        lambda log=log, n=workers: log.read_text().count(" serving on ") >= n,
                         "all workers", proc, 120,
                     )
                     url, envoy_pid = f"{base}/v1/chat/completions", envoy.proc.pid

@@ -119,19 +119,13 @@ def main(argv: list[str] | None = None) -> None:
         server = stack.enter_context(llama_server.running(workdir))
         if args.cancellation:
             cancellation(server)
-        ports = launch.EnvoyPorts(listener=launch.free_port(), upstream=server.port, processor=launch.free_port(),
-                                  admin=launch.free_port())
+        ports = launch.free_ports(upstream=server.port)
         routes = [route("off", "lightweight", {}, enabled=False)]
         routes += [route(m, m, llama_server.MODE_OPTIONS[m]) for m in modes]
         config = workdir / "config.yaml"
         config.write_text(launch.config_yaml(None, server.base_url, decisions=routes, models=llama_server.MODELS),
                           encoding="utf-8")
-        processor = launch.start_processor(config, f"127.0.0.1:{ports.processor}", workdir / "processor.log")
-        stack.callback(processor.stop)
-        envoy = launch.start_envoy(launch.render_envoy_config(ports), workdir)
-        stack.callback(envoy.stop)
-        launch.wait_envoy(ports.admin, envoy)
-        launch.wait_processor(f"127.0.0.1:{ports.processor}", processor, timeout_s=120)
+        stack.enter_context(launch.running_stack(config, ports, workdir, own_upstream=False, processor_timeout_s=120))
         exchange(ports.listener, "off")  # warm-up: the model's first prompt, the detector's first run
         rows: dict[str, dict[str, Any]] = {}
         for name in ["off", *modes]:

@@ -246,7 +246,7 @@ def false_positives() -> None:
 
 
 def run(items: list[Item], shapes: list[str], concurrency: int) -> dict[str, list[Outcome | None]]:
-    ports = launch.EnvoyPorts(*(launch.free_port() for _ in range(4)))
+    ports = launch.free_ports()
     results: dict[str, list[Outcome | None]] = {}
     with tempfile.TemporaryDirectory(prefix="request-shapes-") as tmp:
         work = Path(tmp)
@@ -259,13 +259,7 @@ def run(items: list[Item], shapes: list[str], concurrency: int) -> dict[str, lis
         config.write_text(launch.config_yaml(None, upstream_url, hallucination={
             "budgets": {"detection_ms": 60_000, "total_ms": 120_000}},
             decisions=[PLAIN_DECISION, *shipped["decisions"]]))
-        children = [launch.start_upstream(ports.upstream, work / "upstream.log", script)]
-        try:
-            children.append(launch.start_processor(config, f"127.0.0.1:{ports.processor}", work / "processor.log"))
-            children.append(launch.start_envoy(launch.render_envoy_config(ports), work))
-            launch.wait_upstream(ports.upstream, children[0])
-            launch.wait_envoy(ports.admin, children[2])
-            launch.wait_processor(f"127.0.0.1:{ports.processor}", children[1], timeout_s=180)
+        with launch.running_stack(config, ports, work, script=script):
             for shape in shapes:
                 started = time.monotonic()
                 bodies = [SHAPES[shape](it) for it in items]
@@ -276,9 +270,6 @@ def run(items: list[Item], shapes: list[str], concurrency: int) -> dict[str, lis
                 results[shape] = outs
                 print(f"  {shape}: {sum(o is not None for o in outs)} requests in {time.monotonic() - started:.0f}s",
                       flush=True)
-        finally:
-            for child in reversed(children):
-                child.stop()
     return results
 
 

@@ -169,27 +169,15 @@ def _with_stack(script: list[dict[str, Any]], measure: Any) -> None:
     listener port and a function giving the processor's CPU seconds so far."""
     with tempfile.TemporaryDirectory(prefix="stream-progressive-") as tmp:
         work = Path(tmp)
-        ports = launch.EnvoyPorts(listener=launch.free_port(), upstream=launch.free_port(),
-                                  processor=launch.free_port(), admin=launch.free_port())
+        ports = launch.free_ports()
         script_path = work / "script.yaml"
         script_path.write_text(yaml.safe_dump(script), encoding="utf-8")
         config_path = work / "config.yaml"
         config_path.write_text(launch.config_yaml(None, f"http://127.0.0.1:{ports.upstream}/v1",
                                                   decisions=DECISIONS), encoding="utf-8")
-        target = f"127.0.0.1:{ports.processor}"
-        children = [launch.start_upstream(ports.upstream, work / "upstream.log", script_path)]
-        processor = launch.start_processor(config_path, target, work / "processor.log")
-        children.append(processor)
-        children.append(launch.start_envoy(launch.render_envoy_config(ports), work))
-        try:
-            launch.wait_upstream(ports.upstream, children[0])
-            launch.wait_envoy(ports.admin, children[2])
-            launch.wait_processor(target, processor, timeout_s=120)
-            pids = _processor_pids(processor.proc.pid)
+        with launch.running_stack(config_path, ports, work, script=script_path, processor_timeout_s=120) as stack:
+            pids = _processor_pids(stack.processor.proc.pid)
             measure(ports.listener, lambda: sum(_cpu_seconds(p) for p in pids))
-        finally:
-            for child in reversed(children):
-                child.stop()
 
 
 def report(results: dict[str, RouteResult], tokens_per_s: float) -> None:

@@ -15,7 +15,10 @@ Per route and write size: the processor's CPU seconds per answer (user + system 
 process from /proc, before and after each request) and the ext_proc response-body messages it
 received (its metric). Requests go one at a time, routes interleaved.
 
-Run: ``python -m bench.stream_write_sizes [--rounds 1] [--byte-gap-ms 1]``.
+``--beside COMMIT`` first runs the same with the processor of ``COMMIT``'s code (``git archive``,
+``bench/other_build.py``), and prints both tables.
+
+Run: ``python -m bench.stream_write_sizes [--rounds 1] [--byte-gap-ms 1] [--beside COMMIT]``.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from bench import other_build
 from truthlens.testing import launch
 from truthlens.testing.raw_upstream import RawUpstream
 
@@ -120,8 +124,11 @@ def _ask(port: int, route: str) -> bytes:
         conn.close()
 
 
-def run(rounds: int, byte_gap_s: float) -> dict[tuple[str, str], tuple[float, float, int]]:
-    """(route, writes) → (CPU seconds per answer, body messages per answer, answers)."""
+def run(
+    rounds: int, byte_gap_s: float, env: dict[str, str] | None = None
+) -> dict[tuple[str, str], tuple[float, float, int]]:
+    """(route, writes) → (CPU seconds per answer, body messages per answer, answers); ``env``: the
+    processor's environment (another build's code), None for this build's."""
     events = chat_stream(f"{S1} {S2} {S1}")
     with tempfile.TemporaryDirectory(prefix="stream-write-sizes-") as tmp:
         work = Path(tmp)
@@ -134,7 +141,7 @@ def run(rounds: int, byte_gap_s: float) -> dict[tuple[str, str], tuple[float, fl
         metrics_port = launch.free_port()
         upstream = ChunkedUpstream(ports.upstream, events, byte_gap_s)
         processor = launch.start_processor(config_path, target, work / "processor.log",
-                                           metrics_listen=f"127.0.0.1:{metrics_port}")
+                                           metrics_listen=f"127.0.0.1:{metrics_port}", env=env)
         envoy = launch.start_envoy(launch.render_envoy_config(ports), work)
         try:
             launch.wait_envoy(ports.admin, envoy)
@@ -175,9 +182,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=1, help="answers per route and write size")
     parser.add_argument("--byte-gap-ms", type=float, default=1.0, help="pause between one-byte writes")
+    parser.add_argument("--beside", metavar="COMMIT", default=None,
+                        help="first run the same with the processor of this commit's code")
     args = parser.parse_args()
-    results = run(args.rounds, args.byte_gap_ms / 1000)
-    report(results, len(b"".join(chat_stream(f"{S1} {S2} {S1}"))), args.byte_gap_ms / 1000)
+    size = len(b"".join(chat_stream(f"{S1} {S2} {S1}")))
+    if args.beside:
+        with other_build.tree_at(args.beside, ["src"]) as (_, env):
+            before = run(args.rounds, args.byte_gap_ms / 1000, env)
+        print(f"@{args.beside}:")
+        report(before, size, args.byte_gap_ms / 1000)
+        print("this build:")
+    report(run(args.rounds, args.byte_gap_ms / 1000), size, args.byte_gap_ms / 1000)
 
 
 if __name__ == "__main__":

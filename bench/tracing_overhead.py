@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import statistics
@@ -129,7 +130,7 @@ class Side:
     name: str
     ports: launch.EnvoyPorts
     env: dict[str, str] | None
-    children: list[launch.Child] = field(default_factory=list)
+    processor: launch.Child | None = None
 
     @property
     def url(self) -> str:
@@ -138,22 +139,13 @@ class Side:
     def processor_cpu_s(self) -> float:
         """CPU seconds the processor process has used (Linux ``/proc``; NaN elsewhere). Steadier
         than wall-clock on a shared machine: other load does not inflate it."""
+        if self.processor is None:
+            return float("nan")
         try:
-            fields = Path(f"/proc/{self.children[0].proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            fields = Path(f"/proc/{self.processor.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             return float("nan")
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def start_side(side: Side, config: Path, work: Path) -> None:
-    proc = launch.start_processor(config, f"127.0.0.1:{side.ports.processor}", work / f"processor-{side.name}.log",
-                                  env=side.env)
-    envoy_dir = work / side.name
-    envoy_dir.mkdir()
-    envoy = launch.start_envoy(launch.render_envoy_config(side.ports), envoy_dir)
-    side.children += [proc, envoy]
-    launch.wait_processor(f"127.0.0.1:{side.ports.processor}", proc, timeout_s=120)
-    launch.wait_envoy(side.ports.admin, envoy)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -192,12 +184,17 @@ def main(argv: list[str] | None = None) -> int:
             Side("off", ports(), base_env),
             Side("otlp", ports(), {**base_env, "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{receiver_port}"}),
         ]
-        upstream = launch.start_upstream(upstream_port, work / "upstream.log", work / "script.yaml")
         results: dict[tuple[str, str], Sample] = {}
-        try:
+        with contextlib.ExitStack() as running:  # left in reverse: processors flush their spans, then the rest
+            running.callback(receiver.stop)
+            upstream = launch.start_upstream(upstream_port, work / "upstream.log", work / "script.yaml")
+            running.callback(upstream.stop)
             launch.wait_upstream(upstream_port, upstream)
             for side in sides:
-                start_side(side, config, work)
+                (work / side.name).mkdir()
+                side.processor = running.enter_context(launch.running_stack(
+                    config, side.ports, work / side.name, own_upstream=False, processor_env=side.env,
+                    processor_timeout_s=120)).processor
             for route in routes:
                 for side in sides:  # warm-up: model sessions, connections, the embedder-free path
                     asyncio.run(batch(side.url, route, args.warmup, args.concurrency, Sample()))
@@ -209,12 +206,6 @@ def main(argv: list[str] | None = None) -> int:
                         cpu_before = side.processor_cpu_s()
                         asyncio.run(batch(side.url, route, per_round, args.concurrency, sample))
                         sample.cpu_s += side.processor_cpu_s() - cpu_before
-        finally:
-            for side in sides:
-                for child in reversed(side.children):
-                    child.stop()  # SIGTERM: the processor flushes its last spans as it exits
-            upstream.stop()
-            receiver.stop()
         summary = work / "spans.json"
         received: dict[str, int] = json.loads(summary.read_text()) if summary.is_file() else {}
     spans_per_route = {route: sum(received.get(t, 0) for t in results[(route, "otlp")].trace_ids)

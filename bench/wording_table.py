@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from bench import wordings
-from bench.detector_quality import print_table, settings_for
+from bench.quality_tables import print_table, settings_for
 from training.corpus import halueval
 from training.scoring import Case, Decision, Scored, halueval_cases, metrics, ragtruth_cases, score_cases
 from training.verdict_data import human_dev_cases

@@ -23,9 +23,11 @@ models; the bench's held-out sample is left to ``python -m bench.mixups --split 
    the served score is shifted so that the routes' default threshold 0.5 sits there. The table
    printed (and the README's) gives faithful answers flagged and recall per route threshold.
 4. ``--write`` stores the final model (fitted on all of it) in the model's ``manifest.json``
-   under ``verdict``. Refit whenever the model or the fact check changes:
+   under ``verdict``, without a probability map (``verdict.probability``: the model does not
+   load until ``python -m training.calibrate_tasks --write`` fits it to the new log-odds).
+   Refit whenever the model or the fact check changes:
 
-    python -m training.verdict --write
+    python -m training.verdict --write && python -m training.calibrate_tasks --write
 """
 
 from __future__ import annotations
@@ -391,7 +393,9 @@ def main(argv: list[str] | None = None) -> int:
             "route_thresholds": trade,
         }
         path.write_text(json.dumps(manifest, indent=2) + "\n")
-        print(f"verdict -> {path}")
+        # The refitted models' log-odds are not the ones the old probability map was fitted on:
+        # the block is dropped (the model then fails to load naming it) until it is refitted.
+        print(f"verdict -> {path}; now fit its probability map: python -m training.calibrate_tasks --write")
     return 0
 
 

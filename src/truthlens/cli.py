@@ -286,7 +286,8 @@ def _check_config(ns: argparse.Namespace) -> int:
     config = _validated(ns.file)
     if config is None:
         return 1
-    from truthlens.gateway.envoy import buffers, coverage
+    from truthlens.gateway.envoy import buffers, coverage, ext_proc_filter
+    from truthlens.gateway.policy.thresholds import describe
 
     warnings = coverage.api_warnings(config)
     errors: list[str] = []
@@ -299,12 +300,15 @@ def _check_config(ns: argparse.Namespace) -> int:
         warnings += [f"{ns.envoy}: {w}" for w in coverage.envoy_warnings(config, envoy_yaml)]
         # A body limit over Envoy's buffer loses answers (Envoy's 500): refused, not warned.
         errors = [f"{e} ({ns.envoy})" for e in buffers.buffer_errors(config, envoy_yaml)]
+        # Without mode overrides Envoy ignores the phases the processor picks per exchange: refused.
+        errors += [f"{e} ({ns.envoy})" for e in ext_proc_filter.filter_errors(envoy_yaml)]
     routes = sum(1 for d in config.decisions if d.route is not None)
     if not errors:
         print(f"{ns.file}: ok (digest {config.digest}, {len(config.decisions)} decisions, {routes} checked)")
-        for d in config.decisions:  # a threshold derived from costs: the τ it comes to
+        for d in config.decisions:  # a threshold derived from costs: the τ it comes to, per task
             if d.route is not None and d.route.threshold_basis:
-                print(f"  {d.name}: threshold {d.route.threshold:g} ({d.route.threshold_basis})")
+                print(f"  {d.name}: threshold {describe(d.route.threshold, d.route.task_thresholds)} "
+                      f"({d.route.threshold_basis})")
     for warning in warnings:
         print(f"warning: {ns.file}: {warning}", file=sys.stderr)
     for error in errors:

@@ -93,3 +93,23 @@ def test_a_config_that_checks_chat_but_not_the_legacy_completions_api_is_warned_
     assert done.returncode == 0
     assert "no checked decision takes the legacy completions API (/v1/completions)" in done.stderr
     assert "the Responses API" not in done.stderr  # still checked: one warning, for the API left out
+
+
+def test_an_ext_proc_filter_without_mode_overrides_is_refused(tmp_path: Path) -> None:
+    # Envoy would ignore the phases the processor picks per exchange: with the shipped static mode
+    # (response_body_mode NONE) no answer would reach the check.
+    doc = yaml.safe_load((REPO / "envoy.yaml").read_text(encoding="utf-8"))
+    hcm = doc["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+    (ext_proc,) = [f for f in hcm["http_filters"] if f["name"] == "envoy.filters.http.ext_proc"]
+    for value in (None, False):
+        if value is None:
+            ext_proc["typed_config"].pop("allow_mode_override", None)
+        else:
+            ext_proc["typed_config"]["allow_mode_override"] = value
+        path = tmp_path / "envoy.yaml"
+        path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+        done = check(tmp_path, shipped(), "--envoy", str(path))
+        assert done.returncode == 1, value
+        assert "the ext_proc filter of listener openai_listener has no allow_mode_override: true" in done.stderr
+    for shipped_envoy in ("envoy.yaml", "deploy/compose/envoy.yaml"):
+        assert check(tmp_path, shipped(), "--envoy", str(REPO / shipped_envoy)).returncode == 0, shipped_envoy

@@ -1,6 +1,6 @@
 """The figures docs/detector.md quotes from the shipped model's manifest (the route threshold
-table, the development figures at the default threshold) are the manifest's: each block equals
-``python -m bench.doc_figures``'s rendering of the manifest as shipped."""
+table, the development figures at the default threshold: the probability map's block) are the
+manifest's: each block equals ``python -m bench.doc_figures``'s rendering of the manifest as shipped."""
 
 from __future__ import annotations
 
@@ -17,9 +17,11 @@ def test_the_docs_figures_are_the_manifests(name: str) -> None:
 
 
 def test_the_threshold_table_reads_the_manifests_rows() -> None:
-    verdict = {"route_thresholds": {"0.5": {"ragtruth faithful flagged": 0.25, "ragtruth recall": 0.5,
-                                            "halueval faithful flagged": 0.125, "halueval recall": 0.75}}}
-    assert "| **0.5 (default)** | **25.0%** | **50.0%** | **12.5%** | **75.0%** |" in doc_figures.threshold_table(verdict)
+    row = {"ragtruth faithful flagged": 0.25, "ragtruth recall": 0.5, "halueval faithful flagged": 0.125,
+           "halueval recall": 0.75}
+    verdict = {"probability": {"route_thresholds": {doc_figures.DEFAULT_THRESHOLD: row}}}
+    assert (f"| **{doc_figures.DEFAULT_THRESHOLD} (default)** | **25.0%** | **50.0%** | **12.5%** | **75.0%** |"
+            in doc_figures.threshold_table(verdict))
 
 
 def test_the_docs_example_score_is_the_shipped_detectors() -> None:

@@ -127,3 +127,15 @@ def test_the_int8_kernels_named_at_start_up_are_the_best_the_cpu_flags_offer() -
     assert int8_kernels(cpu("avx2")) == "AVX2"
     assert int8_kernels(cpu("")) == "SSE"
     assert int8_kernels("Processor\t: ARMv8\nFeatures\t: fp asimd\n") == "unknown"  # no x86 flags line
+
+
+def test_the_start_up_log_names_the_options_each_session_was_loaded_with(shipped_model_dir: Path) -> None:
+    import os
+
+    manifest = load_manifest(shipped_model_dir)
+    one = OnnxRunner(manifest, DetectorSettings(provider="cpu", max_in_flight=1), 0).options_text()
+    assert one == "graph optimisation all, sequential, arena on, memory pattern on, idle workers spin"
+    if len(os.sched_getaffinity(0)) > 1:
+        # The lone-row session's workers sleep (read back from that session, not assumed).
+        split = OnnxRunner(manifest, DetectorSettings(provider="cpu", max_in_flight=2), 0).options_text()
+        assert split == f"{one}; every-core session {one.replace('workers spin', 'workers sleep')}"

@@ -225,3 +225,27 @@ def test_numbers_that_cite_the_prompt_or_measure_the_reply_are_not_facts() -> No
     assert check(context, answer) == ()
     # The same numbers as claims are still checked.
     assert [f.text for f in check(context, "It relieves pain in 3 days.")] == ["3 days"]
+
+
+# A French answer over an English context writes the context's numbers its own way: thousands
+# grouped by spaces (also no-break spaces), a decimal comma, "millions" / "milliards".
+FRENCH_CONTEXT = ("The reservoir holds 48,200 cubic metres and is 3.75 metres deep. The project cost $7.3 billion "
+                  "and employs 1,250 people, 18% of them engineers.")
+
+
+@pytest.mark.parametrize("answer", [
+    "Le réservoir contient 48 200 mètres cubes et mesure 3,75 mètres de profondeur.",
+    "Le projet a coûté 7,3 milliards de dollars et emploie 1\u00a0250 personnes, dont 18 % d'ingénieurs.",
+    "Il emploie 1\u202f250 personnes.",
+])
+def test_numbers_written_the_french_way_are_the_context_s(answer: str) -> None:
+    assert check(FRENCH_CONTEXT, answer) == ()
+
+
+@pytest.mark.parametrize(("answer", "wrong"), [
+    ("Le réservoir contient 42 800 mètres cubes.", "42 800"),
+    ("Il mesure 3,57 mètres de profondeur.", "3,57"),  # (French unit words are not read: the value alone)
+    ("Le projet a coûté 7,8 milliards de dollars.", "7,8 milliards de dollars"),
+])
+def test_a_wrong_number_written_the_french_way_is_flagged(answer: str, wrong: str) -> None:
+    assert [f.text for f in check(FRENCH_CONTEXT, answer)] == [wrong]

@@ -22,7 +22,6 @@ from truthlens.detector.grounding import (
     claim_ranges,
     context_pieces,
     plan_grounded,
-    sentence_bounds,
 )
 from truthlens.detector.prompt import checked, model_questions
 from truthlens.detector.relevance import (
@@ -33,6 +32,7 @@ from truthlens.detector.relevance import (
     lexical_overlap,
 )
 from truthlens.detector.scoring.token_scorer import aggregate, distinct_rows
+from truthlens.detector.text import sentence_starts
 from truthlens.detector.types import DetectionInput, DetectorSettings
 
 TOPICS = ("harbour", "railway", "museum", "orchard", "brewery", "glacier", "library", "stadium")
@@ -63,9 +63,9 @@ def _detector(model_dir: Path, **overrides: object) -> DetectorEngine:
     return detector
 
 
-def test_sentence_bounds_and_claims_cover_the_answer(encoder: TextEncoder) -> None:
+def test_sentence_starts_and_claims_cover_the_answer(encoder: TextEncoder) -> None:
     text = 'He said "yes." Then he left!  It was 3.5 km.\nNext line'
-    starts = sentence_bounds(text)
+    starts = sentence_starts(text)
     assert [text[s : s + 4] for s in starts] == ['He s', 'Then', 'It w', 'Next']
     encoded = encoder.encode(text)
     claims = claim_ranges(text, encoded, width=200)
@@ -91,7 +91,7 @@ def test_pieces_keep_short_passages_whole_and_cut_long_ones_at_sentences(encoder
     cut = [p for p in pieces if p.passage == 2]
     assert len(cut) > 5 and all(p.tokens <= PIECE_TOKENS for p in cut)
     assert all(a.end == b.start for a, b in zip(cut, cut[1:], strict=False)) and cut[-1].end == len(long_passage)
-    assert {p.start for p in cut} <= set(sentence_bounds(long_passage))  # whole sentences
+    assert {p.start for p in cut} <= set(sentence_starts(long_passage))  # whole sentences
 
 
 def test_lexical_overlap_weights_rare_words(encoder: TextEncoder) -> None:

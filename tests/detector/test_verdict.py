@@ -83,6 +83,9 @@ def _verdict(model: dict[str, object], **overrides: object) -> dict[str, object]
     raw: dict[str, object] = {
         "models": {shape: model for shape in ("passages", "article", "record")},
         "token_rules": {"token_threshold": 0.5, "aggregation": "noisy_or", "min_span_length": 1},
+        # The identity map (P = sigmoid of the log-odds): these tests are about the models.
+        "probability": {"tasks": {shape: {"slope": 1.0, "intercept": 0.0, "prior": 0.5}
+                                  for shape in ("passages", "article", "record")}},
     }
     raw.update(overrides)
     return raw

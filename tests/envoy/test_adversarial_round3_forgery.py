@@ -3,7 +3,7 @@ it, no exception releases a held or fail-closed answer, and a stream is read as 
 
 - N1–N4: a ``truthlens`` field or ``truthlens.verdict`` event written with a JSON escape
   (``"truthl\\u0065ns"``), in a chat chunk, a Responses event after ``response.completed``, or
-  inside ``response.created``'s response object, on checked, detection-off and no-context routes.
+  inside ``response.created``'s response object, on checked and no-context routes.
 - N6–N9: an event nested 2,000 deep, a ``retry: ²`` line, a tool-call ``index`` that is a list, a
   Responses ``type`` with a line break: the route's fail policy decides, with a specific reason.
 - N10, N11: a JSON answer with a forged verdict and a value nested 2,000 deep; a request whose
@@ -24,7 +24,6 @@ import pytest
 from harness import Stack
 from round3 import (
     CHAT,
-    CONTEXT,
     DEEP,
     GROUNDED,
     HALLUCINATED,
@@ -113,16 +112,13 @@ def test_n1_an_escaped_verdict_chunk_never_reaches_the_client_of_a_checked_strea
 
 
 @pytest.mark.parametrize("api", ["chat", "responses"])
-@pytest.mark.parametrize("how", ["off", "no_context"])
-def test_n2_an_escaped_verdict_never_reaches_the_client_of_an_unchecked_stream(
-    round3: Stack, api: str, how: str
-) -> None:
-    route = "off" if how == "off" else None
-    context: tuple[str, ...] = () if how == "no_context" else tuple(CONTEXT)
+def test_n2_an_escaped_verdict_never_reaches_the_client_of_an_unchecked_stream(round3: Stack, api: str) -> None:
+    # A checked route whose check cannot run (no context). A detection-off route's body streams
+    # past the processor unread (test_unchecked_cost.py).
     if api == "chat":
-        resp = ask_chat(round3, "escaped-verdict?", route, context=context)
+        resp = ask_chat(round3, "escaped-verdict?", None, context=())
     else:
-        resp = ask_responses(round3, "escaped-event?", route, context=context)
+        resp = ask_responses(round3, "escaped-event?", None, context=())
     assert resp.status == 200 and HALLUCINATED.split(" ")[0] in text_of(resp.body)
     assert verdicts(resp.body) == []  # neither checked nor forged: no verdict at all
 

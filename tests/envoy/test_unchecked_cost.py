@@ -7,9 +7,10 @@ upstream, which here also forges verdict headers and a ``truthlens`` field.
 
 - no decision matches, no request body (or no context field configured): one message;
 - no decision matches, a request body: two (the body only to remove the context field);
-- detection off for the matched route: the response phases stay, because the upstream's own
-  ``x-truthlens-*`` headers, ``truthlens`` field and verdict chunks are removed on every matched
-  route (``test_adversarial_spoofing.py``);
+- detection off for the matched route: three; the response headers (their reply replaces the
+  shipped routes' unchecked mark and lets the body stream past the processor, as Envoy alone
+  forwards it: the upstream's own ``truthlens`` field is not read there; Envoy removes its
+  ``x-truthlens-*`` headers, ``test_adversarial_spoofing.py``);
 - a checked route: request headers and body, response headers and body; never trailers.
 """
 
@@ -108,11 +109,19 @@ def test_without_a_body_or_a_context_field_the_request_headers_are_the_whole_exc
     assert routes.upstream_calls()[-1]["messages"] == body["messages"]
 
 
-def test_detection_off_keeps_the_response_phases_that_remove_the_upstreams_verdict(routes: Stack) -> None:
-    send = lambda: routes.raw("POST", PATH, chat_body("hallucinated?", context=CONTEXT), {"x-test-route": "off"})  # noqa: E731
+@pytest.mark.parametrize("stream", [False, True])
+def test_detection_off_answers_the_response_headers_and_lets_the_body_stream_past(routes: Stack, stream: bool) -> None:
+    body = chat_body("hallucinated?", context=CONTEXT, stream=stream)
+    send = lambda: routes.raw("POST", PATH, body, {"x-test-route": "off"})  # noqa: E731
     resp, made = counted(routes, send)
-    assert made == {"request_headers": 1, "request_body": 1, "response_headers": 1, "response_body": 1}
-    assert "truthlens" not in resp.json()
+    # Before: a fourth message (JSON), or one per upstream read (SSE), to read the body.
+    assert made == {"request_headers": 1, "request_body": 1, "response_headers": 1}
+    # The body as the upstream wrote it (never read: its own `truthlens` field included); no
+    # x-truthlens-* header at all, neither the upstream's nor the route's unchecked mark.
+    if stream:  # (the script writes its field into JSON answers only)
+        assert parse_sse(resp.body)[-1] == "[DONE]"
+    else:
+        assert resp.json()["truthlens"] == FORGED_FIELD
     assert not any(name.startswith("x-truthlens-") for name in resp.headers)
     assert "truthlens_context" not in routes.upstream_calls()[-1]["params"]
 

@@ -13,6 +13,7 @@ import pytest
 
 from truthlens.detector.types import Detector
 from truthlens.evidence.embedder import OnnxEmbedder
+from truthlens.gateway.policy.thresholds import DEFAULT_THRESHOLD
 from truthlens.llm import LLMClient
 from truthlens.modes.base import (
     Exchange,
@@ -40,7 +41,7 @@ def _exchange(passage: str, question: str, answer: str, options: AutoOptions,
               budget_s: float = 60.0) -> Exchange:
     messages = ({"role": "system", "content": passage}, {"role": "user", "content": question})
     query = GroundedQuery(model="chat-model", question=question, passages=(passage,), messages=messages)
-    return Exchange(decision="auto-route", mode="auto", threshold=0.5, options=options, query=query,
+    return Exchange(decision="auto-route", mode="auto", threshold=DEFAULT_THRESHOLD, options=options, query=query,
                     answers=(answer,), deadline=time.monotonic() + budget_s)
 
 

@@ -16,7 +16,11 @@ from typing import Any
 import pytest
 import yaml
 
+from truthlens.detector.calibration.probability import task_priors
+from truthlens.detector.manifest import DEFAULT_MODEL_DIR
+from truthlens.detector.prompt import SUMMARY_INSTRUCTION, read_task
 from truthlens.gateway.core.probes import MAX_CHECK_BODY_BYTES
+from truthlens.gateway.policy.thresholds import tau
 from truthlens.testing import launch
 
 PASSAGE = ("The Eiffel Tower is a wrought-iron lattice tower in Paris, France. It was designed by the engineering "
@@ -24,6 +28,9 @@ PASSAGE = ("The Eiffel Tower is a wrought-iron lattice tower in Paris, France. I
 GROUNDED = {"context": [PASSAGE], "question": "When was the Eiffel Tower completed?",
             "answer": "The Eiffel Tower was completed in 1889."}
 WRONG_YEAR = {**GROUNDED, "answer": "The Eiffel Tower was completed in 1925."}
+
+
+PRICED = {"miss_cost": 3, "prior": 0.2}
 
 
 def post(port: int, body: bytes, method: str = "POST") -> tuple[int, Any]:
@@ -56,7 +63,12 @@ def _started(config: Path, tmp_path: Path, name: str) -> Iterator[int]:
 def processor(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     tmp = tmp_path_factory.mktemp("dry-run")
     config = tmp / "config.yaml"
-    config.write_text(launch.config_yaml(None, "http://127.0.0.1:9/v1"), encoding="utf-8")
+    # The shipped decisions and one whose threshold comes from costs with a traffic prior (τ per task).
+    shipped = yaml.safe_load(launch.config_yaml(None, "http://127.0.0.1:9/v1"))
+    shipped["decisions"].append({"name": "priced", "rules": {"operator": "AND", "conditions": [
+        {"type": "path", "prefix": "/priced"}]}, "plugins": [{"type": "hallucination", "configuration": {
+            "threshold": PRICED}}]})
+    config.write_text(yaml.safe_dump(shipped, sort_keys=False, allow_unicode=True), encoding="utf-8")
     yield from _started(config, tmp, "processor")
 
 
@@ -66,11 +78,25 @@ def test_a_grounded_answer_is_clean_and_a_wrong_year_is_flagged_with_why(process
     assert clean["detected"] is False and clean["spans"] == [] and clean["reason"] is None
     status, flagged = check(processor, {**WRONG_YEAR, "route": "chat_completions"})
     assert status == 200, flagged
-    assert flagged["detected"] is True and flagged["score"] >= 0.5 and flagged["route"] == "chat_completions"
+    assert flagged["detected"] is True and flagged["score"] >= flagged["threshold"] and flagged["route"] == "chat_completions"
     span = next(s for s in flagged["spans"] if s["text"] == "1925")
     assert WRONG_YEAR["answer"][span["start"]:span["end"]] == "1925"
     assert flagged["reason"] == span["reason"] and "1925" in flagged["why"]
-    assert clean["threshold"] == flagged["threshold"] == 0.5  # the τ in force (configs/config.yaml's)
+    shipped = yaml.safe_load(launch.SHIPPED_CONFIG.read_text(encoding="utf-8"))["hallucination"]["threshold"]
+    assert clean["threshold"] == flagged["threshold"] == shipped  # the τ in force (configs/config.yaml's)
+
+
+def test_a_route_priced_by_costs_answers_with_the_tau_of_the_task_read(processor: int) -> None:
+    # The expected τ from the shipped manifest's task priors and the rule, never written here.
+    priors = task_priors(DEFAULT_MODEL_DIR)
+    assert priors is not None
+    summary = {**GROUNDED, "question": SUMMARY_INSTRUCTION}
+    shapes = [read_task(doc["context"], doc["question"]).shape for doc in (GROUNDED, summary)]
+    assert shapes[0] != shapes[1]
+    status, answers = check(processor, {"items": [{**GROUNDED, "route": "priced"}, {**summary, "route": "priced"}]})
+    assert status == 200, answers
+    for answer, shape in zip(answers["results"], shapes, strict=True):
+        assert answer["threshold"] == pytest.approx(round(tau(PRICED["miss_cost"], PRICED["prior"], priors[shape]), 4))
 
 
 def test_a_batch_answers_each_item_in_order(processor: int) -> None:

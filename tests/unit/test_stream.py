@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import gzip
 import json
+import logging
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -283,15 +284,16 @@ async def test_a_request_no_route_checks_is_never_decoded_as_a_chat_request(
 
 async def test_an_exchange_whose_answer_is_read_asks_the_upstream_for_it_uncompressed(channel: grpc.aio.Channel) -> None:
     # N64: the openai SDK sends `Accept-Encoding: gzip, deflate`; an upstream that honours it left
-    # every answer unchecked (content_encoding). Checked and detection-off routes (whose answer is
-    # read for an upstream's forged verdict) ask for identity, whatever the client accepts.
+    # every answer unchecked (content_encoding). Checked routes ask for identity, whatever the
+    # client accepts.
     for route, extra in ((None, {"accept-encoding": "gzip, deflate"}), ("hold", {"accept-encoding": "br"}),
-                         ("off", {"accept-encoding": "gzip"}), (None, {})):
+                         (None, {})):
         (reply,) = await converse(channel, [request_headers(route=route, **extra)])
         assert set_headers(reply.request_headers.response) == {"accept-encoding": "identity"}, route
-    # A request no route checks keeps the client's header.
-    (unmatched,) = await converse(channel, [request_headers("/v1/embeddings", **{"accept-encoding": "gzip"})])
-    assert not unmatched.request_headers.response.HasField("header_mutation")
+    # A request no route checks, or a detection-off one (its answer streams past), keeps the client's header.
+    for path, route in (("/v1/embeddings", None), ("/v1/chat/completions", "off")):
+        (unread,) = await converse(channel, [request_headers(path, route=route, **{"accept-encoding": "gzip"})])
+        assert not unread.request_headers.response.HasField("header_mutation"), route
 
 
 @pytest.mark.parametrize(("path", "route"), [
@@ -418,10 +420,28 @@ async def test_no_actions_changes_nothing(channel: grpc.aio.Channel) -> None:
     assert set(common.header_mutation.remove_headers) == set(set_headers(replies[2].response_headers.response))
 
 
-async def test_disabled_decision_reads_the_body_only_to_drop_an_upstream_verdict(channel: grpc.aio.Channel) -> None:
-    replies = await chat(channel, completion(HALLUCINATED), route="off")
+@pytest.mark.parametrize("content_type", ["application/json", "text/event-stream"])
+async def test_a_disabled_decision_lets_the_body_stream_past_the_processor(
+    channel: grpc.aio.Channel, content_type: str
+) -> None:
+    # Envoy then forwards the body as it would alone: no message per read, its own framing.
+    replies = await converse(channel, [
+        request_headers(route="off"), request_body(chat_body("Q?", context=CONTEXT)),
+        response_headers(200, content_type, **{"content-length": "120", "x-truthlens-detected": "false"}),
+    ])
+    assert replies[2].mode_override.response_body_mode == pb.ProcessingMode.NONE
+    # The upstream's verdict header goes (Envoy removes it too); its content-length stays.
+    assert list(replies[2].response_headers.response.header_mutation.remove_headers) == ["x-truthlens-detected"]
+    assert not replies[2].response_headers.response.header_mutation.set_headers
+
+
+async def test_a_route_whose_check_cannot_run_still_reads_the_body_to_drop_an_upstream_verdict(
+    channel: grpc.aio.Channel,
+) -> None:
+    # No context: the answer is marked unchecked, and a verdict of the upstream's must not say otherwise.
+    replies = await chat(channel, completion(HALLUCINATED), route="hold", body=chat_body("Q?"))
     assert replies[2].mode_override.response_body_mode == pb.ProcessingMode.BUFFERED_PARTIAL
-    assert not replies[2].response_headers.response.HasField("header_mutation")
+    assert set_headers(replies[2].response_headers.response)["x-truthlens-detected"] == "skipped"
     assert not replies[3].response_body.response.HasField("body_mutation")  # nothing to drop: unchanged
 
 
@@ -717,3 +737,35 @@ async def test_an_exchange_known_unchecked_at_its_headers_is_not_traced(channel:
         await asyncio.sleep(0.01)
     assert checked_id in traced()
     assert unchecked_id not in traced()
+
+
+# -- an exchange that ends before its answer ------------------------------------------------------
+
+
+async def test_a_checked_exchange_that_ends_before_its_response_headers_is_audited_once(
+    channel: grpc.aio.Channel, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The upstream reset after the request went on: Envoy ends the call with no response message
+    # (its 502 never reaches the processor). Before: no audit line at all.
+    caplog.set_level(logging.INFO, logger="truthlens.audit")
+    await converse(channel, [request_headers(route="hold", **{"x-request-id": "ended-early"}),
+                             request_body(chat_body("Q?", context=CONTEXT))])
+
+    def lines() -> list[str]:
+        return [r.getMessage() for r in caplog.records if "request_id=ended-early" in r.getMessage()]
+
+    for _ in range(200):  # the server's side of the call ends after the client's
+        if lines():
+            break
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.05)
+    (line,) = lines()
+    assert "verdict=unavailable" in line and "reason=upstream_reset" in line
+    # A detection-off exchange writes none; one whose check could not be prepared keeps its own line.
+    for route, body in (("off", chat_body("Q?", context=CONTEXT)), ("hold", b"{not json")):
+        await converse(channel, [request_headers(route=route, **{"x-request-id": f"ended-{route}"}),
+                                 request_body(body)])
+    await asyncio.sleep(0.1)
+    assert not [r for r in caplog.records if "request_id=ended-off" in r.getMessage()]
+    (unprepared,) = [r.getMessage() for r in caplog.records if "request_id=ended-hold" in r.getMessage()]
+    assert "reason=upstream_reset" not in unprepared

@@ -38,9 +38,8 @@ from truthlens.detector.facts import Finding
 from truthlens.detector.facts.names import Name, find_names, lower_case_words
 from truthlens.detector.facts.numbers import find_dates, find_quantities, find_times
 from truthlens.detector.facts.roles import is_short_answer
-from truthlens.detector.grounding import sentence_bounds
 from truthlens.detector.relevance import content_terms
-from truthlens.detector.text import clauses
+from truthlens.detector.text import clauses, sentence_starts
 from truthlens.detector.types import DetectionInput, Span, SpanReason
 
 log = logging.getLogger(__name__)
@@ -126,7 +125,7 @@ def _finding_of(span: Span, findings: Sequence[Finding]) -> Finding | None:
 
 
 def _claim(answer: str, span: Span, findings: Sequence[Finding], asked: str = "") -> _Claim:
-    starts = sentence_bounds(answer)
+    starts = sentence_starts(answer)
     at = bisect.bisect_right(starts, span.start) - 1
     first = starts[at]
     after = bisect.bisect_left(starts, span.end)
@@ -234,7 +233,7 @@ def _closest(context: Sequence[str], claim: _Claim, reason: SpanReason = "model"
         if best is not None and bound(terms) <= best_score:
             break
         text = context[index]
-        bounds = sentence_bounds(text)
+        bounds = sentence_starts(text)
         per_sentence: dict[int, set[str]] = {}
         for m in pattern.finditer(text):
             per_sentence.setdefault(bisect.bisect_right(bounds, m.start()) - 1, set()).add(m.group(0).lower())

@@ -28,7 +28,6 @@ embedding pass (linear in the context) and at most ``MAX_CLAIM_ROWS`` rows for a
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -38,6 +37,7 @@ from truthlens.detector.chunking import Plan, Window, chunk_prompts, pair_rows, 
 from truthlens.detector.encoding import EncodedText, ModelRow, TextEncoder
 from truthlens.detector.prompt import build_prompt, passage_line, prompt_head, prompt_tail
 from truthlens.detector.relevance import Relevance
+from truthlens.detector.text import sentence_starts
 
 # Largest context piece, in detector tokens. Small enough that a row holds several pieces from
 # different places and that one off-topic sentence group is not carried in by a relevant one;
@@ -57,10 +57,6 @@ RELEVANCE_MARGIN = 0.3
 # saved; measured against rows of their own on the RAGTruth QA training half and the dev parts
 # (docs/benchmarks.md).
 SHARE_MARGIN: float | None = 0.6
-
-# A sentence ends after . ! ? (and closing quotes/brackets) followed by white space, or at a
-# line break.
-_SENTENCE_END = re.compile(r"[.!?…]+[\"'”’)\]]*\s+|\n\s*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,20 +141,11 @@ def shared_rows(
     return groups
 
 
-def sentence_bounds(text: str) -> list[int]:
-    """Character positions where a new sentence starts (0 first)."""
-    starts = [0]
-    for match in _SENTENCE_END.finditer(text):
-        if 0 < match.end() < len(text):
-            starts.append(match.end())
-    return starts
-
-
 def claim_ranges(answer_text: str, answer: EncodedText, width: int) -> list[Window]:
     """The answer's tokens cut into claims: sentences, short ones merged with the next,
     consecutive ones merged down to about ``MAX_CLAIM_ROWS``, none wider than ``width``."""
     n = len(answer)
-    cuts = np.searchsorted(answer.offsets[:, 0], sentence_bounds(answer_text), side="left")
+    cuts = np.searchsorted(answer.offsets[:, 0], sentence_starts(answer_text), side="left")
     edges = sorted({0, *(int(c) for c in cuts if 0 < c < n), n})
     target = max(MIN_CLAIM_TOKENS, math.ceil(n / MAX_CLAIM_ROWS))
     claims: list[Window] = []
@@ -186,7 +173,7 @@ def context_pieces(encoder: TextEncoder, context: Sequence[str]) -> list[Piece]:
             pieces.append(Piece(index, 0, len(text), n))
             continue
         token_starts = encoded.offsets[:, 0]
-        cuts = np.searchsorted(token_starts, sentence_bounds(text), side="left")
+        cuts = np.searchsorted(token_starts, sentence_starts(text), side="left")
         edges = sorted({0, *(int(c) for c in cuts if 0 < c < n), n})
         group_start = 0
         for i, end in enumerate(edges[1:], start=1):

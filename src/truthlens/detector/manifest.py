@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from truthlens.detector.calibration.probability import parse as parse_probability
 from truthlens.detector.prompt import SHAPES, TEMPLATE_NAME, Shape
 from truthlens.detector.spans import SpanRules
 from truthlens.detector.types import AGGREGATIONS, Aggregation, DetectorError
@@ -211,4 +212,8 @@ def _verdict(path: Path, raw: Any) -> Verdict | None:
             f"{path}: 'verdict.token_rules' must give token_threshold in (0, 1), aggregation "
             f"({', '.join(AGGREGATIONS)}) and min_span_length >= 1"
         )
-    return Verdict(parsed, SpanRules(float(threshold), aggregation, min_span))
+    try:
+        probability = parse_probability(raw.get("probability"))
+    except ValueError as exc:
+        raise ModelDirError(f"{path}: {exc}") from exc
+    return Verdict(parsed, SpanRules(float(threshold), aggregation, min_span), probability)

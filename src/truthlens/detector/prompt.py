@@ -41,6 +41,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from truthlens.detector.reading.requests import Asks, asks_something, names_content, names_the_whole, what_it_asks
+from truthlens.detector.text import sentences, stem, terms
 from truthlens.detector.types import DetectionInput
 
 TEMPLATE_NAME = "lettucedetect-qa-en"
@@ -78,19 +79,10 @@ MODEL_INSTRUCTIONS: dict[str, tuple[str, ...]] = {
 }
 ARTICLE_CHARS = 300  # shorter: a fact or two to answer from, not a document to summarise
 
-_CONTENT_WORD = re.compile(r"[^\W\d_]+|\d+(?:[.,]\d+)*")
-_STOPWORDS = frozenset(
-    """a an the and or but of to in on at for from by with as is are was were be been being it its this
-    that these those what which who whom whose when where why how do does did done i me my we our you
-    your yours us him hers ours theirs mine myself yourself he she they them their his her if then so no not
-    all any some each more very just also there
-    have has had will shall should can could would may might must don doesn didn isn aren wasn weren won
-    wouldn couldn shouldn haven hasn hadn ll ve re let""".split()
-) - {"won"}  # ("won't" leaves "won", but "Who won?" asks something)
-_NUMBER_WORDS = frozenset(
+# The word sets below are compared with :func:`_words`' stems, so they are kept as stems too.
+_NUMBER_WORDS = frozenset(stem(w) for w in (
     "one two three four five six seven eight nine ten twelve fifteen twenty thirty fifty hundred single few "
-    "several couple".split()
-)
+    "several couple").split())
 # A question: a question mark, a wh-word anywhere ("... starring which singer"), or a sentence
 # that opens with an auxiliary ("Is it open on Sundays").
 _INTERROGATIVE = re.compile(
@@ -105,11 +97,10 @@ _LABELLED_QUESTION = re.compile(
     r"(?=\n[ \t#*>-]*(?:answer|a)[ \t]*(?:[:：]|\n|$)|\Z)",
     re.IGNORECASE | re.DOTALL,
 )
-_INSTRUCTION_WORDS = frozenset(
+_INSTRUCTION_WORDS = frozenset(stem(w) for w in
     """answer answers respond reply cite keep use using read write explain please thanks thank hi hello hey
     brief briefly concise concisely short sure note source sources word words sentence sentences helpful
-    assistant instructions only according per based lot much cheers appreciate appreciated""".split()
-)
+    assistant instructions only according per based lot much cheers appreciate appreciated""".split())
 MAX_WRAPPER_PARTS = 4  # sentences or lines of a wrapped question; a longer request is read as sent
 # An opening that only asks to be told ("Could you please tell me ...", "I need to know ..."),
 # unless what follows is a topic rather than a question ("Tell me about the tower").
@@ -119,16 +110,14 @@ _ASKING_LEAD = re.compile(
     r"\b[\s,:]*(?!about\b)(?=\S)",
     re.IGNORECASE,
 )
-_PASSAGE_WORDS = frozenset(
+_PASSAGE_WORDS = frozenset(stem(w) for w in (
     "article articles text texts passage passages document documents docs context sources source information "
-    "above below provided given".split()
-)
-_ASKING_WORDS = frozenset("who whom whose what when where which why how is are was were do does did".split())
+    "above below provided given").split())
+_ASKING_WORDS = frozenset(stem(w) for w in
+                          "who whom whose what when where which why how is are was were do does did".split())
 MAX_LEAD_WORDS = 8  # an opening clause before a comma that only points at the passages
 # A speaker's turn ("[Human]:", "User:", "Assistant:"): the request is a conversation.
 _SPEAKER = re.compile(r"\[(?:human|user|assistant|system)\]\s*:|(?:^|\n)\s*(?:user|assistant|human)\s*:", re.I)
-# (a sentence ends after a word of two letters or more: "J. H. Williams" is one name)
-_SENTENCE_BREAK = re.compile(r"\n+|(?<=[^\W_][^\W_][.!?])\s+")
 # A line that opens a context section ("Context:", "## Sources", "**Documents:**").
 _CONTEXT_SECTION = re.compile(
     r"\n[ \t#*>]*(?:context|contexts|retrieved context|documents?|passages?|sources?|information|background"
@@ -216,7 +205,7 @@ def the_question(request: str) -> str:
         return request
     labelled = _LABELLED_QUESTION.search(request)
     text = (labelled.group("q") or labelled.group("x")) if labelled else request
-    parts = [p.strip() for p in _SENTENCE_BREAK.split(text) if p.strip()]
+    parts = [text[s:e] for s, e in sentences(text)]
     if len(parts) > MAX_WRAPPER_PARTS:
         return request
     kept = [p for p in parts if not _asks_nothing(p)]
@@ -321,14 +310,8 @@ def is_record(text: str) -> bool:
 
 
 def _words(text: str) -> set[str]:
-    out = set()
-    for match in _CONTENT_WORD.finditer(text.lower()):
-        word = match.group(0)
-        if word[0].isdigit():
-            out.add(word.replace(",", ""))
-        elif len(word) > 1 and word not in _STOPWORDS:
-            out.add(word[:-1] if len(word) > 4 and word.endswith("s") and not word.endswith("ss") else word)
-    return out
+    """The stems of ``text``'s words that say something, and its numbers (:func:`~truthlens.detector.text.terms`)."""
+    return terms(text)
 
 
 def passage_line(index: int, passage: str) -> str:

@@ -33,6 +33,7 @@ from typing import Protocol
 import numpy as np
 
 from truthlens.detector.scoring.memo import Memo
+from truthlens.detector.text import STOP_WORDS
 
 log = logging.getLogger(__name__)
 
@@ -51,14 +52,11 @@ POSTINGS: Memo[tuple[str, ...], Mapping[str, tuple[int, ...]]] = Memo(
 )
 
 _WORD = re.compile(r"\d[\d,.]*\d|\d|[^\W\d_]+")
-_STOPWORDS = frozenset(
-    """a about above after again against all also am an and any are as at be because been before being
-    below between both but by can could did do does doing down during each few for from further had has
-    have having he her here hers herself him himself his how i if in into is it its itself just me more
-    most my myself no nor not now of off on once only or other our ours out over own said same she should
-    so some such than that the their theirs them themselves then there these they this those through to
-    too under until up very was we were what when where which while who whom why will with would you your
-    yours yourself one two new also like says say told according""".split()
+# The stop words (detector/text.py) and words that rank no passage above another: reporting verbs
+# and the adverbs of place and time every news passage has.
+_STOPWORDS = STOP_WORDS | frozenset(
+    "above again against because below down few further like most new now off once out said say says through told "
+    "too until up".split()
 )
 
 

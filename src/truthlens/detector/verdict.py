@@ -22,11 +22,12 @@ length and flags most long faithful summaries. The verdict instead weighs, per a
 
 One logistic regression per task shape (the signals mean different things over a record than
 over passages; standardised; weights fitted on development data by ``training/verdict.py`` and
-stored in the model's ``manifest.json`` under ``verdict``) gives P(hallucinated). Each also
-stores its operating point chosen on development data (at most a quarter of faithful answers
-flagged): the served score is the log-odds shifted so that the routes' default threshold 0.5
-sits at that point, so a route that raises its ``threshold`` asks for more evidence, and the
-docs/detector.md's table gives the trade per threshold.
+stored in the model's ``manifest.json`` under ``verdict``) gives log-odds. Each model is fitted
+on its own mix of sets, so those log-odds mean different odds per task; the served score is
+their map to P(hallucinated) on one scale for every task (:mod:`truthlens.detector.calibration.probability`,
+``verdict.probability`` in the manifest, fitted by ``training/calibrate_tasks.py``): monotone,
+so answers rank within a task as the log-odds do. Each model also keeps the operating point
+chosen when it was fitted (``shift``: at most a quarter of faithful answers flagged), for reference.
 
 Inference is numpy: a dot product of about twenty numbers. The support features cost one
 embedder pass over the answer's sentences and each one's shortlist of context sentences
@@ -47,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from truthlens.detector.calibration.probability import TaskProbability
 from truthlens.detector.facts import Finding
 from truthlens.detector.prompt import Shape, read_task
 from truthlens.detector.relevance import SentenceEncoder, content_terms, lexical_overlap
@@ -191,7 +193,8 @@ def features(s: Signals, rules: SpanRules) -> dict[str, float]:
 @dataclass(frozen=True, slots=True)
 class VerdictModel:
     """Standardised logistic regression; ``shift`` moves the log-odds so that 0.5 is the
-    operating point chosen on development data."""
+    operating point chosen when it was fitted (the served score is the task's probability map
+    instead: :attr:`Verdict.probability`)."""
 
     names: tuple[str, ...]
     mean: np.ndarray
@@ -262,14 +265,20 @@ class Verdict:
 
     models: Mapping[Shape, VerdictModel]
     rules: SpanRules
+    probability: Mapping[Shape, TaskProbability]  # log-odds -> P(hallucinated), per task shape
 
     @property
     def uses_support(self) -> bool:
         """Whether any model reads the support features (else the embedder pass is skipped)."""
         return any(name in SUPPORT_FEATURES for model in self.models.values() for name in model.names)
 
+    def log_odds(self, s: Signals) -> float:
+        """The task model's log-odds (what the probability map reads)."""
+        return self.models[s.shape].log_odds(features(s, self.rules))
+
     def score(self, s: Signals) -> float:
-        return self.models[s.shape].score(features(s, self.rules))
+        """The served score: P(hallucinated) on the scale every task shares."""
+        return self.probability[s.shape](self.log_odds(s))
 
 
 def signals_for(

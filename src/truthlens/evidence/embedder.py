@@ -28,6 +28,8 @@ import numpy as np
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
+from truthlens.evidence.priority import PriorityGate
+
 DEFAULT_MODEL_DIR = Path(__file__).with_name("embedder_model")
 MANIFEST_FORMAT = "truthlens-embedder/1"
 
@@ -77,6 +79,7 @@ class OnnxEmbedder:
         if cls_id is None or sep_id is None or pad_id is None:
             raise EmbedderError("tokenizer lacks [CLS]/[SEP]/[PAD] tokens")
         self._cls, self._sep, self._pad = cls_id, sep_id, pad_id
+        self._gate = PriorityGate()  # live calls' batches before the dry run's
         # One worker: ONNX Runtime already uses every core it is given per call.
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedder")
         # Batches of one call run this many at a time (each run alone gives the same vectors).
@@ -215,13 +218,22 @@ class OnnxEmbedder:
         return windows
 
     def _run(self, texts: Sequence[str]) -> list[tuple[_Window, np.ndarray]]:
-        """Hidden states of every window, batched by similar length to keep padding small."""
+        """Hidden states of every window, batched by similar length to keep padding small. A
+        background call (the dry run) runs its batches one at a time, each after the live calls
+        running then (:mod:`truthlens.evidence.priority`)."""
         windows = sorted(self._windows(texts), key=lambda w: len(w.ids))
         batches = [windows[i : i + self._batch_size] for i in range(0, len(windows), self._batch_size)]
-        if self._runs is not None and len(batches) > 1:
-            hidden = list(self._runs.map(self._run_batch, batches))
+        hidden: list[np.ndarray] = []
+        if self._gate.background():
+            for batch in batches:
+                self._gate.before_background_batch()
+                hidden.append(self._run_batch(batch))
         else:
-            hidden = [self._run_batch(batch) for batch in batches]
+            with self._gate.live():
+                if self._runs is not None and len(batches) > 1:
+                    hidden = list(self._runs.map(self._run_batch, batches))
+                else:
+                    hidden = [self._run_batch(batch) for batch in batches]
         results: list[tuple[_Window, np.ndarray]] = []
         for batch, states in zip(batches, hidden, strict=True):
             for row, window in enumerate(batch):

@@ -4,8 +4,8 @@ Premium mode votes on these segments and swaps inconsistent ones in place, so ev
 satisfies ``text[seg.start:seg.end] == seg.text`` and rebuilding keeps everything between
 segments (list markers, line breaks, spacing) untouched. Rules, in order: line breaks end a
 segment; a list marker (``-``, ``*``, ``•``, ``1.``, ``a)``) starts one and stays outside
-it; ``.!?`` end a sentence only when followed by space and not part of an abbreviation, an
-initial (``J. K.``), a number (``3.14``) or an ellipsis inside a sentence; ``;`` and a
+it; a sentence ends where the detector's sentences end (:func:`truthlens.detector.text.sentence_end`:
+not after an abbreviation, an initial, inside a number or before a lower-case word); ``;`` and a
 contrastive conjunction after a comma (``, but``) end a clause.
 """
 
@@ -15,13 +15,10 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-ABBREVIATIONS = frozenset(
-    "mr mrs ms dr prof sr jr st mt ft no nos vs etc e.g i.e cf al fig figs approx ca est dept univ "
-    "inc ltd co corp gov u.s u.k u.n a.m p.m jan feb mar apr jun jul aug sep sept oct nov dec "
-    "vol eq eqs sec ch pp op".split()
-)
+from truthlens.detector.text import sentence_end
+
 _LIST_MARKER = re.compile(r"[ \t]*(?:[-*•+]|\d{1,3}[.)]|[a-zA-Z][.)])[ \t]+")
-_SENTENCE_END = re.compile(r"[.!?]+[\"')\]]*(?=\s)")
+_STOP = re.compile(r"[.!?…]+")
 _CLAUSE_END = re.compile(r";(?=\s)|,(?=\s+(?:but|whereas|while|although|though|however|yet)\b)", re.IGNORECASE)
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -51,32 +48,19 @@ def segment(text: str, *, clauses: bool = True) -> tuple[Segment, ...]:
 
 
 def _split_line(text: str, start: int, end: int, clauses: bool, out: list[Segment]) -> None:
-    cuts = [m.end() for m in _SENTENCE_END.finditer(text, start, end)
-            if _is_sentence_end(text, m.start(), m.end(), end)]
+    cuts: list[int] = []
+    for m in _STOP.finditer(text, start, end):
+        if cuts and m.start() < cuts[-1]:
+            continue  # closing quotes or brackets already read into the last sentence
+        cut = sentence_end(text, m.start(), cuts[-1] if cuts else start, limit=end)
+        if cut is not None and cut < end:
+            cuts.append(cut)
     if clauses:
         cuts += [m.end() for m in _CLAUSE_END.finditer(text, start, end)]
     begin = start
     for cut in sorted(set(cuts)) + [end]:
         _add(text, begin, cut, out)
         begin = cut
-
-
-def _is_sentence_end(text: str, punct_start: int, punct_end: int, line_end: int) -> bool:
-    if text[punct_start] != ".":
-        return True
-    if text[punct_start:punct_end].startswith(".."):  # an ellipsis ends a sentence only before a capital
-        nxt = text[punct_end:line_end].lstrip()
-        return bool(nxt) and nxt[0].isupper()
-    word_match = re.search(r"[\w.]+$", text[:punct_start])
-    word = word_match.group(0).lower() if word_match else ""
-    if word in ABBREVIATIONS or word.rstrip(".") in ABBREVIATIONS:
-        return False
-    if len(word) == 1 and word.isalpha():  # an initial: "J. K. Rowling"
-        return False
-    nxt = text[punct_end:line_end].lstrip()
-    # "in 3. quarter" / "approx. 5" style continuations: a lower-case word after the period
-    # means the sentence goes on.
-    return not (nxt and nxt[0].islower())
 
 
 def _add(text: str, begin: int, end: int, out: list[Segment]) -> None:

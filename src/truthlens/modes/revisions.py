@@ -20,6 +20,8 @@ import json
 import re
 from collections.abc import Sequence
 
+from truthlens.detector.text import sentences
+
 # Quote marks a model wraps a copied answer in.
 _QUOTES = "\"'`“”‘’«»„"
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -36,7 +38,10 @@ def _norm(text: str) -> str:
 
 
 def _sentences(text: str) -> list[str]:
-    return [s for s in (_norm(p) for p in re.split(r"(?<=[.!?:])\s+|\n+", text)) if len(s.split()) >= _MIN_ECHO_WORDS]
+    """The rules of a prompt block long enough to count as an echo: its sentences, each cut at a
+    colon too ("Rules: keep it short" holds two)."""
+    parts = (p for s, e in sentences(text) for p in re.split(r"(?<=:)\s+", text[s:e]))
+    return [n for n in (_norm(p) for p in parts) if len(n.split()) >= _MIN_ECHO_WORDS]
 
 
 def why_not_an_answer(revision: str, *, original: str, question: str, passages: Sequence[str],

@@ -1,8 +1,9 @@
 """Starts and stops the local stack as child processes: Envoy (with ``envoy.yaml`` re-targeted
 at given ports), the processor and the scripted upstream; readiness waits for each.
 
-Used by ``truthlens demo`` and by the end-to-end test harness, so both run exactly the same
-processes the way an operator would.
+Used by ``truthlens demo``, the end-to-end test harness and the benchmarks that run a whole
+stack (:func:`running_stack`), so all of them run exactly the same processes the way an
+operator would.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -239,3 +240,57 @@ def wait_envoy(admin_port: int, child: Child | None, timeout_s: float = 30.0) ->
 
 def wait_upstream(port: int, child: Child | None, timeout_s: float = 20.0) -> None:
     wait_until(lambda: http_ok(f"http://127.0.0.1:{port}/health"), "scripted upstream", child, timeout_s)
+
+
+def free_ports(upstream: int | None = None) -> EnvoyPorts:
+    """Four free ports for one stack; ``upstream``: the port of an upstream already listening."""
+    return EnvoyPorts(listener=free_port(), upstream=free_port() if upstream is None else upstream,
+                      processor=free_port(), admin=free_port())
+
+
+@dataclass(frozen=True, slots=True)
+class Stack:
+    """A running stack (:func:`running_stack`): its ports and its processes."""
+
+    ports: EnvoyPorts
+    processor: Child
+    envoy: Child
+    upstream: Child | None  # None: the caller's upstream
+
+    @property
+    def processor_target(self) -> str:
+        return f"127.0.0.1:{self.ports.processor}"
+
+
+@contextlib.contextmanager
+def running_stack(
+    config: Path,
+    ports: EnvoyPorts,
+    work: Path,
+    *,
+    script: Path | None = None,
+    own_upstream: bool = True,
+    processor_env: dict[str, str] | None = None,
+    processor_timeout_s: float = 180.0,
+) -> Iterator[Stack]:
+    """The scripted upstream (with ``script``; none when ``own_upstream`` is false: one already
+    listens on ``ports.upstream``), the processor on ``config`` and Envoy, each waited for until
+    ready; on leaving, stopped in the reverse order (the processor drains before the upstream goes).
+    Logs and Envoy's config go to ``work``."""
+    children: list[Child] = []
+    try:
+        upstream = start_upstream(ports.upstream, work / "upstream.log", script) if own_upstream else None
+        children += [upstream] if upstream is not None else []
+        target = f"127.0.0.1:{ports.processor}"
+        processor = start_processor(config, target, work / "processor.log", env=processor_env)
+        children.append(processor)
+        envoy = start_envoy(render_envoy_config(ports), work)
+        children.append(envoy)
+        if upstream is not None:
+            wait_upstream(ports.upstream, upstream)
+        wait_envoy(ports.admin, envoy)
+        wait_processor(target, processor, timeout_s=processor_timeout_s)
+        yield Stack(ports, processor, envoy, upstream)
+    finally:
+        for child in reversed(children):
+            child.stop()

@@ -15,6 +15,15 @@ so a lone check does not leave cores idle. That session's workers sleep when idl
 spin (a spinning worker takes a core from the split runs that follow), and the relevance
 embedder runs one single-threaded run per core for the same reason. A GPU gets padded batches
 of ``batching.max_batch_size`` rows, as before.
+
+The other session options stay ONNX Runtime's defaults (graph optimisation ALL, memory arena and
+memory pattern on): timed interleaved on the detector's own rows of 120 RAGTruth QA inputs
+(``bench/onnx_session_options.py``), optimisation level EXTENDED, a graph optimised once and
+loaded with optimisation off, the arena or the memory pattern off, ``session.dynamic_block_base``,
+IOBinding, and a check's rows one after another on the every-core session all ran within noise
+of these (0.93-1.02x per input), and spinning workers on the every-core session slowed the runs
+after them. The start-up log names the options in force, read back from the sessions
+(:func:`options_text`).
 """
 
 from __future__ import annotations
@@ -86,6 +95,11 @@ class OnnxRunner:
         # CPU: each row at its own length (module docstring); a GPU fills its batch.
         self.rows_alone = self.provider == CPU
 
+    def options_text(self) -> str:
+        """The sessions' options as loaded (for the start-up log)."""
+        text = options_text(self._session)
+        return text if self._wide is None else f"{text}; every-core session {options_text(self._wide)}"
+
     @property
     def sessions(self) -> int:
         """Sessions loaded: 2 when lone rows get a session with every core."""
@@ -117,6 +131,22 @@ def _session(
         return ort.InferenceSession(str(manifest.model_path), options, providers=providers)
     except Exception as exc:  # onnxruntime raises its own untyped errors for bad graphs
         raise ModelDirError(f"{manifest.model_path}: onnxruntime cannot load it ({exc})") from exc
+
+
+def options_text(session: ort.InferenceSession) -> str:
+    """What ``session`` runs with beside its threads, read back from it: graph optimisation level,
+    execution mode, memory arena and pattern, whether idle workers spin."""
+    options = session.get_session_options()
+    try:
+        spinning = options.get_session_config_entry("session.intra_op.allow_spinning") != "0"
+    except Exception:  # onnxruntime raises when the entry was never set: its default spins
+        spinning = True
+    level = options.graph_optimization_level.name.removeprefix("ORT_").removeprefix("ENABLE_").lower()
+    mode = options.execution_mode.name.removeprefix("ORT_").lower()
+    arena = "on" if options.enable_cpu_mem_arena else "off"
+    pattern = "on" if options.enable_mem_pattern else "off"
+    return (f"graph optimisation {level.replace('_', ' ')}, {mode}, arena {arena}, memory pattern {pattern}, "
+            f"idle workers {'spin' if spinning else 'sleep'}")
 
 
 def intra_op_threads(settings: DetectorSettings, provider: str) -> int:
@@ -235,7 +265,7 @@ def load(settings: DetectorSettings, hooks: DetectorHooks | None = None) -> Dete
     )
     log.info(
         "detector: %s on %s (requested %s), %d runs at once on %s%s, batches of %d, max_length %d, quantization %s "
-        "(int8 kernels: %s), token threshold %.2f%s",
+        "(int8 kernels: %s), session: %s, token threshold %.2f%s",
         manifest.directory,
         runner.provider,
         settings.provider,
@@ -246,6 +276,7 @@ def load(settings: DetectorSettings, hooks: DetectorHooks | None = None) -> Dete
         manifest.max_length,
         manifest.quantization,
         int8_kernels() if runner.provider == CPU else "n/a",
+        runner.options_text(),
         engine.token_threshold,
         "".join(f", ensemble member {m.directory}" for m in members),
     )

@@ -92,7 +92,7 @@ _KINDS = {u: kind for kind, units in {
 _UNIT_ALSO = {"lb": {"gbp"}, "gbp": {"lb"}}
 _CURRENCY_SIGNS = {"$": "usd", "us$": "usd", "€": "eur", "£": "gbp", "¥": "jpy"}
 _SCALES = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6, "billion": 1e9, "bn": 1e9,
-           "trillion": 1e12}
+           "trillion": 1e12, "millions": 1e6, "milliard": 1e9, "milliards": 1e9}  # (French plurals and 10^9)
 
 _ONES = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
          "fifteen sixteen seventeen eighteen nineteen").split()
@@ -219,11 +219,14 @@ class Quantity:
 _UNIT_ALT = "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True) if u not in _CURRENCY_SIGNS)
 _NUMBER = re.compile(
     r"(?=[\d.$€£¥u])(?<![\w.,/])(?<![^\W\d_]-)(?:(?P<cur>us\$|[$€£¥])\s?)?"
-    r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
+    # Thousands grouped by commas, or (French, and SI) by spaces with a decimal comma: "1 500",
+    # "2 345,6"; a decimal comma before one or two digits: "1,5".
+    r"(?P<num>\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?:,\d+)?(?![\d.,])|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+,\d{1,2}(?![\d,])|"
+    r"\d+(?:\.\d+)?|\.\d+)"
     r"(?P<ord>st|nd|rd|th)?"
     r"(?P<s>s\b)?"
-    r"(?:\s?(?P<scale>thousand|million|billion|trillion|bn|mn|k|m)\b(?!\s?(?:/|²|2\b)))?"
-    r"(?:[\s-]?(?P<unit>" + _UNIT_ALT + r")(?![\w/]))?",
+    r"(?:\s?(?P<scale>thousand|millions?|milliards?|billion|trillion|bn|mn|k|m)\b(?!\s?(?:/|²|2\b)))?"
+    r"(?:[\s-]?(?:de\s+)?(?P<unit>" + _UNIT_ALT + r")(?![\w/]))?",
     re.IGNORECASE,
 )
 NUMBER_WORDS = frozenset([*_ONES, *_TENS, "hundred", "dozen", *_ORDINAL_WORDS, "first"])
@@ -245,7 +248,7 @@ def find_quantities(text: str, *, answer: bool = True) -> Iterator[Quantity]:
         if m.start() in markers or m.start() - 1 in markers or (
                 _LIST_MARKER.match(text, m.start()) and _line_start(text, m.start())):
             continue  # "1. Paris", "2) Lyon", "1. Rome 2. Paris": the answer's own numbering, not a fact
-        raw = m.group("num").replace(",", "")
+        raw = _digits(m.group("num"))
         value = float(raw)
         cur, scale, unit = m.group("cur"), m.group("scale"), m.group("unit")
         alt: float | None = None
@@ -285,6 +288,15 @@ def find_quantities(text: str, *, answer: bool = True) -> Iterator[Quantity]:
         checked = (word not in _UNCHECKED_WORDS or bool(m.group("scale") or m.group("hundred"))) and not (
             answer and _set_size(text, m.start(), m.end()))
         yield Quantity(m.start(), m.end(), value, unit, answer and _hedged(text, m.start()), False, None, checked)
+
+
+def _digits(num: str) -> str:
+    """A numeral as Python reads it: "1,280" -> "1280", "1 500" -> "1500", "2 345,6" / "1,5" (a
+    decimal comma) -> "2345.6" / "1.5"."""
+    grouped = re.sub(r"[ \u00a0\u202f]", "", num)
+    if grouped != num or re.fullmatch(r"\d+,\d{1,2}", num):
+        return grouped.replace(",", ".")
+    return num.replace(",", "")
 
 
 _LIST_MARKER = re.compile(r"\(?\d{1,2}[.)](?:\s|$)")

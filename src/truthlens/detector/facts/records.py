@@ -11,7 +11,8 @@ dropped as the record's own subject) compares the clause's polarity with the fie
 clause over a true field, or a plain one over a false field, is flagged on the key's words. A
 short "Yes"/"No" answer is read with its question ("Do they deliver?" → "No."). The most
 field is judged apart: "It offers take-out and delivery" over a false delivery field flags
-"delivery".
+"delivery". The record's opening hours are compared with the days and times the answer gives
+(:mod:`.hours`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from truthlens.detector.facts.hours import Hours, contradicted_hours, opening_hours
 from truthlens.detector.text import WORD, clauses, is_negated, stem
 
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
@@ -34,14 +36,26 @@ class Field:
     value: bool
 
 
+class RecordFields(tuple[Field, ...]):
+    """The boolean fields of a context's records, and the opening hours of the first that has them."""
+
+    hours: Hours | None
+
+    def __new__(cls, fields: Sequence[Field], hours: Hours | None = None) -> RecordFields:
+        made = super().__new__(cls, fields)
+        made.hours = hours
+        return made
+
+
 @dataclass(frozen=True, slots=True)
 class Contradiction:
-    """``answer[start:end]`` (a field's words) says the other way round what the record's field says."""
+    """``answer[start:end]`` (a field's words, or days and times) says the other way round what the
+    record's field (None: its opening hours) says."""
 
     start: int
     end: int
     text: str
-    field: Field
+    field: Field | None
 
 
 def _stems(key: str) -> set[str]:
@@ -62,17 +76,21 @@ def _fields(node: object, parent: str = "") -> Iterator[Field]:
 
 
 def record_fields(context: Sequence[str]) -> tuple[Field, ...]:
-    """The boolean fields of every passage that is a JSON object or list."""
+    """The boolean fields of every passage that is a JSON object or list (a :class:`RecordFields`,
+    with the opening hours of the first record that gives them)."""
     out: list[Field] = []
+    hours: Hours | None = None
     for passage in context:
         text = passage.strip()
         if not text.startswith(("{", "[")):
             continue
         try:
-            out.extend(_fields(json.loads(text)))
+            record = json.loads(text)
         except ValueError:
             continue
-    return tuple(out)
+        out.extend(_fields(record))
+        hours = hours or opening_hours(record)
+    return RecordFields(out, hours)
 
 
 def _names(stems: set[str], key: frozenset[str]) -> bool:
@@ -83,10 +101,13 @@ def _names(stems: set[str], key: frozenset[str]) -> bool:
 
 
 def contradicted_fields(answer: str, fields: Sequence[Field], question: str = "") -> tuple[Contradiction, ...]:
-    """Clauses of ``answer`` that state one of ``fields`` (:func:`record_fields`) the other way round."""
-    if not fields:
-        return ()
+    """Clauses of ``answer`` that state one of ``fields`` (:func:`record_fields`) the other way round,
+    and days and times its opening hours contradict."""
     out: list[Contradiction] = []
+    if isinstance(fields, RecordFields) and fields.hours is not None:
+        out.extend(Contradiction(w.start, w.end, w.text, None) for w in contradicted_hours(answer, fields.hours))
+    if not fields:
+        return tuple(out)
     short = _YES_NO.match(answer)
     spans = clauses(answer, fine=True)
     for n, (start, end) in enumerate(spans):

@@ -16,10 +16,9 @@ gave Collins' role to Aldrin. :func:`misattributed_names` does the same, by rule
    that shares no word with the clause's names (names after a preposition, places and objects
    such as "on the Moon", are not judged).
 
-A short answer leaves out what the question says: "It was Buzz Aldrin." answers "Who stayed in
-lunar orbit aboard Columbia?", "The capital is Sydney." answers "What is the capital of
-Australia?". A one-sentence answer of at most :data:`SHORT_ANSWER_WORDS` words is judged as its
-long form: the question's content words join what its clause says of each name.
+A short answer leaves out what the question says ("It was Buzz Aldrin." answering "Who stayed in
+lunar orbit aboard Columbia?"): it is judged by the question's focus (:mod:`.focus`, through the
+clause check); :func:`is_short_answer` tells one (at most :data:`SHORT_ANSWER_WORDS` words).
 
 So "The capital of Australia is Sydney." against "Canberra is the capital of Australia. Sydney
 is its largest city." flags "Sydney", and "Michael Collins stayed in lunar orbit aboard Columbia
@@ -198,41 +197,15 @@ def _swap_evidence(
     return sentence if any(not known & clause_words for known in sentence.names) else None
 
 
-def _answers_by_way_of(
-    name: Name, evidence: _Sentence, sentences: Sequence[_Sentence], asked_names: Sequence[frozenset[str]]
-) -> bool:
-    """Whether a short answer's ``name`` is not a swap but the question's own choice or the end of
-    a chain: the question names it ("Who was born first, A or B?" - "A"); no sentence that
-    mentions it names what the question names; or one shares a name with the evidence that the
-    question does not give (the bridge of a two-step question: the evidence says the player plays
-    for a club, the club's sentence names its stadium)."""
-    words = set(name.words)
-    if any(words & asked for asked in asked_names):
-        return True
-    own = [s for s in sentences if s is not evidence and _mentions(s, name)]
-    # A swap gives the name a role beside what the question asks about ("Sydney is the largest
-    # city in Australia"); a chain's end is said of something else (the club's stadium).
-    if asked_names and not any(known & asked for s in own for known in s.names for asked in asked_names):
-        return True
-    bridges = {known for known in evidence.names if known not in asked_names and not known & words}
-    return any(bridges & set(s.names) for s in own)
-
-
 def misattributed_names(
     answer: str, context: Sequence[str] | ContextSentences, question: str = ""
 ) -> tuple[Misattribution, ...]:
-    """Names of ``answer`` whose clause's best evidence sentence names someone else instead (a
-    short answer read with its ``question``'s words)."""
+    """Names of ``answer`` whose clause's best evidence sentence names someone else instead
+    (``question`` is not read: a short answer's focus is :mod:`.focus`'s)."""
     index = context if isinstance(context, ContextSentences) else context_sentences(context)
     sentences = index.sentences
     if not sentences:
         return ()
-    asked: set[str] = set()
-    asked_names: list[frozenset[str]] = []
-    if question and is_short_answer(answer):
-        asked = _relation_words(question, [], 0)
-        asked_names = [frozenset(n.words) for n in find_names(question, lower_case_words(question),
-                                                               skip_sentence_starts=True)]
     answer_names = _answer_names(answer, index)
     found: list[Misattribution] = []
     for c_start, c_end in _spans(answer, _CLAUSE_CUT):
@@ -247,13 +220,6 @@ def misattributed_names(
             # Australia" must meet "Canberra is the capital of Australia" on both words).
             relation = _relation_words(answer[c_start:c_end], [name], c_start)
             evidence = _swap_evidence(name, clause_names, relation, sentences)
-            if evidence is None and asked:
-                # A short answer says the rest in its question ("It was Buzz Aldrin."): its long
-                # form, unless the answer is the question's own choice or the end of a chain.
-                evidence = _swap_evidence(name, clause_names, relation | (asked - {_stem(w) for w in name.words}),
-                                          sentences)
-                if evidence is not None and _answers_by_way_of(name, evidence, sentences, asked_names):
-                    evidence = None
             if evidence is not None:
                 found.append(Misattribution(name.start, name.end, answer[name.start : name.end]))
     return tuple(found)

@@ -44,6 +44,8 @@ import re
 from collections.abc import Sequence
 from typing import Literal
 
+from truthlens.detector.text import terms
+
 Asks = Literal["question", "whole", "ungroundable"]
 
 _CREATIVE_FORMS = (r"poems?|haikus?|limericks?|sonnets?|songs?|lyrics|raps?|(?:short )?stor(?:y|ies)|fables?|jokes?"
@@ -109,17 +111,6 @@ _ASK_FOR_ITEM = re.compile(
     r"|^i(?:'d| would)? (?:need|want|like|wonder|am wondering|'m wondering)\b",
     re.IGNORECASE,
 )
-_WORD = re.compile(r"[^\W\d_]{3,}|\d+(?:[.,]\d+)*")
-# Function words (a closed class of English grammar): never what a request names.
-_FUNCTION_WORDS = frozenset(
-    """the and but for nor yet with from into onto upon about above below over under this that these those what
-    which who whom whose when where why how its it's are was were been being have has had does did not all any some
-    each more most very just also there their them they you your yours our ours his her hers him she he we me
-    my mine can could would should will shall may might must than then too only own same such both either neither
-    please thanks thank""".split()
-)
-
-
 def what_it_asks(request: str, context: Sequence[str] = ()) -> Asks:
     """What ``request`` asks of ``context`` (module docstring)."""
     text = " ".join(request.split())
@@ -168,4 +159,5 @@ def names_content(request: str, context: Sequence[str]) -> bool:
 
 
 def _words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if w not in _FUNCTION_WORDS}
+    """What ``text`` names: its content words (stems, three letters or more) and its numbers."""
+    return {t for t in terms(text) if len(t) > 2 or t[0].isdigit()}

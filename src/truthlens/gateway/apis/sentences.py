@@ -1,12 +1,15 @@
 """Cuts a growing answer into sentences, as it streams, for progressive release: each sentence
 is checked and released once it is complete, so a cut must never come too early.
 
-A sentence ends at ``.``, ``!``, ``?`` or ``…`` (then closing quotes or brackets), followed by
-white space and a character that does not continue it (not a lower-case letter), or at a
-CJK full stop; a blank line, and a line break before a list item, end one too. These do not
-cut: abbreviations (``e.g.``, ``Dr.``, ``U.S.``), initials (``J. Smith``), decimals and
-versions (``3.14``), a list item's number (``1.`` at a line's start), inline code, and
-anything inside a fenced code block (the block is one piece, however many lines). A sentence
+Whether a stop ends a sentence is the detector's own rule
+(:func:`truthlens.detector.text.sentence_end`: one idea of a sentence for the check and the
+stream), in its cautious form: ``.``, ``!``, ``?`` or ``…`` (then closing quotes or brackets)
+followed by white space and no lower-case letter, where a full stop does not end an abbreviation (``e.g.``, ``Dr.``,
+``U.S.``, ``No. 5``), an initial (``J. Smith``) or a list item's number (``1.`` opening a line,
+``2.`` of an inline ``1. … 2. …``); decimals and versions (``3.14``) have no space after the
+stop. A CJK full stop ends one where it stands. Here, as the text streams: a blank line, and a
+line break before a list item, end one too; inline code and anything inside a fenced code block
+(the block is one piece, however many lines) never cut. A sentence
 that runs past ``max_chars`` is cut at its last space before the bound (a bound on how long
 the client can wait, and on how much one check reads).
 
@@ -19,17 +22,10 @@ from __future__ import annotations
 
 import re
 
+from truthlens.detector.text import CJK_TERMINATORS, TERMINATORS, UNDECIDED, sentence_end
+
 DEFAULT_MAX_SENTENCE_CHARS = 600
 
-_TERMINATORS = ".!?…"
-_CJK_TERMINATORS = "。！？"
-_CLOSERS = "\"'”’)]*_"  # closing quotes, brackets, and markdown emphasis after the stop
-# Lower-case words that end with a period without ending a sentence (compared without the period).
-_ABBREVIATIONS = frozenset("""
-    e.g i.e etc vs cf al approx ca dr mr mrs ms prof sr jr st mt no nos fig figs eq eqs vol pp p
-    inc ltd co corp dept univ est min max jan feb mar apr jun jul aug sep sept oct nov dec
-    u.s u.k e.u a.m p.m ph.d m.d b.sc m.sc
-""".split())
 _LIST_ITEM = re.compile(r"[ \t]*(?:[-*+•]|\d{1,3}[.)]|[a-zA-Z][.)])[ \t]+")
 _FENCE = re.compile(r"^[ \t]*(```|~~~)", re.MULTILINE)
 
@@ -119,39 +115,16 @@ class SentenceSplitter:
                     if text[self._start:i].strip():
                         return self._cut(i, None, False)
                 line_start = True
-            elif ch in _CJK_TERMINATORS:
+            elif ch in CJK_TERMINATORS:
                 return self._cut(i + 1, None, False)
-            elif ch in _TERMINATORS:
-                end = self._proven_end(text, i)
-                if end == -1:
+            elif ch in TERMINATORS:
+                end = sentence_end(text, i, self._start, final=False, cautious=True)
+                if end == UNDECIDED:
                     return None  # the characters that decide have not arrived
                 if end is not None:
                     return self._cut(end, None, False)
             i += 1
         return None
-
-    def _proven_end(self, text: str, i: int) -> int | None:
-        """For a stop at ``text[i]``: where the sentence ends, None when it does not, -1 when
-        the text does not yet tell."""
-        j = i + 1
-        n = len(text)
-        while j < n and text[j] in _TERMINATORS + _CLOSERS:
-            j += 1
-        if j >= n:
-            return -1
-        if not text[j].isspace():
-            return None  # 3.14, example.com, "e.g.," ...
-        k = j
-        while k < n and text[k] in " \t":
-            k += 1
-        if k >= n:
-            return -1
-        nxt = text[k]
-        if nxt.islower():
-            return None
-        if text[i] == "." and _no_stop_before(text, self._start, i):
-            return None
-        return j
 
     def _cut(self, end: int, fence: str | None, in_code: bool) -> int:
         self._start = end
@@ -170,26 +143,6 @@ class SentenceSplitter:
         if fence is None and not self._in_fence:
             in_code = self._in_code ^ (piece.count("`") % 2 == 1)
         return self._cut(end, fence, in_code)
-
-
-def _no_stop_before(text: str, start: int, i: int) -> bool:
-    """The period at ``text[i]`` belongs to the word before it: an abbreviation, an initial, or
-    a list item's number at the start of a line."""
-    word_start = i
-    while word_start > start and not text[word_start - 1].isspace() and text[word_start - 1] not in "([\"'“‘":
-        word_start -= 1
-    word = text[word_start:i]
-    if not word:
-        return False
-    bare = word.lower().strip("*_")
-    if bare in _ABBREVIATIONS:
-        return True
-    if len(bare) == 1 and bare.isalpha():
-        return True  # an initial: "J. Smith"
-    if bare.isdigit() and len(bare) <= 3:
-        line_head = text[word_start - 1] == "\n" if word_start > 0 else True
-        return line_head or word_start == start or not text[start:word_start].strip()
-    return False
 
 
 def split(text: str, max_chars: int = DEFAULT_MAX_SENTENCE_CHARS) -> list[str]:

@@ -6,9 +6,11 @@ unchecked exchange still needs:
 
 - the request body, when one follows and the config names a context extension field: the field
   never reaches the upstream, checked or not, and only the body tells whether it is there;
-- the response, when a decision matched (detection off for it): the upstream's own
-  ``x-truthlens-*`` headers, ``truthlens`` field and verdict chunks are removed on every matched
-  route, which takes the response headers and the body mode they pick.
+- the response headers, when a decision matched (detection off for it): on the routes the
+  shipped ``envoy.yaml`` marks unchecked, the processor's reply removes that mark. Their reply
+  lets the body stream past the processor (``response_body_mode: NONE``): Envoy frames and
+  forwards it as it would alone, and the upstream's ``x-truthlens-*`` headers are removed by
+  Envoy's ``response_headers_to_remove`` on every route.
 
 A checked route, or a request whose decision depends on its body (model or keyword rules), keeps
 every phase a check may use. No exchange needs the trailers.

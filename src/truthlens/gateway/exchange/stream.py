@@ -126,7 +126,8 @@ class Stream:
             if self._unchecked:
                 return unchecked_body.handle(state, msg)
             reply = await request_body.handle(state, msg, self._rt)
-            self._checked = state.checked
+            # A check prepared, and the request sent on (not refused here): its answer is awaited.
+            self._checked = state.checked if not reply.HasField("immediate_response") else None
         elif kind == "response_headers":
             reply = response_headers.handle(state, msg, self._rt)
             # Whether Envoy will send the body: an exchange whose call ends before the body's
@@ -205,7 +206,9 @@ class Stream:
 
     def close(self) -> None:
         if self._state is not None:
-            if self._awaits_body and not self._state.end_call and self._checked is not None:
+            if self._checked is not None and self._rank < _RANK["response_headers"]:
+                self._no_answer(self._state, self._checked)
+            elif self._awaits_body and not self._state.end_call and self._checked is not None:
                 self._cut_off(self._state, self._checked)
             self._state.lease.release()
             if self._state.span is not None:
@@ -222,6 +225,16 @@ class Stream:
             return
         skip(state, self._rt, checked.route, checked.decision.name, errors.UPSTREAM_RESET,
              "the answer ended before its end (the upstream's connection was reset or cut)", upstream=True)
+
+    def _no_answer(self, state: StreamState, checked: CheckedRequest) -> None:
+        """The call ended after a checked request went upstream and before any answer reached
+        the processor: the upstream reset, refused or timed out (Envoy answers the client with
+        its own 502/503/504, which never passes the processor), or the client went away first
+        (Envoy does not say which). Recorded once, as ``upstream_reset``, so that every checked
+        exchange has its audit line."""
+        skip(state, self._rt, checked.route, checked.decision.name, errors.UPSTREAM_RESET,
+             "the exchange ended before the answer's headers (the upstream's connection was reset or failed, "
+             "or the client went away)", upstream=True)
 
     def _begin(self, msg: pb.ProcessingRequest, kind: str) -> StreamState:
         rank = _RANK[kind]

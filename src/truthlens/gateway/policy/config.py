@@ -16,7 +16,7 @@ import hashlib
 import logging
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
@@ -34,7 +34,7 @@ from truthlens.gateway.policy.config_yaml import load_yaml, yaml_error
 from truthlens.gateway.policy.decisions import Rule, Vocabulary, compile_rules, uses_domains
 from truthlens.gateway.policy.delivery import Action, StreamingMode, parse_actions, resolve_streaming
 from truthlens.gateway.policy.domains import DomainSet
-from truthlens.gateway.policy.thresholds import parse_threshold
+from truthlens.gateway.policy.thresholds import parse_threshold, task_priors
 from truthlens.gateway.policy.vocabulary import parse_vocabulary
 from truthlens.llm import Endpoint as ModelEndpoint
 from truthlens.modes import registry
@@ -92,12 +92,21 @@ class RouteSettings:
     confirm: bool = False
     # How ``threshold`` was chosen: "" (a number), a preset's name, or "miss_cost=…,prior=…".
     threshold_basis: str = ""
+    # τ per task shape where costs with a route prior make it depend on the task's own prior
+    # (thresholds.py); empty: ``threshold`` for every task. :meth:`for_task` applies it.
+    task_thresholds: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     # The warning goes on every checked answer (with the body action), flagged or not.
     require_disclaimer: bool = False
 
     @property
     def warning(self) -> WarningSpec:
         return WarningSpec(self.warning_template, self.warning_position)
+
+    def for_task(self, shape: str) -> RouteSettings:
+        """These settings with the τ in force for a request read as ``shape`` (passages, article,
+        record): every later step (the mode, the span, ``/v1/check``) reads ``threshold``."""
+        tau = self.task_thresholds.get(shape)
+        return self if tau is None or tau == self.threshold else replace(self, threshold=tau)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,11 +178,11 @@ def parse_config(
     model_names = frozenset(models)
     global_section = root.section("hallucination")
     mode_defaults = _parse_mode_sections(global_section, model_names)
-    confirmer = detector.confirm is not None
-    hallucination = _resolve_route(None, global_section, mode_defaults, model_names, confirmer)
+    backend = _Backend(detector.confirm is not None, task_priors(detector))
+    hallucination = _resolve_route(None, global_section, mode_defaults, model_names, backend)
     listed = root.get("decisions", [], schema={"type": "array"})
     vocabulary, domain_set = parse_vocabulary(root)
-    decisions = _parse_decisions(listed, global_section, mode_defaults, model_names, confirmer, vocabulary)
+    decisions = _parse_decisions(listed, global_section, mode_defaults, model_names, backend, vocabulary)
     gateway = root.section("gateway")
     gateway.allow("max_streams")
     return Config(
@@ -253,12 +262,20 @@ class _Layers:
         return _Layers(*(s.section(name) for s in self.sections))
 
 
+@dataclass(frozen=True, slots=True)
+class _Backend:
+    """What a route's settings depend on in the detector's: a confirmer, the task priors."""
+
+    confirmer: bool
+    task_priors: Mapping[str, float] | None  # each task's calibration prior (None: balanced)
+
+
 def _resolve_route(
     decision: Section | None,
     g: Section,
     mode_defaults: Mapping[str, Mapping[str, Any]],
     models: frozenset[str],
-    confirmer: bool,
+    backend: _Backend,
 ) -> RouteSettings:
     layers = _Layers(decision, g) if decision is not None else _Layers(g)
     if decision is not None:
@@ -284,7 +301,7 @@ def _resolve_route(
     spans_header = one("spans_request_header").string("spans_request_header", "x-truthlens-include-spans")
     max_body = one("max_body_bytes").integer("max_body_bytes", 8 * 1024 * 1024, lo=1)
     confirm = one("confirm").boolean("confirm", False)
-    if confirm and not confirmer:
+    if confirm and not backend.confirmer:
         raise ConfigError(one("confirm").key("confirm"), "needs detector.confirm (the model that confirms or clears "
                                                          "the detector's spans); add it or remove this key")
 
@@ -338,8 +355,9 @@ def _resolve_route(
 
     return RouteSettings(
         mode=mode,
-        threshold=threshold.value,
+        threshold=threshold.for_task(None),
         threshold_basis=threshold.basis,
+        task_thresholds=MappingProxyType(threshold.per_task(backend.task_priors)),
         actions=actions,
         warning_template=warning_template,
         warning_position=position,
@@ -359,7 +377,7 @@ def _resolve_route(
 
 
 def _parse_decisions(
-    raw: Any, g: Section, mode_defaults: Mapping[str, Mapping[str, Any]], models: frozenset[str], confirmer: bool,
+    raw: Any, g: Section, mode_defaults: Mapping[str, Mapping[str, Any]], models: frozenset[str], backend: _Backend,
     vocabulary: Vocabulary,
 ) -> tuple[Decision, ...]:
     if not isinstance(raw, list):
@@ -382,7 +400,7 @@ def _parse_decisions(
                 name=name,
                 priority=d.integer("priority", 0),
                 rules=compile_rules(d.get("rules", schema={"$ref": "#/$defs/rule"}), d.key("rules"), vocabulary),
-                route=_decision_route(d, g, mode_defaults, models, confirmer),
+                route=_decision_route(d, g, mode_defaults, models, backend),
                 description=description,
             )
         )
@@ -404,7 +422,7 @@ def _model_refs(d: Section) -> None:
 
 
 def _decision_route(
-    d: Section, g: Section, mode_defaults: Mapping[str, Mapping[str, Any]], models: frozenset[str], confirmer: bool
+    d: Section, g: Section, mode_defaults: Mapping[str, Mapping[str, Any]], models: frozenset[str], backend: _Backend
 ) -> RouteSettings | None:
     plugins = d.get("plugins", [], schema={"type": "array", "maxItems": 1})
     if not isinstance(plugins, list):
@@ -418,6 +436,6 @@ def _decision_route(
             raise ConfigError(p.key("type"), f"unknown plugin type {p.get('type')!r} (expected hallucination)")
         # A disabled route's settings are still validated: a typo must not wait for the day
         # someone enables it.
-        policy = _resolve_route(p.section("configuration"), g, mode_defaults, models, confirmer)
+        policy = _resolve_route(p.section("configuration"), g, mode_defaults, models, backend)
         return policy if policy.enabled else None
     return None

@@ -14,7 +14,8 @@ A dry run never stalls live traffic (:class:`Limits`): a request holds at most `
 items and ``max_chars`` characters (413 over either), at most ``max_concurrent`` requests are
 checked at once (429 beyond), a request's items are checked one after another, and their rows
 run at the detector's background priority (:data:`truthlens.detector.batcher.BACKGROUND`):
-live exchanges' rows go first.
+live exchanges' rows go first, and so do their sentence embedder batches
+(:mod:`truthlens.evidence.priority`).
 
 Statuses: 400 naming the field that is wrong (JSON nested too deep, a number too long, a lone
 surrogate, an input the detector refuses); 404 for an unknown route; 413 over a limit; 429
@@ -33,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from truthlens.detector.batcher import BACKGROUND
+from truthlens.detector.prompt import read_task
 from truthlens.detector.types import Detection, DetectionInput, Detector, InvalidInput
 from truthlens.gateway.apis import json_doc
 from truthlens.gateway.core.errors import normalize_reason
@@ -215,13 +217,15 @@ async def _check(detector: Detector, request: _Request, route: RouteSettings) ->
     skipped = _skip_reason(request.item, route)
     if skipped is not None:
         return skipped_result(skipped, request.route)
+    # The τ in force for the task this request is read as (a cost rule's τ depends on it).
+    route = route.for_task(read_task(request.item.context, request.item.question).shape)
     try:
         detection = await detector.detect(request.item, threshold=route.threshold,
                                           timeout_s=route.budgets.detection_s)
     except InvalidInput as exc:
         return {"error": str(exc), "reason": "invalid_input"}
     answer = describe(detection, request.route)
-    if "score" in answer:  # the τ in force: a number, or derived from the route's costs
+    if "score" in answer:  # the τ in force for the task: a number, or derived from the route's costs
         answer["threshold"] = route.threshold
     return answer
 

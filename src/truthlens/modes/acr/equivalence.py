@@ -14,18 +14,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from truthlens.detector.text import STOP_WORDS
 from truthlens.modes.base import Embedder
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
-_STOP = frozenset([
-    "a", "an", "the", "of", "in", "on", "at", "to", "for", "by", "with", "from", "and", "or", "but", "is", "are",
-    "was", "were", "be", "been", "being", "it", "its", "this", "that", "these", "those", "as", "not", "no", "yes",
-    "so", "than", "then", "there", "their", "they", "he", "she", "his", "her", "him", "we", "you", "your", "i",
-    "my", "me", "our", "do", "does", "did", "has", "have", "had", "will", "would", "can", "could", "should",
-    "may", "might", "must", "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "answer",
-    "final", "about", "into", "over", "under", "also"
-])
+# The stop words (detector/text.py), and the words an answer wraps itself in ("Yes, the final answer is ...").
+_STOP = STOP_WORDS | {"yes", "answer", "final"}
 
 
 def _numbers(text: str) -> frozenset[str]:

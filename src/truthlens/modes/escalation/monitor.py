@@ -15,19 +15,18 @@ the expert comparison is optional:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
+from truthlens.detector.text import sentences
 from truthlens.detector.types import Detection, Span
 from truthlens.modes.acr.equivalence import facts_disagree
 from truthlens.modes.base import Embedder
 
 Finding = Literal["clean", "conflict", "flagged", "unavailable"]
-_SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 _SENTENCE_MATCH = 0.5  # cosine above which a passage sentence speaks about the span's sentence
 
 
@@ -40,14 +39,13 @@ class Assessment:
 
 
 def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.findall(text) if s.strip()]
+    return [text[s:e] for s, e in sentences(text)]
 
 
 def _sentence_around(answer: str, span: Span) -> str:
-    start = max(answer.rfind(c, 0, span.start) for c in ".!?\n") + 1
-    ends = [i for i in (answer.find(c, span.end) for c in ".!?\n") if i != -1]
-    end = min(ends) + 1 if ends else len(answer)
-    return answer[start:end].strip()
+    """The answer's sentences that the span touches (the detector's sentences, text.sentences)."""
+    touched = [(s, e) for s, e in sentences(answer) if s < span.end and span.start < e]
+    return answer[touched[0][0]:touched[-1][1]] if touched else answer[span.start:span.end].strip()
 
 
 async def contradicted_spans(
@@ -55,16 +53,16 @@ async def contradicted_spans(
 ) -> list[str]:
     """Flagged spans whose sentence disagrees on numbers/names with its closest passage sentence."""
     candidates = [s for s in detection.spans if s.text.strip()]
-    sentences = [s for p in passages for s in _sentences(p)]
-    if not candidates or not sentences:
+    passage_sentences = [s for p in passages for s in _sentences(p)]
+    if not candidates or not passage_sentences:
         return []
     around = [_sentence_around(answer, s) for s in candidates]
-    vectors = np.asarray(await embedder.embed([*around, *sentences]), dtype=np.float32)
+    vectors = np.asarray(await embedder.embed([*around, *passage_sentences]), dtype=np.float32)
     sims = vectors[: len(around)] @ vectors[len(around):].T
     out: list[str] = []
     for k, span in enumerate(candidates):
         best = int(np.argmax(sims[k]))
-        if sims[k, best] >= _SENTENCE_MATCH and facts_disagree(around[k], sentences[best]):
+        if sims[k, best] >= _SENTENCE_MATCH and facts_disagree(around[k], passage_sentences[best]):
             out.append(span.text)
     return out
 

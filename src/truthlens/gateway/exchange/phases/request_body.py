@@ -90,13 +90,14 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
     if ungrounded.needs_skipping(route, request):  # no context, no check (the route's no_context)
         shown = ungrounded.skip(state, rt, route, decision.name, near=request.near_template)
         return mutations.refusal_response(state.api, shown.refusal) if shown.refusal else _forward(request)
-    task = read_task(request.passages, request.question).name  # what the detector will check it as
+    read = read_task(request.passages, request.question)  # what the detector will check it as
+    task = read.name
     if task == "ungroundable":  # an opinion, a translation, ...: nothing in the context can ground it
         ungrounded.skip(state, rt, route, decision.name, ungrounded.UNGROUNDABLE_REASON, task=task)
         return _forward(request)
     state.checked = CheckedRequest(
         decision=decision,
-        route=route,
+        route=route.for_task(read.shape),  # the τ in force for this task (policy/thresholds.py)
         request=request,
         include_spans=_asks(info.headers.get(route.spans_request_header.lower())),
         services=state.lease.services,

@@ -1,13 +1,14 @@
 """Request headers: remember path, method and headers, and the API the path speaks; tell Envoy
 which later phases the exchange needs (:mod:`truthlens.gateway.exchange.phase_plan`).
 
-The one change to the request: an exchange whose answer the processor reads (checked, or
-scrubbed of an upstream's verdict) asks the upstream for it uncompressed (``Accept-Encoding:
+The one change to the request: an exchange whose answer the processor may read (a route that
+checks, or one only the body decides) asks the upstream for it uncompressed (``Accept-Encoding:
 identity``, whatever the client accepts, absent included). The processor does not decode
 compressed answers: an upstream that honours the client's ``gzip, deflate`` (the ``openai`` SDK's
 default; nginx ``gzip on``, aiohttp, hosted APIs) would otherwise leave every answer unchecked.
 The cost and the choice are measured in ``bench/response_encoding.py`` (docs/operations.md).
-Exchanges no route checks keep the client's header."""
+Exchanges known at their headers to go unchecked (no decision, or detection off) keep the
+client's header: their answer streams past the processor."""
 
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ def handle(state: StreamState, msg: pb.ProcessingRequest) -> tuple[pb.Processing
     if needs.matched is not None:
         # Known now; the request body phase (when there is one) decides it again on the body.
         state.matched = needs.matched
-    identity = {ACCEPT_ENCODING: "identity"} if needs.response else None
+    identity = {ACCEPT_ENCODING: "identity"} if needs.response and not needs.unchecked else None
     reply = mutations.request_headers_reply(request_body=needs.request_body, response=needs.response,
                                             set_headers=identity)
     return reply, needs

@@ -1,6 +1,7 @@
 """Response headers: decide whether and how the body will be checked (JSON and held SSE
-buffered by Envoy, passthrough SSE STREAMED, or not at all), switch Envoy's response body mode
-accordingly, and remove every X-TruthLens-* header the upstream wrote."""
+buffered by Envoy, passthrough SSE STREAMED, or not at all: detection off lets it stream past the
+processor), switch Envoy's response body mode accordingly, and remove every X-TruthLens-* header
+the upstream wrote (and the unchecked mark of the shipped routes)."""
 
 from __future__ import annotations
 
@@ -25,14 +26,16 @@ def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> pb.Pro
     spoofed = spoofed_headers(headers)
     checked = state.checked
     if checked is None:
-        # Nothing to check (say so when the request phase could not prepare a check the route
-        # asked for); the body is still read, only to drop a verdict the upstream wrote.
+        # Nothing to check. A route that asked for a check which could not be prepared says so,
+        # and its body is still read, only to drop a verdict the upstream wrote; detection off
+        # (or no decision) lets the body stream past the processor as Envoy alone would.
         shown = state.unchecked or _bodiless(state, rt)
-        if shown is not None and shown.refusal is not None:
+        if shown is None:
+            return reply(None, spoofed, "none")
+        if shown.refusal is not None:
             return mutations.refusal_response(state.api, shown.refusal)
         scrub = _scrub_mode(state, headers)
-        return reply(shown.headers if shown is not None else None,
-                     spoofed + (_length(headers) if scrub == "streamed" else []), scrub)
+        return reply(shown.headers, spoofed + (_length(headers) if scrub == "streamed" else []), scrub)
 
     route = checked.route
     reason = _unchecked_reason(headers, msg.response_headers.end_of_stream, route.max_body_bytes)
@@ -101,10 +104,13 @@ def progressive_stream(api: Endpoint, actions: frozenset[str]) -> StreamedRespon
 
 
 def _scrub_mode(state: StreamState, headers: dict[str, str]) -> mutations.BodyMode:
-    """How the body of an answer a route matched but does not check (detection off, or the
-    check could not be prepared) reaches the processor to have an upstream-written
-    ``truthlens`` field or chunk removed: JSON buffered (within the global size limit), SSE
-    streamed; anything else (no route, errors, other types, compressed, too large) not at all."""
+    """How the body of an answer whose route checks, but whose check could not be prepared (no
+    context, a GET), reaches the processor to have an upstream-written ``truthlens`` field or
+    chunk removed: the client is told the answer is unchecked, and nothing in its body may
+    contradict that. JSON buffered (within the global size limit), SSE streamed; anything else
+    (errors, other types, compressed, too large) not at all. A detection-off route's body is
+    never read (:func:`handle`): it streams past the processor as Envoy alone forwards it, a
+    verdict the upstream wrote in it included (no header of the gateway's calls it checked)."""
     if not state.matched or _unchecked_reason(headers, False, state.config.hallucination.max_body_bytes):
         return "none"  # no route (e.g. /v1/models) or nothing readable
     if _media_type(headers) == "text/event-stream":

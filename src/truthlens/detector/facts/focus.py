@@ -1,0 +1,264 @@
+"""A short answer judged by its question's focus: the holder of the role asked for, or someone given another.
+
+"Who is the CFO?" - "It was Maria Lopez." names someone the context does name, so a look-up
+calls it supported, and the answer says nothing of its own to align with a context clause. What
+it claims is the question's focus: the role or attribute asked for ("CFO", "drummer", "which
+German football club", "who directed ...", "owned and operated by whom"). A reader looks for the
+context sentences that state that focus and reads the names there; an answer naming someone the
+context mentions only in sentences without it, while another name stands in one that has it, is
+a mix-up. :func:`off_focus_names` does the same, by rule:
+
+1. the focus is read from the question's shape: the words after "who is the" / "which" /
+   "what" (up to a stop word, at most four), the verb phrase after "who" ("Who directed"), or
+   the words before a closing "by whom?" / "where?" ("owned and operated by whom?");
+2. titles and their abbreviations are one: "CEO" = "chief executive", "Dr" = "doctor", "VP" =
+   "vice president", and any run of words whose initials the context uses ("NCPO") (table
+   :data:`TITLES`);
+3. the context is read sentence by sentence; a sentence whose subject is a pronoun ("He was best
+   known for narrating ...", "A noted engineer, he ...", "The film ...") also speaks of the names
+   of the sentence before it;
+4. each name of the context is scored by the most focus words one sentence that mentions it
+   holds, and then one clause of it that mentions it (two names in one sentence: the clause
+   ties each to its role); an answer's name (one the context mentions, the question does not) is
+   off focus when another name, sharing no word with it, scores higher with at least half of
+   the focus in its sentence, while its own clause holds less than the whole focus.
+
+A title the context writes beside a name ("Prime Minister David Cameron", "Dr Christopher Kuhar,
+executive director at the zoo") makes that name the holder: another name the context mentions,
+in no clause with that title, answering a question whose focus is that title, is off focus
+whatever the sentences share.
+
+A question offering a choice ("Who was born first, Pablo Trapero or Aleksander Ford?") is
+answered by one of its options: an answer naming neither, but a name the context mentions, is
+off focus too.
+
+What it cannot see: a focus the question words as the context never does ("stars as which
+character" over "portraying Will Traynor"), a wrong name that shares the focus sentence with the
+right one ("directed by ..., with a screenplay by ..."), and answers longer than a short one
+(their clauses are aligned by :mod:`.clauses`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from truthlens.detector.facts.names import Name, find_names, lower_case_words
+from truthlens.detector.text import STOP_WORDS, WORD, clauses, content_words, sentences, stem
+
+# Titles and the words they stand for (a generic "officer" left out: "chief executive" is the
+# CEO). The context's own initials are added per context.
+TITLES: dict[str, str] = {
+    "ceo": "chief executive", "cfo": "chief financial", "coo": "chief operating", "cto": "chief technology",
+    "cio": "chief information", "cmo": "chief marketing", "cso": "chief security", "cpo": "chief product",
+    "vp": "vice president", "svp": "senior vice president", "evp": "executive vice president",
+    "pm": "prime minister", "gm": "general manager", "mp": "member parliament", "ag": "attorney general",
+    "md": "managing director", "ed": "executive director", "da": "district attorney", "dr": "doctor",
+    "prof": "professor", "gen": "general", "sen": "senator", "rep": "representative", "gov": "governor",
+    "lt": "lieutenant", "col": "colonel", "capt": "captain", "cpt": "captain", "sgt": "sergeant",
+    "supt": "superintendent", "pres": "president", "sec": "secretary", "secy": "secretary", "adm": "admiral",
+    "maj": "major", "chairman": "chair", "chairwoman": "chair", "chairperson": "chair", "cos": "chief staff",
+    "sg": "secretary general", "ambassador": "ambassador", "amb": "ambassador", "atty": "attorney",
+    "asst": "assistant", "dir": "director", "mgr": "manager", "pr": "public relations",
+}
+_TITLE_STEMS = frozenset(stem(w) for t in TITLES.values() for w in t.split())  # a focus that is a title
+# A sentence whose subject is a pronoun or "the film" ("A noted engineer, he constructed ..."):
+# it goes on about a name of the sentence before.
+_PRONOUN_START = re.compile(r"^(?:[\w'’-]+,?\s+){0,5}?(?:he|she|it|they|his|her|its|their|this|the\s+(?:company|firm|"
+                            r"club|band|group|film|team|city|town|school|university|song|album|novel|show|series))\b",
+                            re.IGNORECASE)
+_WHO_IS = re.compile(r"^\s*(?:who|what|which)\s+(?:is|was|are|were|has\s+been|had\s+been)\s+(?:the\s+|a\s+|an\s+)?"
+                     r"(?P<focus>.+?)\s*\??\s*$", re.IGNORECASE)
+_WHICH = re.compile(r"\b(?:which|what)\s+(?:of\s+the\s+|one\s+of\s+the\s+)?(?P<focus>[^?]+)", re.IGNORECASE)
+_WHO_VERB = re.compile(r"^\s*who\s+(?P<focus>[^?]+)", re.IGNORECASE)
+_BY_WHOM = re.compile(r"(?P<focus>[^?]+?)\s+(?:by\s+whom|by\s+who|where|when)\s*\??\s*$", re.IGNORECASE)
+_CHOICE = re.compile(r"[,:]\s*(?P<a>[^,:?]+?)\s+or\s+(?P<b>[^,:?]+?)\s*\?\s*$")
+# The words of a title written right before a name (up to three, no punctuation between), or after
+# it between commas ("George Whitesides, the chief executive,").
+_TITLE_BEFORE = re.compile(r"((?:[A-Za-z]+\.?\s+){1,3})$")
+_TITLE_AFTER = re.compile(r",\s+(?:the\s+|its\s+|a\s+|an\s+)?((?:[a-z][\w-]*\s*){1,4})(?=[,.;]|\s+(?:at|of|for)\b)")
+FOCUS_WORDS = 4
+MAX_OWN_WORDS = 1  # content words of a short answer besides its names and its question's words
+_SKIP = STOP_WORDS | {"name", "called", "known", "person", "people", "one", "did", "does", "do"}
+
+
+@dataclass(frozen=True, slots=True)
+class _Sentence:
+    words: frozenset[str]  # stems of every word, names' words included, titles spelled out
+    names: tuple[frozenset[str], ...]
+    # Its clauses' words and names (:func:`truthlens.detector.text.clauses`): what ties a name to a
+    # focus word when two names share the sentence ("Composer William Grant Still and soprano
+    # Leontyne Price both have associations with the company").
+    clauses: tuple[tuple[frozenset[str], tuple[frozenset[str], ...]], ...] = ()
+    # The names of the sentence before that a pronoun subject carries over, and what the sentence
+    # says of them (all of it: its first clause alone loses "A noted engineer, he built forts,
+    # but suffered a defeat").
+    carried: tuple[frozenset[str], ...] = ()
+    carried_words: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class FocusIndex:
+    """What the focus check reads of a context, built once per context."""
+
+    sentences: tuple[_Sentence, ...]
+    lower_words: frozenset[str]
+    spelled: dict[str, frozenset[str]]  # the context's initials ("ncpo") and the stems they stand for
+    # Each name with the words written right beside it as its title: "Prime Minister David
+    # Cameron", "Dr Christopher Kuhar, executive director at the zoo" (stems, titles spelled out).
+    titled: tuple[tuple[frozenset[str], frozenset[str]], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class OffFocus:
+    """``answer[start:end]`` names someone the context gives another role than the one the question asks for."""
+
+    start: int
+    end: int
+    text: str
+
+
+def _stems(text: str, spelled: dict[str, frozenset[str]]) -> set[str]:
+    """The stems of ``text``'s words, a title or the context's initials read as the words they
+    stand for ("CFO": chief, financial; "5 PM" is a time, not a prime minister)."""
+    out: set[str] = set()
+    for m in WORD.finditer(text):
+        w = m.group(0).lower().strip("'’").removesuffix("'s").removesuffix("’s")
+        after_number = text[:m.start()].rstrip()[-1:].isdigit()
+        if w in TITLES and not after_number:
+            out |= {stem(t) for t in TITLES[w].split()}
+        elif w in spelled and m.group(0).isupper() and not after_number:
+            out |= spelled[w]
+        elif w not in _SKIP and len(w) > 1:
+            out.add(stem(w))
+    return out
+
+
+def focus_index(context: Sequence[str], spelled: dict[str, frozenset[str]]) -> FocusIndex:
+    """Each context sentence's words and names (step 3 of the module note)."""
+    lower = lower_case_words("\n".join(context))
+    out: list[_Sentence] = []
+    titled: list[tuple[frozenset[str], frozenset[str]]] = []
+    for passage in context:
+        previous: tuple[frozenset[str], ...] = ()
+        for start, end in sentences(passage):
+            text = passage[start:end]
+            found = [n for n in find_names(text, lower, skip_sentence_starts=False) if n.words]
+            names = tuple(frozenset(n.words) for n in found)
+            for n in found:
+                beside = _TITLE_BEFORE.search(text, 0, n.start)
+                after = _TITLE_AFTER.match(text, n.end)
+                before = beside.group(1).split() if beside else []
+                while before and before[0].lower().rstrip(".") in STOP_WORDS:
+                    before = before[1:]  # "directed by John Carney": no title
+                if any(w.lower().rstrip(".") in STOP_WORDS for w in before):
+                    before = before[[w.lower().rstrip(".") in STOP_WORDS for w in before].index(True) + 1:]
+                title = " ".join(before) + " " + (after.group(1) if after else "")
+                if title.strip():
+                    titled.append((frozenset(n.words), frozenset(_stems(title, spelled))))
+            lead = _PRONOUN_START.match(text)
+            words = frozenset(_stems(text, spelled))
+            parts = [(frozenset(_stems(text[a:b], spelled)),
+                      tuple(frozenset(n.words) for n in found if a <= n.start < b)) for a, b in clauses(text)]
+            carried: tuple[frozenset[str], ...] = ()
+            if lead and previous and not any(n.start < lead.end() for n in found):
+                carried = previous  # (which of them it speaks of is not read: all)
+            out.append(_Sentence(words, names, tuple(parts), carried, words if carried else frozenset()))
+            previous = names or carried or previous
+    return FocusIndex(tuple(out), lower, spelled, tuple(titled))
+
+
+def question_focus(question: str, spelled: dict[str, frozenset[str]]) -> frozenset[str]:
+    """The stems of what ``question`` asks for (steps 1 and 2), empty when its shape is not read."""
+    q = question.strip()
+    for pattern in (_WHO_IS, _BY_WHOM, _WHICH, _WHO_VERB):
+        m = pattern.search(q)
+        if m is None:
+            continue
+        picked: list[str] = []
+        # The question's own names are what it asks about, not the role it asks for ("Which movie
+        # starring Kim Roi-ha"); a title it abbreviates is the role ("Who is the ED?").
+        own = {w for n in find_names(q, frozenset(), skip_sentence_starts=True) for w in n.words} - TITLES.keys()
+        for w in WORD.findall(m.group("focus")):
+            if w.lower() in own:
+                continue
+            if w.lower() in _SKIP or w.lower() in ("who", "whom", "what", "which", "where", "when"):
+                if picked and pattern in (_WHO_IS, _WHICH):
+                    break  # (the noun phrase asked for ends; a verb phrase goes on: "stayed in lunar orbit")
+                continue
+            picked.append(w)
+        if pattern is _BY_WHOM:
+            picked = picked[-FOCUS_WORDS + 1:]
+        picked = picked[:FOCUS_WORDS]
+        if picked:
+            return frozenset(_stems(" ".join(picked), spelled))
+    return frozenset()
+
+
+def _score(index: FocusIndex, words: frozenset[str], focus: frozenset[str]) -> tuple[int, int] | None:
+    """The most focus words one sentence mentioning the name ``words`` holds, and then one clause
+    of it that mentions the name (None: no sentence mentions it)."""
+    scores = []
+    for s in index.sentences:
+        if any(words & known for known in s.names):
+            scores.append((len(focus & s.words), max((len(focus & w) for w, names in s.clauses
+                                                      if any(words & k for k in names)), default=0)))
+        elif any(words & known for known in s.carried):
+            scores.append((len(focus & s.carried_words),) * 2)
+    return max(scores) if scores else None
+
+
+def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffFocus, ...]:
+    """Names of the short ``answer`` that the context ties to another role than ``question``'s focus."""
+    if not question or not index.sentences:
+        return ()
+    lower = index.lower_words | lower_case_words(answer)
+    names = [n for n in find_names(answer, lower, skip_sentence_starts=True) if n.words]
+    asked = [frozenset(n.words) for n in find_names(question, lower_case_words(question), skip_sentence_starts=True)]
+    if not names or len(names) > 2:
+        return ()
+    # A name and little else ("It was Buzz Aldrin.", "The CFO is Maria Lopez."): what it says
+    # besides the name is the question's. A short sentence of its own is the clause check's.
+    said = content_words(answer) - {stem(w) for n in names for w in n.words} - content_words(question)
+    if len(said - {"answer"}) > MAX_OWN_WORDS:
+        return ()
+    choice = _CHOICE.search(question)
+    if choice is not None:
+        options = [frozenset(_name_words(choice.group(k))) for k in ("a", "b")]
+        if all(options) and not any(set(n.words) & o for n in names for o in options):
+            return tuple(_off(answer, n) for n in names if _score(index, frozenset(n.words), frozenset()) is not None)
+        return ()
+    focus = question_focus(question, index.spelled)
+    if not focus:
+        return ()
+    asked_words = {w for a in asked for w in a}
+    known = {k for s in index.sentences for k in (*s.names, *s.carried)}
+    # Names the context gives the focus as their title ("Prime Minister David Cameron").
+    holders = [n for n, title in index.titled if focus <= title] if focus <= _TITLE_STEMS else []
+    out = []
+    for name in names:
+        words = frozenset(name.words)
+        if words & asked_words or {stem(w) for w in words} <= focus:
+            continue  # the question's own name, or the title itself ("It is Prime Minister.")
+        mine = _score(index, words, focus)
+        if holders and not any(words & h for h in holders) and mine is not None and mine[1] < len(focus):
+            # The title is another's, and no clause gives it to this name ("Beverley Sunderland,
+            # managing director of Crosslands Solicitors": the firm shares the MD's clause).
+            out.append(_off(answer, name))
+            continue
+        if mine is None or mine[1] >= len(focus):
+            continue
+        others = [_score(index, k, focus) or (0, 0) for k in known if not k & words and not k & asked_words]
+        best = max(others, default=(0, 0))
+        if best[0] > mine[0] and best[0] >= max(1, -(-len(focus) // 2)):
+            out.append(_off(answer, name))
+    return tuple(out)
+
+
+def _name_words(text: str) -> set[str]:
+    return {w for n in find_names(text, frozenset(), skip_sentence_starts=False) for w in n.words}
+
+
+def _off(answer: str, name: Name) -> OffFocus:
+    return OffFocus(name.start, name.end, answer[name.start:name.end])
