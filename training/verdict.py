@@ -3,7 +3,11 @@
 Development data only (:mod:`training.verdict_data`): the RAGTruth odd half — its train part
 for fitting, its dev part (``(source_id // 2) % 5 == 0``) for fitting *and* choosing — and the
 HaluEval dev fold (i % 10 == 1). The evaluation folds (RAGTruth even ``source_id``, HaluEval
-i % 10 == 0) are never read here; ``python -m bench.detector_quality`` reports them.
+i % 10 == 0) are never read here; ``python -m bench.detector_quality`` reports them. With
+``--mixups N`` the fit also reads mix-ups generated from the train parts' contexts
+(:mod:`training.corpus.mixups`, weighed ``--mixup-weight`` beside a real set), and reports the
+mix-up bench's tuning sample (dev parts' contexts, never fitted on) per kind under the final
+models; the bench's held-out sample is left to ``python -m bench.mixups --split held-out``.
 
 1. Every answer is scored once by the model and the embedder (cached), then run through the
    fact check and fusion as serving does, and turned into the verdict's features.
@@ -40,12 +44,21 @@ import numpy as np
 from training.compare import OutOfFold, groups
 from training.corpus import halueval, ragtruth
 from training.evaluate import auroc
-from training.verdict_data import HUMAN_DEV_SETS, Raw, development_sets, load_or_score, signals
+from training.verdict_data import (
+    HUMAN_DEV_SETS,
+    MIXUPS_TRAIN,
+    MIXUPS_TUNING,
+    Raw,
+    development_sets,
+    load_or_score,
+    mixup_sets,
+    signals,
+)
 from truthlens.detector.backends.factory import create_detector
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.manifest import resolve_model_dir
 from truthlens.detector.prompt import SHAPES
-from truthlens.detector.spans import SpanRules
+from truthlens.detector.spans import SpanRules, score_answer
 from truthlens.detector.types import DetectorSettings
 from truthlens.detector.verdict import FEATURES, SUPPORT_FEATURES, VerdictModel, features
 
@@ -61,6 +74,17 @@ L2 = 10.0  # on standardised features; the sets are small (chosen on the dev par
 ROUTE_THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 ITEMS = 300  # HaluEval dev QA and dialogue items
 SUMMARIZATION_ITEMS = 150
+# Generated mix-ups (training.corpus.mixups) per kind, and their weight beside a real set. Chosen
+# on the dev parts (out-of-fold) and the mix-up bench's tuning sample (training/README.md): at
+# 2.0 the tuning sample's sentence-level kinds rose from 0-77% caught to 77-100% at the same
+# share of faithful rewordings flagged (at 1.0 the two name kinds stayed near 50%); RAGTruth's
+# QA and summary dev parts moved within noise, HaluEval's mean balanced accuracy 0.743 -> 0.729.
+MIXUPS = 60
+MIXUP_WEIGHT = 2.0
+# The fact check's per-check counts (a moved term, a record's field), beside the by-reason ones.
+# Left out unless asked: with the mix-ups in the fit they took weight 0 to 0.1 and changed the
+# tuning sample and the dev parts by noise only (training/README.md).
+CHECK_FEATURES = ("moved", "fields")
 
 
 def design(raws: Sequence[Raw], rules: SpanRules, names: Sequence[str], roles: bool) -> np.ndarray:
@@ -100,7 +124,7 @@ def fit(x: np.ndarray, y: np.ndarray, w: np.ndarray, names: Sequence[str]) -> Ve
 # than the one it replaces (standard mode keeps the better-scored answer). Features that share
 # what they measure with another (span_mean with peak, support_mean with support_min) are free.
 # Cost on the dev parts: mean balanced accuracy over the six sets 0.714 -> 0.707.
-RISING = ("peak", "spans", "numbers_dates", "units", "names", "roles", "relations", "novel_share")
+RISING = ("peak", "spans", "numbers_dates", "units", "names", "roles", "relations", "moved", "fields", "novel_share")
 FALLING = ("support_min",)
 
 
@@ -131,16 +155,17 @@ def log_odds(model: VerdictModel, x: np.ndarray) -> np.ndarray:
     return np.asarray(((x - model.mean) / model.scale) @ model.weights + model.bias)
 
 
-def weights(sets: Sequence[str], y: np.ndarray) -> np.ndarray:
-    """Every set weighs the same (HaluEval's :data:`HALUEVAL_WEIGHT` of that), and within a set
-    both classes do."""
+def weights(sets: Sequence[str], y: np.ndarray, mixup_weight: float = 0.0) -> np.ndarray:
+    """Every set weighs the same (HaluEval's :data:`HALUEVAL_WEIGHT` of that, the generated
+    mix-ups' ``mixup_weight``), and within a set both classes do."""
     w = np.zeros(len(y))
     labels = np.asarray(sets)
     for name in set(sets):
+        share = HALUEVAL_WEIGHT if name.startswith("halueval") else mixup_weight if name == MIXUPS_TRAIN else 1.0
         for cls in (0, 1):
             mask = (labels == name) & (y == cls)
             if mask.any():
-                w[mask] = (HALUEVAL_WEIGHT if name.startswith("halueval") else 1.0) / mask.sum()
+                w[mask] = share / mask.sum()
     return w
 
 
@@ -192,6 +217,31 @@ def report(
     return out
 
 
+def mixup_report(raws: Sequence[Raw], kinds: Sequence[str], shifted: np.ndarray, rules: SpanRules,
+                 roles: bool) -> dict[str, float]:
+    """The bench's tuning sample under the final models (never fitted on): per kind of mix-up the
+    share flagged with a span on the changed words, per faithful rewording the share flagged
+    (as ``python -m bench.mixups --split tuning`` counts them, but for the spans' explanations)."""
+    by_kind: dict[str, list[bool]] = {}
+    for raw, kind, z in zip(raws, kinds, shifted, strict=True):
+        flagged = bool(z >= 0)
+        if raw.case.hallucinated and flagged:
+            s = signals(raw, roles=roles)
+            _, spans = score_answer(s.probs, s.offsets, raw.case.item.answer, rules)
+            (start, end), = raw.case.labels
+            flagged = any(sp.start < end and start < sp.end for sp in spans)
+        by_kind.setdefault(("wrong: " if raw.case.hallucinated else "faithful: ") + kind, []).append(flagged)
+    print("the mix-up bench's tuning sample (dev parts' contexts, never fitted on), at route threshold 0.5")
+    out = {kind: round(sum(v) / len(v), 3) for kind, v in by_kind.items()}
+    for kind, v in by_kind.items():
+        print(f"  {kind:<48} {len(v):>4} {out[kind]:6.1%}")
+    wrong = [v for k, v in out.items() if k.startswith("wrong")]
+    faithful = [v for k, v in out.items() if k.startswith("faithful")]
+    print(f"  lowest recall {min(wrong):.1%}, mean {np.mean(wrong):.1%}; most faithful flagged "
+          f"{max(faithful):.1%}, mean {np.mean(faithful):.1%}\n")
+    return out
+
+
 def _digest(raw: Raw) -> str:
     item = raw.case.item
     return hashlib.sha1("\x00".join([*item.context, item.question or "", item.answer]).encode()).hexdigest()[:16]
@@ -210,6 +260,10 @@ def _command(args: argparse.Namespace) -> str:
         parts += ["--human-dev", args.human_dev.as_posix()]
     if args.support:
         parts.append("--support")
+    if args.check_features:
+        parts.append("--check-features")
+    if args.mixups != MIXUPS or args.mixup_weight != MIXUP_WEIGHT:
+        parts += ["--mixups", str(args.mixups), "--mixup-weight", f"{args.mixup_weight:g}"]
     return " ".join([*parts, "--write"])
 
 
@@ -228,6 +282,14 @@ def main(argv: list[str] | None = None) -> int:
                              "on its human-labelled sets' dev parts")
     parser.add_argument("--support", action="store_true",
                         help="also fit the embedder's support features (serving then runs the embedder pass)")
+    parser.add_argument("--mixups", type=int, default=MIXUPS, metavar="N",
+                        help="fit on N generated mix-ups and N faithful twins of each kind from the train parts' "
+                             "contexts (training.corpus.mixups) and report the bench's tuning sample (0: neither)")
+    parser.add_argument("--mixup-weight", type=float, default=MIXUP_WEIGHT,
+                        help="the generated mix-ups' weight in the fit beside a real set's 1.0")
+    parser.add_argument("--check-features", action="store_true",
+                        help="also fit the moved-term and record-field counts (facts.Finding.check) as features of "
+                             "their own; left out by default: on the dev parts they added nothing beside the mix-ups")
     parser.add_argument("--write", action="store_true", help="store the verdict in the model's manifest.json")
     parser.add_argument("--save-oof", type=Path, default=None,
                         help="store the dev answers' out-of-fold scores here (.npz) for python -m training.compare")
@@ -237,6 +299,10 @@ def main(argv: list[str] | None = None) -> int:
 
     sets = development_sets(halueval.fetch(args.halueval), args.ragtruth, args.items, args.summarization_items,
                             args.human_dev)
+    tuning_kinds: list[str] = []
+    if args.mixups:
+        generated, tuning_kinds = mixup_sets(args.ragtruth, halueval.fetch(args.halueval), args.mixups)
+        sets.update(generated)
     engine = create_detector(DetectorSettings(model_dir=args.model, provider="cpu"))
     assert isinstance(engine, DetectorEngine), "the verdict is fitted on in-process token scores (backend: onnx)"
     raw = load_or_score(engine, sets, with_support=args.support)
@@ -245,12 +311,14 @@ def main(argv: list[str] | None = None) -> int:
     labels = np.array([name for name, _ in answers])
     # Without --support the models leave the embedder's features out: on the dev parts they
     # added nothing (training/README.md) and serving would pay an embedder pass per answer.
-    names = [n for n in FEATURES if args.support or n not in SUPPORT_FEATURES]
+    names = [n for n in FEATURES if (args.support or n not in SUPPORT_FEATURES)
+             and (args.check_features or n not in CHECK_FEATURES)]
     x = design([r for _, r in answers], rules, names, engine.role_checks)
     y = np.array([float(r.case.hallucinated) for _, r in answers])
-    w = weights(list(labels), y)
-    is_dev = np.array([not name.endswith("(train)") for name in labels])
-    fitting = np.ones(len(y), dtype=bool) if not args.no_train_part else is_dev
+    w = weights(list(labels), y, args.mixup_weight)
+    is_tuning = labels == MIXUPS_TUNING  # reported under the final models, never fitted or chosen on
+    is_dev = np.array([not name.endswith("(train)") for name in labels]) & ~is_tuning
+    fitting = (np.ones(len(y), dtype=bool) if not args.no_train_part else is_dev) & ~is_tuning
     for name in args.report_only:  # scored and reported out-of-fold, never fitted on
         fitting &= ~np.char.startswith(labels.astype(str), name)
     groups = np.array([group_of(r) for _, r in answers])
@@ -274,6 +342,7 @@ def main(argv: list[str] | None = None) -> int:
         shifted[dev] -= cut
         final = fit_signed(x[mine & fitting], y[mine & fitting], w[mine & fitting], names)
         models[shape] = VerdictModel(final.names, final.mean, final.scale, final.weights, final.bias, cut)
+        shifted[mine & is_tuning] = log_odds(final, x[mine & is_tuning]) - cut
         print(f"{shape}: fitted on {int((mine & fitting).sum())} answers, chosen on {int(dev.sum())} "
               f"(operating point at log-odds {cut:.3f})")
         print("  weights (standardised): " + ", ".join(
@@ -288,6 +357,8 @@ def main(argv: list[str] | None = None) -> int:
         OutOfFold(labels[is_dev], y[is_dev] == 1, shifted[is_dev], np.array([_digest(r) for r in dev_answers])).save(
             args.save_oof)
         print(f"out-of-fold scores -> {args.save_oof}\n")
+    mixups = mixup_report([r for (_, r), t in zip(answers, is_tuning, strict=True) if t], tuning_kinds,
+                          shifted[is_tuning], rules, engine.role_checks) if tuning_kinds else {}
     print("route threshold -> faithful answers flagged / recall (dev parts, out-of-fold)")
     trade: dict[str, dict[str, float]] = {}
     for t in ROUTE_THRESHOLDS:
@@ -313,9 +384,12 @@ def main(argv: list[str] | None = None) -> int:
             "data": f"fit: RAGTruth odd source_id ({'dev part' if args.no_train_part else 'train and dev parts'}) "
                     "+ HaluEval dev fold (i % 10 == 1)"
                     + (f" + the dev parts of {', '.join(HUMAN_DEV_SETS)}" if args.human_dev else "")
+                    + (f" + {args.mixups} generated mix-ups and faithful twins per kind from the train parts' "
+                       f"contexts (weight {args.mixup_weight:g})" if args.mixups else "")
                     + "; chosen on the dev parts' out-of-fold predictions",
             "command": _command(args),
             "at_choice": at_choice,
+            **({"mixups_tuning": mixups} if mixups else {}),
             "route_thresholds": trade,
         }
         path.write_text(json.dumps(manifest, indent=2) + "\n")

@@ -13,7 +13,11 @@ Sets (development data only; the evaluation folds are never read here):
 - HaluEval dev fold (i % 10 == 1): QA, summarization, dialogue (right and hallucinated answer),
   and the QA items' faithful twins (the hallucinated sentence with the right answer put in);
 - with a training mix given (``--human-dev``): the dev parts of the human-labelled sets it wrote
-  (``dev_<set>.jsonl``: Quintd-1 data-to-text, XSum summaries), split by source document.
+  (``dev_<set>.jsonl``: Quintd-1 data-to-text, XSum summaries), split by source document;
+- with ``mixups`` (``--mixups N``): in-context mix-ups and their faithful twins written by rule
+  from the **train parts'** contexts (:mod:`training.corpus.mixups`, fitted on like a train
+  part), and the bench's tuning sample (:mod:`bench.mixups` ``--split tuning``, from the dev
+  parts' contexts: reported, never fitted on). The bench's held-out sample is never read here.
 """
 
 from __future__ import annotations
@@ -70,6 +74,22 @@ def human_dev_cases(mix: Path, name: str) -> list[Case]:
              tuple((span.start, span.end) for span in ex.labels))
         for ex in read_jsonl(path)
     ]
+
+
+MIXUPS_TRAIN = "mixups (train)"
+MIXUPS_TUNING = "mixups (tuning)"
+
+
+def mixup_sets(rag_root: Path, hal_root: Path, per_kind: int) -> tuple[dict[str, list[Case]], list[str]]:
+    """The generated mix-up sets (``per_kind`` answers of each kind, the tuning sample half as
+    many) and the kind of each tuning answer, in order."""
+    from bench.mixups import generate as bench_sample
+    from training.corpus import mixups
+
+    tuning = bench_sample("tuning", max(1, per_kind // 2), rag_root, hal_root)
+    sets = {MIXUPS_TRAIN: mixups.as_scored(mixups.generate(per_kind, mixups.SEED, rag_root, hal_root)),
+            MIXUPS_TUNING: mixups.as_scored(tuning)}
+    return sets, [c.kind for c in tuning]
 
 
 def development_sets(

@@ -45,6 +45,28 @@ def test_features_count_findings_by_kind_and_measure_the_flagged_tokens() -> Non
     assert known["novel_share"] == pytest.approx(2 / 3)
 
 
+def test_moved_terms_and_record_fields_count_on_their_own_too() -> None:
+    # A name moved from another clause and a record's yes/no field stated the other way round
+    # count under their generic reasons and again under their own features.
+    from truthlens.detector.facts import check_facts
+
+    context = ["Anna Berg founded the firm with Clara Engel in 1990. Hugo Dahl joined it in 2001 as an engineer."]
+    answer = "Anna Berg founded the firm with Hugo Dahl in 1990."
+    found = check_facts(answer, context).findings
+    assert [(f.text, f.reason, f.check) for f in found] == [("Hugo Dahl", "misattributed_entity", "clause")], found
+    offsets = np.array([[0, 4], [5, 9], [10, 17], [18, 21], [22, 26], [27, 31], [32, 36], [37, 41], [42, 44],
+                        [45, 49], [49, 50]])
+    probs = np.full(len(offsets), 0.1, dtype=np.float32)
+    got = features(Signals(probs, offsets, found, answer, "passages", None), RULES)
+    assert (got["moved"], got["roles"], got["fields"]) == (math.log1p(1), math.log1p(1), 0.0)
+    record = ('{"name": "Cafe Lune", "RestaurantsDelivery": false}',)
+    said = "Cafe Lune offers delivery."
+    fields = check_facts(said, record, "Tell me whether they deliver.").findings
+    got = features(Signals(probs, offsets, fields, said, "record", None), RULES)
+    assert [f.check for f in fields] == ["record"]
+    assert (got["fields"], got["relations"], got["moved"]) == (math.log1p(1), math.log1p(1), 0.0)
+
+
 def _model(**overrides: object) -> dict[str, object]:
     """One shape's model: all-zero weights unless overridden."""
     n = len(FEATURES)

@@ -6,7 +6,10 @@ length and flags most long faithful summaries. The verdict instead weighs, per a
 
 - the fused token probabilities: the highest, the best span's mean, the share of answer
   tokens over the token threshold, and the noisy-OR score the spans give;
-- the fact check's findings by kind (numbers and dates, units, names, names in another role);
+- the fact check's findings by kind (numbers and dates, units, names, names in another role,
+  relations stated the other way round), and besides the terms the answer moved from the
+  context clause it restates and a record's yes/no fields stated the other way round
+  (:attr:`truthlens.detector.facts.Finding.check`: weighed on their own);
 - how well the answer's *weakest* sentence is supported: the cosine between each answer
   sentence and its best context sentence under the shipped sentence embedder (the one the
   grounded planner already loads), whose minimum and mean over the sentences are features
@@ -63,6 +66,8 @@ FEATURES: tuple[str, ...] = (
     "names",
     "roles",
     "relations",
+    "moved",
+    "fields",
     "support_min",
     "support_mean",
     "novel_share",
@@ -154,6 +159,10 @@ def features(s: Signals, rules: SpanRules) -> dict[str, float]:
     n = len(probs)
     noisy_or, spans = score_answer(s.probs, s.offsets, s.answer, replace(rules, aggregation="noisy_or"))
     span_mean, _ = score_answer(s.probs, s.offsets, s.answer, replace(rules, aggregation="span_mean"))
+    # Every finding counts under its reason; the clause check's (a term moved from the clause
+    # the answer restates) and the record check's count again under their own features, so a fit
+    # can weigh them apart from the generic reasons they share with the other checks (a model
+    # fitted before they existed reads the same values it was fitted on).
     kinds = [f.reason for f in s.findings]
     peak = float(probs.max()) if n else 0.0
     support = s.support if s.support is not None else (math.nan, math.nan)
@@ -170,6 +179,8 @@ def features(s: Signals, rules: SpanRules) -> dict[str, float]:
         "names": math.log1p(sum(k == "unsupported_entity" for k in kinds)),
         "roles": math.log1p(sum(k == "misattributed_entity" for k in kinds)),
         "relations": math.log1p(sum(k == "contradicted_relation" for k in kinds)),
+        "moved": math.log1p(sum(f.check == "clause" for f in s.findings)),
+        "fields": math.log1p(sum(f.check == "record" for f in s.findings)),
         "support_min": support[0],
         "support_mean": support[1],
         "novel_share": novel_share,

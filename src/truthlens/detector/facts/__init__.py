@@ -46,7 +46,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from truthlens.detector.facts.claims import Claim
 from truthlens.detector.facts.clauses import ContextClauses, context_clauses, moved_terms
@@ -60,7 +60,18 @@ from truthlens.detector.types import FactReason
 
 T = TypeVar("T")
 
-__all__ = ["Finding", "FactCheck", "check_facts", "relation_findings", "role_findings", "unsupported_facts"]
+__all__ = [
+    "Finding", "FindingCheck", "FactCheck", "check_facts", "relation_findings", "role_findings", "unsupported_facts",
+]
+
+
+# Which check found a fact: the look-up of values the context never states, names in another
+# role (:mod:`.roles`), reversed comparisons and flipped negations (:mod:`.relations`), terms moved
+# from the context clause the answer restates (:mod:`.clauses`), a record's yes/no fields
+# (:mod:`.records`). The reason says what is wrong, the check how it was found: the learned verdict
+# weighs each check's findings on its own (a moved term is evidence of another strength than a
+# name the context never mentions, whatever the reason both carry).
+FindingCheck = Literal["lookup", "role", "relation", "clause", "record"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +82,7 @@ class Finding:
     end: int
     text: str
     reason: FactReason
+    check: FindingCheck = "lookup"
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +166,7 @@ def _role_findings(
 ) -> list[Finding]:
     flagged = [(f.start, f.end) for f in found]
     return [
-        Finding(m.start, m.end, m.text, "misattributed_entity")
+        Finding(m.start, m.end, m.text, "misattributed_entity", "role")
         for m in misattributed_names(answer, sentences, question)
         if not _inside(m.start, m.end, flagged)
     ]
@@ -167,7 +179,7 @@ def relation_findings(
     finding already in ``found`` (one wrong fact is one finding)."""
     index = _of_context(context, _relations, context_relations)
     return [
-        Finding(c.start, c.end, c.text, "contradicted_relation")
+        Finding(c.start, c.end, c.text, "contradicted_relation", "relation")
         for c in contradicted_relations(answer, index, question)
         if _apart(c.start, c.end, found)
     ]
@@ -186,7 +198,7 @@ def clause_findings(
     overlapping a finding already in ``found``."""
     index = _of_context(context, _clauses, context_clauses)
     return [
-        Finding(m.start, m.end, m.text, _MOVED_REASONS[m.kind])
+        Finding(m.start, m.end, m.text, _MOVED_REASONS[m.kind], "clause")
         for m in moved_terms(answer, index, question)
         if _apart(m.start, m.end, found)
     ]
@@ -198,7 +210,7 @@ def record_findings(
     """Yes/no fields of a JSON record the answer states the other way round (:mod:`.records`)."""
     fields = _of_context(context, _fields, record_fields)
     return [
-        Finding(c.start, c.end, c.text, "contradicted_relation")
+        Finding(c.start, c.end, c.text, "contradicted_relation", "record")
         for c in contradicted_fields(answer, fields, question)
         if _apart(c.start, c.end, found)
     ]
