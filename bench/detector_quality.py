@@ -56,6 +56,7 @@ from bench.quality_tables import print_table, settings_for
 from training.corpus import halueval, long_context, ragtruth
 from training.scoring import Case, Decision, Metrics, Scored, halueval_cases, metrics, ragtruth_cases, score_cases
 from truthlens.detector.backends.factory import create_detector
+from truthlens.detector.calibration.probability import DEFAULT_THRESHOLD
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.types import DetectionInput, DetectorSettings
 
@@ -157,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--summarization-items", type=int, default=150, help="HaluEval summarization items (x2)")
     parser.add_argument("--ragtruth-items", type=int, default=None,
                         help="only the first N RAGTruth answers per task (a quick look; the table's figures use all)")
-    parser.add_argument("--threshold", type=float, default=0.5, help="response score threshold (the routes' default)")
+    parser.add_argument("--threshold", type=float, default=None,
+                        help="response score threshold (default: each build's own routes' default)")
     parser.add_argument("--shipped-only", action="store_true", help="leave the previous model out (half the time)")
     parser.add_argument("--model", type=Path, nargs="*", default=[],
                         help="also these model directories (an ensemble, an optional model package), their defaults")
@@ -177,6 +179,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="wording table: the shipped reading, or the shape from the context alone "
                              "(questions as sent to the model)")
     args = parser.parse_args(argv)
+    explicit_threshold = args.threshold
+    args.threshold = DEFAULT_THRESHOLD if args.threshold is None else args.threshold
+    args.explicit_threshold = explicit_threshold
     if not ragtruth.available(args.ragtruth):
         parser.error(f"RAGTruth files not in {args.ragtruth}: python -m training.corpus.ragtruth --faithjudge DIR")
     if args.wordings:
@@ -237,8 +242,9 @@ def beside_commit(commit: str, args: argparse.Namespace) -> dict[str, tuple[dict
     """The shipped defaults of the build at ``commit`` on the same answers: its own bench, model and
     code run in a child process (:mod:`bench.other_build`), its rows read back from the tables it prints."""
     command = ["--shipped-only", "--ragtruth", str(args.ragtruth.resolve()), "--halueval", str(args.halueval.resolve()),
-               "--items", str(args.items), "--summarization-items", str(args.summarization_items),
-               "--threshold", str(args.threshold)]
+               "--items", str(args.items), "--summarization-items", str(args.summarization_items)]
+    if args.explicit_threshold is not None:  # else the other build judges at its own routes' default
+        command += ["--threshold", str(args.explicit_threshold)]
     if args.ragtruth_items is not None:  # (a build older than this option refuses it, saying so)
         command += ["--ragtruth-items", str(args.ragtruth_items)]
     out = other_build.output_at(commit, ("src", "bench", "training"), "bench.detector_quality", command)

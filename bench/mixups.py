@@ -18,7 +18,7 @@ held-out`` (seed 2) is only reported.
 Per kind: a wrong answer counts as caught when the answer is flagged with a span on the changed
 words (``on the words``) — ``flagged`` says how many were flagged anywhere; a faithful one
 counts when it is flagged at all. ``--check facts`` runs the fact check alone (no model),
-``--check detector`` (default) the shipped defaults, threshold 0.5, as ``truthlens detect``
+``--check detector`` (default) the shipped defaults at the routes' default threshold, as ``truthlens detect``
 does. ``--beside COMMIT`` adds another build's figures, its code run in a child process on the
 same generated cases (:mod:`bench.other_build`).
 
@@ -55,6 +55,7 @@ from bench.mixup_rules import (
     yes_no,
 )
 from training.corpus import halueval, ragtruth
+from truthlens.detector.calibration.probability import DEFAULT_THRESHOLD
 
 SPLITS = {"tuning": (0, 1), "held-out": (1, 2)}  # split: (context hash half, seed)
 
@@ -170,7 +171,7 @@ async def judge_detector(cases: Sequence[Case]) -> list[tuple[bool, bool]]:
 
     async def one(c: Case) -> tuple[bool, bool]:
         async with gate:
-            d = await engine.detect(DetectionInput(list(c.context), c.question, c.answer), threshold=0.5)
+            d = await engine.detect(DetectionInput(list(c.context), c.question, c.answer), threshold=DEFAULT_THRESHOLD)
         flagged = d.status == "detected"
         return flagged, flagged and any(s.start < c.end and c.start < s.end for s in d.spans)
 
@@ -232,7 +233,8 @@ def main(argv: list[str] | None = None) -> int:
                 builds[commit] = {line.split("\t", 1)[0]: line.split("\t", 1)[1]
                                   for line in out.splitlines() if line.count("\t") == 4}
     print(f"Mix-ups generated from the dev parts' contexts (RAGTruth odd source_id dev part, HaluEval QA dev "
-          f"fold), split {args.split!r} (seed {SPLITS[args.split][1]}), check: {args.check}, threshold 0.5")
+          f"fold), split {args.split!r} (seed {SPLITS[args.split][1]}), check: {args.check}, "
+          f"threshold {DEFAULT_THRESHOLD:g}")
     print("wrong: caught on the changed words (flagged anywhere); faithful: flagged")
     width = max(map(len, builds["this build"]))
     print(f"{'kind':<{width}}  {'':8} {'n':>4}  " + "  ".join(f"{b:>22}" for b in builds))

@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
+from truthlens.detector.calibration.probability import DEFAULT_THRESHOLD
 from truthlens.detector.types import (
     AGGREGATIONS,
     CHUNK_AGGREGATIONS,
@@ -43,7 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="truthlens detect", description=__doc__.splitlines()[0])
     parser.add_argument("--input", required=True, help="JSONL file, or - for stdin")
     parser.add_argument("--model", default=None, help="detector model directory (default: the shipped model)")
-    parser.add_argument("--threshold", type=float, default=0.5, help="score at or above which an answer is detected")
+    parser.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
+                        help=f"score at or above which an answer is detected "
+                             f"(the routes' default, {DEFAULT_THRESHOLD:g})")
     parser.add_argument(
         "--token-threshold",
         type=float,

@@ -27,17 +27,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from truthlens.detector.calibration.probability import DEFAULT_THRESHOLD
 from truthlens.detector.calibration.probability import task_priors as manifest_priors
 from truthlens.detector.manifest import resolve_model_dir
 from truthlens.detector.types import DetectorSettings
 from truthlens.options import ConfigError, Section
 
 DEFAULT_PRIOR = 0.1  # the share of answers with a hallucination the proposal's table assumes
-# The routes' default: a risk (a miss cost of 7/3 against a false alarm, τ = 1/(1+7/3)), chosen on
-# the dev parts by python -m training.calibrate_tasks: the highest route threshold within 0.005 of
-# the best mean balanced accuracy over RAGTruth's three dev tasks and HaluEval's three dev sets
-# (0.711 at 0.3, best 0.713 at 0.25, 0.684 at 0.5; docs/policy.md).
-DEFAULT_THRESHOLD = 0.3
 BALANCED = 0.5  # π_t of a score calibrated on balanced classes (a detector without task priors)
 # How a task shape is named to the client (x-truthlens-task), for check-config's lines.
 TASK_NAMES = {"passages": "question", "article": "summary", "record": "record"}
