@@ -50,14 +50,6 @@ EIFFEL = (
     "to the World's Fair.",
 )
 
-# The routes' default threshold (a risk on the calibrated score, chosen on the dev parts:
-# docs/policy.md). This faithful answer scores 0.255 there, just over 0.25 (the seven short wrong
-# QA answers that scored 0.44-0.50 under 0.5 are flagged at it). Not strict: the verdict and the
-# map are refitted.
-OVER_DEFAULT = pytest.mark.xfail(
-    strict=False,
-    reason="known gap: calibrated score 0.255 at or above the routes' default threshold 0.25 (docs/detector.md)",
-)
 ALDRIN_GAP = pytest.mark.xfail(
     strict=True,
     reason="known gap (README, Known limitations): the shipped model scores this faithful paraphrase of "
@@ -111,7 +103,7 @@ FAITHFUL = [
     (PLANETS, LARGER, "Jupiter is larger."),
     (PLANETS, "How does Saturn compare?", "Saturn is smaller than Jupiter but larger than Uranus."),
     (LABEL, CHILDREN, "No, the drug is not approved for use in children under 12."),
-    pytest.param(LABEL, CHILDREN, "No, it is not approved for children under 12.", marks=OVER_DEFAULT),
+    (LABEL, CHILDREN, "No, it is not approved for children under 12."),
     (LABEL, CHILDREN, "No. It is not approved for children under 12."),
     (AMAZON, "How long is the Amazon?", "The Amazon is the second-longest river in the world."),
     (AMAZON, "How long is the Amazon?", "It is the world's second-longest river."),

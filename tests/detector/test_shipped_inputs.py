@@ -26,10 +26,10 @@ def _shifted(log_odds: float) -> float:
 
 
 WELL_OVER, WELL_UNDER = _shifted(0.4), _shifted(-0.6)
-# At the default 0.25 these grounded answers are clean but closer than the margin (0.15): the
-# lower default brings them near it. Not strict: a refit moves them.
-NEAR = pytest.mark.xfail(strict=False, reason="clean at the routes' default 0.25 but within the margin: "
-                                              "PAVILION_JUDGED scores 0.19, APOLLO_FIXED 0.16 (docs/detector.md)")
+# At the routes' default (0.3) this grounded answer is clean but closer than the margin (0.19):
+# the calibrated score's lower default brings it near. Not strict: a refit moves it.
+NEAR = pytest.mark.xfail(strict=False, reason="clean at the routes' default 0.3 but within the margin: "
+                                              "PAVILION_JUDGED scores 0.199 (docs/detector.md)")
 
 HALLUCINATED = [
     (si.CONTEXT, si.QUESTION, si.HALLUCINATED, si.WRONG_FACTS),
@@ -40,7 +40,7 @@ HALLUCINATED = [
 GROUNDED = [
     (si.CONTEXT, si.QUESTION, si.GROUNDED),
     pytest.param(si.PAVILION_CONTEXT, si.PAVILION_QUESTION, si.PAVILION_JUDGED, marks=NEAR),
-    pytest.param(si.APOLLO_CONTEXT, si.APOLLO_QUESTION, si.APOLLO_FIXED, marks=NEAR),
+    (si.APOLLO_CONTEXT, si.APOLLO_QUESTION, si.APOLLO_FIXED),
 ]
 
 
