@@ -15,6 +15,8 @@ from harness import RawResponse, Stack, chat_body, decision, parse_sse
 from shipped_inputs import CONTEXT, GROUNDED, HALLUCINATED, WRONG_FACTS
 from shipped_inputs import QUESTION as EIFFEL_QUESTION
 
+from truthlens.gateway.policy.thresholds import DEFAULT_THRESHOLD
+
 pytestmark = pytest.mark.envoy
 
 PATH = "/v1/chat/completions"
@@ -103,7 +105,7 @@ def test_no_context_check_checks_anyway(gateway: Stack) -> None:
     assert resp.headers["x-truthlens-reason"] == "unsupported_number"
     (span,) = resp.json()["truthlens"]["choices"][0]["spans"]
     assert (span["text"], span["reason"]) == ("4", "unsupported_number")
-    assert float(resp.headers["x-truthlens-score"]) >= 0.5
+    assert float(resp.headers["x-truthlens-score"]) >= DEFAULT_THRESHOLD  # the route's threshold: the default
 
 
 def with_tool_output(question: str, output: str | None) -> dict[str, Any]:
