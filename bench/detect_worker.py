@@ -3,7 +3,7 @@
 Reads one JSON request per line on stdin and writes one JSON line per request on stdout:
 
 - ``{"items": [{"context": [...], "question": ..., "answer": ...}, ...]}``: each item's whole
-  check (``detect`` at threshold 0.5, one caller), answered with ``{"checks": [{"ms", "status",
+  check (``detect`` at the build's routes' default threshold, one caller), answered with ``{"checks": [{"ms", "status",
   "score", "rows", "spans"}, ...]}``;
 - ``{"throughput": [items], "concurrency": N}``: the items checked by N asyncio callers,
   answered with ``{"checks_per_s": ...}``.
@@ -32,6 +32,11 @@ from typing import Any
 
 from truthlens.detector.backends.factory import create_detector
 from truthlens.detector.types import DetectionInput, DetectorSettings
+
+try:  # the build's routes' default; builds before the calibrated score flagged at 0.5
+    from truthlens.detector.calibration.probability import DEFAULT_THRESHOLD
+except ImportError:  # pragma: no cover - an older build's tree
+    DEFAULT_THRESHOLD = 0.5
 
 
 class ChildDetector:
@@ -105,7 +110,7 @@ async def serve(model: str | None) -> None:
             checks = []
             for doc in request["items"]:
                 started = time.perf_counter()
-                found = await detector.detect(_item(doc), threshold=0.5)
+                found = await detector.detect(_item(doc), threshold=DEFAULT_THRESHOLD)
                 checks.append({
                     "ms": (time.perf_counter() - started) * 1000, "status": found.status, "score": found.score,
                     "rows": found.chunks, "spans": [[s.start, s.end] for s in found.spans],

@@ -62,6 +62,7 @@ from bench.detect_worker import ChildDetector, child_at
 from training.corpus import halueval, ragtruth
 from truthlens.detector.backends.factory import create_detector
 from truthlens.detector.backends.onnx import usable_cores
+from truthlens.detector.calibration.probability import DEFAULT_THRESHOLD
 from truthlens.detector.encoding import TextEncoder
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.manifest import load_manifest
@@ -449,9 +450,11 @@ async def beside_builds(
     ``--onnx-int8-model`` names it) against each other build's shipped defaults, per item."""
     if not theirs:
         return
-    checks = [await ours.detect(i, threshold=0.5) for i in items]
+    # Each build judges at its own routes' default (another build's child prints its verdicts so).
+    checks = [await ours.detect(i, threshold=DEFAULT_THRESHOLD) for i in items]
     print()
-    print(f"{'this build vs another (whole check, threshold 0.5)':<52} {'verdict agree':>14} {'+ same spans':>13} "
+    print(f"{f'this build vs another (shipped defaults: {DEFAULT_THRESHOLD:g} here)':<52} {'verdict agree':>14} "
+          f"{'+ same spans':>13} "
           f"{'rows':>11} {'flagged':>9}")
     for name, other in theirs.items():
         same = [(a.status == b["status"], a.status == b["status"] and [(s.start, s.end) for s in a.spans]
