@@ -179,9 +179,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="wording table: the shipped reading, or the shape from the context alone "
                              "(questions as sent to the model)")
     args = parser.parse_args(argv)
-    explicit_threshold = args.threshold
+    args.explicit_threshold = args.threshold  # None: another build (--beside) judges at its own default
     args.threshold = DEFAULT_THRESHOLD if args.threshold is None else args.threshold
-    args.explicit_threshold = explicit_threshold
     if not ragtruth.available(args.ragtruth):
         parser.error(f"RAGTruth files not in {args.ragtruth}: python -m training.corpus.ragtruth --faithjudge DIR")
     if args.wordings:
@@ -243,7 +242,7 @@ def beside_commit(commit: str, args: argparse.Namespace) -> dict[str, tuple[dict
     code run in a child process (:mod:`bench.other_build`), its rows read back from the tables it prints."""
     command = ["--shipped-only", "--ragtruth", str(args.ragtruth.resolve()), "--halueval", str(args.halueval.resolve()),
                "--items", str(args.items), "--summarization-items", str(args.summarization_items)]
-    if args.explicit_threshold is not None:  # else the other build judges at its own routes' default
+    if args.explicit_threshold is not None:
         command += ["--threshold", str(args.explicit_threshold)]
     if args.ragtruth_items is not None:  # (a build older than this option refuses it, saying so)
         command += ["--ragtruth-items", str(args.ragtruth_items)]
