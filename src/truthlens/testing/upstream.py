@@ -66,7 +66,7 @@ from truthlens.testing.script import (
     verdict_reply,
 )
 from truthlens.testing.span_judge import asks_for_spans, judge
-from truthlens.testing.wire import error_response, failure, send, write_events
+from truthlens.testing.wire import chat_problem, error_response, failure, request_body, send, write_events
 
 log = logging.getLogger(__name__)
 
@@ -278,12 +278,9 @@ class ScriptedUpstream:
         return key, rule, failure(rule.reply) if rule.reply.status >= 400 else None
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
-        try:
-            body = await request.json()
-            if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-                raise ValueError("body must be an object with a messages list")
-        except ValueError as exc:
-            return error_response(400, f"invalid request: {exc}", "invalid_request_error")
+        body = await request_body(request, chat_problem)
+        if isinstance(body, web.StreamResponse):
+            return body
         model = str(body.get("model", ""))
         messages = [m for m in body["messages"] if isinstance(m, Mapping)]
         key, rule, failure = await self._take(request, body, model, messages, "messages")
@@ -331,13 +328,9 @@ class ScriptedUpstream:
         """``POST /v1/responses``: the Responses API, JSON or SSE (``stream: true``), from the same
         rules as chat (they match on the input read as messages, ``instructions`` as the system
         message); one ``message`` output item, ``finish_reason: length`` makes it incomplete."""
-        try:
-            body = await request.json()
-            problem = responses_upstream.input_problem(body)
-            if problem is not None:
-                raise ValueError(problem)
-        except ValueError as exc:
-            return error_response(400, f"invalid request: {exc}", "invalid_request_error")
+        body = await request_body(request, responses_upstream.input_problem)
+        if isinstance(body, web.StreamResponse):
+            return body
         model = str(body.get("model", ""))
         messages = responses_upstream.input_messages(body)
         key, rule, failure = await self._take(request, body, model, messages, "input")
@@ -372,13 +365,9 @@ class ScriptedUpstream:
     async def _completions(self, request: web.Request) -> web.StreamResponse:
         """``POST /v1/completions``: the legacy API, JSON or SSE, from the same rules as chat
         (they match on the prompt read as a user message); ``n`` answers per call."""
-        try:
-            body = await request.json()
-            problem = completions_upstream.prompt_problem(body)
-            if problem is not None:
-                raise ValueError(problem)
-        except ValueError as exc:
-            return error_response(400, f"invalid request: {exc}", "invalid_request_error")
+        body = await request_body(request, completions_upstream.prompt_problem)
+        if isinstance(body, web.StreamResponse):
+            return body
         model, messages = str(body.get("model", "")), completions_upstream.prompt_messages(body)
         key, rule, failure = await self._take(request, body, model, messages, "prompt")
         if failure is not None:

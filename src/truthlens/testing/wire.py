@@ -1,7 +1,7 @@
 """How a scripted reply goes on the wire, faults included: a JSON body (gzip, always or as the
 request's Accept-Encoding allows; chunked, or cut off half-way with the whole length announced),
 an SSE body event by event (gzip flushed per event, delays between events, a connection dropped
-after N events), and OpenAI-shaped error bodies.
+after N events), and OpenAI-shaped error bodies (a request body that is not one: 400).
 What the reply says: :mod:`truthlens.testing.script`; the server: :mod:`truthlens.testing.upstream`."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import zlib
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -108,3 +109,23 @@ def error_payload(status: int, message: str = "scripted failure", type_: str = "
 
 def error_response(status: int, message: str, type_: str) -> web.Response:
     return web.json_response(error_payload(status, message, type_), status=status)
+
+
+async def request_body(request: web.Request, problem_of: Callable[[Any], str | None]) -> Any:
+    """An API request's JSON body, or the 400 an OpenAI-compatible server answers when it is not
+    JSON or ``problem_of`` names what is wrong with it."""
+    try:
+        body = await request.json()
+    except ValueError as exc:
+        return error_response(400, f"invalid request: {exc}", "invalid_request_error")
+    problem = problem_of(body)
+    if problem is not None:
+        return error_response(400, f"invalid request: {problem}", "invalid_request_error")
+    return body
+
+
+def chat_problem(body: Any) -> str | None:
+    """What is wrong with a chat completions body for the scripted server (None: nothing)."""
+    if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+        return "body must be an object with a messages list"
+    return None
