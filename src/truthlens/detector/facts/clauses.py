@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from truthlens.detector.facts.focus import FocusIndex, focus_index, off_focus_names
-from truthlens.detector.facts.names import find_names, lower_case_words
+from truthlens.detector.facts.names import find_names, lower_case_words, place, same_entity, same_place
 from truthlens.detector.facts.roles import is_short_answer
 from truthlens.detector.text import STOP_WORDS, clauses, content_words, stem, words
 
@@ -173,6 +173,23 @@ def _lacks(answer_terms: Sequence[_Term], answer_words: frozenset[str], theirs: 
     return not any(t.key == theirs.key for t in answer_terms)
 
 
+def _written_otherwise(mine: _Clause, term: str, theirs: str) -> bool:
+    """Whether the context's name ``theirs`` is the answer's ``term`` written another way
+    (:func:`same_entity`: "Australian" for "Australia", "Power of Veto" for "POV"), or an acronym
+    whose words the answer clause spells out ("Las Vegas Grand Prix" for "LVGP"): a summary spells
+    out what its article abbreviates, and that is no term moved in."""
+    return same_entity(term, theirs) or _spells_out(mine.text, theirs)
+
+
+def _spells_out(text: str, acronym: str) -> bool:
+    """Whether ``text`` has a run of words whose initials are ``acronym`` (two to five capitals)."""
+    if not _ACRONYM.fullmatch(acronym):
+        return False
+    run = [w[0].lower() for w in _SLOT_WORD.findall(text)]
+    letters = acronym.lower()
+    return any("".join(run[i:i + len(letters)]) == letters for i in range(len(run) - len(letters) + 1))
+
+
 def _in_place_of(term: _Term, theirs: _Term) -> bool:
     """Whether ``theirs`` may be what ``term`` took the place of: the same kind, and for a number
     one that counts the same thing."""
@@ -286,7 +303,10 @@ def _moved_in(mine: _Clause, terms: list[_Term], theirs: _Clause, index: Context
         if _holds(theirs.terms, term) or not stated:
             continue  # stated there, or nowhere (the look-ups' finding)
         mine_slot = _slot(answer, mine.start, mine.start + len(mine.text), term)
-        instead = [t for t in theirs.terms if _in_place_of(term, t) and _lacks(terms, answer_words, t) and (
+        written = answer[term.start:term.end]
+        instead = [t for t in theirs.terms if _in_place_of(term, t) and _lacks(terms, answer_words, t)
+                   and not (t.kind == "name" and _written_otherwise(mine, written, _surface(theirs, t)))
+                   and (
             short or _same_slot(mine_slot, _slot(theirs.text, 0, len(theirs.text), t, theirs.start), term, t))]
         if not instead:
             continue
@@ -295,11 +315,8 @@ def _moved_in(mine: _Clause, terms: list[_Term], theirs: _Clause, index: Context
 
 
 def _slot(text: str, start: int, end: int, term: _Term, offset: int = 0) -> tuple[str, str]:
-    """The words right before and after ``term`` in its clause ``text[start:end]`` (lower case;
-    "" at the clause's edge)."""
-    before = _SLOT_WORD.findall(text, start, term.start - offset)
-    after = _SLOT_WORD.findall(text, term.end - offset, end)
-    return (before[-1].lower() if before else "", after[0].lower() if after else "")
+    """Where ``term`` stands in its clause ``text[start:end]`` (:func:`place`)."""
+    return place(text, term.start - offset, term.end - offset, (start, end))
 
 
 def _same_slot(mine: tuple[str, str], theirs: tuple[str, str], term: _Term, other: _Term) -> bool:
@@ -308,7 +325,7 @@ def _same_slot(mine: tuple[str, str], theirs: tuple[str, str], term: _Term, othe
     in the United States"); only a term in the moved term's place was replaced by it."""
     if term.kind == "number" and term.counts and term.counts == other.counts:
         return True
-    return any(a and a == b for a, b in zip(mine, theirs, strict=True))
+    return same_place(mine, theirs)
 
 
 def _surface(clause: _Clause, term: _Term) -> str:

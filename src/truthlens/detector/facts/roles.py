@@ -33,7 +33,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from truthlens.detector.facts.names import Name, find_names, lower_case_words
+from truthlens.detector.facts.names import Name, find_names, lower_case_words, place, same_place, same_word
 from truthlens.detector.text import STOP_WORDS, WORD, is_negated, stem
 
 _CLAUSE_CUT = re.compile(r"[.!?;:]+\s+|\n+|,\s+|\s+(?:while|whereas|but|although|though)\s+", re.IGNORECASE)
@@ -112,10 +112,16 @@ class _Sentence:
     names: tuple[frozenset[str], ...]
     negated: bool
     numbers: frozenset[str]  # its numerals, digits only ("1,280" -> "1280")
+    # Its names read strictly (a capitalised word opening it only when the context never writes
+    # it in lower case: "Taken together, ..." names no one), each with where it stands
+    # (:func:`place`): the names that may stand in an answer name's place.
+    placed: tuple[tuple[frozenset[str], tuple[str, str]], ...] = ()
 
 
 def _mentions(sentence: _Sentence, name: Name) -> bool:
-    return any(set(name.words) & known for known in sentence.names)
+    """Whether ``sentence`` names ``name``: a word of it, or the same word in another form
+    ("Houthis" / "Houthi", "Saudi" / "Saudis", "Yemeni" / "Yemen")."""
+    return any(any(same_word(w, k) for w in name.words for k in known) for known in sentence.names)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,14 +138,16 @@ class ContextSentences:
 
 def context_sentences(context: Sequence[str]) -> ContextSentences:
     sentences: list[_Sentence] = []
+    lower = lower_case_words("\n".join(context))
     for passage in context:
         for start, end in _spans(passage, _SENTENCE_CUT):
             text = passage[start:end]
             names = find_names(text, frozenset(), skip_sentence_starts=False)
+            strict = find_names(text, lower, skip_sentence_starts=True)
             sentences.append(_Sentence(
-                _relation_words(text, [], 0), tuple(frozenset(n.words) for n in names), is_negated(text), numerals(text)
+                _relation_words(text, [], 0), tuple(frozenset(n.words) for n in names), is_negated(text),
+                numerals(text), tuple((frozenset(n.words), place(text, n.start, n.end, past_names=True)) for n in strict),
             ))
-    lower = lower_case_words("\n".join(context))
     name_words = frozenset(w for s in sentences for name in s.names if len(name) > 1 for w in name if w not in lower)
     return ContextSentences(tuple(sentences), lower, name_words)
 
@@ -166,7 +174,8 @@ def is_short_answer(answer: str) -> bool:
 
 
 def _swap_evidence(
-    name: Name, clause_names: Sequence[Name], relation: set[str], sentences: Sequence[_Sentence]
+    name: Name, clause_names: Sequence[Name], relation: set[str], sentences: Sequence[_Sentence],
+    where: tuple[str, str] = ("", ""),
 ) -> _Sentence | None:
     """The context sentence that says what ``relation`` says of ``name`` but of another name, or
     None (steps 3 and 4 of the module note)."""
@@ -194,7 +203,12 @@ def _swap_evidence(
     mentioning = [o for s, o in zip(sentences, overlaps, strict=True) if _mentions(s, name)]
     if not mentioning or max(mentioning) >= best:
         return None  # (never mentioned: the name look-up's finding, not this one)
-    return sentence if any(not known & clause_words for known in sentence.names) else None
+    # The evidence gives another name in this name's place (the same content word before or after
+    # it): a name it gives elsewhere is the speaker ("..., Sachs said"), a source ("according to
+    # Amnesty International") or a detail the answer leaves out, while the evidence speaks of the
+    # answer's name by a description ("the detective", "the company").
+    others = [p for known, p in sentence.placed if not known & clause_words]
+    return sentence if any(same_place(where, p, reworded=True) for p in others) else None
 
 
 def misattributed_names(
@@ -219,7 +233,8 @@ def misattributed_names(
             # The clause's words apart from this name (other names included: "capital of
             # Australia" must meet "Canberra is the capital of Australia" on both words).
             relation = _relation_words(answer[c_start:c_end], [name], c_start)
-            evidence = _swap_evidence(name, clause_names, relation, sentences)
+            where = place(answer, name.start, name.end, (c_start, c_end), past_names=True)
+            evidence = _swap_evidence(name, clause_names, relation, sentences, where)
             if evidence is not None:
                 found.append(Misattribution(name.start, name.end, answer[name.start : name.end]))
     return tuple(found)
