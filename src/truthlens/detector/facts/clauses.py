@@ -88,6 +88,10 @@ class Moved:
     text: str
     kind: str
     instead: str
+    # The share of the answer clause's content words the context clause it restates holds (1.0:
+    # that clause word for word, but for the moved term): how closely the answer restates the
+    # clause it moved the term into (0.0 where no clause was aligned: a short answer's focus).
+    fit: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,6 +255,7 @@ def _moved(mine: _Clause, said: frozenset[str], terms: list[_Term], index: Conte
     if best < fits:
         return []
     aligned = [c for c, n in zip(index.clauses, shares, strict=True) if n == best]
+    fit = min(1.0, len(said & aligned[0].words) / len(said))
     out: list[Moved] = []
     own = [t for t in terms if t in mine.terms]
     # Its terms together in one clause that says what it says: supported as a whole.
@@ -260,7 +265,7 @@ def _moved(mine: _Clause, said: frozenset[str], terms: list[_Term], index: Conte
         # Two context clauses may say it as well ("Lake Michigan is 406 m deep" against "Lake
         # Superior is 406 m deep" and "Lake Michigan is 281 m deep"): a mix-up when each shows a
         # term moved in, flagged on each.
-        per_clause = [[m for m in _moved_in(mine, terms, c, index, answer) if not (by_terms and m.kind == "name")]
+        per_clause = [[m for m in _moved_in(mine, terms, c, index, answer, fit) if not (by_terms and m.kind == "name")]
                       for c in aligned]
         if all(per_clause):
             out.extend(m for moved in per_clause for m in moved)
@@ -276,7 +281,7 @@ def _moved(mine: _Clause, said: frozenset[str], terms: list[_Term], index: Conte
         hit = re.search(rf"\b{re.escape(w)}\b", mine.text, re.IGNORECASE)
         if hit is not None:
             at = mine.start + hit.start()
-            out.append(Moved(at, at + len(w), answer[at:at + len(w)], "relation", sorted(flipped)[0]))
+            out.append(Moved(at, at + len(w), answer[at:at + len(w)], "relation", sorted(flipped)[0], fit))
     return out
 
 
@@ -288,7 +293,8 @@ def _shared_terms(terms: Sequence[_Term], clause: _Clause) -> int:
         t.kind == "number" and t.counts and any(o.kind == "number" and o.counts == t.counts for o in clause.terms)))
 
 
-def _moved_in(mine: _Clause, terms: list[_Term], theirs: _Clause, index: ContextClauses, answer: str) -> list[Moved]:
+def _moved_in(mine: _Clause, terms: list[_Term], theirs: _Clause, index: ContextClauses, answer: str,
+              fit: float) -> list[Moved]:
     """The terms of ``mine`` that ``theirs`` (the clause it restates) lacks, each where ``theirs``
     has another term of its kind that the answer lacks and another context clause states it."""
     answer_words = frozenset(w for t in terms if t.kind == "name" for w in t.key) | mine.plain
@@ -310,7 +316,7 @@ def _moved_in(mine: _Clause, terms: list[_Term], theirs: _Clause, index: Context
             short or _same_slot(mine_slot, _slot(theirs.text, 0, len(theirs.text), t, theirs.start), term, t))]
         if not instead:
             continue
-        out.append(Moved(term.start, term.end, answer[term.start:term.end], term.kind, _surface(theirs, instead[0])))
+        out.append(Moved(term.start, term.end, written, term.kind, _surface(theirs, instead[0]), fit))
     return out
 
 

@@ -350,8 +350,10 @@ def _plural_of(a: str, b: str) -> bool:
 # Jackson" would be).
 _ADDRESS = frozenset("mr mrs ms miss dr prof sir dame lord lady st".split())
 _PLACE_WORD = re.compile(r"[\w'’]+")
-_PASSIVE_AGENT = re.compile(r"\b(?:\w+(?:ed|en|wn|ght)|made|led|held|won|built|sold|run|done|set|hit)\s+by\s+(?:the\s+)?\Z",
-                            re.IGNORECASE)
+# What stands before the agent of a passive verb ("was flown by ", "led by the ").
+PASSIVE_AGENT = re.compile(
+    r"\b(?:\w+(?:ed|en|wn|ght)|made|led|held|won|built|sold|run|done|set|hit)\s+by\s+(?:the\s+)?\Z", re.IGNORECASE
+)
 
 
 def place(text: str, start: int, end: int, bounds: tuple[int, int] = (0, -1), *,
@@ -371,7 +373,7 @@ def place(text: str, start: int, end: int, bounds: tuple[int, int] = (0, -1), *,
 
     before = [w for w in _PLACE_WORD.findall(text, low, start) if marks(w)]
     after = [w for w in _PLACE_WORD.findall(text, end, high) if marks(w)]
-    opens = not before or _PASSIVE_AGENT.search(text, low, start) is not None
+    opens = not before or PASSIVE_AGENT.search(text, low, start) is not None
     return ("" if opens else stem(before[-1]), stem(after[0]) if after else "")
 
 

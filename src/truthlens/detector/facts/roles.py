@@ -33,7 +33,15 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from truthlens.detector.facts.names import Name, find_names, lower_case_words, place, same_place, same_word
+from truthlens.detector.facts.names import (
+    PASSIVE_AGENT,
+    Name,
+    find_names,
+    lower_case_words,
+    place,
+    same_place,
+    same_word,
+)
 from truthlens.detector.text import STOP_WORDS, WORD, is_negated, stem
 
 _CLAUSE_CUT = re.compile(r"[.!?;:]+\s+|\n+|,\s+|\s+(?:while|whereas|but|although|though)\s+", re.IGNORECASE)
@@ -42,8 +50,8 @@ _SENTENCE_CUT = re.compile(r"(?<=[.!?])\s+|\n+")
 # A name right after a preposition is a place or an object ("landed on the Moon"), not the
 # clause's actor or the value it asserts; those are left to the model.
 _AFTER_PREPOSITION = re.compile(r"\b(?:on|in|at|to|from|into|onto|of|for|with|by|near|across)\s+(?:the\s+)?$", re.I)
-# ... except the agent of a passive verb: "Columbia was flown by Buzz Aldrin" says who flew it.
-_PASSIVE_AGENT = re.compile(r"\b(?:\w+(?:ed|en|wn|ght)|made|led|held|won|built|sold|run|done|set|hit)\s+by\s+$", re.I)
+# ... except the agent of a passive verb (:data:`PASSIVE_AGENT`): "Columbia was flown by Buzz
+# Aldrin" says who flew it.
 # Ordinals name no role ("the first man"): left out with the stop words.
 _STOP = STOP_WORDS | {"first", "second"}
 
@@ -61,6 +69,7 @@ class Misattribution:
     start: int
     end: int
     text: str
+    fit: float = 0.0  # the share of the clause's relation words its evidence sentence holds
 
 
 def _stem(word: str) -> str:
@@ -144,9 +153,10 @@ def context_sentences(context: Sequence[str]) -> ContextSentences:
             text = passage[start:end]
             names = find_names(text, frozenset(), skip_sentence_starts=False)
             strict = find_names(text, lower, skip_sentence_starts=True)
+            placed = tuple((frozenset(n.words), place(text, n.start, n.end, past_names=True)) for n in strict)
             sentences.append(_Sentence(
                 _relation_words(text, [], 0), tuple(frozenset(n.words) for n in names), is_negated(text),
-                numerals(text), tuple((frozenset(n.words), place(text, n.start, n.end, past_names=True)) for n in strict),
+                numerals(text), placed,
             ))
     name_words = frozenset(w for s in sentences for name in s.names if len(name) > 1 for w in name if w not in lower)
     return ContextSentences(tuple(sentences), lower, name_words)
@@ -228,7 +238,7 @@ def misattributed_names(
             continue
         for name in clause_names:
             before = answer[c_start : name.start]
-            if _AFTER_PREPOSITION.search(before) and not _PASSIVE_AGENT.search(before):
+            if _AFTER_PREPOSITION.search(before) and not PASSIVE_AGENT.search(before):
                 continue
             # The clause's words apart from this name (other names included: "capital of
             # Australia" must meet "Canberra is the capital of Australia" on both words).
@@ -236,5 +246,6 @@ def misattributed_names(
             where = place(answer, name.start, name.end, (c_start, c_end), past_names=True)
             evidence = _swap_evidence(name, clause_names, relation, sentences, where)
             if evidence is not None:
-                found.append(Misattribution(name.start, name.end, answer[name.start : name.end]))
+                fit = len(relation & evidence.words) / len(relation)
+                found.append(Misattribution(name.start, name.end, answer[name.start : name.end], fit))
     return tuple(found)
