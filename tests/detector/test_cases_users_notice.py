@@ -19,9 +19,9 @@ import pytest_asyncio
 from shipped_inputs import APOLLO_CONTEXT, APOLLO_QUESTION
 
 from truthlens.detector.backends.factory import create_detector
+from truthlens.detector.calibration.probability import DEFAULT_THRESHOLD
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.types import Detection, DetectionInput, DetectorSettings
-from truthlens.gateway.policy.thresholds import DEFAULT_THRESHOLD
 
 AUSTRALIA = "Canberra is the capital of Australia. Sydney is the largest city in Australia."
 CAPITAL = "What is the capital of Australia?"

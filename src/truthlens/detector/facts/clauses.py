@@ -15,9 +15,12 @@ the same, by rule:
 4. else the context clause that shares most of what it says (at least two words and half of
    them; one clause, or each of those that tie) is the clause it restates; a term of the answer
    that this clause lacks, while it holds another term of the same kind the answer lacks
-   (another name, number or year) in the same place (the same word before or after it, or a
-   number counting the same thing: "300 offices" for "12 offices"), and that another context
-   clause states, was moved there and is flagged on its characters;
+   (another name, number or year) in the same place (the same content word before or after it,
+   :func:`.names.place`, or a number counting the same thing: "300 offices" for "12 offices"),
+   and that another context clause states, was moved there and is flagged on its characters
+   (:attr:`Moved.fit`: how much of the answer clause that clause holds). A name the clause gives
+   in another form is none moved: the acronym the article uses for the name the summary spells
+   out ("POV" / "Power of Veto"), a country for its adjective (:func:`.names.same_entity`);
 5. on the same alignment, a word the answer turns into its opposite ("after" for "before",
    "decreased" for "increased", "closed" for "open") where the context clause has the opposite
    and not the word, is a reversed relation.

@@ -12,9 +12,14 @@ gave Collins' role to Aldrin. :func:`misattributed_names` does the same, by rule
 3. the one context sentence sharing most of them (at least two, and half) is the evidence; it
    must also mention the clause's other names, and share strictly more than every context
    sentence that mentions this name;
-4. the name is misattributed when the evidence does not mention it but mentions another name
-   that shares no word with the clause's names (names after a preposition, places and objects
-   such as "on the Moon", are not judged).
+4. the name is misattributed when the evidence does not mention it (nor the same name inflected:
+   "Houthis" / "Houthi") but gives another name, sharing no word with the clause's names, in its
+   place (:func:`.names.place`: a content word beside both, on either side, or both opening
+   their clause or standing as a passive verb's agent). A name the evidence gives elsewhere is
+   a speaker ("..., Sachs said"), a source ("according to Amnesty International") or a detail,
+   while the evidence speaks of the answer's name by a description ("the detective"): on
+   RAGTruth's faithful summaries those made most of this check's findings. Names after a
+   preposition, places and objects such as "on the Moon", are not judged.
 
 A short answer leaves out what the question says ("It was Buzz Aldrin." answering "Who stayed in
 lunar orbit aboard Columbia?"): it is judged by the question's focus (:mod:`.focus`, through the
