@@ -313,10 +313,12 @@ def _moved_in(mine: _Clause, terms: list[_Term], theirs: _Clause, index: Context
             continue  # stated there, or nowhere (the look-ups' finding)
         mine_slot = _slot(answer, mine.start, mine.start + len(mine.text), term)
         written = answer[term.start:term.end]
-        instead = [t for t in theirs.terms if _in_place_of(term, t) and _lacks(terms, answer_words, t)
-                   and not (t.kind == "name" and _written_otherwise(mine, written, _surface(theirs, t)))
-                   and (
-            short or _same_slot(mine_slot, _slot(theirs.text, 0, len(theirs.text), t, theirs.start), term, t))]
+        instead = [
+            t for t in theirs.terms
+            if _in_place_of(term, t) and _lacks(terms, answer_words, t)
+            and not (t.kind == "name" and _written_otherwise(mine, written, _surface(theirs, t)))
+            and (short or _same_slot(mine_slot, _slot(theirs.text, 0, len(theirs.text), t, theirs.start), term, t))
+        ]
         if not instead:
             continue
         out.append(Moved(term.start, term.end, written, term.kind, _surface(theirs, instead[0]), fit))

@@ -190,10 +190,11 @@ def is_short_answer(answer: str) -> bool:
 
 def _swap_evidence(
     name: Name, clause_names: Sequence[Name], relation: set[str], sentences: Sequence[_Sentence],
-    where: tuple[str, str] = ("", ""),
+    where: tuple[str, str],
 ) -> _Sentence | None:
-    """The context sentence that says what ``relation`` says of ``name`` but of another name, or
-    None (steps 3 and 4 of the module note)."""
+    """The context sentence that says what ``relation`` says of ``name`` (standing at ``where`` in
+    its clause, :func:`place`) but of another name in its place, or None (steps 3 and 4 of the
+    module note)."""
     if not relation or len(relation) > MAX_RELATION_WORDS:
         return None
     clause_words = {w for n in clause_names for w in n.words}
