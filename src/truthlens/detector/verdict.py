@@ -9,7 +9,9 @@ length and flags most long faithful summaries. The verdict instead weighs, per a
 - the fact check's findings by kind (numbers and dates, units, names, names in another role,
   relations stated the other way round), and besides the terms the answer moved from the
   context clause it restates and a record's yes/no fields stated the other way round
-  (:attr:`truthlens.detector.facts.Finding.check`: weighed on their own);
+  (:attr:`truthlens.detector.facts.Finding.check`: weighed on their own), and the moves whose
+  answer clause restates its context clause closely (:data:`CLOSE_FIT`: a clause copied with one
+  term changed, where a loose fit is more often a summary merging two sentences);
 - how well the answer's *weakest* sentence is supported: the cosine between each answer
   sentence and its best context sentence under the shipped sentence embedder (the one the
   grounded planner already loads), whose minimum and mean over the sentences are features
@@ -68,6 +70,7 @@ FEATURES: tuple[str, ...] = (
     "relations",
     "moved",
     "fields",
+    "close_moves",
     "support_min",
     "support_mean",
     "novel_share",
@@ -75,6 +78,10 @@ FEATURES: tuple[str, ...] = (
     "log_tokens",
     "log_sentences",
 )
+# A term moved into (or a name put in another role in) a context clause the answer clause restates
+# this closely (the share of its content words that clause holds, :attr:`Finding.fit`) is a
+# mix-up of that clause, not a summary merging two sentences: counted apart (``close_moves``).
+CLOSE_FIT = 0.75
 # The features that need the embedder pass. A fitted model may leave them out (the shipped one
 # does: on the development data they added nothing, training/README.md), and then no answer
 # pays for that pass.
@@ -181,6 +188,7 @@ def features(s: Signals, rules: SpanRules) -> dict[str, float]:
         "relations": math.log1p(sum(k == "contradicted_relation" for k in kinds)),
         "moved": math.log1p(sum(f.check == "clause" for f in s.findings)),
         "fields": math.log1p(sum(f.check == "record" for f in s.findings)),
+        "close_moves": math.log1p(sum(f.check in ("clause", "role") and f.fit >= CLOSE_FIT for f in s.findings)),
         "support_min": support[0],
         "support_mean": support[1],
         "novel_share": novel_share,

@@ -83,6 +83,11 @@ class Finding:
     text: str
     reason: FactReason
     check: FindingCheck = "lookup"
+    # For a term moved from the clause the answer restates or a name in another role: the share
+    # of the answer clause's content words that the context clause (or sentence) it restates
+    # holds. 1.0 is that clause word for word but for the finding's term, the strongest sign of
+    # a mix-up; a loose fit is more often a summary merging two sentences (0.0 for other checks).
+    fit: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,7 +171,7 @@ def _role_findings(
 ) -> list[Finding]:
     flagged = [(f.start, f.end) for f in found]
     return [
-        Finding(m.start, m.end, m.text, "misattributed_entity", "role")
+        Finding(m.start, m.end, m.text, "misattributed_entity", "role", m.fit)
         for m in misattributed_names(answer, sentences, question)
         if not _inside(m.start, m.end, flagged)
     ]
@@ -198,7 +203,7 @@ def clause_findings(
     overlapping a finding already in ``found``."""
     index = _of_context(context, _clauses, context_clauses)
     return [
-        Finding(m.start, m.end, m.text, _MOVED_REASONS[m.kind], "clause")
+        Finding(m.start, m.end, m.text, _MOVED_REASONS[m.kind], "clause", m.fit)
         for m in moved_terms(answer, index, question)
         if _apart(m.start, m.end, found)
     ]

@@ -15,9 +15,12 @@ the same, by rule:
 4. else the context clause that shares most of what it says (at least two words and half of
    them; one clause, or each of those that tie) is the clause it restates; a term of the answer
    that this clause lacks, while it holds another term of the same kind the answer lacks
-   (another name, number or year) in the same place (the same word before or after it, or a
-   number counting the same thing: "300 offices" for "12 offices"), and that another context
-   clause states, was moved there and is flagged on its characters;
+   (another name, number or year) in the same place (the same content word before or after it,
+   :func:`.names.place`, or a number counting the same thing: "300 offices" for "12 offices"),
+   and that another context clause states, was moved there and is flagged on its characters
+   (:attr:`Moved.fit`: how much of the answer clause that clause holds). A name the clause gives
+   in another form is none moved: the acronym the article uses for the name the summary spells
+   out ("POV" / "Power of Veto"), a country for its adjective (:func:`.names.same_entity`);
 5. on the same alignment, a word the answer turns into its opposite ("after" for "before",
    "decreased" for "increased", "closed" for "open") where the context clause has the opposite
    and not the word, is a reversed relation.
@@ -39,7 +42,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from truthlens.detector.facts.focus import FocusIndex, focus_index, off_focus_names
-from truthlens.detector.facts.names import find_names, lower_case_words
+from truthlens.detector.facts.names import find_names, lower_case_words, place, same_entity, same_place
 from truthlens.detector.facts.roles import is_short_answer
 from truthlens.detector.text import STOP_WORDS, clauses, content_words, stem, words
 
@@ -88,6 +91,10 @@ class Moved:
     text: str
     kind: str
     instead: str
+    # The share of the answer clause's content words the context clause it restates holds (1.0:
+    # that clause word for word, but for the moved term): how closely the answer restates the
+    # clause it moved the term into (0.0 where no clause was aligned: a short answer's focus).
+    fit: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +180,23 @@ def _lacks(answer_terms: Sequence[_Term], answer_words: frozenset[str], theirs: 
     return not any(t.key == theirs.key for t in answer_terms)
 
 
+def _written_otherwise(mine: _Clause, term: str, theirs: str) -> bool:
+    """Whether the context's name ``theirs`` is the answer's ``term`` written another way
+    (:func:`same_entity`: "Australian" for "Australia", "Power of Veto" for "POV"), or an acronym
+    whose words the answer clause spells out ("Las Vegas Grand Prix" for "LVGP"): a summary spells
+    out what its article abbreviates, and that is no term moved in."""
+    return same_entity(term, theirs) or _spells_out(mine.text, theirs)
+
+
+def _spells_out(text: str, acronym: str) -> bool:
+    """Whether ``text`` has a run of words whose initials are ``acronym`` (two to five capitals)."""
+    if not _ACRONYM.fullmatch(acronym):
+        return False
+    run = [w[0].lower() for w in _SLOT_WORD.findall(text)]
+    letters = acronym.lower()
+    return any("".join(run[i:i + len(letters)]) == letters for i in range(len(run) - len(letters) + 1))
+
+
 def _in_place_of(term: _Term, theirs: _Term) -> bool:
     """Whether ``theirs`` may be what ``term`` took the place of: the same kind, and for a number
     one that counts the same thing."""
@@ -234,6 +258,7 @@ def _moved(mine: _Clause, said: frozenset[str], terms: list[_Term], index: Conte
     if best < fits:
         return []
     aligned = [c for c, n in zip(index.clauses, shares, strict=True) if n == best]
+    fit = min(1.0, len(said & aligned[0].words) / len(said))
     out: list[Moved] = []
     own = [t for t in terms if t in mine.terms]
     # Its terms together in one clause that says what it says: supported as a whole.
@@ -243,7 +268,7 @@ def _moved(mine: _Clause, said: frozenset[str], terms: list[_Term], index: Conte
         # Two context clauses may say it as well ("Lake Michigan is 406 m deep" against "Lake
         # Superior is 406 m deep" and "Lake Michigan is 281 m deep"): a mix-up when each shows a
         # term moved in, flagged on each.
-        per_clause = [[m for m in _moved_in(mine, terms, c, index, answer) if not (by_terms and m.kind == "name")]
+        per_clause = [[m for m in _moved_in(mine, terms, c, index, answer, fit) if not (by_terms and m.kind == "name")]
                       for c in aligned]
         if all(per_clause):
             out.extend(m for moved in per_clause for m in moved)
@@ -259,7 +284,7 @@ def _moved(mine: _Clause, said: frozenset[str], terms: list[_Term], index: Conte
         hit = re.search(rf"\b{re.escape(w)}\b", mine.text, re.IGNORECASE)
         if hit is not None:
             at = mine.start + hit.start()
-            out.append(Moved(at, at + len(w), answer[at:at + len(w)], "relation", sorted(flipped)[0]))
+            out.append(Moved(at, at + len(w), answer[at:at + len(w)], "relation", sorted(flipped)[0], fit))
     return out
 
 
@@ -271,7 +296,8 @@ def _shared_terms(terms: Sequence[_Term], clause: _Clause) -> int:
         t.kind == "number" and t.counts and any(o.kind == "number" and o.counts == t.counts for o in clause.terms)))
 
 
-def _moved_in(mine: _Clause, terms: list[_Term], theirs: _Clause, index: ContextClauses, answer: str) -> list[Moved]:
+def _moved_in(mine: _Clause, terms: list[_Term], theirs: _Clause, index: ContextClauses, answer: str,
+              fit: float) -> list[Moved]:
     """The terms of ``mine`` that ``theirs`` (the clause it restates) lacks, each where ``theirs``
     has another term of its kind that the answer lacks and another context clause states it."""
     answer_words = frozenset(w for t in terms if t.kind == "name" for w in t.key) | mine.plain
@@ -286,20 +312,22 @@ def _moved_in(mine: _Clause, terms: list[_Term], theirs: _Clause, index: Context
         if _holds(theirs.terms, term) or not stated:
             continue  # stated there, or nowhere (the look-ups' finding)
         mine_slot = _slot(answer, mine.start, mine.start + len(mine.text), term)
-        instead = [t for t in theirs.terms if _in_place_of(term, t) and _lacks(terms, answer_words, t) and (
-            short or _same_slot(mine_slot, _slot(theirs.text, 0, len(theirs.text), t, theirs.start), term, t))]
+        written = answer[term.start:term.end]
+        instead = [
+            t for t in theirs.terms
+            if _in_place_of(term, t) and _lacks(terms, answer_words, t)
+            and not (t.kind == "name" and _written_otherwise(mine, written, _surface(theirs, t)))
+            and (short or _same_slot(mine_slot, _slot(theirs.text, 0, len(theirs.text), t, theirs.start), term, t))
+        ]
         if not instead:
             continue
-        out.append(Moved(term.start, term.end, answer[term.start:term.end], term.kind, _surface(theirs, instead[0])))
+        out.append(Moved(term.start, term.end, written, term.kind, _surface(theirs, instead[0]), fit))
     return out
 
 
 def _slot(text: str, start: int, end: int, term: _Term, offset: int = 0) -> tuple[str, str]:
-    """The words right before and after ``term`` in its clause ``text[start:end]`` (lower case;
-    "" at the clause's edge)."""
-    before = _SLOT_WORD.findall(text, start, term.start - offset)
-    after = _SLOT_WORD.findall(text, term.end - offset, end)
-    return (before[-1].lower() if before else "", after[0].lower() if after else "")
+    """Where ``term`` stands in its clause ``text[start:end]`` (:func:`place`)."""
+    return place(text, term.start - offset, term.end - offset, (start, end))
 
 
 def _same_slot(mine: tuple[str, str], theirs: tuple[str, str], term: _Term, other: _Term) -> bool:
@@ -308,7 +336,7 @@ def _same_slot(mine: tuple[str, str], theirs: tuple[str, str], term: _Term, othe
     in the United States"); only a term in the moved term's place was replaced by it."""
     if term.kind == "number" and term.counts and term.counts == other.counts:
         return True
-    return any(a and a == b for a, b in zip(mine, theirs, strict=True))
+    return same_place(mine, theirs)
 
 
 def _surface(clause: _Clause, term: _Term) -> str:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from truthlens.detector.facts.numbers import MONTHS, NUMBER_WORDS, WEEKDAYS
+from truthlens.detector.text import is_stop_word, stem
 
 # Capitalised words that are not names: function words a sentence may start with, pronouns,
 # titles of address and similar (months, weekdays and number words are skipped too).
@@ -194,8 +195,8 @@ def _word_matches(word: str, known: str) -> bool:
     if len(short) < 4:
         return False
     # Italy / Italian, America / American, China / Chinese (not Aldrin / Aldridge)
-    for stem in (short, short[:-1]):
-        if long_.startswith(stem) and long_[len(stem) :] in _DEMONYM_SUFFIXES:
+    for head in (short, short[:-1]):
+        if long_.startswith(head) and long_[len(head) :] in _DEMONYM_SUFFIXES:
             return True
     # A typo in a long name is the same name ("Sacracens" / "Saracens", "Wedensday"), one
     # letter off in a short one may be another name ("Aldrin" / "Aldric" stay apart).
@@ -307,3 +308,80 @@ class KnownNames:
     @staticmethod
     def _candidates(word: str, index: dict[str, tuple[int, ...]]) -> set[int]:
         return {i for key in _keys(word) for i in index.get(key, ())}
+
+
+def same_entity(a: str, b: str) -> bool:
+    """Whether two names as written may be one entity written two ways: one the other's acronym
+    ("POV" / "Power of Veto", "CME" / "Coronal Mass Ejection"), or every word of the shorter
+    matching a word of the longer as a demonym, plural or typo of it ("Australian" / "Australia",
+    "Houthis" / "Houthi"; numbers must be equal: "Apollo 11" is not "Apollo 12"). A summary often
+    spells out what its article abbreviates, or names a country where the article uses its adjective."""
+    x, y = _surface_words(a), _surface_words(b)
+    if not x or not y:
+        return False
+    short, long_ = (x, y) if len(x) <= len(y) else (y, x)
+    if len(short) == 1 and len(long_) > 1:
+        initials = {"".join(w[0] for w in long_), "".join(w[0] for w in long_ if w not in _CONNECTORS)}
+        if short[0] in initials:
+            return True
+    return all(any(same_word(w, k) for k in long_) for w in short if w not in _CONNECTORS)
+
+
+def same_word(a: str, b: str) -> bool:
+    """One word in two forms: equal, a demonym of the other or its plural. Two words of one length
+    are two names ("Bobby" / "Bobbi"), whatever :func:`_word_matches` lets a look-up accept."""
+    if a == b:
+        return True
+    if a.isdigit() or b.isdigit() or len(a) == len(b):
+        return False
+    return _plural_of(a, b) or _word_matches(a, b)
+
+
+def _surface_words(text: str) -> list[str]:
+    return [_clean(t) for t in re.findall(r"(?:[A-Za-z]\.){2,}|[\w'’]+", text)]
+
+
+def _plural_of(a: str, b: str) -> bool:
+    short, long_ = (a, b) if len(a) <= len(b) else (b, a)
+    return len(short) >= 3 and long_ in (short + "s", short + "es")
+
+
+# Titles of address stand inside a name's place, not beside it ("Mr Jones" is where "Dominique
+# Jackson" would be).
+_ADDRESS = frozenset("mr mrs ms miss dr prof sir dame lord lady st".split())
+_PLACE_WORD = re.compile(r"[\w'’]+")
+# What stands before the agent of a passive verb ("was flown by ", "led by the ").
+PASSIVE_AGENT = re.compile(
+    r"\b(?:\w+(?:ed|en|wn|ght)|made|led|held|won|built|sold|run|done|set|hit)\s+by\s+(?:the\s+)?\Z", re.IGNORECASE
+)
+
+
+def place(text: str, start: int, end: int, bounds: tuple[int, int] = (0, -1), *,
+          past_names: bool = False) -> tuple[str, str]:
+    """Where ``text[start:end]`` (a name, a number) stands in its clause ``text[bounds[0]:bounds[1]]``:
+    the content words right before and after it, stemmed ("" at the clause's edge, and before the
+    agent of a passive verb: "Columbia was flown by Michael Collins" says who flew it, as
+    "Michael Collins flew Columbia" does). Stop words, titles of address and lone apostrophes are
+    passed over ("the", "and" or "of" next to a name say nothing of its place, so "the Pope" and
+    "the Turkish Foreign Ministry" share none); with ``past_names``, other names too ("the capital
+    of Australia is Sydney": Sydney stands beside "capital")."""
+    low, high = bounds[0], len(text) if bounds[1] < 0 else bounds[1]
+
+    def marks(word: str) -> bool:
+        w = word.lower().strip("'’")
+        return bool(w) and not is_stop_word(w) and w not in _ADDRESS and not (past_names and word[0].isupper())
+
+    before = [w for w in _PLACE_WORD.findall(text, low, start) if marks(w)]
+    after = [w for w in _PLACE_WORD.findall(text, end, high) if marks(w)]
+    opens = not before or PASSIVE_AGENT.search(text, low, start) is not None
+    return ("" if opens else stem(before[-1]), stem(after[0]) if after else "")
+
+
+def same_place(a: tuple[str, str], b: tuple[str, str], *, reworded: bool = False) -> bool:
+    """Whether two :func:`place` results put their names in one place: the same content word
+    before them, or after them. ``reworded`` allows what a paraphrase changes: the word on the
+    other side ("Sydney is the capital" and "the capital is Canberra"), or both opening their
+    clause (its subject, or a passive verb's agent)."""
+    if reworded:
+        return bool(({*a} & {*b}) - {""}) or (a[0] == "" and b[0] == "")
+    return any(x and x == y for x, y in zip(a, b, strict=True))

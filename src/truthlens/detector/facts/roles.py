@@ -12,9 +12,14 @@ gave Collins' role to Aldrin. :func:`misattributed_names` does the same, by rule
 3. the one context sentence sharing most of them (at least two, and half) is the evidence; it
    must also mention the clause's other names, and share strictly more than every context
    sentence that mentions this name;
-4. the name is misattributed when the evidence does not mention it but mentions another name
-   that shares no word with the clause's names (names after a preposition, places and objects
-   such as "on the Moon", are not judged).
+4. the name is misattributed when the evidence does not mention it (nor the same name inflected:
+   "Houthis" / "Houthi") but gives another name, sharing no word with the clause's names, in its
+   place (:func:`.names.place`: a content word beside both, on either side, or both opening
+   their clause or standing as a passive verb's agent). A name the evidence gives elsewhere is
+   a speaker ("..., Sachs said"), a source ("according to Amnesty International") or a detail,
+   while the evidence speaks of the answer's name by a description ("the detective"): on
+   RAGTruth's faithful summaries those made most of this check's findings. Names after a
+   preposition, places and objects such as "on the Moon", are not judged.
 
 A short answer leaves out what the question says ("It was Buzz Aldrin." answering "Who stayed in
 lunar orbit aboard Columbia?"): it is judged by the question's focus (:mod:`.focus`, through the
@@ -33,7 +38,15 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from truthlens.detector.facts.names import Name, find_names, lower_case_words
+from truthlens.detector.facts.names import (
+    PASSIVE_AGENT,
+    Name,
+    find_names,
+    lower_case_words,
+    place,
+    same_place,
+    same_word,
+)
 from truthlens.detector.text import STOP_WORDS, WORD, is_negated, stem
 
 _CLAUSE_CUT = re.compile(r"[.!?;:]+\s+|\n+|,\s+|\s+(?:while|whereas|but|although|though)\s+", re.IGNORECASE)
@@ -42,8 +55,8 @@ _SENTENCE_CUT = re.compile(r"(?<=[.!?])\s+|\n+")
 # A name right after a preposition is a place or an object ("landed on the Moon"), not the
 # clause's actor or the value it asserts; those are left to the model.
 _AFTER_PREPOSITION = re.compile(r"\b(?:on|in|at|to|from|into|onto|of|for|with|by|near|across)\s+(?:the\s+)?$", re.I)
-# ... except the agent of a passive verb: "Columbia was flown by Buzz Aldrin" says who flew it.
-_PASSIVE_AGENT = re.compile(r"\b(?:\w+(?:ed|en|wn|ght)|made|led|held|won|built|sold|run|done|set|hit)\s+by\s+$", re.I)
+# ... except the agent of a passive verb (:data:`PASSIVE_AGENT`): "Columbia was flown by Buzz
+# Aldrin" says who flew it.
 # Ordinals name no role ("the first man"): left out with the stop words.
 _STOP = STOP_WORDS | {"first", "second"}
 
@@ -61,6 +74,7 @@ class Misattribution:
     start: int
     end: int
     text: str
+    fit: float = 0.0  # the share of the clause's relation words its evidence sentence holds
 
 
 def _stem(word: str) -> str:
@@ -112,10 +126,16 @@ class _Sentence:
     names: tuple[frozenset[str], ...]
     negated: bool
     numbers: frozenset[str]  # its numerals, digits only ("1,280" -> "1280")
+    # Its names read strictly (a capitalised word opening it only when the context never writes
+    # it in lower case: "Taken together, ..." names no one), each with where it stands
+    # (:func:`place`): the names that may stand in an answer name's place.
+    placed: tuple[tuple[frozenset[str], tuple[str, str]], ...] = ()
 
 
 def _mentions(sentence: _Sentence, name: Name) -> bool:
-    return any(set(name.words) & known for known in sentence.names)
+    """Whether ``sentence`` names ``name``: a word of it, or the same word in another form
+    ("Houthis" / "Houthi", "Saudi" / "Saudis", "Yemeni" / "Yemen")."""
+    return any(any(same_word(w, k) for w in name.words for k in known) for known in sentence.names)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,14 +152,17 @@ class ContextSentences:
 
 def context_sentences(context: Sequence[str]) -> ContextSentences:
     sentences: list[_Sentence] = []
+    lower = lower_case_words("\n".join(context))
     for passage in context:
         for start, end in _spans(passage, _SENTENCE_CUT):
             text = passage[start:end]
             names = find_names(text, frozenset(), skip_sentence_starts=False)
+            strict = find_names(text, lower, skip_sentence_starts=True)
+            placed = tuple((frozenset(n.words), place(text, n.start, n.end, past_names=True)) for n in strict)
             sentences.append(_Sentence(
-                _relation_words(text, [], 0), tuple(frozenset(n.words) for n in names), is_negated(text), numerals(text)
+                _relation_words(text, [], 0), tuple(frozenset(n.words) for n in names), is_negated(text),
+                numerals(text), placed,
             ))
-    lower = lower_case_words("\n".join(context))
     name_words = frozenset(w for s in sentences for name in s.names if len(name) > 1 for w in name if w not in lower)
     return ContextSentences(tuple(sentences), lower, name_words)
 
@@ -166,10 +189,12 @@ def is_short_answer(answer: str) -> bool:
 
 
 def _swap_evidence(
-    name: Name, clause_names: Sequence[Name], relation: set[str], sentences: Sequence[_Sentence]
+    name: Name, clause_names: Sequence[Name], relation: set[str], sentences: Sequence[_Sentence],
+    where: tuple[str, str],
 ) -> _Sentence | None:
-    """The context sentence that says what ``relation`` says of ``name`` but of another name, or
-    None (steps 3 and 4 of the module note)."""
+    """The context sentence that says what ``relation`` says of ``name`` (standing at ``where`` in
+    its clause, :func:`place`) but of another name in its place, or None (steps 3 and 4 of the
+    module note)."""
     if not relation or len(relation) > MAX_RELATION_WORDS:
         return None
     clause_words = {w for n in clause_names for w in n.words}
@@ -194,7 +219,12 @@ def _swap_evidence(
     mentioning = [o for s, o in zip(sentences, overlaps, strict=True) if _mentions(s, name)]
     if not mentioning or max(mentioning) >= best:
         return None  # (never mentioned: the name look-up's finding, not this one)
-    return sentence if any(not known & clause_words for known in sentence.names) else None
+    # The evidence gives another name in this name's place (the same content word before or after
+    # it): a name it gives elsewhere is the speaker ("..., Sachs said"), a source ("according to
+    # Amnesty International") or a detail the answer leaves out, while the evidence speaks of the
+    # answer's name by a description ("the detective", "the company").
+    others = [p for known, p in sentence.placed if not known & clause_words]
+    return sentence if any(same_place(where, p, reworded=True) for p in others) else None
 
 
 def misattributed_names(
@@ -214,12 +244,14 @@ def misattributed_names(
             continue
         for name in clause_names:
             before = answer[c_start : name.start]
-            if _AFTER_PREPOSITION.search(before) and not _PASSIVE_AGENT.search(before):
+            if _AFTER_PREPOSITION.search(before) and not PASSIVE_AGENT.search(before):
                 continue
             # The clause's words apart from this name (other names included: "capital of
             # Australia" must meet "Canberra is the capital of Australia" on both words).
             relation = _relation_words(answer[c_start:c_end], [name], c_start)
-            evidence = _swap_evidence(name, clause_names, relation, sentences)
+            where = place(answer, name.start, name.end, (c_start, c_end), past_names=True)
+            evidence = _swap_evidence(name, clause_names, relation, sentences, where)
             if evidence is not None:
-                found.append(Misattribution(name.start, name.end, answer[name.start : name.end]))
+                fit = len(relation & evidence.words) / len(relation)
+                found.append(Misattribution(name.start, name.end, answer[name.start : name.end], fit))
     return tuple(found)
