@@ -44,6 +44,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from truthlens.detector.facts.answer_types import OWN, PERSON, PLACE, descriptions, root
 from truthlens.detector.facts.names import Name, find_names, lower_case_words
 from truthlens.detector.text import STOP_WORDS, WORD, clauses, content_words, sentences, stem
 
@@ -73,7 +74,14 @@ _WHO_IS = re.compile(r"^\s*(?:who|what|which)\s+(?:is|was|are|were|has\s+been|ha
 _WHICH = re.compile(r"\b(?:which|what)\s+(?:of\s+the\s+|one\s+of\s+the\s+)?(?P<focus>[^?]+)", re.IGNORECASE)
 _WHO_VERB = re.compile(r"^\s*who\s+(?P<focus>[^?]+)", re.IGNORECASE)
 _BY_WHOM = re.compile(r"(?P<focus>[^?]+?)\s+(?:by\s+whom|by\s+who|where|when)\s*\??\s*$", re.IGNORECASE)
-_CHOICE = re.compile(r"[,:]\s*(?P<a>[^,:?]+?)\s+or\s+(?P<b>[^,:?]+?)\s*\?\s*$")
+# A choice closing the question: "..., Pablo Trapero or Aleksander Ford?" (the last option names something).
+_CHOICE = re.compile(r"\bor\s+(?P<b>(?:the\s+)?[A-Z\"“'][^?]{0,80}?)\s*\?\s*$")
+# What kind of thing a question asks for: a person ("Who ...?", "... by whom?") or a place
+# ("Where ...?", "in which county ...?").
+_ASKS_PERSON = re.compile(r"^\s*(?:who|whom)\b|\bby\s+(?:whom|who)\s*\??\s*$", re.IGNORECASE)
+_ASKS_PLACE = re.compile(r"^\s*where\b|\b(?:which|what)\s+(?:[\w-]+\s+){0,2}?(?:city|town|village|county|state|"
+                         r"country|province|region|district|island|borough|suburb|neighbou?rhood)\b", re.IGNORECASE)
+_GLUED = re.compile(r"(?<=[a-z)\"”'])\.(?=[A-Z][a-z])")
 # The words of a title written right before a name (up to three, no punctuation between), or after
 # it between commas ("George Whitesides, the chief executive,").
 _TITLE_BEFORE = re.compile(r"((?:[A-Za-z]+\.?\s+){1,3})$")
@@ -108,6 +116,8 @@ class FocusIndex:
     # Each name with the words written right beside it as its title: "Prime Minister David
     # Cameron", "Dr Christopher Kuhar, executive director at the zoo" (stems, titles spelled out).
     titled: tuple[tuple[frozenset[str], frozenset[str]], ...] = ()
+    # What the context calls each name (:mod:`.answer_types`): "an American band", "directed by".
+    called: tuple[tuple[frozenset[str], frozenset[str]], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +152,7 @@ def focus_index(context: Sequence[str], spelled: dict[str, frozenset[str]]) -> F
     titled: list[tuple[frozenset[str], frozenset[str]]] = []
     for passage in context:
         previous: tuple[frozenset[str], ...] = ()
-        for start, end in sentences(passage):
+        for start, end in _sentences(passage):
             text = passage[start:end]
             found = [n for n in find_names(text, lower, skip_sentence_starts=False) if n.words]
             names = tuple(frozenset(n.words) for n in found)
@@ -166,7 +176,23 @@ def focus_index(context: Sequence[str], spelled: dict[str, frozenset[str]]) -> F
                 carried = previous  # (which of them it speaks of is not read: all)
             out.append(_Sentence(words, names, tuple(parts), carried, words if carried else frozenset()))
             previous = names or carried or previous
-    return FocusIndex(tuple(out), lower, spelled, tuple(titled))
+    called: dict[frozenset[str], set[str]] = {}
+    for passage in context:
+        for key, said in descriptions(passage, find_names(passage, lower, skip_sentence_starts=False)).items():
+            called.setdefault(key, set()).update(said)
+    return FocusIndex(tuple(out), lower, spelled, tuple(titled), tuple((k, frozenset(v)) for k, v in called.items()))
+
+
+def _sentences(passage: str) -> list[tuple[int, int]]:
+    """The passage's sentences, a full stop glued to a capitalised word cut too: retrieved
+    passages are often joined without a space ("... under the name Cossbysweater.Milhouse is ...")."""
+    out = []
+    for start, end in sentences(passage):
+        for m in _GLUED.finditer(passage, start, end):
+            out.append((start, m.end()))
+            start = m.end()
+        out.append((start, end))
+    return out
 
 
 def question_focus(question: str, spelled: dict[str, frozenset[str]]) -> frozenset[str]:
@@ -223,16 +249,15 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
     said = content_words(answer) - {stem(w) for n in names for w in n.words} - content_words(question)
     if len(said - {"answer"}) > MAX_OWN_WORDS:
         return ()
-    choice = _CHOICE.search(question)
-    if choice is not None:
-        options = [frozenset(_name_words(choice.group(k))) for k in ("a", "b")]
-        if all(options) and not any(set(n.words) & o for n in names for o in options):
-            return tuple(_off(answer, n) for n in names if _score(index, frozenset(n.words), frozenset()) is not None)
-        return ()
+    asked_words = {w for a in asked for w in a}
+    if _CHOICE.search(question) is not None:
+        # A choice ("..., Pablo Trapero or Aleksander Ford?") is answered by one of its options:
+        # a name the context mentions that shares no word with any name of the question is neither.
+        return tuple(_off(answer, n) for n in names
+                     if not set(n.words) & asked_words and _score(index, frozenset(n.words), frozenset()) is not None)
     focus = question_focus(question, index.spelled)
     if not focus:
         return ()
-    asked_words = {w for a in asked for w in a}
     known = {k for s in index.sentences for k in (*s.names, *s.carried)}
     # Names the context gives the focus as their title ("Prime Minister David Cameron").
     holders = [n for n, title in index.titled if focus <= title] if focus <= _TITLE_STEMS else []
@@ -247,6 +272,10 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
             # managing director of Crosslands Solicitors": the firm shares the MD's clause).
             out.append(_off(answer, name))
             continue
+        if not holders and mine is not None and not focus <= _TITLE_STEMS \
+                and (_mistyped(index, words, focus, asked_words) or _wrong_kind(index, words, question, asked_words)):
+            out.append(_off(answer, name))
+            continue
         if mine is None or mine[1] >= len(focus):
             continue
         others = [_score(index, k, focus) or (0, 0) for k in known if not k & words and not k & asked_words]
@@ -256,8 +285,45 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
     return tuple(out)
 
 
-def _name_words(text: str) -> set[str]:
-    return {w for n in find_names(text, frozenset(), skip_sentence_starts=False) for w in n.words}
+def _wrong_kind(index: FocusIndex, words: frozenset[str], question: str, asked: set[str]) -> bool:
+    """Whether the question asks for a person and the context writes the name ``words`` only as a
+    place ("born in Thunder Bay"), or for a place and the context writes it as a person ("Ken
+    Colyer (born 1928)"), while it writes another name, not the question's, as what is asked."""
+    person, place = bool(_ASKS_PERSON.search(question)), bool(_ASKS_PLACE.search(question))
+    if person == place:
+        return False
+    mine = set().union(*(called for key, called in index.called if words <= key))
+    if person and not (PLACE in mine and PERSON not in mine):
+        return False
+    if place and PERSON not in mine:
+        return False
+    for key, called in index.called:
+        if key & words or key & asked or key <= index.lower_words:
+            continue
+        if (person and PERSON in called) or (place and PLACE in called and PERSON not in called):
+            return True
+    return False
+
+
+def _mistyped(index: FocusIndex, words: frozenset[str], focus: frozenset[str], asked: set[str]) -> bool:
+    """Whether the context calls the name ``words`` nothing the question asks for, while it calls
+    another name, not the question's, what it asks for (:mod:`.answer_types`), and that name's
+    sentences hold as much of the question's focus as this one's."""
+    mine: set[str] = set()
+    said_of_it = False
+    theirs = []
+    asked_for, focus = focus, frozenset(map(root, focus))
+    for key, called in index.called:
+        types = {root(w.removeprefix(OWN)) for w in called}
+        if words <= key:
+            mine |= types
+            said_of_it = said_of_it or any(not w.startswith(OWN) for w in called)
+        elif not key & words and not key & asked and types & focus and not key <= index.lower_words:
+            theirs.append(key)  # (a capitalised sentence start, "Directed by ...", is no name)
+    if not said_of_it or mine & focus or not theirs:
+        return False
+    own = _score(index, words, asked_for) or (0, 0)
+    return any((_score(index, k, asked_for) or (0, 0))[0] >= own[0] for k in theirs)
 
 
 def _off(answer: str, name: Name) -> OffFocus:
