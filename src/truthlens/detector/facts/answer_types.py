@@ -32,19 +32,18 @@ from truthlens.detector.facts.names import Name
 from truthlens.detector.text import STOP_WORDS, stem
 
 PERSON = "#person"  # the mark of a name written with "(born ...)" after it
-PLACE = "#place"  # the mark of a name written after "in", "at", "from", "near" and never as a person
 OWN = "="  # the mark of a name's own last word ("=county" for "Ulster County"): what it says of itself
-# "is a", "was an", "are the", "is one of the" after the name, a bracket before it allowed.
-_COPULA = re.compile(r"\s*(?:\([^()]*\)\s*)?,?\s*(?:is|was|are|were)\s+(?:also\s+|now\s+|still\s+)?"
-                     r"(?:a|an|the|one\s+of\s+the)\s+(?P<d>[^,.;:()\"]{1,80})", re.IGNORECASE)
-_APPOSITION = re.compile(r"\s*,\s+(?:a|an|the)\s+(?P<d>[^,.;:()\"]{1,60})[,.;)]", re.IGNORECASE)
+# "is a", "was an", "are the", "is one of the" after the name, a closing quote and a bracket before it allowed.
+_COPULA = re.compile(r"[\"”'’]?\s*(?:\([^()]*\)\s*)?,?\s*(?:is|was|are|were)\s+(?:also\s+|now\s+|still\s+)?"
+                     r"(?:a|an|the|one\s+of\s+the)\s+(?P<d>[^.;:()\"]{1,80})", re.IGNORECASE)
+_APPOSITION = re.compile(r"[\"”'’]?\s*,\s+(?:a|an|the)\s+(?P<d>[^,.;:()\"]{1,60})[,.;)]", re.IGNORECASE)
 _BORN = re.compile(r"\s*\((?:[^()]*;\s*)?(?:born|née|nee|b\.)\s|\s*\([^()]*\b1\d{3}\s*[-–]\s*(?:\d|[a-z]+\s+\d)",
                    re.IGNORECASE)
-_PREPOSITION = re.compile(r"\b(?:in|at|from|near|across|throughout|to)\s+(?:the\s+)?$", re.IGNORECASE)
 # A sentence going on about a person: "He ...", "Her ..." right after the sentence that names them.
 _PRONOUN_NEXT = re.compile(r"[^.!?]{0,400}?[.!?]\s*(?:He|She|His|Her)\b")
-# Up to three lower-case words right before a name ("the band", "directed by", "poet").
-_BEFORE = re.compile(r"((?:\b[a-z][\w'/-]*\s+){1,3})$")
+# Up to three lower-case words right before a name ("the band", "directed by", "poet"), a comma
+# or an opening quote between allowed ("Award winner, Bob Stoops"; 'the 1987 album "The Joshua Tree"').
+_BEFORE = re.compile(r"((?:\b[a-z][\w'/-]*\s+){0,2}\b[a-z][\w'/-]*)(?:,?\s+[\"“']?|\s*[\"“'])$")
 # "such as", "including", "like": a list head's noun is written before these ("artists such as").
 _LIST_INTRO = frozenset({"such", "as", "including", "like", "namely", "among", "them"})
 _LIST_GAP = re.compile(r"\s*(?:,\s*(?:and\s+|or\s+)?|and\s+|or\s+|&\s*)")
@@ -66,8 +65,6 @@ def descriptions(text: str, names: Iterable[Name]) -> dict[frozenset[str], froze
                 said |= _leading_words(m.group("d"))
         if _BORN.match(text, n.end) or (_starts(text, n.start) and _PRONOUN_NEXT.match(text, n.end)):
             said.add(PERSON)
-        if _PREPOSITION.search(text, max(0, n.start - 12), n.start):
-            said.add(PLACE)
         before = _before(text, n.start)
         # An item of a list ("starring A, B and C") shares what is written before the list's first item.
         if i and not before and _LIST_GAP.fullmatch(text, found[i - 1].end, n.start):
@@ -104,11 +101,12 @@ def _before(text: str, start: int) -> set[str]:
 
 
 def _leading_words(description: str) -> set[str]:
-    """Stems of a description's words up to its first function word ("American band", not "from ...")."""
+    """Stems of a description's words up to its first function word but "and" ("American band",
+    not "from ..."; "German inventor, physicist and Nobel laureate")."""
     out: set[str] = set()
     for w in _SPLIT.findall(description)[:_DESCRIPTION_WORDS]:
         w = w.lower()
-        if w in STOP_WORDS:
+        if w in STOP_WORDS and w not in ("and", "or"):
             break
         out |= {stem(p) for part in w.split("/") for p in part.split("-") if p and not p.isdigit()}
     return out

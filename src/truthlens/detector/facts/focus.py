@@ -44,7 +44,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from truthlens.detector.facts.answer_types import OWN, PERSON, PLACE, descriptions, root
+from truthlens.detector.facts.answer_types import OWN, descriptions, root
 from truthlens.detector.facts.names import Name, find_names, lower_case_words
 from truthlens.detector.text import STOP_WORDS, WORD, clauses, content_words, sentences, stem
 
@@ -75,12 +75,9 @@ _WHICH = re.compile(r"\b(?:which|what)\s+(?:of\s+the\s+|one\s+of\s+the\s+)?(?P<f
 _WHO_VERB = re.compile(r"^\s*who\s+(?P<focus>[^?]+)", re.IGNORECASE)
 _BY_WHOM = re.compile(r"(?P<focus>[^?]+?)\s+(?:by\s+whom|by\s+who|where|when)\s*\??\s*$", re.IGNORECASE)
 # A choice closing the question: "..., Pablo Trapero or Aleksander Ford?" (the last option names something).
-_CHOICE = re.compile(r"\bor\s+(?P<b>(?:the\s+)?[A-Z\"“'][^?]{0,80}?)\s*\?\s*$")
-# What kind of thing a question asks for: a person ("Who ...?", "... by whom?") or a place
-# ("Where ...?", "in which county ...?").
-_ASKS_PERSON = re.compile(r"^\s*(?:who|whom)\b|\bby\s+(?:whom|who)\s*\??\s*$", re.IGNORECASE)
-_ASKS_PLACE = re.compile(r"^\s*where\b|\b(?:which|what)\s+(?:[\w-]+\s+){0,2}?(?:city|town|village|county|state|"
-                         r"country|province|region|district|island|borough|suburb|neighbou?rhood)\b", re.IGNORECASE)
+# Or one opening it: "Between the two American bands The Gaslight Anthem and Squirrel Nut Zippers, which ...?"
+_CHOICE = re.compile(r"\bor\s+(?P<b>(?:the\s+)?[A-Z\"“'][^?]{0,80}?)\s*\?\s*$"
+                     r"|^\s*(?:[Bb]etween|[Oo]f)\s+[^,?]*?[A-Z][^,?]*\s+and\s+(?:the\s+)?[A-Z\"“'][^,?]*,\s*(?:[Ww]hich|[Ww]ho|[Ww]hat)\b")
 _GLUED = re.compile(r"(?<=[a-z)\"”'])\.(?=[A-Z][a-z])")
 # The words of a title written right before a name (up to three, no punctuation between), or after
 # it between commas ("George Whitesides, the chief executive,").
@@ -197,6 +194,43 @@ def _sentences(passage: str) -> list[tuple[int, int]]:
 
 def question_focus(question: str, spelled: dict[str, frozenset[str]]) -> frozenset[str]:
     """The stems of what ``question`` asks for (steps 1 and 2), empty when its shape is not read."""
+    _, picked = _asked(question)
+    return frozenset(_stems(" ".join(picked), spelled)) if picked else frozenset()
+
+
+def question_head(question: str, spelled: dict[str, frozenset[str]]) -> frozenset[str]:
+    """The stems of the one word of the focus that names the kind of thing asked for: the last word
+    of the noun phrase after "which" / "what" ("which top Italian fighter ace": "ace"; "what
+    southern California based band covered ...": "band", the phrase ending before a word in -ed
+    or -ing that a name, a function word or the end follows), or the verb of "who directed ..."
+    and "... directed by whom?"."""
+    pattern, picked = _asked(question)
+    if not picked:
+        return frozenset()
+    if pattern is _BY_WHOM:
+        return frozenset(_stems(picked[-1], spelled))
+    if pattern is _WHO_VERB:
+        return frozenset(_stems(picked[0], spelled))
+    m = _WHICH.search(question)
+    phrase = m.group("focus") if m and pattern is _WHICH else " ".join(picked)
+    words = list(re.finditer(r"[\w'’-]+|[^\w\s]", phrase))
+    head = ""
+    for i, w in enumerate(words):
+        text = w.group(0)
+        lower = text.lower()
+        nxt = words[i + 1].group(0) if i + 1 < len(words) else ""
+        if not text[0].isalnum() or (lower in _SKIP and head and not lower.endswith(("ed", "ing"))):
+            break
+        if lower.endswith(("ed", "ing")) and head and (not nxt or nxt[0].isupper() or nxt.lower() in _SKIP
+                                                      or not nxt[0].isalnum()):
+            break
+        if lower not in _SKIP and not text[0].isupper():
+            head = text
+    return frozenset(_stems(head, spelled)) if head else frozenset(_stems(picked[-1], spelled))
+
+
+def _asked(question: str) -> tuple[re.Pattern[str] | None, list[str]]:
+    """The question shape read (step 1) and the words it asks for, in order."""
     q = question.strip()
     for pattern in (_WHO_IS, _BY_WHOM, _WHICH, _WHO_VERB):
         m = pattern.search(q)
@@ -218,8 +252,8 @@ def question_focus(question: str, spelled: dict[str, frozenset[str]]) -> frozens
             picked = picked[-FOCUS_WORDS + 1:]
         picked = picked[:FOCUS_WORDS]
         if picked:
-            return frozenset(_stems(" ".join(picked), spelled))
-    return frozenset()
+            return pattern, picked
+    return None, []
 
 
 def _score(index: FocusIndex, words: frozenset[str], focus: frozenset[str]) -> tuple[int, int] | None:
@@ -241,7 +275,9 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
         return ()
     lower = index.lower_words | lower_case_words(answer)
     names = [n for n in find_names(answer, lower, skip_sentence_starts=True) if n.words]
-    asked = [frozenset(n.words) for n in find_names(question, lower_case_words(question), skip_sentence_starts=True)]
+    asked_names = [n.words for n in find_names(question, lower_case_words(question), skip_sentence_starts=True)
+                   if n.words]
+    asked = [frozenset(a) for a in asked_names]
     if not names or len(names) > 2:
         return ()
     # A name and little else ("It was Buzz Aldrin.", "The CFO is Maria Lopez."): what it says
@@ -252,10 +288,12 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
     asked_words = {w for a in asked for w in a}
     if _CHOICE.search(question) is not None:
         # A choice ("..., Pablo Trapero or Aleksander Ford?") is answered by one of its options:
-        # a name the context mentions that shares no word with any name of the question is neither.
-        return tuple(_off(answer, n) for n in names
-                     if not set(n.words) & asked_words and _score(index, frozenset(n.words), frozenset()) is not None)
-    focus = question_focus(question, index.spelled)
+        # a name the context mentions that holds no name of the question, nor its last word
+        # ("Colin James Hay" for "Colin Hay"), is neither ("Cia Soro" for "Cia Berg").
+        return tuple(_off(answer, n) for n in names if not any(_is_option(n.words, a) for a in asked_names)
+                     and _score(index, frozenset(n.words), frozenset()) is not None)
+    head = question_head(question, index.spelled)
+    focus = question_focus(question, index.spelled) | head
     if not focus:
         return ()
     known = {k for s in index.sentences for k in (*s.names, *s.carried)}
@@ -272,12 +310,12 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
             # managing director of Crosslands Solicitors": the firm shares the MD's clause).
             out.append(_off(answer, name))
             continue
-        if not holders and mine is not None and not focus <= _TITLE_STEMS \
-                and (_mistyped(index, words, focus, asked_words) or _wrong_kind(index, words, question, asked_words)):
+        typed = not holders and not focus <= _TITLE_STEMS  # (a title's holder is read above)
+        if typed and mine is not None and _mistyped(index, words, focus, head, asked_words):
             out.append(_off(answer, name))
             continue
-        if mine is None or mine[1] >= len(focus):
-            continue
+        if mine is None or mine[1] >= len(focus) or (typed and _called(index, words)[0] & _roots(focus)):
+            continue  # (what the context calls it is what is asked: "directed by Chris Columbus")
         others = [_score(index, k, focus) or (0, 0) for k in known if not k & words and not k & asked_words]
         best = max(others, default=(0, 0))
         if best[0] > mine[0] and best[0] >= max(1, -(-len(focus) // 2)):
@@ -285,45 +323,40 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
     return tuple(out)
 
 
-def _wrong_kind(index: FocusIndex, words: frozenset[str], question: str, asked: set[str]) -> bool:
-    """Whether the question asks for a person and the context writes the name ``words`` only as a
-    place ("born in Thunder Bay"), or for a place and the context writes it as a person ("Ken
-    Colyer (born 1928)"), while it writes another name, not the question's, as what is asked."""
-    person, place = bool(_ASKS_PERSON.search(question)), bool(_ASKS_PLACE.search(question))
-    if person == place:
-        return False
-    mine = set().union(*(called for key, called in index.called if words <= key))
-    if person and not (PLACE in mine and PERSON not in mine):
-        return False
-    if place and PERSON not in mine:
-        return False
-    for key, called in index.called:
-        if key & words or key & asked or key <= index.lower_words:
-            continue
-        if (person and PERSON in called) or (place and PLACE in called and PERSON not in called):
-            return True
-    return False
+def _is_option(words: tuple[str, ...], option: tuple[str, ...]) -> bool:
+    """Whether a name of the answer (``words``) is the question's name ``option``: one holds the
+    other, or it ends on the option's last word."""
+    return set(option) <= set(words) or set(words) <= set(option) or option[-1] in words
 
 
-def _mistyped(index: FocusIndex, words: frozenset[str], focus: frozenset[str], asked: set[str]) -> bool:
+def _roots(stems: frozenset[str]) -> frozenset[str]:
+    return frozenset(map(root, stems))
+
+
+def _called(index: FocusIndex, words: frozenset[str]) -> tuple[frozenset[str], bool]:
+    """What the context calls the name ``words`` (roots of the stems, :mod:`.answer_types`), and
+    whether it says more of it than its own last word."""
+    called = [c for key, c in index.called if words <= key]
+    return (frozenset(root(w.removeprefix(OWN)) for c in called for w in c),
+            any(not w.startswith(OWN) for c in called for w in c))
+
+
+def _mistyped(index: FocusIndex, words: frozenset[str], focus: frozenset[str], head: frozenset[str],
+              asked: set[str]) -> bool:
     """Whether the context calls the name ``words`` nothing the question asks for, while it calls
     another name, not the question's, what it asks for (:mod:`.answer_types`), and that name's
     sentences hold as much of the question's focus as this one's."""
-    mine: set[str] = set()
-    said_of_it = False
-    theirs = []
-    asked_for, focus = focus, frozenset(map(root, focus))
-    for key, called in index.called:
-        types = {root(w.removeprefix(OWN)) for w in called}
-        if words <= key:
-            mine |= types
-            said_of_it = said_of_it or any(not w.startswith(OWN) for w in called)
-        elif not key & words and not key & asked and types & focus and not key <= index.lower_words:
-            theirs.append(key)  # (a capitalised sentence start, "Directed by ...", is no name)
-    if not said_of_it or mine & focus or not theirs:
+    roots = _roots(head)
+    mine, said_of_it = _called(index, words)
+    if mine & roots:
         return False
-    own = _score(index, words, asked_for) or (0, 0)
-    return any((_score(index, k, asked_for) or (0, 0))[0] >= own[0] for k in theirs)
+    theirs = [key for key, called in index.called
+              if not key & words and not key & asked and not key <= index.lower_words  # ("Directed by ...")
+              and _roots(frozenset(w.removeprefix(OWN) for w in called)) & roots]
+    if not said_of_it and len(theirs) != 1:
+        return False
+    own = _score(index, words, focus) or (0, 0)
+    return any((_score(index, k, focus) or (0, 0))[0] >= own[0] for k in theirs)
 
 
 def _off(answer: str, name: Name) -> OffFocus:
