@@ -15,7 +15,9 @@ writes it; :func:`descriptions` reads the same, by rule, for every name of the c
   Langston Hughes", and for a list those before its first item ("starring Denzel Washington,
   John Lithgow and Lindsay Wagner": "starring" for each; "artists such as Lee DeWyze, Katelyn
   Tarver": "artists" for each);
-- "(born ...)" after it marks a person.
+- "(born ...)" after it marks a person;
+- a sentence opening on what its pronoun is ("A naval communications officer, he ...") describes
+  the name the sentence before it opens on.
 
 The words are stems (:func:`truthlens.detector.text.stem`), compared with the stems of what the
 question asks for (:func:`.focus.question_focus`). No dictionary of types: a question asking for
@@ -47,13 +49,31 @@ _BEFORE = re.compile(r"((?:\b[a-z][\w'/-]*\s+){0,2}\b[a-z][\w'/-]*)(?:,?\s+[\"�
 # "such as", "including", "like": a list head's noun is written before these ("artists such as").
 _LIST_INTRO = frozenset({"such", "as", "including", "like", "namely", "among", "them"})
 _LIST_GAP = re.compile(r"\s*(?:,\s*(?:and\s+|or\s+)?|and\s+|or\s+|&\s*)")
+# A sentence opening on what its pronoun subject is: "A naval communications officer, he ...".
+_PRONOUN_APPOSITION = re.compile(r"(?:^|(?<=[.!?]\s))\s*(?:A|An|The)\s+(?P<d>[^,.;:()\"]{1,60}),\s+"
+                                 r"(?:he|she|they|it)\b")
 _DESCRIPTION_WORDS = 8
 _SPLIT = re.compile(r"[\w'’-]+")
 
 
+_NICKNAME_GAP = re.compile(r"\s*[\"“”]\s*")
+
+
+def whole_names(text: str, names: Iterable[Name]) -> list[Name]:
+    """``names`` of ``text`` with a quoted nickname joined to the name around it: 'John "Jack"
+    Roland Redman' is one person, not three names."""
+    out: list[Name] = []
+    for n in sorted(names, key=lambda n: n.start):
+        if out and _NICKNAME_GAP.fullmatch(text, out[-1].end, n.start):
+            last = out.pop()
+            n = Name(last.start, n.end, last.words + n.words, f"{last.phrase} {n.phrase}")
+        out.append(n)
+    return out
+
+
 def descriptions(text: str, names: Iterable[Name]) -> dict[frozenset[str], frozenset[str]]:
     """Per name of ``text`` (its words), the stems ``text`` calls it by (module note)."""
-    found = sorted(names, key=lambda n: n.start)
+    found = whole_names(text, names)
     out: dict[frozenset[str], set[str]] = {}
     before_of: list[set[str]] = []
     for i, n in enumerate(found):
@@ -71,6 +91,11 @@ def descriptions(text: str, names: Iterable[Name]) -> dict[frozenset[str], froze
             before = before_of[i - 1]
         before_of.append(before)
         said |= before
+    for m in _PRONOUN_APPOSITION.finditer(text):
+        # (it speaks of the name the sentence before opens on)
+        subjects = [n for n in found if n.start < m.start() and _starts(text, n.start)]
+        if subjects:
+            out[frozenset(subjects[-1].words)] |= _leading_words(m.group("d"))
     return {k: frozenset(v) for k, v in out.items()}
 
 

@@ -44,7 +44,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from truthlens.detector.facts.answer_types import OWN, descriptions, root
+from truthlens.detector.facts.answer_types import OWN, descriptions, root, whole_names
 from truthlens.detector.facts.names import Name, find_names, lower_case_words
 from truthlens.detector.text import STOP_WORDS, WORD, clauses, content_words, sentences, stem
 
@@ -151,7 +151,7 @@ def focus_index(context: Sequence[str], spelled: dict[str, frozenset[str]]) -> F
         previous: tuple[frozenset[str], ...] = ()
         for start, end in _sentences(passage):
             text = passage[start:end]
-            found = [n for n in find_names(text, lower, skip_sentence_starts=False) if n.words]
+            found = whole_names(text, [n for n in find_names(text, lower, skip_sentence_starts=False) if n.words])
             names = tuple(frozenset(n.words) for n in found)
             for n in found:
                 beside = _TITLE_BEFORE.search(text, 0, n.start)
@@ -274,7 +274,7 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
     if not question or not index.sentences:
         return ()
     lower = index.lower_words | lower_case_words(answer)
-    names = [n for n in find_names(answer, lower, skip_sentence_starts=True) if n.words]
+    names = whole_names(answer, [n for n in find_names(answer, lower, skip_sentence_starts=True) if n.words])
     asked_names = [n.words for n in find_names(question, lower_case_words(question), skip_sentence_starts=True)
                    if n.words]
     asked = [frozenset(a) for a in asked_names]
@@ -299,10 +299,13 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
     known = {k for s in index.sentences for k in (*s.names, *s.carried)}
     # Names the context gives the focus as their title ("Prime Minister David Cameron").
     holders = [n for n, title in index.titled if focus <= title] if focus <= _TITLE_STEMS else []
+    # A title the question abbreviates ("Who is the CFO?", "the Gov.") is judged by its holders alone.
+    abbreviated = any(m.group(0).lower() in TITLES and (m.group(0).isupper() or question[m.end():m.end() + 1] == ".")
+                      for m in WORD.finditer(question))
     out = []
     for name in names:
         words = frozenset(name.words)
-        if words & asked_words or {stem(w) for w in words} <= focus:
+        if any(_is_asked(name.words, a) for a in asked_names) or {stem(w) for w in words} <= focus:
             continue  # the question's own name, or the title itself ("It is Prime Minister.")
         mine = _score(index, words, focus)
         if holders and not any(words & h for h in holders) and mine is not None and mine[1] < len(focus):
@@ -310,7 +313,7 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
             # managing director of Crosslands Solicitors": the firm shares the MD's clause).
             out.append(_off(answer, name))
             continue
-        typed = not holders and not focus <= _TITLE_STEMS  # (a title's holder is read above)
+        typed = not holders and not abbreviated  # (a title's holder is read above)
         if typed and mine is not None and _mistyped(index, words, focus, head, asked_words):
             out.append(_off(answer, name))
             continue
@@ -327,6 +330,12 @@ def _is_option(words: tuple[str, ...], option: tuple[str, ...]) -> bool:
     """Whether a name of the answer (``words``) is the question's name ``option``: one holds the
     other, or it ends on the option's last word."""
     return set(option) <= set(words) or set(words) <= set(option) or option[-1] in words
+
+
+def _is_asked(words: tuple[str, ...], asked: tuple[str, ...]) -> bool:
+    """Whether a name of the answer (``words``) is the question's name ``asked``: part of it, or
+    holding it whole when it is more than one word ("Canadian Screen Award" is not "Canadian")."""
+    return set(words) <= set(asked) or (len(asked) > 1 and set(asked) <= set(words))
 
 
 def _roots(stems: frozenset[str]) -> frozenset[str]:
@@ -353,7 +362,7 @@ def _mistyped(index: FocusIndex, words: frozenset[str], focus: frozenset[str], h
     theirs = [key for key, called in index.called
               if not key & words and not key & asked and not key <= index.lower_words  # ("Directed by ...")
               and _roots(frozenset(w.removeprefix(OWN) for w in called)) & roots]
-    if not said_of_it and len(theirs) != 1:
+    if not said_of_it and len(theirs) > 2:
         return False
     own = _score(index, words, focus) or (0, 0)
     return any((_score(index, k, focus) or (0, 0))[0] >= own[0] for k in theirs)
