@@ -57,14 +57,19 @@ _SPLIT = re.compile(r"[\w'’-]+")
 
 
 _NICKNAME_GAP = re.compile(r"\s*[\"“”]\s*")
+_POST_NOMINAL = re.compile(r",?\s*[A-Z]{2,4}\b")  # "Michael Levitt FRS", "Georg Solti, KBE"
+# A capitalised word right before a lower-case noun modifies it ("a Spanish striker", "French erotic film").
+_MODIFIES = re.compile(r"\s+[a-z][\w-]*")
 
 
 def whole_names(text: str, names: Iterable[Name]) -> list[Name]:
-    """``names`` of ``text`` with a quoted nickname joined to the name around it: 'John "Jack"
-    Roland Redman' is one person, not three names."""
+    """``names`` of ``text`` with a quoted nickname joined to the name around it ('John "Jack"
+    Roland Redman' is one person, not three names) and letters after a name joined to it ("Michael
+    Levitt, FRS")."""
     out: list[Name] = []
     for n in sorted(names, key=lambda n: n.start):
-        if out and _NICKNAME_GAP.fullmatch(text, out[-1].end, n.start):
+        if out and (_NICKNAME_GAP.fullmatch(text, out[-1].end, n.start)
+                    or _POST_NOMINAL.fullmatch(text, out[-1].end, n.end)):
             last = out.pop()
             n = Name(last.start, n.end, last.words + n.words, f"{last.phrase} {n.phrase}")
         out.append(n)
@@ -77,6 +82,9 @@ def descriptions(text: str, names: Iterable[Name]) -> dict[frozenset[str], froze
     out: dict[frozenset[str], set[str]] = {}
     before_of: list[set[str]] = []
     for i, n in enumerate(found):
+        if len(n.words) == 1 and (m := _MODIFIES.match(text, n.end)) and m.group(0).strip() not in STOP_WORDS:
+            before_of.append(set())
+            continue  # (an adjective, not a name)
         said = out.setdefault(frozenset(n.words), set())
         if len(n.words) > 1 and not n.words[-1].endswith("s"):  # ("United States" is no state)
             said.add(OWN + stem(n.words[-1]))
