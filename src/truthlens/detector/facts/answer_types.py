@@ -103,7 +103,7 @@ def descriptions(text: str, names: Iterable[Name]) -> dict[frozenset[str], froze
         # (it speaks of the name the sentence before opens on)
         subjects = [n for n in found if n.start < m.start() and _starts(text, n.start)]
         if subjects:
-            out[frozenset(subjects[-1].words)] |= _leading_words(m.group("d"))
+            out.setdefault(frozenset(subjects[-1].words), set()).update(_leading_words(m.group("d")))
     return {k: frozenset(v) for k, v in out.items()}
 
 
