@@ -78,6 +78,7 @@ _BY_WHOM = re.compile(r"(?P<focus>[^?]+?)\s+(?:by\s+whom|by\s+who|where|when)\s*
 # Or one opening it: "Between the two American bands The Gaslight Anthem and Squirrel Nut Zippers, which ...?"
 _CHOICE = re.compile(r"\bor\s+(?P<b>(?:the\s+)?[A-Z\"“'][^?]{0,80}?)\s*\?\s*$"
                      r"|^\s*(?:[Bb]etween|[Oo]f)\s+[^,?]*?[A-Z][^,?]*\s+and\s+(?:the\s+)?[A-Z\"“'][^,?]*,\s*(?:[Ww]hich|[Ww]ho|[Ww]hat)\b")
+_DETERMINERS = frozenset("the a an his her its their this these that those".split())
 _GLUED = re.compile(r"(?<=[a-z)\"”'])\.(?=[A-Z][a-z])")
 # The words of a title written right before a name (up to three, no punctuation between), or after
 # it between commas ("George Whitesides, the chief executive,").
@@ -221,9 +222,10 @@ def question_head(question: str, spelled: dict[str, frozenset[str]]) -> frozense
         nxt = words[i + 1].group(0) if i + 1 < len(words) else ""
         if not text[0].isalnum() or (lower in _SKIP and head and not lower.endswith(("ed", "ing"))):
             break
-        if lower.endswith(("ed", "ing")) and head and (not nxt or nxt[0].isupper() or nxt.lower() in _SKIP
-                                                      or not nxt[0].isalnum()):
-            break
+        if head and (lower.endswith(("ed", "ing")) and (not nxt or nxt[0].isupper() or nxt.lower() in _SKIP
+                                                         or not nxt[0].isalnum())
+                     or nxt.lower() in _DETERMINERS):
+            break  # a verb: "... band covered Blue Oyster Cult's", "... ace flew the plane"
         if lower not in _SKIP and not text[0].isupper():
             head = text
     return frozenset(_stems(head, spelled)) if head else frozenset(_stems(picked[-1], spelled))
