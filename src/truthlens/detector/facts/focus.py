@@ -234,16 +234,20 @@ def question_head(question: str, spelled: dict[str, frozenset[str]]) -> frozense
 def _asked(question: str) -> tuple[re.Pattern[str] | None, list[str]]:
     """The question shape read (step 1) and the words it asks for, in order."""
     q = question.strip()
-    for pattern in (_WHO_IS, _BY_WHOM, _WHICH, _WHO_VERB):
+    # ("Who directed the film which ...": the "which" opens a relative clause, the verb is asked)
+    for pattern in (_WHO_IS, _BY_WHOM, _WHO_VERB, _WHICH):
         m = pattern.search(q)
         if m is None:
             continue
         picked: list[str] = []
         # The question's own names are what it asks about, not the role it asks for ("Which movie
-        # starring Kim Roi-ha"); a title it abbreviates is the role ("Who is the ED?").
-        own = {w for n in find_names(q, frozenset(), skip_sentence_starts=True) for w in n.words} - TITLES.keys()
-        for w in WORD.findall(m.group("focus")):
-            if w.lower() in own:
+        # starring Kim Roi-ha"), with the small words inside them ("de la Cueva"); a title it
+        # abbreviates is the role ("Who is the ED?").
+        inside = [(n.start, n.end) for n in find_names(q, frozenset(), skip_sentence_starts=True)
+                  if not set(n.words) <= TITLES.keys()]
+        for word in WORD.finditer(q, m.start("focus"), m.end("focus")):
+            w = word.group(0)
+            if any(a <= word.start() < b for a, b in inside):
                 continue
             if w.lower() in _SKIP or w.lower() in ("who", "whom", "what", "which", "where", "when"):
                 if picked and pattern in (_WHO_IS, _WHICH):
