@@ -48,6 +48,8 @@ _PRONOUN_NEXT = re.compile(r"[^.!?]{0,400}?[.!?]\s*(?:He|She|His|Her)\b")
 _BEFORE = re.compile(r"((?:\b[a-z][\w'/-]*\s+){0,2}\b[a-z][\w'/-]*)(?:,?\s+[\"“']?|\s*[\"“'])$")
 # "such as", "including", "like": a list head's noun is written before these ("artists such as").
 _LIST_INTRO = frozenset({"such", "as", "including", "like", "namely", "among", "them"})
+_DETERMINERS = frozenset({"the", "a", "an"})
+_AGENT = frozenset({"by"})  # "directed by": the role of the name after it
 _LIST_GAP = re.compile(r"\s*(?:,\s*(?:and\s+|or\s+)?|and\s+|or\s+|&\s*)")
 # A sentence opening on what its pronoun subject is: "A naval communications officer, he ...".
 _PRONOUN_APPOSITION = re.compile(r"(?:^|(?<=[.!?]\s))\s*(?:A|An|The)\s+(?P<d>[^,.;:()\"]{1,60}),\s+"
@@ -123,14 +125,20 @@ def _starts(text: str, start: int) -> bool:
 
 
 def _before(text: str, start: int) -> set[str]:
-    """Stems of the lower-case content words right before ``start`` ("the band", "directed by")."""
+    """Stems of the lower-case content words right before ``start`` ("the band", "directed by",
+    "artists such as"), back to the first other function word ("a party in India": none)."""
     m = _BEFORE.search(text, max(0, start - 60), start)
     if m is None or m.end() != start:
         return set()
     words = [w.lower() for w in _SPLIT.findall(m.group(1))]
-    if words and words[-1] in _LIST_INTRO:  # "artists such as": the noun before the list's word
-        words = [w for w in words if w not in _LIST_INTRO]
-    return {stem(p) for w in words if w not in STOP_WORDS for p in w.split("/") if p}
+    while words and words[-1] in _DETERMINERS:
+        words.pop()
+    kept: list[str] = []
+    for w in reversed(words):
+        if w in STOP_WORDS and not (w in _AGENT or (w in _LIST_INTRO and set(kept) <= _LIST_INTRO)):
+            break
+        kept.append(w)
+    return {stem(p) for w in kept if w not in STOP_WORDS and w not in _LIST_INTRO for p in w.split("/") if p}
 
 
 def _leading_words(description: str) -> set[str]:
