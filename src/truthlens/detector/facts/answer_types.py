@@ -111,9 +111,9 @@ def descriptions(text: str, names: Iterable[Name]) -> dict[frozenset[str], froze
 
 def root(word_stem: str) -> str:
     """A stem without the ending of its doer or deed: "director" and "directed" are one role, as are
-    "writer" / "written", "founder" / "founded", "actor" / "acted"."""
-    for end in ("or", "er", "ed", "ion", "e"):
-        if word_stem.endswith(end) and len(word_stem) - len(end) >= (3 if end in ("or", "ed") else 4):
+    "writer" / "written", "founder" / "founded", "actor" / "actress" / "acted"."""
+    for end in ("ress", "or", "er", "ed", "ion", "e"):
+        if word_stem.endswith(end) and len(word_stem) - len(end) >= (3 if end in ("or", "ed", "ress") else 4):
             return word_stem[: -len(end)]
     return word_stem
 

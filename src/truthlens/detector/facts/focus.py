@@ -202,8 +202,9 @@ def question_focus(question: str, spelled: dict[str, frozenset[str]]) -> frozens
 def question_head(question: str, spelled: dict[str, frozenset[str]]) -> frozenset[str]:
     """The stems of the one word of the focus that names the kind of thing asked for: the last word
     of the noun phrase after "which" / "what" ("which top Italian fighter ace": "ace"; "what
-    southern California based band covered ...": "band", the phrase ending before a word in -ed
-    or -ing that a name, a function word or the end follows), or the verb of "who directed ..."
+    southern California based band covered ...": "band", the phrase ending before a word in -ed,
+    -ing or -en or "born" that a name, a function word or the end follows, or that a determiner
+    follows: "... ace flew the plane"), or the verb of "who directed ..."
     and "... directed by whom?"."""
     pattern, picked = _asked(question)
     if not picked:
@@ -222,9 +223,9 @@ def question_head(question: str, spelled: dict[str, frozenset[str]]) -> frozense
         nxt = words[i + 1].group(0) if i + 1 < len(words) else ""
         if not text[0].isalnum() or (lower in _SKIP and head and not lower.endswith(("ed", "ing"))):
             break
-        if head and (lower.endswith(("ed", "ing")) and (not nxt or nxt[0].isupper() or nxt.lower() in _SKIP
-                                                         or not nxt[0].isalnum())
-                     or nxt.lower() in _DETERMINERS):
+        participle = lower.endswith(("ed", "ing", "en")) or lower == "born"
+        ends = not nxt or nxt[0].isupper() or nxt.lower() in _SKIP or not nxt[0].isalnum()
+        if head and ((participle and ends) or nxt.lower() in _DETERMINERS):
             break  # a verb: "... band covered Blue Oyster Cult's", "... ace flew the plane"
         if lower not in _SKIP and not text[0].isupper():
             head = text
