@@ -28,14 +28,30 @@ executive director at the zoo") makes that name the holder: another name the con
 in no clause with that title, answering a question whose focus is that title, is off focus
 whatever the sentences share.
 
-A question offering a choice ("Who was born first, Pablo Trapero or Aleksander Ford?") is
-answered by one of its options: an answer naming neither, but a name the context mentions, is
-off focus too.
+The kind of thing asked for is one word, the question's head (:func:`question_head`: "what
+southern California based band covered ...": band; "who directed ...": directed). What the
+context calls each name is read by :mod:`.answer_types` ("Fighting Gravity, an American band";
+"directed by John Carney"; "Lindenhurst is a village"). An answer's name the context calls
+something else, while it calls another name, not the question's, what is asked, is off focus
+(when the context says nothing of the answer's name but its own words, only if at most two
+other names are called so); an answer's name the context calls what is asked is never off focus
+by the sentence scores of step 4 ("directed by Chris Columbus" beside a sentence restating the
+question). A title the question abbreviates ("Who is the CFO?") is judged by its holders alone.
+
+A question offering a choice ("Who was born first, Pablo Trapero or Aleksander Ford?",
+"Between A and B, which ...?") is answered by one of its options: an answer naming none of the
+question's names (nor ending on an option's last word: "Colin James Hay" for "Colin Hay"), but a
+name the context mentions, is off focus too.
+
+Passages joined without a space ("... the name Cossbysweater.Milhouse is ...", common in
+retrieved chunks) are cut into sentences at the glued full stop.
 
 What it cannot see: a focus the question words as the context never does ("stars as which
-character" over "portraying Will Traynor"), a wrong name that shares the focus sentence with the
-right one ("directed by ..., with a screenplay by ..."), and answers longer than a short one
-(their clauses are aligned by :mod:`.clauses`).
+character" over "portraying Will Traynor"), a wrong name of the same kind that shares the focus
+sentence with the right one ("directed by ..., with a screenplay by ..."), the kind of a "where"
+or "when" question, a question that hops over two facts when the right name is called nothing
+the question asks for (about half of HaluEval's one-name mix-ups stay unflagged), and answers
+longer than a short one (their clauses are aligned by :mod:`.clauses`).
 """
 
 from __future__ import annotations
@@ -359,9 +375,10 @@ def _called(index: FocusIndex, words: frozenset[str]) -> tuple[frozenset[str], b
 
 def _mistyped(index: FocusIndex, words: frozenset[str], focus: frozenset[str], head: frozenset[str],
               asked: set[str]) -> bool:
-    """Whether the context calls the name ``words`` nothing the question asks for, while it calls
-    another name, not the question's, what it asks for (:mod:`.answer_types`), and that name's
-    sentences hold as much of the question's focus as this one's."""
+    """Whether the context calls the name ``words`` nothing the question's ``head`` asks for, while
+    it calls another name, not the question's, what it asks for (:mod:`.answer_types`), and that
+    name's sentences hold as much of the question's focus as this one's. A name the context says
+    nothing of but its own words is judged so only against one or two such names."""
     roots = _roots(head)
     mine, said_of_it = _called(index, words)
     if mine & roots:
