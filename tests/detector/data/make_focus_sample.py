@@ -42,7 +42,7 @@ def main(out: Path) -> None:
             srcs.append(Source(key, context, question, kept))
 
     for task in ("qa", "summary"):
-        for r in ragtruth.responses(task, ("train",), ragtruth.DEFAULT_DIR):  # type: ignore[arg-type]
+        for r in ragtruth.responses(task, ("train",), ragtruth.DEFAULT_DIR):
             if r.source_id % 4 == 3:
                 add(f"ragtruth-{task}-{r.source_id}", r.context, r.question)
     for i, row in halueval.items("summarization", ("train",), root):
