@@ -28,14 +28,30 @@ executive director at the zoo") makes that name the holder: another name the con
 in no clause with that title, answering a question whose focus is that title, is off focus
 whatever the sentences share.
 
-A question offering a choice ("Who was born first, Pablo Trapero or Aleksander Ford?") is
-answered by one of its options: an answer naming neither, but a name the context mentions, is
-off focus too.
+The kind of thing asked for is one word, the question's head (:func:`question_head`: "what
+southern California based band covered ...": band; "who directed ...": directed). What the
+context calls each name is read by :mod:`.answer_types` ("Fighting Gravity, an American band";
+"directed by John Carney"; "Lindenhurst is a village"). An answer's name the context calls
+something else, while it calls another name, not the question's, what is asked, is off focus
+(when the context says nothing of the answer's name but its own words, only if at most two
+other names are called so); an answer's name the context calls what is asked is never off focus
+by the sentence scores of step 4 ("directed by Chris Columbus" beside a sentence restating the
+question). A title the question abbreviates ("Who is the CFO?") is judged by its holders alone.
+
+A question offering a choice ("Who was born first, Pablo Trapero or Aleksander Ford?",
+"Between A and B, which ...?") is answered by one of its options: an answer naming none of the
+question's names (nor ending on an option's last word: "Colin James Hay" for "Colin Hay"), but a
+name the context mentions, is off focus too.
+
+Passages joined without a space ("... the name Cossbysweater.Milhouse is ...", common in
+retrieved chunks) are cut into sentences at the glued full stop.
 
 What it cannot see: a focus the question words as the context never does ("stars as which
-character" over "portraying Will Traynor"), a wrong name that shares the focus sentence with the
-right one ("directed by ..., with a screenplay by ..."), and answers longer than a short one
-(their clauses are aligned by :mod:`.clauses`).
+character" over "portraying Will Traynor"), a wrong name of the same kind that shares the focus
+sentence with the right one ("directed by ..., with a screenplay by ..."), the kind of a "where"
+or "when" question, a question that hops over two facts when the right name is called nothing
+the question asks for (about half of HaluEval's one-name mix-ups stay unflagged), and answers
+longer than a short one (their clauses are aligned by :mod:`.clauses`).
 """
 
 from __future__ import annotations
@@ -44,6 +60,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from truthlens.detector.facts.answer_types import OWN, descriptions, root, whole_names
 from truthlens.detector.facts.names import Name, find_names, lower_case_words
 from truthlens.detector.text import STOP_WORDS, WORD, clauses, content_words, sentences, stem
 
@@ -73,7 +90,12 @@ _WHO_IS = re.compile(r"^\s*(?:who|what|which)\s+(?:is|was|are|were|has\s+been|ha
 _WHICH = re.compile(r"\b(?:which|what)\s+(?:of\s+the\s+|one\s+of\s+the\s+)?(?P<focus>[^?]+)", re.IGNORECASE)
 _WHO_VERB = re.compile(r"^\s*who\s+(?P<focus>[^?]+)", re.IGNORECASE)
 _BY_WHOM = re.compile(r"(?P<focus>[^?]+?)\s+(?:by\s+whom|by\s+who|where|when)\s*\??\s*$", re.IGNORECASE)
-_CHOICE = re.compile(r"[,:]\s*(?P<a>[^,:?]+?)\s+or\s+(?P<b>[^,:?]+?)\s*\?\s*$")
+# A choice closing the question: "..., Pablo Trapero or Aleksander Ford?" (the last option names something).
+# Or one opening it: "Between the two American bands The Gaslight Anthem and Squirrel Nut Zippers, which ...?"
+_CHOICE = re.compile(r"\bor\s+(?P<b>(?:the\s+)?[A-Z\"“'][^?]{0,80}?)\s*\?\s*$"
+                     r"|^\s*(?:[Bb]etween|[Oo]f)\s+[^,?]*?[A-Z][^,?]*\s+and\s+(?:the\s+)?[A-Z\"“'][^,?]*,\s*(?:[Ww]hich|[Ww]ho|[Ww]hat)\b")
+_DETERMINERS = frozenset("the a an his her its their this these that those".split())
+_GLUED = re.compile(r"(?<=[a-z)\"”'])\.(?=[A-Z][a-z])")
 # The words of a title written right before a name (up to three, no punctuation between), or after
 # it between commas ("George Whitesides, the chief executive,").
 _TITLE_BEFORE = re.compile(r"((?:[A-Za-z]+\.?\s+){1,3})$")
@@ -108,6 +130,8 @@ class FocusIndex:
     # Each name with the words written right beside it as its title: "Prime Minister David
     # Cameron", "Dr Christopher Kuhar, executive director at the zoo" (stems, titles spelled out).
     titled: tuple[tuple[frozenset[str], frozenset[str]], ...] = ()
+    # What the context calls each name (:mod:`.answer_types`): "an American band", "directed by".
+    called: tuple[tuple[frozenset[str], frozenset[str]], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,9 +166,9 @@ def focus_index(context: Sequence[str], spelled: dict[str, frozenset[str]]) -> F
     titled: list[tuple[frozenset[str], frozenset[str]]] = []
     for passage in context:
         previous: tuple[frozenset[str], ...] = ()
-        for start, end in sentences(passage):
+        for start, end in _sentences(passage):
             text = passage[start:end]
-            found = [n for n in find_names(text, lower, skip_sentence_starts=False) if n.words]
+            found = whole_names(text, [n for n in find_names(text, lower, skip_sentence_starts=False) if n.words])
             names = tuple(frozenset(n.words) for n in found)
             for n in found:
                 beside = _TITLE_BEFORE.search(text, 0, n.start)
@@ -166,22 +190,81 @@ def focus_index(context: Sequence[str], spelled: dict[str, frozenset[str]]) -> F
                 carried = previous  # (which of them it speaks of is not read: all)
             out.append(_Sentence(words, names, tuple(parts), carried, words if carried else frozenset()))
             previous = names or carried or previous
-    return FocusIndex(tuple(out), lower, spelled, tuple(titled))
+    called: dict[frozenset[str], set[str]] = {}
+    for passage in context:
+        for key, said in descriptions(passage, find_names(passage, lower, skip_sentence_starts=False)).items():
+            called.setdefault(key, set()).update(said)
+    return FocusIndex(tuple(out), lower, spelled, tuple(titled), tuple((k, frozenset(v)) for k, v in called.items()))
+
+
+def _sentences(passage: str) -> list[tuple[int, int]]:
+    """The passage's sentences, a full stop glued to a capitalised word cut too: retrieved
+    passages are often joined without a space ("... under the name Cossbysweater.Milhouse is ...")."""
+    out = []
+    for start, end in sentences(passage):
+        for m in _GLUED.finditer(passage, start, end):
+            out.append((start, m.end()))
+            start = m.end()
+        out.append((start, end))
+    return out
 
 
 def question_focus(question: str, spelled: dict[str, frozenset[str]]) -> frozenset[str]:
     """The stems of what ``question`` asks for (steps 1 and 2), empty when its shape is not read."""
+    _, picked = _asked(question)
+    return frozenset(_stems(" ".join(picked), spelled)) if picked else frozenset()
+
+
+def question_head(question: str, spelled: dict[str, frozenset[str]]) -> frozenset[str]:
+    """The stems of the one word of the focus that names the kind of thing asked for: the last word
+    of the noun phrase after "which" / "what" ("which top Italian fighter ace": "ace"; "what
+    southern California based band covered ...": "band", the phrase ending before a word in -ed,
+    -ing or -en or "born" that a name, a function word or the end follows, or that a determiner
+    follows: "... ace flew the plane"), or the verb of "who directed ..."
+    and "... directed by whom?"."""
+    pattern, picked = _asked(question)
+    if not picked:
+        return frozenset()
+    if pattern is _BY_WHOM:
+        return frozenset(_stems(picked[-1], spelled))
+    if pattern is _WHO_VERB:
+        return frozenset(_stems(picked[0], spelled))
+    m = _WHICH.search(question)
+    phrase = m.group("focus") if m and pattern is _WHICH else " ".join(picked)
+    words = list(re.finditer(r"[\w'’-]+|[^\w\s]", phrase))
+    head = ""
+    for i, w in enumerate(words):
+        text = w.group(0)
+        lower = text.lower()
+        nxt = words[i + 1].group(0) if i + 1 < len(words) else ""
+        if not text[0].isalnum() or (lower in _SKIP and head and not lower.endswith(("ed", "ing"))):
+            break
+        participle = lower.endswith(("ed", "ing", "en")) or lower == "born"
+        ends = not nxt or nxt[0].isupper() or nxt.lower() in _SKIP or not nxt[0].isalnum()
+        if head and ((participle and ends) or nxt.lower() in _DETERMINERS):
+            break  # a verb: "... band covered Blue Oyster Cult's", "... ace flew the plane"
+        if lower not in _SKIP and not text[0].isupper():
+            head = text
+    return frozenset(_stems(head, spelled)) if head else frozenset(_stems(picked[-1], spelled))
+
+
+def _asked(question: str) -> tuple[re.Pattern[str] | None, list[str]]:
+    """The question shape read (step 1) and the words it asks for, in order."""
     q = question.strip()
-    for pattern in (_WHO_IS, _BY_WHOM, _WHICH, _WHO_VERB):
+    # ("Who directed the film which ...": the "which" opens a relative clause, the verb is asked)
+    for pattern in (_WHO_IS, _BY_WHOM, _WHO_VERB, _WHICH):
         m = pattern.search(q)
         if m is None:
             continue
         picked: list[str] = []
         # The question's own names are what it asks about, not the role it asks for ("Which movie
-        # starring Kim Roi-ha"); a title it abbreviates is the role ("Who is the ED?").
-        own = {w for n in find_names(q, frozenset(), skip_sentence_starts=True) for w in n.words} - TITLES.keys()
-        for w in WORD.findall(m.group("focus")):
-            if w.lower() in own:
+        # starring Kim Roi-ha"), with the small words inside them ("de la Cueva"); a title it
+        # abbreviates is the role ("Who is the ED?").
+        inside = [(n.start, n.end) for n in find_names(q, frozenset(), skip_sentence_starts=True)
+                  if not set(n.words) <= TITLES.keys()]
+        for word in WORD.finditer(q, m.start("focus"), m.end("focus")):
+            w = word.group(0)
+            if any(a <= word.start() < b for a, b in inside):
                 continue
             if w.lower() in _SKIP or w.lower() in ("who", "whom", "what", "which", "where", "when"):
                 if picked and pattern in (_WHO_IS, _WHICH):
@@ -192,8 +275,8 @@ def question_focus(question: str, spelled: dict[str, frozenset[str]]) -> frozens
             picked = picked[-FOCUS_WORDS + 1:]
         picked = picked[:FOCUS_WORDS]
         if picked:
-            return frozenset(_stems(" ".join(picked), spelled))
-    return frozenset()
+            return pattern, picked
+    return None, []
 
 
 def _score(index: FocusIndex, words: frozenset[str], focus: frozenset[str]) -> tuple[int, int] | None:
@@ -214,8 +297,10 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
     if not question or not index.sentences:
         return ()
     lower = index.lower_words | lower_case_words(answer)
-    names = [n for n in find_names(answer, lower, skip_sentence_starts=True) if n.words]
-    asked = [frozenset(n.words) for n in find_names(question, lower_case_words(question), skip_sentence_starts=True)]
+    names = whole_names(answer, [n for n in find_names(answer, lower, skip_sentence_starts=True) if n.words])
+    asked_names = [n.words for n in find_names(question, lower_case_words(question), skip_sentence_starts=True)
+                   if n.words]
+    asked = [frozenset(a) for a in asked_names]
     if not names or len(names) > 2:
         return ()
     # A name and little else ("It was Buzz Aldrin.", "The CFO is Maria Lopez."): what it says
@@ -223,23 +308,27 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
     said = content_words(answer) - {stem(w) for n in names for w in n.words} - content_words(question)
     if len(said - {"answer"}) > MAX_OWN_WORDS:
         return ()
-    choice = _CHOICE.search(question)
-    if choice is not None:
-        options = [frozenset(_name_words(choice.group(k))) for k in ("a", "b")]
-        if all(options) and not any(set(n.words) & o for n in names for o in options):
-            return tuple(_off(answer, n) for n in names if _score(index, frozenset(n.words), frozenset()) is not None)
-        return ()
-    focus = question_focus(question, index.spelled)
+    asked_words = {w for a in asked for w in a}
+    if _CHOICE.search(question) is not None:
+        # A choice ("..., Pablo Trapero or Aleksander Ford?") is answered by one of its options:
+        # a name the context mentions that holds no name of the question, nor its last word
+        # ("Colin James Hay" for "Colin Hay"), is neither ("Cia Soro" for "Cia Berg").
+        return tuple(_off(answer, n) for n in names if not any(_is_option(n.words, a) for a in asked_names)
+                     and _score(index, frozenset(n.words), frozenset()) is not None)
+    head = question_head(question, index.spelled)
+    focus = question_focus(question, index.spelled) | head
     if not focus:
         return ()
-    asked_words = {w for a in asked for w in a}
     known = {k for s in index.sentences for k in (*s.names, *s.carried)}
     # Names the context gives the focus as their title ("Prime Minister David Cameron").
     holders = [n for n, title in index.titled if focus <= title] if focus <= _TITLE_STEMS else []
+    # A title the question abbreviates ("Who is the CFO?", "the Gov.") is judged by its holders alone.
+    abbreviated = any(m.group(0).lower() in TITLES and (m.group(0).isupper() or question[m.end():m.end() + 1] == ".")
+                      for m in WORD.finditer(question))
     out = []
     for name in names:
         words = frozenset(name.words)
-        if words & asked_words or {stem(w) for w in words} <= focus:
+        if any(_is_asked(name.words, a) for a in asked_names) or {stem(w) for w in words} <= focus:
             continue  # the question's own name, or the title itself ("It is Prime Minister.")
         mine = _score(index, words, focus)
         if holders and not any(words & h for h in holders) and mine is not None and mine[1] < len(focus):
@@ -247,8 +336,12 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
             # managing director of Crosslands Solicitors": the firm shares the MD's clause).
             out.append(_off(answer, name))
             continue
-        if mine is None or mine[1] >= len(focus):
+        typed = not holders and not abbreviated  # (a title's holder is read above)
+        if typed and mine is not None and _mistyped(index, words, focus, head, asked_words):
+            out.append(_off(answer, name))
             continue
+        if mine is None or mine[1] >= len(focus) or (typed and _called(index, words)[0] & _roots(focus)):
+            continue  # (what the context calls it is what is asked: "directed by Chris Columbus")
         others = [_score(index, k, focus) or (0, 0) for k in known if not k & words and not k & asked_words]
         best = max(others, default=(0, 0))
         if best[0] > mine[0] and best[0] >= max(1, -(-len(focus) // 2)):
@@ -256,8 +349,47 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
     return tuple(out)
 
 
-def _name_words(text: str) -> set[str]:
-    return {w for n in find_names(text, frozenset(), skip_sentence_starts=False) for w in n.words}
+def _is_option(words: tuple[str, ...], option: tuple[str, ...]) -> bool:
+    """Whether a name of the answer (``words``) is the question's name ``option``: one holds the
+    other, or it ends on the option's last word."""
+    return set(option) <= set(words) or set(words) <= set(option) or option[-1] in words
+
+
+def _is_asked(words: tuple[str, ...], asked: tuple[str, ...]) -> bool:
+    """Whether a name of the answer (``words``) is the question's name ``asked``: part of it, or
+    holding it whole when it is more than one word ("Canadian Screen Award" is not "Canadian")."""
+    return set(words) <= set(asked) or (len(asked) > 1 and set(asked) <= set(words))
+
+
+def _roots(stems: frozenset[str]) -> frozenset[str]:
+    return frozenset(map(root, stems))
+
+
+def _called(index: FocusIndex, words: frozenset[str]) -> tuple[frozenset[str], bool]:
+    """What the context calls the name ``words`` (roots of the stems, :mod:`.answer_types`), and
+    whether it says more of it than its own last word."""
+    called = [c for key, c in index.called if words <= key]
+    return (frozenset(root(w.removeprefix(OWN)) for c in called for w in c),
+            any(not w.startswith(OWN) for c in called for w in c))
+
+
+def _mistyped(index: FocusIndex, words: frozenset[str], focus: frozenset[str], head: frozenset[str],
+              asked: set[str]) -> bool:
+    """Whether the context calls the name ``words`` nothing the question's ``head`` asks for, while
+    it calls another name, not the question's, what it asks for (:mod:`.answer_types`), and that
+    name's sentences hold as much of the question's focus as this one's. A name the context says
+    nothing of but its own words is judged so only against one or two such names."""
+    roots = _roots(head)
+    mine, said_of_it = _called(index, words)
+    if mine & roots:
+        return False
+    theirs = [key for key, called in index.called
+              if not key & words and not key & asked and not key <= index.lower_words  # ("Directed by ...")
+              and _roots(frozenset(w.removeprefix(OWN) for w in called)) & roots]
+    if not said_of_it and len(theirs) > 2:
+        return False
+    own = _score(index, words, focus) or (0, 0)
+    return any((_score(index, k, focus) or (0, 0))[0] >= own[0] for k in theirs)
 
 
 def _off(answer: str, name: Name) -> OffFocus:

@@ -1,0 +1,114 @@
+"""facts/focus.py on cases nobody picked: a seeded sample of the mix-up generator over contexts the
+rule was not built on, and real HaluEval dev-fold items (written before the rule).
+
+``data/focus_sample.json`` is written by ``data/make_focus_sample.py``: the bench's one-name
+answers (HaluEval QA train-fold lines ``i % 10 == 9``: another name of the knowledge, beside the
+right answer) and abbreviated titles ("Who is the CFO?" answered with another person of the
+context, beside the holder). Per wrong kind at least 80% must be flagged on the changed words, and
+at most 10% of the faithful twins flagged at all: the bench's targets.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from bench.mixup_rules import Case
+from bench.mixups import load
+from truthlens.detector.facts import unsupported_facts
+
+SAMPLE = Path(__file__).parent / "data" / "focus_sample.json"
+RECALL = 0.8
+FALSE_ALARMS = 0.1
+
+
+def _by_kind() -> dict[str, list[Case]]:
+    kinds: dict[str, list[Case]] = defaultdict(list)
+    for case in load(SAMPLE):
+        kinds[case.kind].append(case)
+    return dict(kinds)
+
+
+KINDS = _by_kind()
+
+
+def test_the_sample_holds_both_kinds_and_their_twins() -> None:
+    assert sorted(KINDS) == ["one-name answer", "one-name answer: the right name", "title abbreviated",
+                             "title abbreviated: the holder"]
+    assert all(len(cases) >= 30 for cases in KINDS.values()), {k: len(v) for k, v in KINDS.items()}
+
+
+@pytest.mark.parametrize("kind", [
+    pytest.param("one-name answer", marks=pytest.mark.xfail(strict=True, reason=(
+        "known gap: HaluEval's questions hop over two facts; where the context calls the right name nothing the "
+        "question asks for, or the wrong name the same kind, the rule has nothing to go on (48% of these 50, "
+        "12% before the answer-kind rule; 4% of the right names flagged)"))),
+    "title abbreviated",
+])
+def test_a_wrong_name_is_flagged_on_the_name(kind: str) -> None:
+    cases = KINDS[kind]
+    caught = [c for c in cases if any(f.start < c.end and c.start < f.end
+                                      for f in unsupported_facts(c.answer, c.context, c.question))]
+    missed = [(c.question, c.answer) for c in cases if c not in caught]
+    assert len(caught) / len(cases) >= RECALL, missed
+
+
+@pytest.mark.parametrize("kind", ["one-name answer: the right name", "title abbreviated: the holder"])
+def test_the_right_name_is_seldom_flagged(kind: str) -> None:
+    cases = KINDS[kind]
+    flagged = [(c.question, c.answer, f) for c in cases if (f := unsupported_facts(c.answer, c.context, c.question))]
+    assert len(flagged) / len(cases) <= FALSE_ALARMS, flagged
+
+
+# Real HaluEval QA dev-fold items (line index i % 10 == 1): knowledge, question, right answer and,
+# where it names another name of the knowledge, HaluEval's own hallucinated answer.
+DON_2 = ('Don 2 is the soundtrack album composed by the trio Shankar-Ehsaan-Loy to the film of the same name directed '
+         'by Farhan Akhtar starring Shahrukh Khan, Priyanka Chopra, Boman Irani, Om Puri, Lara Dutta and Kunal Kapoor. '
+         'In 2016, the Government of India honoured her with the Padma Shri, the fourth highest civilian award, and '
+         '"Time" magazine named her one of the 100 most influential people in the world. ')
+REDMAN = ('John "Jack" Roland Redman (January 31, 1898 – May 29, 1970) was an admiral in the United States Navy. A '
+          'naval communications officer, he played key roles in signals intelligence during World War II in '
+          'Washington, D.C., and on the staff of Admiral Chester W. Nimitz.Chester William Nimitz, Sr. ( ; February '
+          '24, 1885February 20, 1966) was a fleet admiral of the United States Navy. ')
+OPTI = (" He competed at the 2016 Summer Olympics in Rio de Janeiro, Brazil. He lost to both Lee Chong Wei of Malaysia "
+        "and Derek Wong Zi Liang of Singapore during group play and did not advance further.Dato' Lee Chong Wei {'1': "
+        "\", '2': \", '3': 'DSPN DB DCSM PJN', '4': \"} (born 21 October 1982) is a Malaysian professional badminton "
+        "player. ")
+SOKAL = ("Fashionable Nonsense: Postmodern Intellectuals' Abuse of Science (French: \"Impostures Intellectuelles\" ), "
+         "published in the UK as Intellectual Impostures, is a book by physicists Alan Sokal and Jean Bricmont.Alan "
+         "David Sokal ( ; born January 24, 1955) is a professor of mathematics at University College London and "
+         "professor of physics at New York University. ")
+HUGO = (" In 2001, Hugo became a professor at the film department of the University of Nevada, Las Vegas.The "
+        "University of Nevada, Las Vegas (UNLV) is an American public research university in the Las Vegas suburb of "
+        "Paradise, Nevada. ")
+DON_2_Q = 'Which star of Don 2 was named by "Time" magazine as one of the 100 most influential people in the world?'
+REDMAN_Q = "What communications officer was on the staff of a fleet admiral in the United States Navy?"
+OPTI_Q = "What person born in 1982 did Sören Opti lose to at the 2016 Summer Olympics?"
+
+
+@pytest.mark.parametrize(("knowledge", "question", "answer", "wrong"), [
+    pytest.param(DON_2, DON_2_Q, "Shahrukh Khan", "Shahrukh Khan", id="1001", marks=pytest.mark.xfail(
+        strict=True, reason="known gap: the star Time named is 'her' in a sentence naming no one, after a list of "
+        "stars; which of them a pronoun speaks of is not read")),
+    pytest.param(REDMAN, REDMAN_Q, "Chester William Nimitz.", "Chester William Nimitz", id="8751"),
+    pytest.param(OPTI, OPTI_Q, "Derek Wong Zi Liang defeated Sören Opti.", "Derek Wong Zi Liang", id="1851"),
+])
+def test_a_real_hallucinated_answer_naming_another_name_is_flagged(
+    knowledge: str, question: str, answer: str, wrong: str
+) -> None:
+    found = unsupported_facts(answer, [knowledge], question)
+    assert any(f.text == wrong and f.reason == "misattributed_entity" for f in found), found
+
+
+@pytest.mark.parametrize(("knowledge", "question", "answer"), [
+    pytest.param(DON_2, DON_2_Q, "Priyanka Chopra", id="1001"),
+    pytest.param(REDMAN, REDMAN_Q, 'John "Jack" Roland Redman', id="8751"),
+    pytest.param(OPTI, OPTI_Q, "Lee Chong Wei", id="1851"),
+    pytest.param(SOKAL, "What professor of mathematics authored the book Fashionable Nonsense?", "Alan Sokal",
+                 id="671"),
+    pytest.param(HUGO, "In which city did Michel Hugo become a professor?", "Paradise, Nevada", id="6971"),
+])
+def test_a_real_right_answer_is_not_flagged(knowledge: str, question: str, answer: str) -> None:
+    assert unsupported_facts(answer, [knowledge], question) == ()
