@@ -74,9 +74,6 @@ DEFAULT_TIMEOUT = "300s"
 CONTEXT_FIELD_KEY = "hallucination.context.extension_field"
 EXT_PROC_FILTER = "envoy.filters.http.ext_proc"
 _PER_ROUTE_TYPE = "type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute"
-HEADER_MUTATION_FILTER = "envoy.filters.http.header_mutation"
-HEADER_MUTATION_PER_ROUTE_TYPE = (
-    "type.googleapis.com/envoy.extensions.filters.http.header_mutation.v3.HeaderMutationPerRoute")
 # An OR of ANDs of ORs multiplies out; past this many routes for one decision, stop instead.
 MAX_ROUTES_PER_DECISION = 32
 # The paths of the shipped envoy.yaml that carry no answers and never went through the processor.
@@ -91,13 +88,8 @@ def unchecked_route(target: dict[str, str]) -> dict[str, Any]:
     the processor's reply alone (no request can take it by itself), through the processor (its
     reply already asked for no later phase but the request body's), unmarked."""
     metadata = {"filter": NAMESPACE, "path": [{"key": UNCHECKED_KEY}], "value": {"bool_match": True}}
-    # No verdict is written there: every x-truthlens-* name the upstream wrote goes, not only the
-    # product's own (the virtual host's response_headers_to_remove). Needs the header_mutation
-    # filter in the chain, as the shipped envoy.yaml has it.
-    remove_all = {"@type": HEADER_MUTATION_PER_ROUTE_TYPE, "mutations": {"response_mutations": [
-        {"remove_on_match": {"key_matcher": {"prefix": "x-truthlens-"}}}]}}
     return {"name": "processor:unchecked", "match": {"prefix": "/", "dynamic_metadata": [metadata]},
-            "route": dict(target), "typed_per_filter_config": {HEADER_MUTATION_FILTER: remove_all}}
+            "route": dict(target)}
 
 
 def unchecked_mark() -> list[dict[str, Any]]:
@@ -219,8 +211,8 @@ def render(result: RoutePlan, *, source: str = "", digest: str = "") -> str:
         "# `x-truthlens-reason: processor_unreachable` until the processor replaces it (needs",
         "# most_specific_header_mutations_wins: true on the route_config, as the shipped envoy.yaml has);",
         "# the processor moves an exchange it will not check to processor:unchecked (needs the ext_proc",
-        "# filter's metadata_options.receiving_namespaces.untyped to list truthlens, and the",
-        "# envoy.filters.http.header_mutation filter after it, as the shipped envoy.yaml has).",
+        "# filter's metadata_options.receiving_namespaces.untyped to list truthlens, as the shipped",
+        "# envoy.yaml has).",
         "# Regenerate whenever the config's decisions change.",
     ]
     lines += [f"# {note}" for note in result.notes]
