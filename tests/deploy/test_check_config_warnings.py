@@ -113,3 +113,21 @@ def test_an_ext_proc_filter_without_mode_overrides_is_refused(tmp_path: Path) ->
         assert "the ext_proc filter of listener openai_listener has no allow_mode_override: true" in done.stderr
     for shipped_envoy in ("envoy.yaml", "deploy/compose/envoy.yaml"):
         assert check(tmp_path, shipped(), "--envoy", str(REPO / shipped_envoy)).returncode == 0, shipped_envoy
+
+
+def test_an_ext_proc_filter_that_drops_the_processors_metadata_is_refused(tmp_path: Path) -> None:
+    # Envoy would drop the metadata that moves an unchecked exchange to the unmarked route: every
+    # detection-off answer would leave marked unavailable.
+    doc = yaml.safe_load((REPO / "envoy.yaml").read_text(encoding="utf-8"))
+    hcm = doc["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+    (ext_proc,) = [f for f in hcm["http_filters"] if f["name"] == "envoy.filters.http.ext_proc"]
+    for options in (None, {"receiving_namespaces": {"untyped": ["other"]}}, {"receiving_namespaces": {}}):
+        if options is None:
+            ext_proc["typed_config"].pop("metadata_options", None)
+        else:
+            ext_proc["typed_config"]["metadata_options"] = options
+        path = tmp_path / "envoy.yaml"
+        path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+        done = check(tmp_path, shipped(), "--envoy", str(path))
+        assert done.returncode == 1, options
+        assert "does not list 'truthlens' in metadata_options.receiving_namespaces.untyped" in done.stderr

@@ -160,7 +160,8 @@ def routed(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[t
         [sys.executable, "-m", "truthlens", "envoy-routes", "--config", str(stack.config_path),
          "--forward-context-field"], capture_output=True, text=True, timeout=60, check=True).stdout
     routes = yaml.safe_load(printed)["routes"]
-    assert [r["name"] for r in routes][2:] == ["processor:team", "bypass:off", "processor:catch-all"]
+    assert [r["name"] for r in routes][2:] == ["processor:unchecked", "processor:team", "bypass:off",
+                                               "processor:catch-all"]
     stack.set_script(SCRIPT)
     try:
         with stack.second_envoy(routes, tmp_path_factory.mktemp("team-envoy")) as port:

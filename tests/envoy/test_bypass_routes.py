@@ -70,7 +70,8 @@ def bypass(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[t
     ).stdout
     routes = yaml.safe_load(printed)["routes"]
     assert [r["name"] for r in routes] == [
-        "shipped:/v1/models", "shipped:/health", "processor:checked", "bypass:off#1", "bypass:off#2", "bypass:off#3",
+        "shipped:/v1/models", "shipped:/health", "processor:unchecked", "processor:checked", "bypass:off#1",
+        "bypass:off#2", "bypass:off#3",
         "processor:chat", "processor:catch-all",
     ]
     stack.set_script([{"name": "answer", "match": {}, "reply": {

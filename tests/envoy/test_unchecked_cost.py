@@ -7,10 +7,10 @@ upstream, which here also forges verdict headers and a ``truthlens`` field.
 
 - no decision matches, no request body (or no context field configured): one message;
 - no decision matches, a request body: two (the body only to remove the context field);
-- detection off for the matched route: three; the response headers (their reply replaces the
-  shipped routes' unchecked mark and lets the body stream past the processor, as Envoy alone
-  forwards it: the upstream's own ``truthlens`` field is not read there; Envoy removes its
-  ``x-truthlens-*`` headers, ``test_adversarial_spoofing.py``);
+- detection off for the matched route: the same two. The request headers' reply moves the
+  exchange to the route without the shipped routes' unchecked mark, so the answer passes as
+  Envoy alone forwards it (the upstream's own ``truthlens`` field is not read there; Envoy removes
+  its ``x-truthlens-*`` headers, ``test_adversarial_spoofing.py``);
 - a checked route: request headers and body, response headers and body; never trailers.
 """
 
@@ -87,6 +87,10 @@ def test_an_exchange_no_decision_matches_costs_the_request_headers_and_body_only
 def test_a_streamed_answer_no_decision_matches_is_not_read_at_all(routes: Stack) -> None:
     resp, made = counted(routes, lambda: routes.raw("POST", PATH, chat_body("hallucinated?", stream=True)))
     assert made == {"request_headers": 1, "request_body": 1}
+    # The shipped envoy.yaml's chat route marks its answers unchecked; the processor moved this
+    # exchange to the unmarked route (before: the mark stayed, `unavailable` on an answer no
+    # decision asked to check).
+    assert not any(name.startswith("x-truthlens-") for name in resp.headers)
     events = parse_sse(resp.body)
     assert events[-1] == "[DONE]"
     text = "".join(c["delta"].get("content") or "" for e in events[:-1] for c in e.get("choices", []))
@@ -110,12 +114,13 @@ def test_without_a_body_or_a_context_field_the_request_headers_are_the_whole_exc
 
 
 @pytest.mark.parametrize("stream", [False, True])
-def test_detection_off_answers_the_response_headers_and_lets_the_body_stream_past(routes: Stack, stream: bool) -> None:
+def test_detection_off_lets_the_answer_pass_as_envoy_alone_forwards_it(routes: Stack, stream: bool) -> None:
     body = chat_body("hallucinated?", context=CONTEXT, stream=stream)
     send = lambda: routes.raw("POST", PATH, body, {"x-test-route": "off"})  # noqa: E731
     resp, made = counted(routes, send)
-    # Before: a fourth message (JSON), or one per upstream read (SSE), to read the body.
-    assert made == {"request_headers": 1, "request_body": 1, "response_headers": 1}
+    # Before: the response headers too (to remove the route's unchecked mark), and before that a
+    # fourth message (JSON), or one per upstream read (SSE), to read the body.
+    assert made == {"request_headers": 1, "request_body": 1}
     # The body as the upstream wrote it (never read: its own `truthlens` field included); no
     # x-truthlens-* header at all, neither the upstream's nor the route's unchecked mark.
     if stream:  # (the script writes its field into JSON answers only)

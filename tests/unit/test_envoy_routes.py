@@ -19,7 +19,10 @@ from truthlens.gateway.policy.decisions import RequestFacts, compile_rules
 
 CHECK = [{"type": "hallucination", "configuration": {"mode": "lightweight"}}]
 OFF = [{"type": "hallucination", "configuration": {"enabled": False}}]
-SHIPPED = ["shipped:/v1/models", "shipped:/health"]
+# Every table begins with the shipped paths that carry no answers and the route an exchange the
+# processor will not check moves to (truthlens.gateway.core.unchecked_route).
+HEAD = ["shipped:/v1/models", "shipped:/health", "processor:unchecked"]
+FIRST = len(HEAD)  # the first decision's route
 CATCH_ALL = "processor:catch-all"
 
 
@@ -58,7 +61,7 @@ def test_decisions_are_emitted_in_the_processors_order_checked_ones_through_the_
         decision("vip", header("x-tenant", value="vip"), priority=90),  # outranks "free"
         decision("chat", path(prefix="/v1/chat"), priority=10),
     ))
-    assert names(result) == [*SHIPPED, "processor:vip", "bypass:free", "processor:chat", CATCH_ALL]
+    assert names(result) == [*HEAD, "processor:vip", "bypass:free", "processor:chat", CATCH_ALL]
     assert not bypassed(by_name(result, "processor:vip")) and bypassed(by_name(result, "bypass:free"))
     assert not bypassed(by_name(result, CATCH_ALL)) and by_name(result, CATCH_ALL)["match"] == {"prefix": "/"}
     assert result.bypassed == ["free"] and result.stopped is None
@@ -75,7 +78,7 @@ def test_emission_stops_at_the_first_decision_the_body_decides(rule: Any, why: s
         decision("medical", rule, priority=50),
         decision("late-off", header("x-b", value="1"), priority=10, off=True),
     ))
-    assert names(result) == [*SHIPPED, "bypass:early-off", CATCH_ALL]  # late-off goes through the processor
+    assert names(result) == [*HEAD, "bypass:early-off", CATCH_ALL]  # late-off goes through the processor
     assert result.stopped is not None and '"medical"' in result.stopped and why in result.stopped
     text = envoy_routes.render(result)
     assert re.search(r'^# Stopped at decision "medical" .*' + why, text, re.MULTILINE)
@@ -87,7 +90,7 @@ def test_or_becomes_one_route_per_branch_and_and_one_route_with_path_and_headers
         {"operator": "AND", "conditions": [path(prefix="/v1/chat"), header("x-a", contains="b"),
                                            header("x-c", present=True)]},
     ]}, off=True)))
-    assert names(result) == [*SHIPPED, "bypass:off#1", "bypass:off#2", CATCH_ALL]
+    assert names(result) == [*HEAD, "bypass:off#1", "bypass:off#2", CATCH_ALL]
     assert by_name(result, "bypass:off#1")["match"] == {
         "prefix": "/", "headers": [{"name": "x-team", "string_match": {"exact": "platform"}}]}
     off2 = by_name(result, "bypass:off#2")["match"]
@@ -134,7 +137,7 @@ def test_path_conditions() -> None:
 ])
 def test_a_path_regex_becomes_an_re2_full_match_that_holds_where_python_search_holds(pattern: str) -> None:
     # The RE2 text is made of constructs Python reads the same way, so Python's fullmatch checks it.
-    rebuilt = re.compile(envoy_routes.plan(config(decision("r", path(regex=pattern), off=True))).routes[2]
+    rebuilt = re.compile(envoy_routes.plan(config(decision("r", path(regex=pattern), off=True))).routes[FIRST]
                          ["match"]["safe_regex"]["regex"])
     samples = ["/v1/chat/a-b_1.json", "/v1/chat/A.json", "/v1/completions", "/v2/x/models", "/v1/models/x",
                "/aab", "/aaac", "/ab", "/abc/x", "/x", "/y", "/z", "/a/z", "/.*+?()[]{}|^$", "/]", "/-", "/",
@@ -161,7 +164,7 @@ def test_a_regex_whose_meaning_could_differ_in_re2_stops_emission(pattern: str, 
 
 def test_header_conditions_and_their_negations() -> None:
     def match(rule: Any) -> dict[str, Any]:
-        return envoy_routes.plan(config(decision("h", rule, off=True))).routes[2]["match"]
+        return envoy_routes.plan(config(decision("h", rule, off=True))).routes[FIRST]["match"]
 
     def negated(leaf: Any) -> Any:
         return {"operator": "NOT", "conditions": [leaf]}
@@ -177,7 +180,7 @@ def test_header_conditions_and_their_negations() -> None:
     # NOT (A AND B) = NOT A OR NOT B: two routes
     result = envoy_routes.plan(config(decision("h", negated(
         {"operator": "AND", "conditions": [header("x-a", present=True), header("x-b", present=True)]}), off=True)))
-    assert [r["match"]["headers"] for r in result.routes[2:4]] == [
+    assert [r["match"]["headers"] for r in result.routes[FIRST:FIRST + 2]] == [
         [{"name": "x-a", "present_match": False}], [{"name": "x-b", "present_match": False}]]
 
 
@@ -190,7 +193,7 @@ def test_header_conditions_and_their_negations() -> None:
 def test_what_envoy_cannot_express_exactly_stops_emission(rule: Any, why: str) -> None:
     result = envoy_routes.plan(config(decision("x", rule, off=True, priority=50),
                                       decision("later", header("x-z", value="1"), off=True, priority=10)))
-    assert names(result) == [*SHIPPED, CATCH_ALL]
+    assert names(result) == [*HEAD, CATCH_ALL]
     assert result.stopped is not None and '"x"' in result.stopped and why in result.stopped
 
 
@@ -237,7 +240,7 @@ def test_the_cli_without_bypass_routes_needs_no_flag(tmp_path: Path, capsys: pyt
     file = write(tmp_path, decision("chat", path(prefix="/v1/chat")))
     assert cli.main(["envoy-routes", file]) == 0
     assert [r["name"] for r in yaml.safe_load(capsys.readouterr().out)["routes"]] == [
-        *SHIPPED, "processor:chat", CATCH_ALL]
+        *HEAD, "processor:chat", CATCH_ALL]
 
 
 def test_the_cli_names_the_bad_key_and_refuses_bad_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -270,7 +273,7 @@ def test_the_cli_still_takes_the_file_as_the_deprecated_config_option(
 @pytest.mark.parametrize("rule", [path(prefix="/v1/chat/completions"), path(exact="/v1/responses"), path(prefix="/v1/"),
                                   path(exact="/"), path(exact="/v1/Responses/")])
 def test_prefix_and_exact_routes_hold_exactly_where_the_processors_rule_does(rule: dict[str, Any]) -> None:
-    match = envoy_routes.plan(config(decision("r", rule, off=True))).routes[2]["match"]
+    match = envoy_routes.plan(config(decision("r", rule, off=True))).routes[FIRST]["match"]
     processor = compile_rules(rule, "r")
     for sample in ["/v1/chat/completions", "/V1/chat/completions", "/v1/chat/completions/", "/v1/chat/completions;x",
                    "/v1;a/chat/completions;b/", "/v1/chat/completionsx", "/v1/responses", "/v1/Responses",
@@ -280,3 +283,14 @@ def test_prefix_and_exact_routes_hold_exactly_where_the_processors_rule_does(rul
         envoy = match == {"prefix": "/"} or re.fullmatch(match["safe_regex"]["regex"], envoy_path) is not None
         facts = RequestFacts(path=sample, method="POST", headers={})
         assert envoy == processor.matches(facts), (rule, sample)
+
+
+def test_the_route_of_unchecked_exchanges_comes_first_matches_only_the_processors_metadata_and_is_unmarked() -> None:
+    result = envoy_routes.plan(config(decision("chat", path(prefix="/v1/chat"), priority=10)))
+    route = by_name(result, "processor:unchecked")
+    assert result.routes.index(route) < result.routes.index(by_name(result, "processor:chat"))
+    assert route["match"] == {"prefix": "/", "dynamic_metadata": [
+        {"filter": "truthlens", "path": [{"key": "unchecked"}], "value": {"bool_match": True}}]}
+    assert "response_headers_to_add" not in route and not bypassed(route)
+    assert route["route"] == by_name(result, "processor:chat")["route"]  # the same target, unmarked
+    assert "response_headers_to_add" in by_name(result, "processor:chat")

@@ -50,11 +50,13 @@ def test_no_decision_needs_only_the_request_body_and_only_for_the_context_field(
     assert no_field.headers_only
 
 
-def test_detection_off_keeps_the_response_to_scrub_the_upstreams_verdicts() -> None:
+def test_detection_off_needs_nothing_of_the_response() -> None:
+    # The reply moves the exchange to the unmarked route: Envoy forwards the answer as alone, and
+    # its own response_headers_to_remove drops the upstream's verdict headers.
     off = plan(config(), facts(**{"x-tenant": "free"}), has_body=True)
-    assert off == PhasePlan(True, True, True, unchecked=True)
+    assert off == PhasePlan(True, False, True, unchecked=True)
     assert plan(config(extension_field=None), facts(**{"x-tenant": "free"}), has_body=True) == PhasePlan(
-        False, True, True, unchecked=True)
+        False, False, True, unchecked=True)
 
 
 def test_the_reply_tells_envoy_the_plan_and_never_asks_for_trailers() -> None:
@@ -69,3 +71,18 @@ def test_the_reply_tells_envoy_the_plan_and_never_asks_for_trailers() -> None:
             assert mode.response_header_mode == (pb.ProcessingMode.SEND if response else pb.ProcessingMode.SKIP)
             assert mode.response_body_mode == pb.ProcessingMode.NONE  # the response headers' reply picks it
             assert mode.request_trailer_mode == mode.response_trailer_mode == pb.ProcessingMode.SKIP
+
+
+def test_an_unchecked_exchange_is_moved_to_the_unmarked_route() -> None:
+    # The metadata the processor:unchecked route matches, and a route cache cleared after a
+    # header mutation (an empty one: Envoy re-picks the route only after a reply that has one).
+    for set_headers in (None, {"accept-encoding": "identity"}):
+        reply = mutations.request_headers_reply(request_body=True, response=False, set_headers=set_headers,
+                                                unchecked=True)
+        common = reply.request_headers.response
+        assert common.clear_route_cache and common.HasField("header_mutation")
+        assert {h.header.key for h in common.header_mutation.set_headers} == set(set_headers or ())
+        assert not common.header_mutation.remove_headers
+        assert dict(reply.dynamic_metadata) == {"truthlens": {"unchecked": True}}
+    checked = mutations.request_headers_reply(request_body=True, response=True)
+    assert not checked.request_headers.response.clear_route_cache and not checked.HasField("dynamic_metadata")

@@ -28,6 +28,7 @@ from test_stream import (
 )
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
+from truthlens.gateway.apis.sentences import SentenceSplitter
 from truthlens.gateway.server.processor import METHOD_PATH
 from truthlens.testing.responses_upstream import encode, response_events
 
@@ -112,6 +113,32 @@ async def test_a_flagged_sentence_and_the_rest_never_go_out(channel: grpc.aio.Ch
     events = parse_sse(out)
     assert events[-1]["error"]["code"] == "hallucination_detected"
     assert verdict_of(out)["progressive"]["flagged_sentence"] == 1
+
+
+async def test_chunks_that_complete_no_event_cost_no_sentence_scan(
+    channel: grpc.aio.Channel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # PR31: an upstream writing one byte at a time makes every byte one ext_proc message. Only
+    # new answer text can complete a sentence, so the sentence being read is scanned once per
+    # event that adds text, not once per message (before: once per byte, each scan re-reading the
+    # unfinished sentence, so a long sentence cost the square of its length). The answer is
+    # checked and released as with whole events.
+    scans: list[int] = []
+    feed = SentenceSplitter.feed
+
+    def counted(self: SentenceSplitter, text: str, **kw: Any) -> list[int]:
+        scans.append(len(text))
+        return feed(self, text, **kw)
+
+    monkeypatch.setattr(SentenceSplitter, "feed", counted)
+    upstream = sse_stream(GROUNDED3)
+    chunks = split(upstream, 1)
+    out = delivered(await stream(channel, "pblock", chunks), chunks)
+    assert out.startswith(upstream[: upstream.rindex(b"data: [DONE]")])
+    assert verdict_of(out)["progressive"]["released_sentences"] == 3
+    events = upstream.count(b"\n\n")
+    assert len(chunks) > 20 * events  # the point: far more messages than events
+    assert len(scans) <= events + 1  # at most one per event, and the end's
 
 
 async def test_the_warning_goes_before_the_flagged_sentence(channel: grpc.aio.Channel) -> None:

@@ -220,7 +220,8 @@ async def test_unrelated_path_passes_untouched_and_skips_the_response_body(chann
     replies = await converse(
         channel, [request_headers("/v1/models"), response_headers(), ]
     )
-    assert not replies[0].request_headers.response.HasField("header_mutation")
+    mutation = replies[0].request_headers.response.header_mutation
+    assert not mutation.set_headers and not mutation.remove_headers  # no header changed
     assert replies[1].mode_override.response_body_mode == pb.ProcessingMode.NONE
     assert not replies[1].response_headers.response.HasField("header_mutation")
 
@@ -243,12 +244,14 @@ async def test_an_exchange_no_decision_matches_asks_only_for_the_request_body_an
     assert reply.mode_override.response_header_mode == pb.ProcessingMode.SKIP
 
 
-async def test_detection_off_keeps_the_response_phase_and_a_checked_route_every_phase(channel: grpc.aio.Channel) -> None:
-    for route in ("off", "hold"):
+async def test_detection_off_skips_the_response_and_a_checked_route_keeps_every_phase(channel: grpc.aio.Channel) -> None:
+    for route, response in (("off", pb.ProcessingMode.SKIP), ("hold", pb.ProcessingMode.SEND)):
         (reply,) = await converse(channel, [request_headers(route=route)])
         mode = reply.mode_override
-        assert (mode.request_body_mode, mode.response_header_mode) == (pb.ProcessingMode.BUFFERED, pb.ProcessingMode.SEND)
+        assert (mode.request_body_mode, mode.response_header_mode) == (pb.ProcessingMode.BUFFERED, response)
         assert mode.request_trailer_mode == mode.response_trailer_mode == pb.ProcessingMode.SKIP
+        # Detection off moves to the unmarked route (truthlens.gateway.core.unchecked_route).
+        assert reply.HasField("dynamic_metadata") == (route == "off")
 
 
 async def test_a_request_no_route_checks_is_never_decoded_as_a_chat_request(
@@ -293,7 +296,7 @@ async def test_an_exchange_whose_answer_is_read_asks_the_upstream_for_it_uncompr
     # A request no route checks, or a detection-off one (its answer streams past), keeps the client's header.
     for path, route in (("/v1/embeddings", None), ("/v1/chat/completions", "off")):
         (unread,) = await converse(channel, [request_headers(path, route=route, **{"accept-encoding": "gzip"})])
-        assert not unread.request_headers.response.HasField("header_mutation"), route
+        assert set_headers(unread.request_headers.response) == {}, route
 
 
 @pytest.mark.parametrize(("path", "route"), [

@@ -37,7 +37,11 @@ processor, which sees the response headers with the mark on every exchange of a 
 replaces or removes it. An answer the processor never saw (down, unreachable: Envoy fails open)
 keeps the mark, so unchecked is never silent. (The route config needs
 ``most_specific_header_mutations_wins: true`` so that the virtual host's removal of forged headers
-runs before the route adds the mark; the shipped ``envoy.yaml`` sets it.)
+runs before the route adds the mark; the shipped ``envoy.yaml`` sets it.) An exchange the processor
+knows at its request headers it will not check moves to the first route through the processor,
+matched on dynamic metadata its reply sets, and unmarked
+(:mod:`truthlens.gateway.core.unchecked_route`; the filter must list the metadata's namespace in
+``metadata_options.receiving_namespaces``, as the shipped ``envoy.yaml`` does).
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ import yaml
 
 from truthlens.gateway.core import re2_syntax
 from truthlens.gateway.core.paths import PARAMS_RE2
+from truthlens.gateway.core.unchecked_route import NAMESPACE, UNCHECKED_KEY
 from truthlens.gateway.policy.config import Config
 from truthlens.gateway.policy.decisions import (
     AllOf,
@@ -76,6 +81,15 @@ SHIPPED_BYPASSED_PATHS = ("/v1/models", "/health")
 _DURATION = re.compile(r"^[0-9]+(\.[0-9]+)?s$")
 # What Envoy writes on a checked route until the processor replaces it (see the module docstring).
 UNCHECKED_MARK: dict[str, str] = {"x-truthlens-detected": "unavailable", "x-truthlens-reason": "processor_unreachable"}
+
+
+def unchecked_route(target: dict[str, str]) -> dict[str, Any]:
+    """The route an exchange the processor will not check moves to: matched on the metadata of
+    the processor's reply alone (no request can take it by itself), through the processor (its
+    reply already asked for no later phase but the request body's), unmarked."""
+    metadata = {"filter": NAMESPACE, "path": [{"key": UNCHECKED_KEY}], "value": {"bool_match": True}}
+    return {"name": "processor:unchecked", "match": {"prefix": "/", "dynamic_metadata": [metadata]},
+            "route": dict(target)}
 
 
 def unchecked_mark() -> list[dict[str, Any]]:
@@ -139,6 +153,8 @@ def plan(config: Config, *, cluster: str = DEFAULT_CLUSTER, timeout: str = DEFAU
                "typed_per_filter_config": _disabled()}, bypass=True)
         for path in SHIPPED_BYPASSED_PATHS
     ]
+    entries.append(Entry("exchanges the processor will not check (no decision, detection off): its reply to their "
+                         "request headers moves them here, past the unchecked mark", unchecked_route(target), False))
     stopped: str | None = None
     bypass_routes = 0
     for decision in config.decisions:
@@ -193,7 +209,10 @@ def render(result: RoutePlan, *, source: str = "", digest: str = "") -> str:
         "# the virtual host's response_headers_to_remove), no request body size limit from buffering.",
         "# A checked decision's routes mark every answer `x-truthlens-detected: unavailable`,",
         "# `x-truthlens-reason: processor_unreachable` until the processor replaces it (needs",
-        "# most_specific_header_mutations_wins: true on the route_config, as the shipped envoy.yaml has).",
+        "# most_specific_header_mutations_wins: true on the route_config, as the shipped envoy.yaml has);",
+        "# the processor moves an exchange it will not check to processor:unchecked (needs the ext_proc",
+        "# filter's metadata_options.receiving_namespaces.untyped to list truthlens, as the shipped",
+        "# envoy.yaml has).",
         "# Regenerate whenever the config's decisions change.",
     ]
     lines += [f"# {note}" for note in result.notes]

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Literal
 
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
+from truthlens.gateway.core import unchecked_route
 
 if TYPE_CHECKING:
     from truthlens.gateway.apis.interface import Endpoint, Refusal
@@ -73,18 +74,26 @@ def passthrough(phase: Phase) -> pb.ProcessingResponse:
 
 
 def request_headers_reply(
-    *, request_body: bool, response: bool, set_headers: Mapping[str, str] | None = None
+    *, request_body: bool, response: bool, set_headers: Mapping[str, str] | None = None, unchecked: bool = False
 ) -> pb.ProcessingResponse:
     """Continue after the request headers (``set_headers`` over the client's), asking Envoy for
     the later phases the exchange needs and no others (``mode_override``, honoured with
     ``allow_mode_override``): the request body BUFFERED or not at all, the response headers or not
     (with them, their reply picks the body's mode: NONE until then), never the trailers. Without
     the response headers Envoy sends nothing of the response; without both, the exchange is done
-    with this one message."""
+    with this one message. ``unchecked``: the exchange moves to the route without the unchecked
+    mark (:mod:`truthlens.gateway.core.unchecked_route`)."""
     reply = pb.ProcessingResponse()
-    reply.request_headers.response.SetInParent()
+    common = reply.request_headers.response
+    common.SetInParent()
     if set_headers:
-        fill_header_mutation(reply.request_headers.response.header_mutation, set_headers)
+        fill_header_mutation(common.header_mutation, set_headers)
+    if unchecked:
+        reply.dynamic_metadata.update({unchecked_route.NAMESPACE: {unchecked_route.UNCHECKED_KEY: True}})
+        common.clear_route_cache = True
+        # Envoy 1.40 picks the route again only after a reply that carries a header mutation
+        # (measured: without one the marked route stays); an empty one changes no header.
+        common.header_mutation.SetInParent()
     mode = reply.mode_override
     mode.request_body_mode = pb.ProcessingMode.BUFFERED if request_body else pb.ProcessingMode.NONE
     mode.response_header_mode = pb.ProcessingMode.SEND if response else pb.ProcessingMode.SKIP

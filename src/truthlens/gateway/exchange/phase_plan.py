@@ -6,11 +6,11 @@ unchecked exchange still needs:
 
 - the request body, when one follows and the config names a context extension field: the field
   never reaches the upstream, checked or not, and only the body tells whether it is there;
-- the response headers, when a decision matched (detection off for it): on the routes the
-  shipped ``envoy.yaml`` marks unchecked, the processor's reply removes that mark. Their reply
-  lets the body stream past the processor (``response_body_mode: NONE``): Envoy frames and
-  forwards it as it would alone, and the upstream's ``x-truthlens-*`` headers are removed by
-  Envoy's ``response_headers_to_remove`` on every route.
+- nothing of the response: the reply moves the exchange onto the route without the unchecked
+  mark (:mod:`truthlens.gateway.core.unchecked_route`), so Envoy forwards the answer as it
+  would alone (its headers, framing and bytes as they come, nothing held at the processor: an
+  upstream that closes right after a short body still delivers it), and the upstream's
+  ``x-truthlens-*`` headers are removed by Envoy's ``response_headers_to_remove`` on every route.
 
 A checked route, or a request whose decision depends on its body (model or keyword rules), keeps
 every phase a check may use. No exchange needs the trailers.
@@ -52,4 +52,4 @@ def plan(config: Config, facts: RequestFacts, *, has_body: bool) -> PhasePlan:
         return _UNDECIDED  # a rule on the model or the user's text decides
     matched = early is not None
     strip_field = has_body and config.hallucination.context.extension_field is not None
-    return PhasePlan(request_body=strip_field, response=matched, matched=matched, unchecked=True)
+    return PhasePlan(request_body=strip_field, response=False, matched=matched, unchecked=True)

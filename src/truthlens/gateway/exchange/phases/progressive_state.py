@@ -67,6 +67,10 @@ class Progressive:
     released_ends: list[int] = field(default_factory=list)  # where each released sentence ends
     tail: str = ""  # the answer from ``tail_base`` on: the sentence the splitter is reading
     tail_base: int = 0
+    # Text was added to ``tail`` since the splitter last read it: only new text can complete a
+    # sentence, so a chunk that completes no event (an upstream writing a byte at a time sends
+    # thousands) costs no rescan of the sentence being read.
+    tail_grew: bool = False
     passed: int = 0  # characters of the answer checked and passed
     released_sentences: int = 0
     phase: Phase = "checking"
@@ -116,6 +120,8 @@ def replies(p: Progressive, *, end_of_stream: bool) -> list[pb.ProcessingRespons
             replies.append(mutations.passthrough("response_body"))
         else:
             replies.append(mutations.chunk_reply("response_body", out))
+    if not replies:
+        return replies  # nothing answered: no event became wholly answered either
     if p.events and p.chunks:
         first = p.chunks[0].start
         p.events = [e for e in p.events if e.end > first]

@@ -68,5 +68,5 @@ def handle(state: StreamState, msg: pb.ProcessingRequest) -> tuple[pb.Processing
         state.matched = needs.matched
     identity = {ACCEPT_ENCODING: "identity"} if needs.response and not needs.unchecked else None
     reply = mutations.request_headers_reply(request_body=needs.request_body, response=needs.response,
-                                            set_headers=identity)
+                                            set_headers=identity, unchecked=needs.unchecked)
     return reply, needs

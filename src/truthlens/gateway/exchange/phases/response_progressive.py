@@ -185,6 +185,7 @@ def _read(p: Progressive, event: sse.SSEEvent) -> Event | str | None:
         p.length += len(added)
         if p.phase == "checking":
             p.tail += added
+            p.tail_grew = True
             p.recent += added
     item = Event(start, p.read, before, p.length, scrubbed)
     p.events.append(item)
@@ -244,6 +245,9 @@ async def _check_sentences(state: StreamState, p: Progressive, checked: CheckedR
 
 def _sentence_ends(p: Progressive, *, final: bool) -> list[int]:
     """The ends of the sentences the answer's new text completes (``final``: it is whole)."""
+    if not (p.tail_grew or final):
+        return []
+    p.tail_grew = False
     ends = p.splitter.feed(p.tail, final=final, base=p.tail_base)
     start = p.splitter.start
     p.tail = p.tail[start - p.tail_base :]

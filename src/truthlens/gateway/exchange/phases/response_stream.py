@@ -72,6 +72,10 @@ async def handle(state: StreamState, msg: pb.ProcessingRequest, rt: Runtime) -> 
         events = _feed(st, chunk.body, chunk.end_of_stream)
     except sse.SSEError as exc:
         return _reply(st, chunk.body, give_up(state, st, checked, rt, exc.reason, str(exc), read_rest=False))
+    if not events and not over and not chunk.end_of_stream:
+        # A chunk that completes no event (an upstream writing a byte at a time sends thousands):
+        # its bytes wait in ``pending`` with the event they begin; nothing to read or release yet.
+        return _reply(st, chunk.body, b"")
     try:
         if not over:
             await _consume(state, st, checked, rt, events, out, chunk.end_of_stream)
@@ -301,6 +305,8 @@ def _feed(st: StreamedResponse, body: bytes, end_of_stream: bool) -> list[sse.SS
     events = st.decoder.feed(body)
     if end_of_stream:
         events += st.decoder.flush()
+    if not events:
+        return events
     scrubbed = [st.codec.scrub(e) for e in events]
     if all(s is e for s, e in zip(scrubbed, events, strict=True)):
         return events
