@@ -131,3 +131,17 @@ def test_an_ext_proc_filter_that_drops_the_processors_metadata_is_refused(tmp_pa
         done = check(tmp_path, shipped(), "--envoy", str(path))
         assert done.returncode == 1, options
         assert "does not list 'truthlens' in metadata_options.receiving_namespaces.untyped" in done.stderr
+
+
+def test_envoy_routes_without_the_unmarked_route_for_unchecked_exchanges_are_warned_about(tmp_path: Path) -> None:
+    # An envoy.yaml from before the processor moved unchecked exchanges off the marked routes:
+    # its detection-off answers would keep the unavailable mark.
+    doc = yaml.safe_load((REPO / "envoy.yaml").read_text(encoding="utf-8"))
+    hcm = doc["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+    host = hcm["route_config"]["virtual_hosts"][0]
+    host["routes"] = [r for r in host["routes"] if r.get("name") != "processor:unchecked"]
+    path = tmp_path / "envoy.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    done = check(tmp_path, shipped(), "--envoy", str(path))
+    assert done.returncode == 0
+    assert "no route before the marked ones matches the processor's unchecked metadata" in done.stderr

@@ -3,7 +3,8 @@ decision checks while one checks another (chat completions, the Responses API, t
 completions API), and
 an Envoy config whose routes differ from the ones the config needs (``--envoy``: bypass routes
 missing for detection-off decisions, or routes that skip the processor for requests a checked
-decision would take, or an unchecked mark on requests no decision checks)."""
+decision would take, an unchecked mark on requests no decision checks, or no unmarked route for the exchanges the
+processor moves off the marked ones)."""
 
 from __future__ import annotations
 
@@ -80,12 +81,16 @@ def envoy_warnings(config: Config, envoy_yaml: str) -> list[str]:
         if _key(route) not in wanted and _bypasses(route):
             out.append(f"route {route.get('name') or route.get('match')} skips the processor, and no detection-off "
                        "decision of the config matches exactly its requests")
-        marked = any(h.get("header", {}).get("key") == "x-truthlens-detected"
-                     for h in route.get("response_headers_to_add") or [])
-        if marked and _key(route) not in {_key(e.route) for e in plan.entries if not e.bypass and e.decision}:
+        if _marked(route) and _key(route) not in {_key(e.route) for e in plan.entries if not e.bypass and e.decision}:
             out.append(f"route {route.get('name') or route.get('match')} marks answers unavailable/"
                        "processor_unreachable, but no checked decision matches exactly its requests (an answer "
                        "the processor skips keeps the mark)")
+    first_marked = next((i for i, route in enumerate(routes) if _marked(route)), None)
+    unchecked = _key(envoy_routes.unchecked_route({}))
+    if first_marked is not None and unchecked not in {_key(r) for r in routes[:first_marked]}:
+        out.append("no route before the marked ones matches the processor's unchecked metadata (processor:unchecked): "
+                   "an answer the processor will not check (no decision matches, or detection off) keeps the mark "
+                   "unavailable/processor_unreachable")
     if out:
         out.append("`truthlens envoy-routes` prints the routes this config needs")
     return out
@@ -93,6 +98,12 @@ def envoy_warnings(config: Config, envoy_yaml: str) -> list[str]:
 
 def _key(route: dict[str, Any]) -> str:
     return yaml.safe_dump(route.get("match"), sort_keys=True)
+
+
+def _marked(route: dict[str, Any]) -> bool:
+    """Whether the route adds the unchecked mark to its answers (the processor replaces it)."""
+    added = route.get("response_headers_to_add") or []
+    return any(h.get("header", {}).get("key") == "x-truthlens-detected" for h in added)
 
 
 def _bypasses(route: dict[str, Any]) -> bool:
