@@ -60,8 +60,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from truthlens.detector.facts.answer_types import OWN, descriptions, root, whole_names
+from truthlens.detector.facts.answer_types import OWN, PERSON, descriptions, root, whole_names
 from truthlens.detector.facts.names import Name, find_names, lower_case_words
+from truthlens.detector.facts.works import WORK_NOUNS, work_names
 from truthlens.detector.text import STOP_WORDS, WORD, clauses, content_words, sentences, stem
 
 # Titles and the words they stand for (a generic "officer" left out: "chief executive" is the
@@ -132,6 +133,7 @@ class FocusIndex:
     titled: tuple[tuple[frozenset[str], frozenset[str]], ...] = ()
     # What the context calls each name (:mod:`.answer_types`): "an American band", "directed by".
     called: tuple[tuple[frozenset[str], frozenset[str]], ...] = ()
+    quoted: frozenset[frozenset[str]] = frozenset()  # names written in quotes (:mod:`.works`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +196,8 @@ def focus_index(context: Sequence[str], spelled: dict[str, frozenset[str]]) -> F
     for passage in context:
         for key, said in descriptions(passage, find_names(passage, lower, skip_sentence_starts=False)).items():
             called.setdefault(key, set()).update(said)
-    return FocusIndex(tuple(out), lower, spelled, tuple(titled), tuple((k, frozenset(v)) for k, v in called.items()))
+    return FocusIndex(tuple(out), lower, spelled, tuple(titled), tuple((k, frozenset(v)) for k, v in called.items()),
+                      work_names(context, lower))
 
 
 def _sentences(passage: str) -> list[tuple[int, int]]:
@@ -337,6 +340,9 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
             out.append(_off(answer, name))
             continue
         typed = not holders and not abbreviated  # (a title's holder is read above)
+        if typed and mine is not None and _wrong_kind_of_work(index, words, head, question, asked_words):
+            out.append(_off(answer, name))
+            continue
         if typed and mine is not None and _mistyped(index, words, focus, head, asked_words):
             out.append(_off(answer, name))
             continue
@@ -394,3 +400,29 @@ def _mistyped(index: FocusIndex, words: frozenset[str], focus: frozenset[str], h
 
 def _off(answer: str, name: Name) -> OffFocus:
     return OffFocus(name.start, name.end, answer[name.start:name.end])
+
+
+_WORK_ROOTS = frozenset(map(root, WORK_NOUNS))
+
+
+def _is_work(index: FocusIndex, words: frozenset[str]) -> bool:
+    """Whether the context writes the name ``words`` in quotes or calls it a work (:mod:`.works`)."""
+    return any(words <= q for q in index.quoted) or bool(_called(index, words)[0] & _WORK_ROOTS)
+
+
+def _wrong_kind_of_work(index: FocusIndex, words: frozenset[str], head: frozenset[str], question: str,
+                        asked: set[str]) -> bool:
+    """A question asking for a work ("which movie") answered by a name the context neither quotes
+    nor calls a work while it does so of another name, not the question's; or one asking "who"
+    answered by a name the context only ever quotes, never calling it a person."""
+    if asked_for := _roots(head) & _WORK_ROOTS:
+        # (the other name quoted or called what is asked: a film the question is about is no "show")
+        return not _is_work(index, words) and any(
+            any(k <= q for q in index.quoted) or _called(index, k)[0] & asked_for
+            for k in {k for s in index.sentences for k in s.names}
+            if not k & words and not k & asked and not k <= index.lower_words)
+    if re.match(r"\s*who\b", question, re.IGNORECASE):
+        mine = _called(index, words)[0]
+        return any(words <= q for q in index.quoted) and PERSON not in mine and not mine - _WORK_ROOTS - {
+            root(stem(w)) for w in words}
+    return False
