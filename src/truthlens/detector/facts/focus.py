@@ -38,6 +38,10 @@ other names are called so); an answer's name the context calls what is asked is 
 by the sentence scores of step 4 ("directed by Chris Columbus" beside a sentence restating the
 question). A title the question abbreviates ("Who is the CFO?") is judged by its holders alone.
 
+A question asking for a work ("which movie", "what television show") is answered by a name the
+context writes alone in quotes or calls a work (:mod:`.works`): one it does neither of, while it
+does so of another name, is off focus; a "who" question answered by a name only ever quoted is too.
+
 A question offering a choice ("Who was born first, Pablo Trapero or Aleksander Ford?",
 "Between A and B, which ...?") is answered by one of its options: an answer naming none of the
 question's names (nor ending on an option's last word: "Colin James Hay" for "Colin Hay"), but a
