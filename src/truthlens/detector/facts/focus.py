@@ -410,8 +410,9 @@ _WORK_ROOTS = frozenset(map(root, WORK_NOUNS))
 
 
 def _is_work(index: FocusIndex, words: frozenset[str]) -> bool:
-    """Whether the context writes the name ``words`` in quotes or calls it a work (:mod:`.works`)."""
-    return any(words <= q for q in index.quoted) or bool(_called(index, words)[0] & _WORK_ROOTS)
+    """Whether the context writes the name ``words`` in quotes (or a quoted title is part of it: "Hava
+    Nagila of Israeli" read as one name) or calls it a work (:mod:`.works`)."""
+    return any(words <= q or q <= words for q in index.quoted) or bool(_called(index, words)[0] & _WORK_ROOTS)
 
 
 def _wrong_kind_of_work(index: FocusIndex, words: frozenset[str], head: frozenset[str], question: str,

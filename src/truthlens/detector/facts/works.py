@@ -23,11 +23,13 @@ from truthlens.detector.facts.names import find_names
 from truthlens.detector.text import stem
 
 # The nouns a question asks for a work by ("which movie", "what television show", "the first book").
-WORK_NOUNS = frozenset(stem(w) for w in (
+WORK_NOUNS = frozenset(stem(form) for w in (
     "film", "movie", "show", "series", "sitcom", "song", "album", "book", "novel", "musical",
     "episode", "opera", "poem", "documentary", "soundtrack", "videogame", "miniseries", "telenovela", "anime",
-    "manga", "comic", "magazine", "newspaper"))
+    "manga", "comic", "magazine", "newspaper") for form in (w, w + "s"))  # ("which of the movies": "movy")
 _QUOTED = re.compile(r"[\"“]([^\"“”\n]{1,100})[\"”]")
+_LOWER = re.compile(r"\b[a-z]")
+_TITLE_WORDS = 8
 
 
 def work_names(passages: Iterable[str], lower_words: frozenset[str]) -> frozenset[frozenset[str]]:
@@ -37,8 +39,10 @@ def work_names(passages: Iterable[str], lower_words: frozenset[str]) -> frozense
         for m in _QUOTED.finditer(passage):
             inside = m.group(1).strip(" ,.!?")
             found = [n for n in find_names(inside, lower_words, skip_sentence_starts=False) if n.words]
-            # The quotes hold one name and nothing else: a straight quote pairs with the wrong one
-            # often enough ('"Toy Story 2". Many ... (voiced by Joan Cusack) ... "Rocky"').
-            if len(found) == 1 and found[0].start <= 4 and found[0].end >= len(inside) - 1:
-                out.add(frozenset(found[0].words))
+            # A title and nothing else: names open and close the quotes, no lower-case word before
+            # or after them, few words ("Places in the Heart" is two names: one title). A straight
+            # quote pairs with the wrong one often enough ('"Toy Story 2". Many ... "Rocky"').
+            if (found and len(inside.split()) <= _TITLE_WORDS and not _LOWER.search(inside[:found[0].start])
+                    and not _LOWER.search(inside[found[-1].end:])):
+                out.add(frozenset(w for n in found for w in n.words))
     return frozenset(out)
