@@ -65,6 +65,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from truthlens.detector.facts.answer_types import OWN, PERSON, descriptions, root, whole_names
+from truthlens.detector.facts.bridges import bridged_elsewhere, listed
 from truthlens.detector.facts.names import Name, find_names, lower_case_words
 from truthlens.detector.facts.works import WORK_NOUNS, work_names
 from truthlens.detector.text import STOP_WORDS, WORD, clauses, content_words, sentences, stem
@@ -138,6 +139,7 @@ class FocusIndex:
     # What the context calls each name (:mod:`.answer_types`): "an American band", "directed by".
     called: tuple[tuple[frozenset[str], frozenset[str]], ...] = ()
     quoted: frozenset[frozenset[str]] = frozenset()  # names written in quotes (:mod:`.works`)
+    lists: tuple[frozenset[frozenset[str]], ...] = ()  # names listed together (:mod:`.bridges`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,12 +172,14 @@ def focus_index(context: Sequence[str], spelled: dict[str, frozenset[str]]) -> F
     lower = lower_case_words("\n".join(context))
     out: list[_Sentence] = []
     titled: list[tuple[frozenset[str], frozenset[str]]] = []
+    lists: list[frozenset[frozenset[str]]] = []
     for passage in context:
         previous: tuple[frozenset[str], ...] = ()
         for start, end in _sentences(passage):
             text = passage[start:end]
             found = whole_names(text, [n for n in find_names(text, lower, skip_sentence_starts=False) if n.words])
             names = tuple(frozenset(n.words) for n in found)
+            lists += listed(text, found)
             for n in found:
                 beside = _TITLE_BEFORE.search(text, 0, n.start)
                 after = _TITLE_AFTER.match(text, n.end)
@@ -201,7 +205,7 @@ def focus_index(context: Sequence[str], spelled: dict[str, frozenset[str]]) -> F
         for key, said in descriptions(passage, find_names(passage, lower, skip_sentence_starts=False)).items():
             called.setdefault(key, set()).update(said)
     return FocusIndex(tuple(out), lower, spelled, tuple(titled), tuple((k, frozenset(v)) for k, v in called.items()),
-                      work_names(context, lower))
+                      work_names(context, lower), tuple(lists))
 
 
 def _sentences(passage: str) -> list[tuple[int, int]]:
@@ -324,8 +328,12 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
                      and _score(index, frozenset(n.words), frozenset()) is not None)
     head = question_head(question, index.spelled)
     focus = question_focus(question, index.spelled) | head
+    # (a name listed beside another that the rest of the question is said of: :mod:`.bridges`)
+    hops = frozenset(_stems(question, index.spelled))
+    bridged = tuple(_off(answer, n) for n in names if not any(_is_asked(n.words, a) for a in asked_names)
+                    and bridged_elsewhere(index, frozenset(n.words), hops, asked_words))
     if not focus:
-        return ()
+        return bridged
     known = {k for s in index.sentences for k in (*s.names, *s.carried)}
     # Names the context gives the focus as their title ("Prime Minister David Cameron").
     holders = [n for n, title in index.titled if focus <= title] if focus <= _TITLE_STEMS else []
@@ -356,7 +364,7 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
         best = max(others, default=(0, 0))
         if best[0] > mine[0] and best[0] >= max(1, -(-len(focus) // 2)):
             out.append(_off(answer, name))
-    return tuple(out)
+    return tuple(out) + tuple(b for b in bridged if b not in out)
 
 
 def _is_option(words: tuple[str, ...], option: tuple[str, ...]) -> bool:
