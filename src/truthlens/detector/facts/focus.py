@@ -42,6 +42,10 @@ A question asking for a work ("which movie", "what television show") is answered
 context writes alone in quotes or calls a work (:mod:`.works`): one it does neither of, while it
 does so of another name, is off focus; a "who" question answered by a name only ever quoted is too.
 
+A one-name answer naming one of a list ("starred A, B and C") while the rest of a two-hop
+question is said of another name of the list in a sentence of its own is off focus too
+(:mod:`.bridges`).
+
 A question offering a choice ("Who was born first, Pablo Trapero or Aleksander Ford?",
 "Between A and B, which ...?") is answered by one of its options: an answer naming none of the
 question's names (nor ending on an option's last word: "Colin James Hay" for "Colin Hay"), but a
