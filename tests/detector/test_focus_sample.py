@@ -43,7 +43,7 @@ def test_the_sample_holds_both_kinds_and_their_twins() -> None:
 @pytest.mark.parametrize("kind", [
     pytest.param("one-name answer", marks=pytest.mark.xfail(strict=True, reason=(
         "known gap: HaluEval's questions hop over two facts; where the context calls the right name nothing the "
-        "question asks for, or the wrong name the same kind, the rule has nothing to go on (48% of these 50, "
+        "question asks for, or the wrong name the same kind, the rule has nothing to go on (54% of these 50 with the quoted-work and bridge rules, 48% before them, "
         "12% before the answer-kind rule; 4% of the right names flagged)"))),
     "title abbreviated",
 ])
@@ -60,6 +60,34 @@ def test_the_right_name_is_seldom_flagged(kind: str) -> None:
     cases = KINDS[kind]
     flagged = [(c.question, c.answer, f) for c in cases if (f := unsupported_facts(c.answer, c.context, c.question))]
     assert len(flagged) / len(cases) <= FALSE_ALARMS, flagged
+
+
+# The next 50 one-name pairs of the same seeded draw, written before the quoted-work and bridge rules
+# (facts/works.py, facts/bridges.py).
+MORE = load(Path(__file__).parent / "data" / "focus_sample_more.json")
+
+
+def _flagged_on_name(c: Case) -> bool:
+    return any(f.start < c.end and c.start < f.end for f in unsupported_facts(c.answer, c.context, c.question))
+
+
+def test_the_second_sample_holds_fifty_pairs() -> None:
+    assert sum(c.wrong for c in MORE) == 50 and sum(not c.wrong for c in MORE) == 50
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "known gap, as on the first sample: two-hop questions whose right name the context calls nothing the question "
+    "asks for (58% of these 50 caught, 56% before the quoted-work and bridge rules)"))
+def test_a_wrong_name_of_the_second_sample_is_flagged_on_the_name() -> None:
+    wrong = [c for c in MORE if c.wrong]
+    missed = [(c.question, c.answer) for c in wrong if not _flagged_on_name(c)]
+    assert 1 - len(missed) / len(wrong) >= RECALL, missed
+
+
+def test_a_right_name_of_the_second_sample_is_seldom_flagged() -> None:
+    right = [c for c in MORE if not c.wrong]
+    flagged = [(c.question, c.answer, f) for c in right if (f := unsupported_facts(c.answer, c.context, c.question))]
+    assert len(flagged) / len(right) <= FALSE_ALARMS, flagged
 
 
 # Real HaluEval QA dev-fold items (line index i % 10 == 1): knowledge, question, right answer and,

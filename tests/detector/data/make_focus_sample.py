@@ -7,6 +7,11 @@ summarization train-fold lines ``i % 10 == 9``; seed 29. The rule was tuned on t
 tuning split and on train-fold lines ``i % 10`` in 2..8 (RAGTruth ``source_id % 4 == 1``).
 
     python tests/detector/data/make_focus_sample.py tests/detector/data/focus_sample.json
+
+``--more`` writes ``focus_sample_more.json``: the next 50 one-name pairs of the same seeded
+draw (written before the bridge rule of :mod:`truthlens.detector.facts.bridges`):
+
+    python tests/detector/data/make_focus_sample.py --more tests/detector/data/focus_sample_more.json
 """
 
 from __future__ import annotations
@@ -23,15 +28,18 @@ PAIRS = 50  # one-name answers (each with its right name)
 TITLE_PAIRS = 30
 
 
-def main(out: Path) -> None:
+def main(out: Path, more: bool = False) -> None:
     rng = random.Random(29)
     root = halueval.fetch(halueval.DEFAULT_DIR)
     rows = [(i, r) for i, r in halueval.items("qa", ("train",), root) if i % 10 == 9]
     cases: list[Case] = []
     for wrong, right in short_answers(rows, rng):
         cases += [wrong, right]
-        if len(cases) >= 2 * PAIRS:
+        if len(cases) >= 2 * PAIRS * (2 if more else 1):
             break
+    if more:  # (the pairs after the first sample's)
+        write(cases[2 * PAIRS:], out)
+        return
     srcs: list[Source] = []
     seen: set[str] = set()
 
@@ -60,4 +68,4 @@ def main(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    main(Path(sys.argv[-1]), more="--more" in sys.argv[1:-1])

@@ -38,6 +38,14 @@ other names are called so); an answer's name the context calls what is asked is 
 by the sentence scores of step 4 ("directed by Chris Columbus" beside a sentence restating the
 question). A title the question abbreviates ("Who is the CFO?") is judged by its holders alone.
 
+A question asking for a work ("which movie", "what television show") is answered by a name the
+context writes alone in quotes or calls a work (:mod:`.works`): one it does neither of, while it
+does so of another name, is off focus; a "who" question answered by a name only ever quoted is too.
+
+A one-name answer naming one of a list ("starred A, B and C") while the rest of a two-hop
+question is said of another name of the list in a sentence of its own is off focus too
+(:mod:`.bridges`).
+
 A question offering a choice ("Who was born first, Pablo Trapero or Aleksander Ford?",
 "Between A and B, which ...?") is answered by one of its options: an answer naming none of the
 question's names (nor ending on an option's last word: "Colin James Hay" for "Colin Hay"), but a
@@ -60,8 +68,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from truthlens.detector.facts.answer_types import OWN, descriptions, root, whole_names
+from truthlens.detector.facts.answer_types import OWN, PERSON, descriptions, root, whole_names
+from truthlens.detector.facts.bridges import bridged_elsewhere, listed
 from truthlens.detector.facts.names import Name, find_names, lower_case_words
+from truthlens.detector.facts.works import WORK_NOUNS, work_names
 from truthlens.detector.text import STOP_WORDS, WORD, clauses, content_words, sentences, stem
 
 # Titles and the words they stand for (a generic "officer" left out: "chief executive" is the
@@ -132,6 +142,8 @@ class FocusIndex:
     titled: tuple[tuple[frozenset[str], frozenset[str]], ...] = ()
     # What the context calls each name (:mod:`.answer_types`): "an American band", "directed by".
     called: tuple[tuple[frozenset[str], frozenset[str]], ...] = ()
+    quoted: frozenset[frozenset[str]] = frozenset()  # names written in quotes (:mod:`.works`)
+    lists: tuple[frozenset[frozenset[str]], ...] = ()  # names listed together (:mod:`.bridges`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,12 +176,14 @@ def focus_index(context: Sequence[str], spelled: dict[str, frozenset[str]]) -> F
     lower = lower_case_words("\n".join(context))
     out: list[_Sentence] = []
     titled: list[tuple[frozenset[str], frozenset[str]]] = []
+    lists: list[frozenset[frozenset[str]]] = []
     for passage in context:
         previous: tuple[frozenset[str], ...] = ()
         for start, end in _sentences(passage):
             text = passage[start:end]
             found = whole_names(text, [n for n in find_names(text, lower, skip_sentence_starts=False) if n.words])
             names = tuple(frozenset(n.words) for n in found)
+            lists += listed(text, found)
             for n in found:
                 beside = _TITLE_BEFORE.search(text, 0, n.start)
                 after = _TITLE_AFTER.match(text, n.end)
@@ -194,7 +208,8 @@ def focus_index(context: Sequence[str], spelled: dict[str, frozenset[str]]) -> F
     for passage in context:
         for key, said in descriptions(passage, find_names(passage, lower, skip_sentence_starts=False)).items():
             called.setdefault(key, set()).update(said)
-    return FocusIndex(tuple(out), lower, spelled, tuple(titled), tuple((k, frozenset(v)) for k, v in called.items()))
+    return FocusIndex(tuple(out), lower, spelled, tuple(titled), tuple((k, frozenset(v)) for k, v in called.items()),
+                      work_names(context, lower), tuple(lists))
 
 
 def _sentences(passage: str) -> list[tuple[int, int]]:
@@ -317,8 +332,12 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
                      and _score(index, frozenset(n.words), frozenset()) is not None)
     head = question_head(question, index.spelled)
     focus = question_focus(question, index.spelled) | head
+    # (a name listed beside another that the rest of the question is said of: :mod:`.bridges`)
+    hops = frozenset(_stems(question, index.spelled))
+    bridged = tuple(_off(answer, n) for n in names if not any(_is_asked(n.words, a) for a in asked_names)
+                    and bridged_elsewhere(index, frozenset(n.words), hops, asked_words))
     if not focus:
-        return ()
+        return bridged
     known = {k for s in index.sentences for k in (*s.names, *s.carried)}
     # Names the context gives the focus as their title ("Prime Minister David Cameron").
     holders = [n for n, title in index.titled if focus <= title] if focus <= _TITLE_STEMS else []
@@ -337,6 +356,9 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
             out.append(_off(answer, name))
             continue
         typed = not holders and not abbreviated  # (a title's holder is read above)
+        if typed and mine is not None and _wrong_kind_of_work(index, words, head, question, asked_words):
+            out.append(_off(answer, name))
+            continue
         if typed and mine is not None and _mistyped(index, words, focus, head, asked_words):
             out.append(_off(answer, name))
             continue
@@ -346,7 +368,7 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
         best = max(others, default=(0, 0))
         if best[0] > mine[0] and best[0] >= max(1, -(-len(focus) // 2)):
             out.append(_off(answer, name))
-    return tuple(out)
+    return tuple(out) + tuple(b for b in bridged if b not in out)
 
 
 def _is_option(words: tuple[str, ...], option: tuple[str, ...]) -> bool:
@@ -394,3 +416,30 @@ def _mistyped(index: FocusIndex, words: frozenset[str], focus: frozenset[str], h
 
 def _off(answer: str, name: Name) -> OffFocus:
     return OffFocus(name.start, name.end, answer[name.start:name.end])
+
+
+_WORK_ROOTS = frozenset(map(root, WORK_NOUNS))
+
+
+def _is_work(index: FocusIndex, words: frozenset[str]) -> bool:
+    """Whether the context writes the name ``words`` in quotes (or a quoted title is part of it: "Hava
+    Nagila of Israeli" read as one name) or calls it a work (:mod:`.works`)."""
+    return any(words <= q or q <= words for q in index.quoted) or bool(_called(index, words)[0] & _WORK_ROOTS)
+
+
+def _wrong_kind_of_work(index: FocusIndex, words: frozenset[str], head: frozenset[str], question: str,
+                        asked: set[str]) -> bool:
+    """A question asking for a work ("which movie") answered by a name the context neither quotes
+    nor calls a work while it does so of another name, not the question's; or one asking "who"
+    answered by a name the context only ever quotes, never calling it a person."""
+    if asked_for := _roots(head) & _WORK_ROOTS:
+        # (the other name quoted or called what is asked: a film the question is about is no "show")
+        return not _is_work(index, words) and any(
+            any(k <= q for q in index.quoted) or _called(index, k)[0] & asked_for
+            for k in {k for s in index.sentences for k in s.names}
+            if not k & words and not k & asked and not k <= index.lower_words)
+    if re.match(r"\s*who\b", question, re.IGNORECASE):
+        mine = _called(index, words)[0]
+        return any(words <= q for q in index.quoted) and PERSON not in mine and not mine - _WORK_ROOTS - {
+            root(stem(w)) for w in words}
+    return False

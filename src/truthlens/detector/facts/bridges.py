@@ -1,0 +1,86 @@
+"""A short answer naming the wrong one of the names a sentence lists together: the bridge check.
+
+"Which Navy veteran starred in the 1995 film Journey?" - "Brenda Fricker." The context has
+"The film ... starred Jason Robards, Brenda Fricker and Meg Tilly" and, about Robards alone,
+"He was also a United States Navy combat veteran of World War II." The question hops over two
+facts: the film (the sentence listing both names, the bridge) and the veteran (a sentence about
+one of them). The answer's name is in the bridge, so a look-up calls it supported, and it is the
+same kind of thing as the right one, so what the context calls it says nothing either. A reader
+picks the listed name that the rest of the question is said of.
+
+:func:`bridged_elsewhere` does the same, by rule: each name is scored by the most of the
+question's words (stems, the question's own names' words included, stop words not) that one
+context sentence mentioning it holds (by a word of its name: "Dunne was nominated five times";
+a sentence opening on a pronoun speaks of the names of the sentence before: :mod:`.focus`). An
+answer's name is the wrong one when a name listed with it (:func:`listed`: joined by commas,
+"and", "or"; neither the question's own name nor sharing a word with the answer's) is mentioned,
+without the answer's name, in a sentence holding :data:`MARGIN` or more of the question's words
+than any sentence mentioning the answer's name.
+
+What it cannot see: a second hop the context states in words other than the question's, or in a
+sentence that mentions both names; names of one kind not written as a list ("directed by A, with
+a screenplay by B"); a question asking for the name the second hop is not said of ("which host
+is not married to ...").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from truthlens.detector.facts.names import Name
+
+if TYPE_CHECKING:
+    from truthlens.detector.facts.focus import FocusIndex
+
+_LIST_GAP = re.compile(r"\s*(?:,\s*(?:and\s+|or\s+)?|and\s+|or\s+|&\s*)")
+MARGIN = 2  # question words a listed sibling's own sentence holds beyond the answer's best sentence
+
+
+def listed(text: str, names: Sequence[Name]) -> list[frozenset[frozenset[str]]]:
+    """The lists of ``text``'s names (``names`` in order): runs of two or more joined by nothing but
+    commas, "and", "or" ("starred Jason Robards, Brenda Fricker and Meg Tilly")."""
+    out: list[frozenset[frozenset[str]]] = []
+    run: list[frozenset[str]] = []
+    for i, n in enumerate(names):
+        if i and _LIST_GAP.fullmatch(text, names[i - 1].end, n.start):
+            run.append(frozenset(n.words))
+            continue
+        if len(run) > 1:
+            out.append(frozenset(run))
+        run = [frozenset(n.words)]
+    if len(run) > 1:
+        out.append(frozenset(run))
+    return out
+
+
+def _best(index: FocusIndex, name: frozenset[str], question: frozenset[str],
+          without: frozenset[str] = frozenset()) -> int:
+    """The most question words one sentence mentioning ``name`` holds (-1: none mentions it),
+    sentences mentioning ``without`` left out."""
+    best = -1
+    for s in index.sentences:
+        direct = any(name & k for k in s.names)
+        carried = not direct and any(name & k for k in s.carried)
+        if not (direct or carried):
+            continue
+        if without and (any(without & k for k in s.names) or any(without & k for k in s.carried)):
+            continue
+        words = s.words if direct else s.carried_words
+        best = max(best, len(question & (words - name)))
+    return best
+
+
+def bridged_elsewhere(index: FocusIndex, name: frozenset[str], question: frozenset[str],
+                      asked: set[str]) -> bool:
+    """Whether a name listed with ``name`` has a sentence of its own holding :data:`MARGIN` more of
+    the ``question``'s words (stems) than any sentence of ``name`` (the module note)."""
+    if not question:
+        return False
+    mine = _best(index, name, question)
+    if mine < 0:
+        return False
+    siblings = {k for group in index.lists if any(name & n for n in group) for k in group
+                if not k & name and not k & asked and not k <= index.lower_words}
+    return any(_best(index, k, question, name) >= mine + MARGIN for k in siblings)
