@@ -11,7 +11,9 @@ the same, by rule:
 2. the key terms of an answer clause are its names (``Lake Superior``), numbers (``12``) and
    years (``1998``); what it says of them is its other content words (stemmed, no stop words);
 3. a clause whose key terms all occur together in one context clause that fits it (step 4's
-   share) is supported as a whole;
+   share) is supported as a whole; each name of the context clause stands for one of the
+   answer's, so a surname ("Mr Scott") is not stated by the full name ("Walter Scott") that the
+   answer clause gives as well;
 4. else the context clause that shares most of what it says (at least two words and half of
    them; one clause, or each of those that tie) is the clause it restates; a term of the answer
    that this clause lacks, while it holds another term of the same kind the answer lacks
@@ -169,6 +171,24 @@ def _holds(terms: Sequence[_Term], term: _Term) -> bool:
     return any(t.kind == term.kind and term.key <= t.key and _same_counted(t, term) for t in terms)
 
 
+def _holds_apart(terms: Sequence[_Term], clause_terms: Sequence[_Term], term: _Term) -> bool:
+    """:func:`_holds`, where a longer name of the context clause that another of the answer
+    clause's names ``terms`` gives in full is that name's, not ``term``'s: "Mr Scott" beside
+    "Walter Scott" in "Walter Scott was shot in North Charleston, Mr Scott." is not stated by
+    the context clause's one "Walter Scott" (each of its names restates one of the answer's)."""
+    if term.kind != "name":
+        return _holds(clause_terms, term)
+    for t in clause_terms:
+        if t.kind != "name" or not term.key <= t.key:
+            continue
+        if term.key == t.key:
+            return True
+        given = sum(1 for o in clause_terms if o.kind == "name" and o.key == t.key)
+        if given > sum(1 for o in terms if o != term and o.kind == "name" and o.key == t.key):
+            return True
+    return False
+
+
 def _same_counted(a: _Term, b: _Term) -> bool:
     return not (a.counts and b.counts) or a.counts == b.counts
 
@@ -262,7 +282,7 @@ def _moved(mine: _Clause, said: frozenset[str], terms: list[_Term], index: Conte
     out: list[Moved] = []
     own = [t for t in terms if t in mine.terms]
     # Its terms together in one clause that says what it says: supported as a whole.
-    together = any(n >= fits and all(_holds(c.terms, t) for t in terms)
+    together = any(n >= fits and all(_holds_apart(terms, c.terms, t) for t in terms)
                    for c, n in zip(index.clauses, shares, strict=True))
     if own and not together:
         # Two context clauses may say it as well ("Lake Michigan is 406 m deep" against "Lake
@@ -309,7 +329,7 @@ def _moved_in(mine: _Clause, terms: list[_Term], theirs: _Clause, index: Context
         if term not in mine.terms:
             continue  # (a term of the question)
         stated = any(t.kind == term.kind and term.key <= t.key for c in index.clauses for t in c.terms)
-        if _holds(theirs.terms, term) or not stated:
+        if _holds_apart(terms, theirs.terms, term) or not stated:
             continue  # stated there, or nowhere (the look-ups' finding)
         mine_slot = _slot(answer, mine.start, mine.start + len(mine.text), term)
         written = answer[term.start:term.end]
