@@ -227,11 +227,12 @@ def test_an_extra_row_only_for_the_claims_whose_evidence_is_missing_and_only_the
     # Round one takes 0, 2, 4 (300 tokens); claim 3's best (piece 5) does not fit: an extra row
     # with its pieces alone, 200 tokens where the first row has 300.
     assert [(members, pieces) for _, members, pieces in rows] == [([0, 1, 2], [0, 2, 4]), ([3], [5, 0])]
-    # Covering two picks: claims 0 and 1 also need their second piece, which does not fit beside
-    # the three best pieces; claim 3's two are in the next row, claims 0 and 1 get a third.
+    # Covering two picks: claim 0's second piece does not fit beside the three best pieces. The
+    # first claim waiting never waits again: it opens a row of its own pieces, and the claims
+    # whose pieces a row holds read from it.
     rows = covering_rows([whole] * 4, picks, costs, room, cover=2)
-    assert [(members, pieces) for _, members, pieces in rows] == [([2], [0, 2, 4]), ([3], [0, 2, 5]),
-                                                                  ([0, 1], [0, 2, 1, 3])]
+    assert [(members, pieces) for _, members, pieces in rows] == [([0], [0, 1]), ([1], [2, 3]),
+                                                                  ([2, 3], [4, 5, 0])]
     # Every claim is placed exactly once, whatever the cover.
     for cover in (1, 2, None):
         placed = [m for _, members, _ in covering_rows([whole] * 4, picks, costs, room, cover) for m in members]

@@ -17,13 +17,14 @@ looks the claim up where the context talks about it, and so do these rows:
    answer when it fits, so the model sees the claim in place), within ``RELEVANCE_MARGIN`` of its
    best. The claims then share as few rows as hold their evidence (:func:`covering_rows`): one
    row takes every claim's best piece, then every claim's second, and so on while they fit, in
-   their original order; a claim whose first ``COVER_PICKS`` pieces made it in reads its tokens
-   from that row (``Plan.scored``). Only the claims whose evidence did not fit get another row,
-   holding their pieces alone, no longer than those need (rows are not padded on CPU).
+   their original order; a claim whose pieces (its first ``COVER_PICKS``; default all) made it in
+   reads its tokens from that row (``Plan.scored``). Only the claims whose evidence did not fit
+   get another row, holding their pieces alone, no longer than those need (rows are not padded
+   on CPU).
 
 A passage that no claim picked is in no row and cannot outvote the one that supports a claim,
 while a contradiction in the relevant passage is right beside the claim. Cost: one embedding
-pass (linear in the context) and, on RAGTruth QA, 1.3 rows per check where a row per claim took
+pass (linear in the context) and, on RAGTruth QA, 1.5 rows per check where rows per claim took
 2.1 (docs/benchmarks.md), at most ``MAX_CLAIM_ROWS`` for a long answer.
 """
 
@@ -54,10 +55,10 @@ MIN_CLAIM_TOKENS = 4
 # below the best does not state the claim, and it dilutes the one that does.
 RELEVANCE_MARGIN = 0.3
 # A claim reads its tokens from a row when it holds this many of the claim's picks, most relevant
-# first (None: all of them); otherwise the claim waits for an extra row. Measured against a row
-# per claim (docs/benchmarks.md): 1 changed 3.3% of RAGTruth QA verdicts (false alarms), 2 and
-# all 0.8%, at 1.31 and 1.53 rows per check.
-COVER_PICKS: int | None = 2
+# first (None: all of them); otherwise the claim waits for an extra row. Fewer mean fewer rows and
+# more changed verdicts: a claim read beside other claims' pieces without some of its own
+# (measured in docs/benchmarks.md#rows-that-add-evidence-not-cost).
+COVER_PICKS: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,9 +139,11 @@ def covering_rows(
         waiting = claims
         while waiting:
             chosen = _in_turns([picks[c] for c in waiting], costs, budget)
+            if not set(picks[waiting[0]][:cover]) <= set(chosen):
+                # (cover over 1) The first claim's pieces fit a row of their own (_select): it
+                # opens one, and the claims whose pieces that row holds read from it too.
+                chosen = list(picks[waiting[0]])
             members = [c for c in waiting if set(picks[c][:cover]) <= set(chosen)]
-            if not members:  # (cover None) the first claim's picks fit a row of their own (_select)
-                members, chosen = waiting[:1], list(picks[waiting[0]])
             groups.append((window, members, chosen))
             waiting = [c for c in waiting if c not in members]
     return groups
