@@ -129,7 +129,8 @@ def covering_rows(
     tokens with its line; ``room``: the row's tokens beside the prompt's frame). A claim whose
     first ``cover`` picks (None: all) made it in reads its tokens from that row; the others get
     the next row, filled the same way with their pieces alone, so an extra row carries only the
-    evidence its claims lack, and is no longer than that evidence."""
+    evidence its claims lack, and is no longer than that evidence. When the turns leave out the
+    first claim waiting, its row holds its own picks instead, so every row places a claim."""
     groups: list[tuple[Window, list[int], list[int]]] = []
     by_window: dict[Window, list[int]] = {}
     for index, window in enumerate(windows):
