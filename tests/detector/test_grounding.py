@@ -14,7 +14,7 @@ import pytest
 
 from truthlens.detector.backends.factory import check_settings, create_detector
 from truthlens.detector.chunking import Plan, Window
-from truthlens.detector.encoding import TextEncoder
+from truthlens.detector.encoding import EncodedText, TextEncoder
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.grounding import (
     MAX_CLAIM_ROWS,
@@ -254,3 +254,49 @@ def test_a_claim_with_no_piece_reads_the_first_row() -> None:
     whole = Window(0, 10)
     rows = covering_rows([whole] * 2, [[], [1]], [10, 10], room=100, cover=None)
     assert [(members, pieces) for _, members, pieces in rows] == [([0, 1], [1])]
+
+
+_PLACES = (("Quillan", "bridge", "crosses", "Arvel river"), ("Marrow", "tower", "overlooks", "Sennet bay"),
+           ("Tessel", "mill", "grinds", "barley from Oskar"), ("Orvin", "gate", "guards", "the Pellam road"),
+           ("Bellac", "well", "feeds", "the Dunmore gardens"))
+
+
+def _long_passage(name: str, thing: str, verb: str, what: str, tokens: int, encoder: TextEncoder) -> str:
+    """A passage that states "The {name} {thing} {verb} {what}." and goes on about it to ``tokens``."""
+    text = f"The {name} {thing} {verb} {what}."
+    extra = 0
+    while len(encoder.encode(f"{text} {name} records, volume {extra}.")) <= tokens:
+        text = f"{text} {name} records, volume {extra}."
+        extra += 1
+    return text
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_claims_share_one_row_until_their_evidence_overflows_it(encoder: TextEncoder, seed: int) -> None:
+    """Over the window: the claims whose passages fit one row beside the answer read from it; the
+    rest get a row holding only their passages, shorter than the window; every claim's row holds
+    the passage that states it (word-overlap ranking, so the rows are exact)."""
+    rng = random.Random(seed)
+    places = rng.sample(_PLACES, 5)
+    passages = [_long_passage(*p, tokens=90, encoder=encoder) for p in places]
+    assert all(len(encoder.encode(p)) <= PIECE_TOKENS for p in passages)
+    context = _distractors(60, seed=seed)
+    for i, passage in enumerate(passages):
+        context.insert(7 + 11 * i, passage)
+    answer_text = " ".join(f"The {n} {t} {v} {w}." for n, t, v, w in places)
+    answer = encoder.encode(answer_text)
+    plan = plan_grounded(encoder, context, "Tell me about the places.", answer_text, answer, LexicalRelevance(),
+                         max_length=512, answer_overlap_tokens=32)
+    distinct, index = distinct_rows(plan.rows)
+    # Five 90-token passages do not fit beside the answer in one 512-token row: two rows, the
+    # second only as long as the passages its claims lack.
+    assert len(distinct) == 2 and index[0] == 0
+    assert all(r.length <= 512 for r in distinct) and distinct[1].length < distinct[0].length
+    for claim, row in zip(plan.scored, plan.rows, strict=True):
+        stated = answer_text[_offset(answer, claim.start) : _offset(answer, claim.end - 1, end=True)]
+        passage = next(p for p in passages if p.startswith(stated.rstrip(".")))
+        assert _contains(row.ids[: row.answer_start].tolist(), encoder.encode(passage[:40]).ids.tolist()[1:-1])
+
+
+def _offset(answer: EncodedText, token: int, end: bool = False) -> int:
+    return int(answer.offsets[token, 1 if end else 0])
