@@ -14,7 +14,7 @@ import pytest
 
 from truthlens.detector.backends.factory import check_settings, create_detector
 from truthlens.detector.chunking import Plan, Window
-from truthlens.detector.encoding import TextEncoder
+from truthlens.detector.encoding import EncodedText, TextEncoder
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.grounding import (
     MAX_CLAIM_ROWS,
@@ -201,25 +201,102 @@ def test_settings_accept_grounded_and_name_a_bad_value() -> None:
         check_settings(DetectorSettings(chunk_aggregation="mean"))  # type: ignore[arg-type]
 
 
-def test_a_claim_reads_another_claims_row_only_when_its_evidence_and_little_else_is_there() -> None:
-    """``shared_rows`` on scores made here (claims x pieces): containment, the margin, windows."""
-    from truthlens.detector.grounding import shared_rows
+def test_one_row_holds_every_claims_best_pieces_when_they_fit() -> None:
+    """``covering_rows``: the claims' pieces taken in turns (each claim's best, then each one's
+    second, ...) into one row while they fit; every claim whose best piece is in reads from it."""
+    from truthlens.detector.grounding import covering_rows
 
     whole = Window(0, 40)
-    scores = np.array([
-        [0.9, 0.8, 0.7, 0.0],  # claim 0 picks pieces 0, 1, 2
-        [0.9, 0.2, 0.6, 0.0],  # claim 1 picks 0, 2: inside claim 0's row; piece 1 is far below its best
-        [0.5, 0.8, 0.7, 0.1],  # claim 2 picks 1, 2: inside claim 0's row; piece 0 is near enough
-        [0.0, 0.0, 0.2, 0.9],  # claim 3 picks 3: outside every row
-    ], dtype=np.float32)
-    picks = [[0, 1, 2], [0, 2], [1, 2], [3]]
-    near = shared_rows([whole] * 4, picks, scores, 0.5)
-    assert [(members, sorted(pieces)) for _, members, pieces in near] == [([0, 2], [0, 1, 2]), ([1], [0, 2]), ([3], [3])]
-    anywhere = shared_rows([whole] * 4, picks, scores, None)  # containment alone
-    assert [members for _, members, _ in anywhere] == [[0, 1, 2], [3]]
-    # In answer order: a claim planned before the one whose row holds its pieces keeps its own.
-    assert [members for _, members, _ in shared_rows([whole] * 4, picks[::-1], scores[::-1], None)] == [
-        [0], [1], [2], [3]]
-    # A claim in another answer window never shares: its row holds other answer tokens.
-    windows = [whole, Window(20, 60), whole, whole]
-    assert [members for _, members, _ in shared_rows(windows, picks, scores, None)] == [[0, 2], [1], [3]]
+    picks = [[0, 1, 2], [3, 0], [4], [0]]
+    costs = [50] * 5
+    rows = covering_rows([whole] * 4, picks, costs, room=40 + 5 * 50, cover=1)
+    assert [(members, pieces) for _, members, pieces in rows] == [([0, 1, 2, 3], [0, 3, 4, 1, 2])]
+    # Room for three pieces: the claims' best pieces go first, the second ones wait their turn.
+    rows = covering_rows([whole] * 4, picks, costs, room=40 + 3 * 50, cover=1)
+    assert [(members, pieces) for _, members, pieces in rows] == [([0, 1, 2, 3], [0, 3, 4])]
+
+
+def test_an_extra_row_only_for_the_claims_whose_evidence_is_missing_and_only_their_pieces() -> None:
+    from truthlens.detector.grounding import covering_rows
+
+    whole = Window(0, 40)
+    picks = [[0, 1], [2, 3], [4], [5, 0]]
+    costs = [100, 30, 100, 30, 100, 100]
+    room = 40 + 300  # three 100-token pieces
+    rows = covering_rows([whole] * 4, picks, costs, room, cover=1)
+    # Round one takes 0, 2, 4 (300 tokens); claim 3's best (piece 5) does not fit: an extra row
+    # with its pieces alone, 200 tokens where the first row has 300.
+    assert [(members, pieces) for _, members, pieces in rows] == [([0, 1, 2], [0, 2, 4]), ([3], [5, 0])]
+    # Covering two picks: claim 0's second piece does not fit beside the three best pieces. The
+    # first claim waiting never waits again: it opens a row of its own pieces, and the claims
+    # whose pieces a row holds read from it.
+    rows = covering_rows([whole] * 4, picks, costs, room, cover=2)
+    assert [(members, pieces) for _, members, pieces in rows] == [([0], [0, 1]), ([1], [2, 3]),
+                                                                  ([2, 3], [4, 5, 0])]
+    # Every claim is placed exactly once, whatever the cover.
+    for cover in (1, 2, None):
+        placed = [m for _, members, _ in covering_rows([whole] * 4, picks, costs, room, cover) for m in members]
+        assert sorted(placed) == [0, 1, 2, 3]
+
+
+def test_claims_of_different_answer_windows_never_share_a_row() -> None:
+    """A long answer's claims sit in different windows: a row holds one window's answer tokens."""
+    from truthlens.detector.grounding import covering_rows
+
+    first, second = Window(0, 300), Window(200, 500)
+    rows = covering_rows([first, second, first], [[0], [0], [1]], [20, 20], room=600, cover=1)
+    assert [(w, members, pieces) for w, members, pieces in rows] == [(first, [0, 2], [0, 1]), (second, [1], [0])]
+
+
+def test_a_claim_with_no_piece_reads_the_first_row() -> None:
+    from truthlens.detector.grounding import covering_rows
+
+    whole = Window(0, 10)
+    rows = covering_rows([whole] * 2, [[], [1]], [10, 10], room=100, cover=None)
+    assert [(members, pieces) for _, members, pieces in rows] == [([0, 1], [1])]
+
+
+_PLACES = (("Quillan", "bridge", "crosses", "Arvel river"), ("Marrow", "tower", "overlooks", "Sennet bay"),
+           ("Tessel", "mill", "grinds", "barley from Oskar"), ("Orvin", "gate", "guards", "the Pellam road"),
+           ("Bellac", "well", "feeds", "the Dunmore gardens"))
+
+
+def _long_passage(name: str, thing: str, verb: str, what: str, tokens: int, encoder: TextEncoder) -> str:
+    """A passage that states "The {name} {thing} {verb} {what}." and goes on about it to ``tokens``."""
+    text = f"The {name} {thing} {verb} {what}."
+    extra = 0
+    while len(encoder.encode(f"{text} {name} records, volume {extra}.")) <= tokens:
+        text = f"{text} {name} records, volume {extra}."
+        extra += 1
+    return text
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_claims_share_one_row_until_their_evidence_overflows_it(encoder: TextEncoder, seed: int) -> None:
+    """Over the window: the claims whose passages fit one row beside the answer read from it; the
+    rest get a row holding only their passages, shorter than the window; every claim's row holds
+    the passage that states it (word-overlap ranking, so the rows are exact)."""
+    rng = random.Random(seed)
+    places = rng.sample(_PLACES, 5)
+    passages = [_long_passage(*p, tokens=90, encoder=encoder) for p in places]
+    assert all(len(encoder.encode(p)) <= PIECE_TOKENS for p in passages)
+    context = _distractors(60, seed=seed)
+    for i, passage in enumerate(passages):
+        context.insert(7 + 11 * i, passage)
+    answer_text = " ".join(f"The {n} {t} {v} {w}." for n, t, v, w in places)
+    answer = encoder.encode(answer_text)
+    plan = plan_grounded(encoder, context, "Tell me about the places.", answer_text, answer, LexicalRelevance(),
+                         max_length=512, answer_overlap_tokens=32)
+    distinct, index = distinct_rows(plan.rows)
+    # Five 90-token passages do not fit beside the answer in one 512-token row: two rows, the
+    # second only as long as the passages its claims lack.
+    assert len(distinct) == 2 and index[0] == 0
+    assert all(r.length <= 512 for r in distinct) and distinct[1].length < distinct[0].length
+    for claim, row in zip(plan.scored, plan.rows, strict=True):
+        stated = answer_text[_offset(answer, claim.start) : _offset(answer, claim.end - 1, end=True)]
+        passage = next(p for p in passages if p.startswith(stated.rstrip(".")))
+        assert _contains(row.ids[: row.answer_start].tolist(), encoder.encode(passage[:40]).ids.tolist()[1:-1])
+
+
+def _offset(answer: EncodedText, token: int, end: bool = False) -> int:
+    return int(answer.offsets[token, 1 if end else 0])

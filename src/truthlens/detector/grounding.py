@@ -13,16 +13,19 @@ looks the claim up where the context talks about it, and so do these rows:
    so there are at most ``MAX_CLAIM_ROWS``). Pieces and claims are scored for relevance
    (:mod:`truthlens.detector.relevance`: embedder cosine + word overlap; one embedding pass over
    the context, cached).
-3. Each claim gets one row: its answer window (the whole answer when it fits, so the model sees
-   the claim in place) beside the most relevant pieces that fit, in their original order.
-   Only the claim's own tokens are read from that row (``Plan.scored``). A claim whose pieces
-   all lie in another claim's row, beside pieces it nearly picked itself (``SHARE_MARGIN``),
-   reads its tokens from that row instead: its evidence is there, and a row is a model run.
+3. Each claim picks the most relevant pieces that would fit beside its answer window (the whole
+   answer when it fits, so the model sees the claim in place), within ``RELEVANCE_MARGIN`` of its
+   best. The claims then share as few rows as hold their evidence (:func:`covering_rows`): one
+   row takes every claim's best piece, then every claim's second, and so on while they fit, in
+   their original order; a claim whose pieces (its first ``COVER_PICKS``; default all) made it in
+   reads its tokens from that row (``Plan.scored``). Only the claims whose evidence did not fit
+   get another row, holding their pieces alone, no longer than those need (rows are not padded
+   on CPU).
 
-A passage that does not mention a claim is then not in its row and cannot outvote the one that
-supports it, while a contradiction in the relevant passage is right beside the claim. Cost: one
-embedding pass (linear in the context) and at most ``MAX_CLAIM_ROWS`` rows for a short answer
-— fewer rows than window x chunk plans once the context spans more than a few chunks.
+A passage that no claim picked is in no row and cannot outvote the one that supports a claim,
+while a contradiction in the relevant passage is right beside the claim. Cost: one embedding
+pass (linear in the context) and, on RAGTruth QA, 1.5 rows per check where rows per claim took
+2.1 (docs/benchmarks.md), at most ``MAX_CLAIM_ROWS`` for a long answer.
 """
 
 from __future__ import annotations
@@ -51,12 +54,11 @@ MIN_CLAIM_TOKENS = 4
 # bounded by the row's room). Filling the row with the rest does not help: a piece that far
 # below the best does not state the claim, and it dilutes the one that does.
 RELEVANCE_MARGIN = 0.3
-# A claim reads its tokens from another claim's row when that row holds every piece it picked
-# and its other pieces score within this of the claim's best: pieces the claim nearly picked
-# (within twice the margin above), so the row is about the claim. A row saved is a model run
-# saved; measured against rows of their own on the RAGTruth QA training half and the dev parts
-# (docs/benchmarks.md).
-SHARE_MARGIN: float | None = 0.6
+# A claim reads its tokens from a row when it holds this many of the claim's picks, most relevant
+# first (None: all of them); otherwise the claim waits for an extra row. Fewer mean fewer rows and
+# more changed verdicts: a claim read beside other claims' pieces without some of its own
+# (measured in docs/benchmarks.md#rows-that-add-evidence-not-cost).
+COVER_PICKS: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,40 +107,62 @@ def plan_grounded(
         for w, claim_scores in zip(claim_windows, scores, strict=True)
     ]
     rows: list[ModelRow | None] = [None] * len(claims)
-    for window, members, chosen in shared_rows(claim_windows, picks, scores, SHARE_MARGIN):
+    costs = [p.tokens + line_cost for p in pieces]
+    for window, members, chosen in covering_rows(claim_windows, picks, costs, room - overhead, COVER_PICKS):
         budget = room - (window.end - window.start)
         prompt = _prompt(encoder, context, pieces, chosen, layout.question, budget)
         row = encoder.pair(prompt, answer.ids[window.start : window.end])
         for member in members:
             rows[member] = row
     planned = tuple(r for r in rows if r is not None)
-    assert len(planned) == len(claims)  # shared_rows places every claim
+    assert len(planned) == len(claims)  # covering_rows places every claim
     return Plan(rows=planned, windows=tuple(claim_windows), chunks=1, scored=tuple(claims))
 
 
-def shared_rows(
-    windows: Sequence[Window], picks: Sequence[list[int]], scores: np.ndarray, margin: float | None
+def covering_rows(
+    windows: Sequence[Window], picks: Sequence[list[int]], costs: Sequence[int], room: int, cover: int | None
 ) -> list[tuple[Window, list[int], list[int]]]:
-    """The rows of a check's claims: ``(answer window, its claims, its pieces)``. In answer
-    order, a claim whose pieces (``picks``) all lie in a row already planned with its answer
-    window reads its tokens from that row, when the row's other pieces score within ``margin`` of
-    the claim's best (``scores``: claims x pieces; None: any); otherwise it opens a row of its own
-    pieces, the row it had before rows were shared. (Opening rows for the claims with most pieces
-    first shares more rows, and changed 3.3% of the dev parts' verdicts against 1.9%.)"""
+    """The rows of a check's claims: ``(answer window, its claims, its pieces)``, as few as hold
+    each claim's evidence. Claims of one answer window (all of them for an answer that fits one)
+    share a row filled in turns: every claim's best piece (``picks``: each claim's pieces in
+    relevance order), then every claim's second, and so on while they fit (``costs``: a piece's
+    tokens with its line; ``room``: the row's tokens beside the prompt's frame). A claim whose
+    first ``cover`` picks (None: all) made it in reads its tokens from that row; the others get
+    the next row, filled the same way with their pieces alone, so an extra row carries only the
+    evidence its claims lack, and is no longer than that evidence. When the turns leave out the
+    first claim waiting, its row holds its own picks instead, so every row places a claim."""
     groups: list[tuple[Window, list[int], list[int]]] = []
-    for index in range(len(picks)):
-        window, chosen = windows[index], set(picks[index])
-        floor = float(scores[index].max()) - margin if margin is not None and scores.shape[1] else None
-        for row_window, members, pieces in groups:
-            if row_window != window or not chosen <= set(pieces):
-                continue
-            if floor is not None and any(scores[index][p] < floor for p in pieces if p not in chosen):
-                continue
-            members.append(index)
-            break
-        else:
-            groups.append((window, [index], list(picks[index])))
+    by_window: dict[Window, list[int]] = {}
+    for index, window in enumerate(windows):
+        by_window.setdefault(window, []).append(index)
+    for window, claims in by_window.items():
+        budget = room - (window.end - window.start)
+        waiting = claims
+        while waiting:
+            chosen = _in_turns([picks[c] for c in waiting], costs, budget)
+            if not set(picks[waiting[0]][:cover]) <= set(chosen):
+                # (cover over 1) The first claim's pieces fit a row of their own (_select): it
+                # opens one, and the claims whose pieces that row holds read from it too.
+                chosen = list(picks[waiting[0]])
+            members = [c for c in waiting if set(picks[c][:cover]) <= set(chosen)]
+            groups.append((window, members, chosen))
+            waiting = [c for c in waiting if c not in members]
     return groups
+
+
+def _in_turns(picks: Sequence[list[int]], costs: Sequence[int], budget: int) -> list[int]:
+    """Pieces taken in turns, each claim's next most relevant one per round, while they fit, in
+    the order taken (the first claim's best piece first: it always fits)."""
+    chosen: list[int] = []
+    used = 0
+    for rank in range(max((len(p) for p in picks), default=0)):
+        for claim_picks in picks:
+            if rank < len(claim_picks) and claim_picks[rank] not in chosen:
+                piece = claim_picks[rank]
+                if used + costs[piece] <= budget:
+                    chosen.append(piece)
+                    used += costs[piece]
+    return chosen
 
 
 def claim_ranges(answer_text: str, answer: EncodedText, width: int) -> list[Window]:
