@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -95,22 +96,38 @@ def test_a_config_that_checks_chat_but_not_the_legacy_completions_api_is_warned_
     assert "the Responses API" not in done.stderr  # still checked: one warning, for the API left out
 
 
+def _shipped_envoy() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The shipped envoy.yaml, and its HTTP connection manager's config (to edit)."""
+    doc = yaml.safe_load((REPO / "envoy.yaml").read_text(encoding="utf-8"))
+    return doc, doc["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+
+
+def _written(tmp_path: Path, doc: dict[str, Any]) -> Path:
+    path = tmp_path / "envoy.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def _assert_filter_refused(tmp_path: Path, key: str, values: tuple[object, ...], message: str) -> None:
+    """check-config --envoy refuses the shipped envoy.yaml, naming ``message``, with its ext_proc
+    filter's ``key`` removed (None) or set to each other value in turn."""
+    doc, hcm = _shipped_envoy()
+    (ext_proc,) = [f for f in hcm["http_filters"] if f["name"] == "envoy.filters.http.ext_proc"]
+    for value in values:
+        if value is None:
+            ext_proc["typed_config"].pop(key, None)
+        else:
+            ext_proc["typed_config"][key] = value
+        done = check(tmp_path, shipped(), "--envoy", str(_written(tmp_path, doc)))
+        assert done.returncode == 1, value
+        assert message in done.stderr
+
+
 def test_an_ext_proc_filter_without_mode_overrides_is_refused(tmp_path: Path) -> None:
     # Envoy would ignore the phases the processor picks per exchange: with the shipped static mode
     # (response_body_mode NONE) no answer would reach the check.
-    doc = yaml.safe_load((REPO / "envoy.yaml").read_text(encoding="utf-8"))
-    hcm = doc["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
-    (ext_proc,) = [f for f in hcm["http_filters"] if f["name"] == "envoy.filters.http.ext_proc"]
-    for value in (None, False):
-        if value is None:
-            ext_proc["typed_config"].pop("allow_mode_override", None)
-        else:
-            ext_proc["typed_config"]["allow_mode_override"] = value
-        path = tmp_path / "envoy.yaml"
-        path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
-        done = check(tmp_path, shipped(), "--envoy", str(path))
-        assert done.returncode == 1, value
-        assert "the ext_proc filter of listener openai_listener has no allow_mode_override: true" in done.stderr
+    _assert_filter_refused(tmp_path, "allow_mode_override", (None, False),
+                           "the ext_proc filter of listener openai_listener has no allow_mode_override: true")
     for shipped_envoy in ("envoy.yaml", "deploy/compose/envoy.yaml"):
         assert check(tmp_path, shipped(), "--envoy", str(REPO / shipped_envoy)).returncode == 0, shipped_envoy
 
@@ -118,30 +135,17 @@ def test_an_ext_proc_filter_without_mode_overrides_is_refused(tmp_path: Path) ->
 def test_an_ext_proc_filter_that_drops_the_processors_metadata_is_refused(tmp_path: Path) -> None:
     # Envoy would drop the metadata that moves an unchecked exchange to the unmarked route: every
     # detection-off answer would leave marked unavailable.
-    doc = yaml.safe_load((REPO / "envoy.yaml").read_text(encoding="utf-8"))
-    hcm = doc["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
-    (ext_proc,) = [f for f in hcm["http_filters"] if f["name"] == "envoy.filters.http.ext_proc"]
-    for options in (None, {"receiving_namespaces": {"untyped": ["other"]}}, {"receiving_namespaces": {}}):
-        if options is None:
-            ext_proc["typed_config"].pop("metadata_options", None)
-        else:
-            ext_proc["typed_config"]["metadata_options"] = options
-        path = tmp_path / "envoy.yaml"
-        path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
-        done = check(tmp_path, shipped(), "--envoy", str(path))
-        assert done.returncode == 1, options
-        assert "does not list 'truthlens' in metadata_options.receiving_namespaces.untyped" in done.stderr
+    _assert_filter_refused(tmp_path, "metadata_options",
+                           (None, {"receiving_namespaces": {"untyped": ["other"]}}, {"receiving_namespaces": {}}),
+                           "does not list 'truthlens' in metadata_options.receiving_namespaces.untyped")
 
 
 def test_envoy_routes_without_the_unmarked_route_for_unchecked_exchanges_are_warned_about(tmp_path: Path) -> None:
     # An envoy.yaml from before the processor moved unchecked exchanges off the marked routes:
     # its detection-off answers would keep the unavailable mark.
-    doc = yaml.safe_load((REPO / "envoy.yaml").read_text(encoding="utf-8"))
-    hcm = doc["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+    doc, hcm = _shipped_envoy()
     host = hcm["route_config"]["virtual_hosts"][0]
     host["routes"] = [r for r in host["routes"] if r.get("name") != "processor:unchecked"]
-    path = tmp_path / "envoy.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
-    done = check(tmp_path, shipped(), "--envoy", str(path))
+    done = check(tmp_path, shipped(), "--envoy", str(_written(tmp_path, doc)))
     assert done.returncode == 0
     assert "no route before the marked ones matches the processor's unchecked metadata" in done.stderr

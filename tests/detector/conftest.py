@@ -13,15 +13,19 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
+import pytest_asyncio
 from shipped_inputs import require_shipped_model
 from tokenizers import Tokenizer
 
+from truthlens.detector.backends.factory import create_detector
+from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.manifest import DEFAULT_MODEL_DIR
+from truthlens.detector.types import DetectorSettings
 
 # Words the tiny model flags as hallucinated (each is one token of the MiniLM vocabulary).
 FLAGGED_WORDS = ("lyon", "berlin", "1925", "北")
@@ -111,3 +115,12 @@ def tiny_short_model_dir(tmp_path_factory: pytest.TempPathFactory, tokenizer_fil
 def shipped_model_dir() -> Path:
     require_shipped_model()
     return DEFAULT_MODEL_DIR
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def shipped_engine(shipped_model_dir: Path) -> AsyncIterator[DetectorEngine]:
+    """The shipped detector as serving builds it (one intra-op thread), shared by a module's tests."""
+    built = create_detector(DetectorSettings(model_dir=str(shipped_model_dir), intra_op_threads=1))
+    assert isinstance(built, DetectorEngine)
+    yield built
+    await built.close()

@@ -11,17 +11,12 @@ rounded or hedged the way people write them are not errors.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
-import pytest_asyncio
 from shipped_inputs import APOLLO_CONTEXT, APOLLO_QUESTION
 
-from truthlens.detector.backends.factory import create_detector
 from truthlens.detector.calibration.probability import DEFAULT_THRESHOLD
 from truthlens.detector.engine import DetectorEngine
-from truthlens.detector.types import Detection, DetectionInput, DetectorSettings
+from truthlens.detector.types import Detection, DetectionInput
 
 AUSTRALIA = "Canberra is the capital of Australia. Sydney is the largest city in Australia."
 CAPITAL = "What is the capital of Australia?"
@@ -125,42 +120,34 @@ FAITHFUL = [
 in_module_loop = pytest.mark.asyncio(loop_scope="module")
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def engine(shipped_model_dir: Path) -> AsyncIterator[DetectorEngine]:
-    built = create_detector(DetectorSettings(model_dir=str(shipped_model_dir), intra_op_threads=1))
-    assert isinstance(built, DetectorEngine)
-    yield built
-    await built.close()
-
-
-async def check(engine: DetectorEngine, context: str | tuple[str, ...], question: str, answer: str) -> Detection:
+async def check(shipped_engine: DetectorEngine, context: str | tuple[str, ...], question: str, answer: str) -> Detection:
     passages = [context] if isinstance(context, str) else list(context)
-    return await engine.detect(DetectionInput(passages, question, answer), threshold=DEFAULT_THRESHOLD)
+    return await shipped_engine.detect(DetectionInput(passages, question, answer), threshold=DEFAULT_THRESHOLD)
 
 
 @in_module_loop
 @pytest.mark.parametrize(("context", "question", "wrong", "text", "reason"), WRONG)
 async def test_the_error_is_detected_on_its_words(
-    engine: DetectorEngine, context: str, question: str, wrong: str, text: str, reason: str
+    shipped_engine: DetectorEngine, context: str, question: str, wrong: str, text: str, reason: str
 ) -> None:
-    flagged = await check(engine, context, question, wrong)
+    flagged = await check(shipped_engine, context, question, wrong)
     assert flagged.status == "detected", flagged
     assert (text, reason) in [(s.text, s.reason) for s in flagged.spans], flagged.spans
 
 
 @in_module_loop
 @pytest.mark.parametrize(("context", "question", "faithful"), FAITHFUL)
-async def test_the_faithful_answer_is_clean(engine: DetectorEngine, context: str, question: str, faithful: str) -> None:
-    clean = await check(engine, context, question, faithful)
+async def test_the_faithful_answer_is_clean(shipped_engine: DetectorEngine, context: str, question: str, faithful: str) -> None:
+    clean = await check(shipped_engine, context, question, faithful)
     assert clean.status == "clean", clean
 
 
 @in_module_loop
 async def test_spans_are_whole_words_and_explained_by_the_sentence_that_speaks_of_the_claim(
-    engine: DetectorEngine,
+    shipped_engine: DetectorEngine,
 ) -> None:
     answer = "The Eiffel Tower was designed by Leonardo da Vinci in 1502 and is made of solid gold."
-    result = await check(engine, EIFFEL, "Who designed the Eiffel Tower?", answer)
+    result = await check(shipped_engine, EIFFEL, "Who designed the Eiffel Tower?", answer)
     assert result.status == "detected", result
     for span in result.spans:  # no fragment of a word ("el" of "Eiffel")
         assert span.start == 0 or not (answer[span.start - 1].isalnum() and answer[span.start].isalnum()), span
@@ -178,8 +165,8 @@ async def test_spans_are_whole_words_and_explained_by_the_sentence_that_speaks_o
     "It was finished in 1925.",
     "Completed in 1925, the tower was the entrance arch to the World's Fair.",
 ])
-async def test_with_two_passages_the_contradicting_sentence_is_found(engine: DetectorEngine, answer: str) -> None:
-    result = await check(engine, EIFFEL, "When was the Eiffel Tower completed?", answer)
+async def test_with_two_passages_the_contradicting_sentence_is_found(shipped_engine: DetectorEngine, answer: str) -> None:
+    result = await check(shipped_engine, EIFFEL, "When was the Eiffel Tower completed?", answer)
     assert result.status == "detected", result
     (year,) = [s for s in result.spans if s.text == "1925"]
     assert (year.reason, year.passage, year.context_fact) == ("unsupported_date", 1, "1889"), year
@@ -190,19 +177,19 @@ async def test_with_two_passages_the_contradicting_sentence_is_found(engine: Det
     "It was built for the World's Fair in 1925.",
     "The tower opened at the World's Fair in 1925.",
 ])
-async def test_a_name_with_a_possessive_inside_is_one_name(engine: DetectorEngine, answer: str) -> None:
+async def test_a_name_with_a_possessive_inside_is_one_name(shipped_engine: DetectorEngine, answer: str) -> None:
     context = "The tower was completed in 1889 for the Exposition Universelle in Paris."
-    result = await check(engine, context, "What was the tower built for?", answer)
+    result = await check(shipped_engine, context, "What was the tower built for?", answer)
     assert result.status == "detected", result
     names = [s.text for s in result.spans if s.reason == "unsupported_entity"]
     assert names == ["World's Fair"], result.spans
 
 
 @in_module_loop
-async def test_an_explanation_of_a_short_answer_comes_from_its_question(engine: DetectorEngine) -> None:
+async def test_an_explanation_of_a_short_answer_comes_from_its_question(shipped_engine: DetectorEngine) -> None:
     """ "It was Buzz Aldrin." says nothing of its own; with the question's words it is the claim
     "Buzz Aldrin stayed in lunar orbit aboard Columbia", and the context says that of Collins."""
-    result = await check(engine, APOLLO_CONTEXT, APOLLO_QUESTION, "It was Buzz Aldrin.")
+    result = await check(shipped_engine, APOLLO_CONTEXT, APOLLO_QUESTION, "It was Buzz Aldrin.")
     (span,) = [s for s in result.spans if s.text == "Buzz Aldrin"]
     assert span.context_fact == "Michael Collins", span
     assert span.evidence is not None and span.evidence.startswith("Michael Collins flew"), span

@@ -22,19 +22,16 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
 from bench.mixup_rules import Case
 from bench.mixups import load
-from truthlens.detector.backends.factory import create_detector
 from truthlens.detector.calibration.probability import DEFAULT_THRESHOLD
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.facts import check_facts
-from truthlens.detector.types import DetectionInput, DetectorSettings
+from truthlens.detector.types import DetectionInput
 
 DATA = Path(__file__).parent / "data"
 RECALL = 0.8
@@ -54,14 +51,6 @@ REAL = json.loads((DATA / "faithful_moves_ragtruth.json").read_text(encoding="ut
 in_module_loop = pytest.mark.asyncio(loop_scope="module")
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def engine(shipped_model_dir: Path) -> AsyncIterator[DetectorEngine]:
-    built = create_detector(DetectorSettings(model_dir=str(shipped_model_dir), intra_op_threads=1))
-    assert isinstance(built, DetectorEngine)
-    yield built
-    await built.close()
-
-
 def test_the_sample_holds_both_name_kinds_and_their_faithful_rewordings() -> None:
     assert {"name moved between clauses", "attribute to a sibling"} <= KINDS.keys()
     assert sum(not cases[0].wrong for cases in KINDS.values()) >= 3
@@ -71,12 +60,12 @@ def test_the_sample_holds_both_name_kinds_and_their_faithful_rewordings() -> Non
 @in_module_loop
 @pytest.mark.parametrize("kind", sorted(KINDS))
 async def test_the_detector_flags_moved_names_on_their_words_and_not_the_rewordings(
-    engine: DetectorEngine, kind: str
+    shipped_engine: DetectorEngine, kind: str
 ) -> None:
     cases = KINDS[kind]
     flagged, on_words = [], []
     for c in cases:
-        d = await engine.detect(DetectionInput(list(c.context), c.question, c.answer), threshold=DEFAULT_THRESHOLD)
+        d = await shipped_engine.detect(DetectionInput(list(c.context), c.question, c.answer), threshold=DEFAULT_THRESHOLD)
         flagged.append(d.status == "detected")
         on_words.append(flagged[-1] and any(s.start < c.end and c.start < s.end for s in d.spans))
     if cases[0].wrong:
