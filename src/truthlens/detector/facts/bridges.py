@@ -27,12 +27,34 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from truthlens.detector.facts.names import Name
 
-if TYPE_CHECKING:
-    from truthlens.detector.facts.focus import FocusIndex
+
+class Sentence(Protocol):
+    """What a bridge reads of a context sentence (:class:`.focus.FocusIndex`'s)."""
+
+    @property
+    def words(self) -> frozenset[str]: ...
+    @property
+    def names(self) -> tuple[frozenset[str], ...]: ...
+    @property
+    def carried(self) -> tuple[frozenset[str], ...]: ...
+    @property
+    def carried_words(self) -> frozenset[str]: ...
+
+
+class Index(Protocol):
+    """What a bridge reads of the context (:class:`.focus.FocusIndex`: this module serves it,
+    so it names the fields rather than importing it)."""
+
+    @property
+    def sentences(self) -> Sequence[Sentence]: ...
+    @property
+    def lists(self) -> tuple[frozenset[frozenset[str]], ...]: ...
+    @property
+    def lower_words(self) -> frozenset[str]: ...
 
 _LIST_GAP = re.compile(r"\s*(?:,\s*(?:and\s+|or\s+)?|and\s+|or\s+|&\s*)")
 MARGIN = 2  # question words a listed sibling's own sentence holds beyond the answer's best sentence
@@ -55,7 +77,7 @@ def listed(text: str, names: Sequence[Name]) -> list[frozenset[frozenset[str]]]:
     return out
 
 
-def _best(index: FocusIndex, name: frozenset[str], question: frozenset[str],
+def _best(index: Index, name: frozenset[str], question: frozenset[str],
           without: frozenset[str] = frozenset()) -> int:
     """The most question words one sentence mentioning ``name`` holds (-1: none mentions it),
     sentences mentioning ``without`` left out."""
@@ -72,7 +94,7 @@ def _best(index: FocusIndex, name: frozenset[str], question: frozenset[str],
     return best
 
 
-def bridged_elsewhere(index: FocusIndex, name: frozenset[str], question: frozenset[str],
+def bridged_elsewhere(index: Index, name: frozenset[str], question: frozenset[str],
                       asked: set[str]) -> bool:
     """Whether a name listed with ``name`` has a sentence of its own holding :data:`MARGIN` more of
     the ``question``'s words (stems) than any sentence of ``name`` (the module note)."""
