@@ -77,3 +77,17 @@ def test_a_longer_answer_is_left_to_the_clause_check() -> None:
 def test_a_title_and_its_abbreviation_are_one_focus(abbreviation: str, spelled: str) -> None:
     assert abbreviation.lower().rstrip(".") in TITLES
     assert question_focus(f"Who is the {abbreviation}?", {}) == question_focus(f"Who is the {spelled}?", {})
+
+
+@pytest.mark.parametrize(("question", "answer"), [
+    ("Who designed the Millau Viaduct and where is it?", "The Millau Viaduct is in France."),
+    ("Who designed the Millau Viaduct and where is it?", "It is in the Tarn valley."),
+    ("Who designed the Millau Viaduct and where is it?", "It was designed by Michel Virlogeux."),
+    ("Where is the Millau Viaduct, and who designed it?", "Michel Virlogeux."),
+])
+def test_a_short_answer_to_either_of_two_joined_questions_is_not_judged_by_the_other(question: str, answer: str) -> None:
+    # Found through premium mode: "Who designed ... and where is it?" answered with the place was
+    # flagged as a place given for a "who" question.
+    context = ["The Millau Viaduct crosses the Tarn valley near Millau, in southern France.",
+               "It was designed by the structural engineer Michel Virlogeux and opened in 2004."]
+    assert unsupported_facts(answer, context, question) == ()

@@ -98,6 +98,9 @@ _PRONOUN_START = re.compile(r"^(?:[\w'’-]+,?\s+){0,5}?(?:he|she|it|they|his|he
 _WHO_IS = re.compile(r"^\s*(?:who|what|which)\s+(?:is|was|are|were|has\s+been|had\s+been)\s+(?:the\s+|a\s+|an\s+)?"
                      r"(?P<focus>.+?)\s*\??\s*$", re.IGNORECASE)
 _WHICH = re.compile(r"\b(?:which|what)\s+(?:of\s+the\s+|one\s+of\s+the\s+)?(?P<focus>[^?]+)", re.IGNORECASE)
+# A second question joined to the first ("Who designed it and where is it?"); a comma or "which"
+# would open a relative clause as often ("the actor, who ...", "the film which ...").
+_SECOND_ASK = re.compile(r"\b(?:and|or)\s+(?:who|whom|what|where|when|how)\b", re.IGNORECASE)
 _WHO_VERB = re.compile(r"^\s*who\s+(?P<focus>[^?]+)", re.IGNORECASE)
 _BY_WHOM = re.compile(r"(?P<focus>[^?]+?)\s+(?:by\s+whom|by\s+who|where|when)\s*\??\s*$", re.IGNORECASE)
 # A choice closing the question: "..., Pablo Trapero or Aleksander Ford?" (the last option names something).
@@ -309,8 +312,8 @@ def _score(index: FocusIndex, words: frozenset[str], focus: frozenset[str]) -> t
 
 def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffFocus, ...]:
     """Names of the short ``answer`` that the context ties to another role than ``question``'s focus."""
-    if not question or not index.sentences:
-        return ()
+    if not question or not index.sentences or _SECOND_ASK.search(question):
+        return ()  # (two questions in one: a short answer may answer either, so neither focus judges it)
     lower = index.lower_words | lower_case_words(answer)
     names = whole_names(answer, [n for n in find_names(answer, lower, skip_sentence_starts=True) if n.words])
     asked_names = [n.words for n in find_names(question, lower_case_words(question), skip_sentence_starts=True)
