@@ -45,6 +45,9 @@ ITEMS = [
     # Evidence far apart in the long context: rows that no claim can share (a row per claim),
     # of one length (reports of the same shape), so a padded batch of them is the rows run alone.
     DetectionInput(LONG_CONTEXT, QUESTION, "Crane 13 lifts 23 tonnes. Crane 57 lifts 67 tonnes."),
+    # More claims than one row holds beside their reports (rows now share evidence until they
+    # overflow: the two claims above fit one): two rows.
+    DetectionInput(LONG_CONTEXT, QUESTION, " ".join(f"Crane {i} lifts {10 + i} tonnes." for i in range(3, 59, 7))),
 ]
 
 
