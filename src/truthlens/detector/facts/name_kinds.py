@@ -10,7 +10,7 @@ rule, and keeps a kind only where the evidence is one-sided:
   "Husky Stadium"), or a word of that table the context calls it ("Lindenhurst is a village",
   "the band Hole", :mod:`.answer_types`);
 - a person: "(born ...)" or "he/she" opening the next sentence (:mod:`.answer_types`), a doer the
-  context calls it ("an American rapper, record producer": no record label), a title of
+  context calls it ("an American rapper"), a title of
   address right before it ("Dr", "President"), a verb of speech or of a life right after it
   ("said", "was born", "died"), "who" after it between commas, or its family ("X's wife");
 - a place: "born / located / based / headquartered in X", "near X", "the city / state of X";
@@ -35,7 +35,7 @@ from collections.abc import Iterable, Sequence
 from truthlens.detector.facts.answer_types import PERSON, descriptions, whole_names
 from truthlens.detector.facts.names import Name, find_names
 from truthlens.detector.facts.works import WORK_NOUNS, work_names
-from truthlens.detector.text import stem
+from truthlens.detector.text import is_stop_word, stem
 
 PLACE, SITE, BODY, ORG, EVENT, WORK = "place", "site", "body", "organisation", "event", "work"
 # The words that say a name's kind when they end it ("Ulster County") or when the context calls
@@ -76,9 +76,14 @@ _PLACE_BEFORE = re.compile(r"\b(?:(?:born|located|based|situated|headquartered|h
 _AGENT = re.compile(r"\bby\s+(?:[a-z][\w-]*\s+){0,2}$")  # ("by physicists Alan Sokal")
 _VERB_BEFORE = re.compile(r"\b([a-z]+(?:er|or)s)\s+(?:the\s+)?$")
 _OF = re.compile(r"\b([A-Z][a-z]+)\s+of\s")
+_WHICH_NOUN = re.compile(r"\b(?:which|what)\s+(?!(?:was|is|were|are|did|does|has|had|of)\b)(?:[\w-]+\s+){0,3}?"
+                         r"([a-z]+)\s+(?:who|that|which|was|is|were|did|does|has|had)\b", re.IGNORECASE)
 _WHERE = re.compile(r"\bwhere\b", re.IGNORECASE)
 _WHO = re.compile(r"^\s*(?:who|whom)\b|\bwhom\b|\bby\s+who\b", re.IGNORECASE)
 _DOER = ("er", "or", "ist", "ian", "ess", "ent", "ant")  # a noun of a doer: "composer", "recipient"
+# Adjectives shaped like a doer's noun ("a former club", "the upper house").
+_LIKE_DOERS = frozenset(stem(w) for w in "former other upper lower inner outer later super under over after premier "
+                        "major minor junior senior superior interior".split())
 WHO, WHERE = "who", "where"
 # What each kind asked for cannot be answered by (a person asked by "who" may be an organisation:
 # "who distributed the show"; one asked by a noun of a doer may not).
@@ -102,17 +107,19 @@ def name_kinds(passages: Sequence[str], lower_words: frozenset[str]) -> dict[fro
             key = frozenset(n.words)
             kinds = seen.setdefault(key, set())
             if len(n.words) > 1:  # its last word, and a first one before "of" ("City of Tea Tree Gully")
-                kinds |= {_KIND_OF[w] for w in (stem(n.words[-1]), _before_of(passage, n))
-                          if w in _KIND_OF and w not in _ASKED_ONLY}
+                of = _before_of(passage, n)  # (a doer "of": "Member of Parliament", "Professor of Law")
+                kinds |= {_KIND_OF[w] for w in (stem(n.words[-1]), of) if w in _KIND_OF and w not in _ASKED_ONLY}
+                kinds |= {PERSON} if of.endswith(_DOER[:4]) and len(of) > 4 and of not in _KIND_OF else set()
             # (what is written before "by" is the deed's object, not the name: "a film directed by X")
             agent = _AGENT.search(passage, max(0, n.start - 40), n.start)
             said = set() if agent else {w.lstrip("=") for w in called.get(key, ())}
             kinds |= {_KIND_OF[w] for w in said if w in _KIND_OF}
             if said & _WORKS or key in quoted:
                 kinds.add(WORK)
-            # (a doer the context calls it: "an American rapper, record producer": not a label)
+            # A doer the context calls it ("an American rapper, record producer": a person, and with
+            # "record" read as a label, of no one kind).
             doers = {w for w in said if w.endswith(_DOER[:4]) and len(w) > 4 and w not in _KIND_OF
-                     and w not in _WORKS}
+                     and w not in _WORKS and w not in _LIKE_DOERS}
             if verb := _VERB_BEFORE.search(passage, max(0, n.start - 30), n.start):
                 doers.discard(stem(verb.group(1).lower()))  # (a verb: "It borders Gangwon Province")
             if (PERSON in said or doers or _TITLE.search(passage, max(0, n.start - 20), n.start)
@@ -139,7 +146,10 @@ def asked_kind(question: str, head: Iterable[str]) -> str | None:
     table holds it or it is a work or a doer's noun, else by "where" / "who"; None when not read."""
     if re.match(r"\s*where\b", question, re.IGNORECASE):
         return WHERE
-    for h in head:
+    # (the head read by the focus rule, then the last word of a "which ..." phrase closed by a relative
+    # or a verb: "formed by which British politician who rose")
+    phrase = [stem(m.group(1).lower()) for m in _WHICH_NOUN.finditer(question) if not is_stop_word(m.group(1))]
+    for h in (*head, *phrase[:1]):
         if h in _KIND_OF:
             return _KIND_OF[h]
         if h in _WORKS:
