@@ -44,7 +44,7 @@ does so of another name, is off focus; a "who" question answered by a name only 
 
 A one-name answer naming one of a list ("starred A, B and C") while the rest of a two-hop
 question is said of another name of the list in a sentence of its own is off focus too
-(:mod:`.bridges`).
+(:mod:`.bridges`), as is one of a kind the question cannot ask for (:mod:`.name_kinds`).
 
 A question offering a choice ("Who was born first, Pablo Trapero or Aleksander Ford?",
 "Between A and B, which ...?") is answered by one of its options: an answer naming none of the
@@ -56,8 +56,8 @@ retrieved chunks) are cut into sentences at the glued full stop.
 
 What it cannot see: a focus the question words as the context never does ("stars as which
 character" over "portraying Will Traynor"), a wrong name of the same kind that shares the focus
-sentence with the right one ("directed by ..., with a screenplay by ..."), the kind of a "where"
-or "when" question, a question that hops over two facts when the right name is called nothing
+sentence with the right one ("directed by ..., with a screenplay by ..."), the kind of a "when"
+question, a question that hops over two facts when the right name is called nothing
 the question asks for (about half of HaluEval's one-name mix-ups stay unflagged), and answers
 longer than a short one (their clauses are aligned by :mod:`.clauses`).
 """
