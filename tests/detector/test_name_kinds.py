@@ -44,6 +44,8 @@ def test_a_name_is_read_as_the_kind_its_evidence_says(text: str, name: str, kind
     ("Cold Meridian is a 2004 film directed by Jonas Eklund.", "jonas eklund"),
     # A doer and a word of the table in one description ("record" read as a label): two kinds.
     ("Tove Arnesen is an American rapper, record producer, and actor.", "tove arnesen"),
+    # A noun before the name that a verb follows is the sentence's subject: the film is no kind of its cast.
+    ("The film stars Rhea Lindqvist, Oskar Brandt and Lena Vik.", "oskar brandt"),
     # A name the context says nothing of.
     ("Brenner and Okafor met in 1990.", "brenner"),
 ])
@@ -65,6 +67,7 @@ def test_a_name_without_one_sided_evidence_has_no_kind(text: str, name: str) -> 
     ("The league was formed by which Welsh politician who rose to fame in 1920?", PERSON),
     ("Who founded the company?", WHO),
     ("Which movie starring Rhea Lindqvist was produced in 2004?", WORK),
+    ("Jonas Ek won his first award for which 1995 crime thriller?", WORK),
     ("What is the population of the town?", None),
 ])
 def test_the_kind_a_question_asks_for(question: str, kind: str | None) -> None:

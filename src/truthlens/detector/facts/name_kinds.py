@@ -62,12 +62,13 @@ KIND_WORDS: dict[str, frozenset[str]] = {k: frozenset(stem(w) for w in v.split()
 _KIND_OF = {w: k for k, words in KIND_WORDS.items() for w in words}
 # Words a question asks a kind by that close names of other kinds too ("Penn State", "Big Country").
 _ASKED_ONLY = frozenset(stem(w) for w in "state country nation capital base".split())
-_WORKS = frozenset(WORK_NOUNS)
+# A work asked for by its genre ("which 1995 crime thriller": no doer).
+_WORKS = WORK_NOUNS | {stem(w) for w in "thriller comedy drama".split()}
 # Nouns of people without a doer's ending (the family words are those "X's wife" reads too).
 _FAMILY = "wife husband son daughter father mother brother sister widow"
 _PEOPLE = frozenset(stem(w) for w in f"{_FAMILY} person man woman star child".split())
 _TITLE = re.compile(r"\b(?:Mr|Mrs|Ms|Dr|Sir|Dame|President|Senator|Governor|King|Queen|Prince|Princess|Lord|Lady|"
-                    r"Judge|Professor|Prof|Rev|Pope|Saint|St)\.?\s+$")
+                    r"Judge|Professor|Prof|Rev|Pope)\.?\s+$")  # (not "St": "St Kilda" is a suburb)
 _PERSON_AFTER = re.compile(r"(?:'s|’s)\s+(?:" + _FAMILY.replace(" ", "|") + r"|birth)\b"
                            r"|\s+(?:said|says|told|stated|married|was\s+born|died|retired)\b|,\s+who\b")
 _PLACE_BEFORE = re.compile(r"\b(?:(?:born|located|based|situated|headquartered|headquarted|raised|lives|lived)\s+in|"
@@ -86,8 +87,9 @@ _LIKE_DOERS = frozenset(stem(w) for w in "former other upper lower inner outer l
                         "major minor junior senior superior interior".split())
 WHO, WHERE = "who", "where"
 # What each kind asked for cannot be answered by (a person asked by "who" may be an organisation:
-# "who distributed the show"; one asked by a noun of a doer may not).
-_NOT = {WHO: {PLACE, SITE, EVENT, WORK}, PERSON: {PLACE, SITE, EVENT, WORK, ORG, BODY},
+# "who distributed the show", or a newspaper, "described by whom"; one asked by a noun of a doer may
+# not; a work answering "who" is :mod:`.works`' to judge).
+_NOT = {WHO: {PLACE, SITE, EVENT}, PERSON: {PLACE, SITE, EVENT, WORK, ORG, BODY},
         WHERE: {PERSON, ORG, EVENT, WORK}, PLACE: {PERSON, ORG, EVENT, WORK, SITE, BODY},
         SITE: {PERSON, ORG, EVENT, WORK}, BODY: {PERSON, PLACE, EVENT, WORK},
         ORG: {PERSON, PLACE, SITE, EVENT, WORK}, EVENT: {PERSON, PLACE, SITE, ORG, BODY, WORK},
@@ -113,6 +115,10 @@ def name_kinds(passages: Sequence[str], lower_words: frozenset[str]) -> dict[fro
             # (what is written before "by" is the deed's object, not the name: "a film directed by X")
             agent = _AGENT.search(passage, max(0, n.start - 40), n.start)
             said = set() if agent else {w.lstrip("=") for w in called.get(key, ())}
+            # (a noun before the name that another word follows is no description of it: "the film
+            # stars Patricia Neal, Cloris Leachman")
+            window = passage[max(0, n.start - 40):n.start].lower()
+            said = {w for w in said if not re.search(rf"\b{re.escape(w)}\w*\s+[a-z]", window)}
             kinds |= {_KIND_OF[w] for w in said if w in _KIND_OF}
             if said & _WORKS or key in quoted:
                 kinds.add(WORK)
