@@ -66,6 +66,7 @@ def test_a_name_without_one_sided_evidence_has_no_kind(text: str, name: str) -> 
     ("Which son of Bernard Quell became a judge?", PERSON),
     ("The league was formed by which Welsh politician who rose to fame in 1920?", PERSON),
     ("Who founded the company?", WHO),
+    ("Who founded the college where Ivo Marsh studied?", WHO),
     ("Which movie starring Rhea Lindqvist was produced in 2004?", WORK),
     ("Jonas Ek won his first award for which 1995 crime thriller?", WORK),
     ("What is the population of the town?", None),

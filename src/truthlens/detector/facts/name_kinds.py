@@ -162,6 +162,8 @@ def asked_kind(question: str, head: Iterable[str]) -> str | None:
             return WORK
         if (h.endswith(_DOER) and len(h) > 4 or h in _PEOPLE) and not _WHO.search(question):
             return PERSON
+    if _WHO.match(question):  # ("Who founded the University where ...": a relative "where")
+        return WHO
     if _WHERE.search(question):
         return WHERE
     return WHO if _WHO.search(question) else None
