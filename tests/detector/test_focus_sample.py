@@ -43,7 +43,7 @@ def test_the_sample_holds_both_kinds_and_their_twins() -> None:
 @pytest.mark.parametrize("kind", [
     pytest.param("one-name answer", marks=pytest.mark.xfail(strict=True, reason=(
         "known gap: HaluEval's questions hop over two facts; where the context calls the right name nothing the "
-        "question asks for, or the wrong name the same kind, the rule has nothing to go on (54% of these 50 with the quoted-work and bridge rules, 48% before them, "
+        "question asks for, or the wrong name the same kind, the rule has nothing to go on (56% of these 50 with the name-kind rule, 54% with the quoted-work and bridge rules, 48% before them, "
         "12% before the answer-kind rule; 4% of the right names flagged)"))),
     "title abbreviated",
 ])
@@ -86,6 +86,29 @@ def test_a_wrong_name_of_the_second_sample_is_flagged_on_the_name() -> None:
 
 def test_a_right_name_of_the_second_sample_is_seldom_flagged() -> None:
     right = [c for c in MORE if not c.wrong]
+    flagged = [(c.question, c.answer, f) for c in right if (f := unsupported_facts(c.answer, c.context, c.question))]
+    assert len(flagged) / len(right) <= FALSE_ALARMS, flagged
+
+
+# The 50 one-name pairs after those, written before the name-kind rule (facts/name_kinds.py).
+KINDS_SAMPLE = load(Path(__file__).parent / "data" / "focus_sample_kinds.json")
+
+
+def test_the_third_sample_holds_fifty_pairs() -> None:
+    assert sum(c.wrong for c in KINDS_SAMPLE) == 50 and sum(not c.wrong for c in KINDS_SAMPLE) == 50
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "known gap: the name-kind rule finds no wrong name of another kind here that the earlier rules missed "
+    "(64% of these 50 caught before it and with it); the rest are names of the kind asked (a person for a person)"))
+def test_a_wrong_name_of_the_third_sample_is_flagged_on_the_name() -> None:
+    wrong = [c for c in KINDS_SAMPLE if c.wrong]
+    missed = [(c.question, c.answer) for c in wrong if not _flagged_on_name(c)]
+    assert 1 - len(missed) / len(wrong) >= RECALL, missed
+
+
+def test_a_right_name_of_the_third_sample_is_seldom_flagged() -> None:
+    right = [c for c in KINDS_SAMPLE if not c.wrong]
     flagged = [(c.question, c.answer, f) for c in right if (f := unsupported_facts(c.answer, c.context, c.question))]
     assert len(flagged) / len(right) <= FALSE_ALARMS, flagged
 

@@ -12,6 +12,11 @@ tuning split and on train-fold lines ``i % 10`` in 2..8 (RAGTruth ``source_id % 
 draw (written before the bridge rule of :mod:`truthlens.detector.facts.bridges`):
 
     python tests/detector/data/make_focus_sample.py --more tests/detector/data/focus_sample_more.json
+
+``--third`` writes ``focus_sample_kinds.json``: the 50 one-name pairs after those (written before
+the name-kind rule of :mod:`truthlens.detector.facts.name_kinds`):
+
+    python tests/detector/data/make_focus_sample.py --third tests/detector/data/focus_sample_kinds.json
 """
 
 from __future__ import annotations
@@ -28,17 +33,17 @@ PAIRS = 50  # one-name answers (each with its right name)
 TITLE_PAIRS = 30
 
 
-def main(out: Path, more: bool = False) -> None:
+def main(out: Path, more: bool = False, third: bool = False) -> None:
     rng = random.Random(29)
     root = halueval.fetch(halueval.DEFAULT_DIR)
     rows = [(i, r) for i, r in halueval.items("qa", ("train",), root) if i % 10 == 9]
     cases: list[Case] = []
     for wrong, right in short_answers(rows, rng):
         cases += [wrong, right]
-        if len(cases) >= 2 * PAIRS * (2 if more else 1):
+        if len(cases) >= 2 * PAIRS * (3 if third else 2 if more else 1):
             break
-    if more:  # (the pairs after the first sample's)
-        write(cases[2 * PAIRS:], out)
+    if more or third:  # (the pairs after the first sample's, or after the second's)
+        write(cases[2 * PAIRS * (2 if third else 1):], out)
         return
     srcs: list[Source] = []
     seen: set[str] = set()
@@ -68,4 +73,4 @@ def main(out: Path, more: bool = False) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[-1]), more="--more" in sys.argv[1:-1])
+    main(Path(sys.argv[-1]), more="--more" in sys.argv[1:-1], third="--third" in sys.argv[1:-1])

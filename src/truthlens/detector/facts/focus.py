@@ -44,7 +44,7 @@ does so of another name, is off focus; a "who" question answered by a name only 
 
 A one-name answer naming one of a list ("starred A, B and C") while the rest of a two-hop
 question is said of another name of the list in a sentence of its own is off focus too
-(:mod:`.bridges`).
+(:mod:`.bridges`), as is one of a kind the question cannot ask for (:mod:`.name_kinds`).
 
 A question offering a choice ("Who was born first, Pablo Trapero or Aleksander Ford?",
 "Between A and B, which ...?") is answered by one of its options: an answer naming none of the
@@ -56,8 +56,8 @@ retrieved chunks) are cut into sentences at the glued full stop.
 
 What it cannot see: a focus the question words as the context never does ("stars as which
 character" over "portraying Will Traynor"), a wrong name of the same kind that shares the focus
-sentence with the right one ("directed by ..., with a screenplay by ..."), the kind of a "where"
-or "when" question, a question that hops over two facts when the right name is called nothing
+sentence with the right one ("directed by ..., with a screenplay by ..."), the kind of a "when"
+question, a question that hops over two facts when the right name is called nothing
 the question asks for (about half of HaluEval's one-name mix-ups stay unflagged), and answers
 longer than a short one (their clauses are aligned by :mod:`.clauses`).
 """
@@ -70,6 +70,7 @@ from dataclasses import dataclass
 
 from truthlens.detector.facts.answer_types import OWN, PERSON, descriptions, root, whole_names
 from truthlens.detector.facts.bridges import bridged_elsewhere, listed
+from truthlens.detector.facts.name_kinds import misfit, name_kinds
 from truthlens.detector.facts.names import Name, find_names, lower_case_words
 from truthlens.detector.facts.works import WORK_NOUNS, work_names
 from truthlens.detector.text import STOP_WORDS, WORD, clauses, content_words, sentences, stem
@@ -147,6 +148,7 @@ class FocusIndex:
     called: tuple[tuple[frozenset[str], frozenset[str]], ...] = ()
     quoted: frozenset[frozenset[str]] = frozenset()  # names written in quotes (:mod:`.works`)
     lists: tuple[frozenset[frozenset[str]], ...] = ()  # names listed together (:mod:`.bridges`)
+    kinds: tuple[tuple[frozenset[str], str], ...] = ()  # a person, a place, ... (:mod:`.name_kinds`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,7 +214,7 @@ def focus_index(context: Sequence[str], spelled: dict[str, frozenset[str]]) -> F
         for key, said in descriptions(passage, find_names(passage, lower, skip_sentence_starts=False)).items():
             called.setdefault(key, set()).update(said)
     return FocusIndex(tuple(out), lower, spelled, tuple(titled), tuple((k, frozenset(v)) for k, v in called.items()),
-                      work_names(context, lower), tuple(lists))
+                      work_names(context, lower), tuple(lists), tuple(name_kinds(context, lower).items()))
 
 
 def _sentences(passage: str) -> list[tuple[int, int]]:
@@ -362,7 +364,8 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
         if typed and mine is not None and _wrong_kind_of_work(index, words, head, question, asked_words):
             out.append(_off(answer, name))
             continue
-        if typed and mine is not None and _mistyped(index, words, focus, head, asked_words):
+        if typed and mine is not None and (_mistyped(index, words, focus, head, asked_words)
+                                           or misfit(index.kinds, words, question, head, asked_words)):
             out.append(_off(answer, name))
             continue
         if mine is None or mine[1] >= len(focus) or (typed and _called(index, words)[0] & _roots(focus)):
