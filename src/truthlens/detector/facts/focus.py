@@ -99,8 +99,7 @@ _PRONOUN_START = re.compile(r"^(?:[\w'’-]+,?\s+){0,5}?(?:he|she|it|they|his|he
 _WHO_IS = re.compile(r"^\s*(?:who|what|which)\s+(?:is|was|are|were|has\s+been|had\s+been)\s+(?:the\s+|a\s+|an\s+)?"
                      r"(?P<focus>.+?)\s*\??\s*$", re.IGNORECASE)
 _WHICH = re.compile(r"\b(?:which|what)\s+(?:of\s+the\s+|one\s+of\s+the\s+)?(?P<focus>[^?]+)", re.IGNORECASE)
-# A second question joined to the first ("Who designed it and where is it?"); a comma or "which"
-# would open a relative clause as often ("the actor, who ...", "the film which ...").
+# A second question joined on ("Who designed it and where is it?"; ", who" is as often a relative clause).
 _SECOND_ASK = re.compile(r"\b(?:and|or)\s+(?:who|whom|what|where|when|how)\b", re.IGNORECASE)
 _WHO_VERB = re.compile(r"^\s*who\s+(?P<focus>[^?]+)", re.IGNORECASE)
 _BY_WHOM = re.compile(r"(?P<focus>[^?]+?)\s+(?:by\s+whom|by\s+who|where|when)\s*\??\s*$", re.IGNORECASE)
