@@ -280,5 +280,13 @@ def load(path: Path) -> list[Case]:
     return [Case(**{**row, "context": contexts[row["context"]]}) for row in data["cases"]]
 
 
+def load_by_kind(path: Path) -> dict[str, list[Case]]:
+    """A written sample's cases (:func:`load`) by kind, in their order."""
+    kinds: dict[str, list[Case]] = defaultdict(list)
+    for case in load(path):
+        kinds[case.kind].append(case)
+    return dict(kinds)
+
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -10,13 +10,12 @@ at most 10% of the faithful twins flagged at all: the bench's targets.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
 from bench.mixup_rules import Case
-from bench.mixups import load
+from bench.mixups import load, load_by_kind
 from truthlens.detector.facts import unsupported_facts
 
 SAMPLE = Path(__file__).parent / "data" / "focus_sample.json"
@@ -24,14 +23,7 @@ RECALL = 0.8
 FALSE_ALARMS = 0.1
 
 
-def _by_kind() -> dict[str, list[Case]]:
-    kinds: dict[str, list[Case]] = defaultdict(list)
-    for case in load(SAMPLE):
-        kinds[case.kind].append(case)
-    return dict(kinds)
-
-
-KINDS = _by_kind()
+KINDS = load_by_kind(SAMPLE)
 
 
 def test_the_sample_holds_both_kinds_and_their_twins() -> None:

@@ -12,12 +12,11 @@ fix makes them pass and must lift the mark.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
-from bench.mixups import Case, load
+from bench.mixups import load_by_kind
 from truthlens.detector.facts import unsupported_facts
 
 SAMPLE = Path(__file__).parent / "data" / "mixups_held_out.json"
@@ -37,14 +36,7 @@ KNOWN_GAPS = {
     "hop over two facts: the focus is often in no sentence, or in the sentence of the right and the wrong name alike "
     "(tuning split: 19% caught, 0% of the right names flagged)",
 }
-def _by_kind() -> dict[str, list[Case]]:
-    kinds: dict[str, list[Case]] = defaultdict(list)
-    for case in load(SAMPLE):
-        kinds[case.kind].append(case)
-    return dict(kinds)
-
-
-KINDS = _by_kind()
+KINDS = load_by_kind(SAMPLE)
 WRONG = [pytest.param(k, marks=pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[k])) if k in KNOWN_GAPS else k
          for k, cases in KINDS.items() if cases[0].wrong]
 FAITHFUL = [k for k, cases in KINDS.items() if not cases[0].wrong]

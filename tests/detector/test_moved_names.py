@@ -21,13 +21,11 @@ Two sets, neither hand-written:
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
-from bench.mixup_rules import Case
-from bench.mixups import load
+from bench.mixups import load_by_kind
 from truthlens.detector.calibration.probability import DEFAULT_THRESHOLD
 from truthlens.detector.engine import DetectorEngine
 from truthlens.detector.facts import check_facts
@@ -38,14 +36,7 @@ RECALL = 0.8
 FALSE_ALARMS = 0.1
 
 
-def _by_kind() -> dict[str, list[Case]]:
-    kinds: dict[str, list[Case]] = defaultdict(list)
-    for case in load(DATA / "mixups_names_seed3.json"):
-        kinds[case.kind].append(case)
-    return dict(kinds)
-
-
-KINDS = _by_kind()
+KINDS = load_by_kind(DATA / "mixups_names_seed3.json")
 REAL = json.loads((DATA / "faithful_moves_ragtruth.json").read_text(encoding="utf-8"))["cases"]
 
 in_module_loop = pytest.mark.asyncio(loop_scope="module")
