@@ -63,6 +63,20 @@ def _flagged_on_name(c: Case) -> bool:
     return any(f.start < c.end and c.start < f.end for f in unsupported_facts(c.answer, c.context, c.question))
 
 
+def _assert_caught(sample: list[Case]) -> None:
+    """At least :data:`RECALL` of the sample's wrong names are flagged on the name."""
+    wrong = [c for c in sample if c.wrong]
+    missed = [(c.question, c.answer) for c in wrong if not _flagged_on_name(c)]
+    assert 1 - len(missed) / len(wrong) >= RECALL, missed
+
+
+def _assert_seldom_flagged(sample: list[Case]) -> None:
+    """At most :data:`FALSE_ALARMS` of the sample's right names carry any finding."""
+    right = [c for c in sample if not c.wrong]
+    flagged = [(c.question, c.answer, f) for c in right if (f := unsupported_facts(c.answer, c.context, c.question))]
+    assert len(flagged) / len(right) <= FALSE_ALARMS, flagged
+
+
 def test_the_second_sample_holds_fifty_pairs() -> None:
     assert sum(c.wrong for c in MORE) == 50 and sum(not c.wrong for c in MORE) == 50
 
@@ -71,15 +85,11 @@ def test_the_second_sample_holds_fifty_pairs() -> None:
     "known gap, as on the first sample: two-hop questions whose right name the context calls nothing the question "
     "asks for (58% of these 50 caught, 56% before the quoted-work and bridge rules)"))
 def test_a_wrong_name_of_the_second_sample_is_flagged_on_the_name() -> None:
-    wrong = [c for c in MORE if c.wrong]
-    missed = [(c.question, c.answer) for c in wrong if not _flagged_on_name(c)]
-    assert 1 - len(missed) / len(wrong) >= RECALL, missed
+    _assert_caught(MORE)
 
 
 def test_a_right_name_of_the_second_sample_is_seldom_flagged() -> None:
-    right = [c for c in MORE if not c.wrong]
-    flagged = [(c.question, c.answer, f) for c in right if (f := unsupported_facts(c.answer, c.context, c.question))]
-    assert len(flagged) / len(right) <= FALSE_ALARMS, flagged
+    _assert_seldom_flagged(MORE)
 
 
 # The 50 one-name pairs after those, written before the name-kind rule (facts/name_kinds.py).
@@ -94,15 +104,11 @@ def test_the_third_sample_holds_fifty_pairs() -> None:
     "known gap: the name-kind rule finds no wrong name of another kind here that the earlier rules missed "
     "(64% of these 50 caught before it and with it); the rest are names of the kind asked (a person for a person)"))
 def test_a_wrong_name_of_the_third_sample_is_flagged_on_the_name() -> None:
-    wrong = [c for c in KINDS_SAMPLE if c.wrong]
-    missed = [(c.question, c.answer) for c in wrong if not _flagged_on_name(c)]
-    assert 1 - len(missed) / len(wrong) >= RECALL, missed
+    _assert_caught(KINDS_SAMPLE)
 
 
 def test_a_right_name_of_the_third_sample_is_seldom_flagged() -> None:
-    right = [c for c in KINDS_SAMPLE if not c.wrong]
-    flagged = [(c.question, c.answer, f) for c in right if (f := unsupported_facts(c.answer, c.context, c.question))]
-    assert len(flagged) / len(right) <= FALSE_ALARMS, flagged
+    _assert_seldom_flagged(KINDS_SAMPLE)
 
 
 # Real HaluEval QA dev-fold items (line index i % 10 == 1): knowledge, question, right answer and,
