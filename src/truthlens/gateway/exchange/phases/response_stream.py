@@ -305,8 +305,6 @@ def _feed(st: StreamedResponse, body: bytes, end_of_stream: bool) -> list[sse.SS
     events = st.decoder.feed(body)
     if end_of_stream:
         events += st.decoder.flush()
-    if not events:
-        return events
     scrubbed = [st.codec.scrub(e) for e in events]
     if all(s is e for s, e in zip(scrubbed, events, strict=True)):
         return events
