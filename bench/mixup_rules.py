@@ -374,11 +374,10 @@ def titles(src: Source, rng: random.Random) -> Iterator[tuple[Case, Case]]:
     context names; beside it the person the context gives that title."""
     text = " ".join(src.context)
     for m in _TITLE.finditer(text):
-        window = text[max(0, m.start() - 60):m.end() + 60]
-        holders = [n.group(0) for n in _names(window)]
-        if len(holders) != 1:
+        holder = _holder(text, m)
+        if holder is None:
             continue
-        holder = holders[0]
+        window = text[max(0, m.start() - 60):m.end() + 60]
         others = [n.group(0) for n in _names(text) if not set(n.group(0).split()) & set(holder.split())
                   and n.group(0) not in window]
         if not others:
@@ -393,3 +392,25 @@ def titles(src: Source, rng: random.Random) -> Iterator[tuple[Case, Case]]:
                Case("title abbreviated: the holder", False, src.context, question,
                     form.replace("{abbr}", abbr).format(holder)))
         return
+
+
+def _holder(text: str, title: re.Match[str]) -> str | None:
+    """The name the context gives ``title``: written right after it ("Prime Minister Tony Abbott",
+    "chief executive Simon Stevens") or right before it between a comma and the title ("Beverley
+    Sunderland, managing director of ..."); None unless exactly one name is, or it holds a word of
+    the title (a name near a title is not its holder: the firm of "managing director of
+    Crosslands Solicitors", the capitalised title itself)."""
+    title_words = {w.lower() for w in title.group(0).split()}
+    found = set()
+    for n in _names(text[max(0, title.start() - 60):title.end() + 60]):
+        start = max(0, title.start() - 60) + n.start()
+        words = n.group(0).split()
+        if start <= title.start() < start + len(n.group(0)):  # the run holds the title: its rest
+            words = n.group(0)[title.end() - start:].split()
+            if len(words) >= 2 and words[0][0].isupper() and text[title.end():title.end() + 1] == " ":
+                found.add(" ".join(words))
+        elif start == title.end() + 1 or re.fullmatch(r",\s+(?:the\s+|its\s+|a\s+|an\s+)?",
+                                                      text[start + len(n.group(0)):title.start()]):
+            found.add(n.group(0))
+    holders = [h for h in found if not {w.lower() for w in h.split()} & title_words]
+    return holders[0] if len(holders) == 1 else None

@@ -23,7 +23,7 @@ does. ``--beside COMMIT`` adds another build's figures, its code run in a child 
 same generated cases (:mod:`bench.other_build`).
 
     python -m bench.mixups [--split tuning|held-out] [--per-kind 200] [--check detector|facts]
-        [--beside COMMIT ...] [--write-sample FILE --per-kind 12]
+        [--beside COMMIT ...] [--write-sample FILE --per-kind 12] [--sample FILE]
 """
 
 from __future__ import annotations
@@ -208,13 +208,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ragtruth", type=Path, default=ragtruth.DEFAULT_DIR)
     parser.add_argument("--halueval", type=Path, default=halueval.DEFAULT_DIR)
     parser.add_argument("--write-sample", type=Path, help="write the generated cases (JSON) and stop")
+    parser.add_argument("--sample", type=Path, help="measure the cases a --write-sample run wrote instead of "
+                        "generating them (another generator's sample, beside the same builds)")
     parser.add_argument("--cases", type=Path, help=argparse.SUPPRESS)  # (what a child build reads)
     args = parser.parse_args(argv)
     if args.cases:
         for kind, row in measure(load(args.cases), args.check).items():
             print(f"{kind}\t{row}")
         return 0
-    cases = generate(args.split, args.per_kind, args.ragtruth, args.halueval)
+    cases = load(args.sample) if args.sample else generate(args.split, args.per_kind, args.ragtruth, args.halueval)
     if args.write_sample:
         write(cases, args.write_sample)
         print(f"{len(cases)} cases written to {args.write_sample}")
@@ -232,9 +234,9 @@ def main(argv: list[str] | None = None) -> int:
                     this_tree=(Path("bench/mixups.py"), Path("bench/mixup_rules.py"), Path("bench/other_build.py")))
                 builds[commit] = {line.split("\t", 1)[0]: line.split("\t", 1)[1]
                                   for line in out.splitlines() if line.count("\t") == 4}
+    drawn = f"the sample {args.sample}" if args.sample else f"split {args.split!r} (seed {SPLITS[args.split][1]})"
     print(f"Mix-ups generated from the dev parts' contexts (RAGTruth odd source_id dev part, HaluEval QA dev "
-          f"fold), split {args.split!r} (seed {SPLITS[args.split][1]}), check: {args.check}, "
-          f"threshold {DEFAULT_THRESHOLD:g}")
+          f"fold), {drawn}, check: {args.check}, threshold {DEFAULT_THRESHOLD:g}")
     print("wrong: caught on the changed words (flagged anywhere); faithful: flagged")
     width = max(map(len, builds["this build"]))
     print(f"{'kind':<{width}}  {'':8} {'n':>4}  " + "  ".join(f"{b:>22}" for b in builds))

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from truthlens.detector.facts.answer_types import OWN, PERSON, descriptions, root, whole_names
-from truthlens.detector.facts.focus import question_head
 from truthlens.detector.facts.names import find_names, lower_case_words
+from truthlens.detector.facts.questions import question_head
 from truthlens.detector.text import stem
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from truthlens.detector.facts import unsupported_facts
-from truthlens.detector.facts.focus import TITLES, question_focus
+from truthlens.detector.facts.questions import TITLES, question_focus
 
 BOARD = ("Northwind Holdings named Priya Raman its chief executive in 2019. The company's chief financial officer, "
          "Tomas Ekberg, joined from a bank. Vice President Alicia Moreno runs the European business, and the "

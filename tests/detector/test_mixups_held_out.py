@@ -27,11 +27,6 @@ KNOWN_GAPS = {
     "comparison reversed": "an opposite word is not judged where the answer also holds its opposite elsewhere ('2 "
     "million less people ... more families') or two context clauses fit it equally; on the bench's 200 held-out "
     "cases 91% are caught, on these 10, 6",
-    "title abbreviated": "6 of these 10: a title is read by its words and abbreviations (facts/focus.py), and another "
-    "name is flagged when the context's sentences tie the title to someone else more closely, or write it beside "
-    "another's name while no clause gives it to this one; a name sharing the title's sentence or clause is not "
-    "flagged (the bench's 23 held-out cases: 74% caught, 0% of the holders flagged; 87% and 35% before that last "
-    "condition, which the tuning half's holders asked for)",
     "one-name answer": "a one-name answer is judged by its question's focus, what the context calls the name and "
     "the kind of name asked for (facts/focus.py, answer_types.py, name_kinds.py), but HaluEval's questions hop over "
     "two facts, and a wrong name of the asked kind, or one the context never describes, passes (tuning split, fact "

@@ -9,9 +9,9 @@ import pytest
 
 from truthlens.detector.facts import unsupported_facts
 from truthlens.detector.facts.answer_types import PERSON
-from truthlens.detector.facts.focus import question_head
 from truthlens.detector.facts.name_kinds import BODY, EVENT, ORG, PLACE, SITE, WHERE, WHO, WORK, asked_kind, name_kinds
 from truthlens.detector.facts.names import lower_case_words
+from truthlens.detector.facts.questions import question_head
 
 
 def _kinds(text: str) -> dict[frozenset[str], str]:

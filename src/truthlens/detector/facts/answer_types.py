@@ -20,7 +20,7 @@ writes it; :func:`descriptions` reads the same, by rule, for every name of the c
   the name the sentence before it opens on.
 
 The words are stems (:func:`truthlens.detector.text.stem`), compared with the stems of what the
-question asks for (:func:`.focus.question_focus`). No dictionary of types: a question asking for
+question asks for (:func:`.questions.question_focus`). No dictionary of types: a question asking for
 a "singer" is met by a name the context calls "an American singer-songwriter" and by nothing
 it calls otherwise.
 """

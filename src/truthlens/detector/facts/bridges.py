@@ -57,24 +57,38 @@ class Index(Protocol):
     def lower_words(self) -> frozenset[str]: ...
 
 _LIST_GAP = re.compile(r"\s*(?:,\s*(?:and\s+|or\s+)?|and\s+|or\s+|&\s*)")
+_CONJUNCTION = re.compile(r"\b(?:and|or)\b|&")
+# A question asking for the name the hop is not said of ("Apart from the founder of ..., who ...",
+# "which host is not married to ..."): the sibling the rest of it is said of is the wrong one.
+_EXCLUDING = re.compile(r"\b(?:apart\s+from|other\s+than|aside\s+from|besides|except|not|never)\b|n't\b", re.IGNORECASE)
 MARGIN = 2  # question words a listed sibling's own sentence holds beyond the answer's best sentence
 
 
 def listed(text: str, names: Sequence[Name]) -> list[frozenset[frozenset[str]]]:
     """The lists of ``text``'s names (``names`` in order): runs of two or more joined by nothing but
-    commas, "and", "or" ("starred Jason Robards, Brenda Fricker and Meg Tilly")."""
+    commas, "and", "or" ("starred Jason Robards, Brenda Fricker and Meg Tilly"), with "and", "or"
+    or "&" among the joins (names joined by commas alone are a place and what holds it, or a
+    name and its apposition: "Ithaca, New York, United States")."""
     out: list[frozenset[frozenset[str]]] = []
     run: list[frozenset[str]] = []
+    joined = False
     for i, n in enumerate(names):
-        if i and _LIST_GAP.fullmatch(text, names[i - 1].end, n.start):
+        gap = _LIST_GAP.fullmatch(text, names[i - 1].end, n.start) if i else None
+        if gap:
             run.append(frozenset(n.words))
+            joined = joined or bool(_CONJUNCTION.search(gap.group(0)))
             continue
-        if len(run) > 1:
+        if len(run) > 1 and joined:
             out.append(frozenset(run))
-        run = [frozenset(n.words)]
-    if len(run) > 1:
+        run, joined = [frozenset(n.words)], False
+    if len(run) > 1 and joined:
         out.append(frozenset(run))
     return out
+
+
+def excludes(question: str) -> bool:
+    """Whether ``question`` asks for the name the hop is not said of ("Apart from ...")."""
+    return _EXCLUDING.search(question) is not None
 
 
 def _best(index: Index, name: frozenset[str], question: frozenset[str],
@@ -95,14 +109,31 @@ def _best(index: Index, name: frozenset[str], question: frozenset[str],
 
 
 def bridged_elsewhere(index: Index, name: frozenset[str], question: frozenset[str],
-                      asked: set[str]) -> bool:
+                      asked: set[str], excluding: bool = False) -> bool:
     """Whether a name listed with ``name`` has a sentence of its own holding :data:`MARGIN` more of
-    the ``question``'s words (stems) than any sentence of ``name`` (the module note)."""
-    if not question:
+    the ``question``'s words (stems) than any sentence of ``name`` (the module note); never for a
+    question ``excluding`` what the hop says (:func:`excludes`)."""
+    if not question or excluding:
         return False
     mine = _best(index, name, question)
     if mine < 0:
         return False
     siblings = {k for group in index.lists if any(name & n for n in group) for k in group
                 if not k & name and not k & asked and not k <= index.lower_words}
-    return any(_best(index, k, question, name) >= mine + MARGIN for k in siblings)
+    return any(_best(index, k, question, name) >= mine + MARGIN or _second_hop(index, name, k, question)
+               for k in siblings)
+
+
+def _second_hop(index: Index, name: frozenset[str], sibling: frozenset[str], question: frozenset[str]) -> bool:
+    """Whether the question's words that the bridge leaves unsaid (those of no sentence mentioning
+    both names) are said of ``sibling`` in a sentence of its own, :data:`MARGIN` more of them than
+    in any sentence of ``name``: the hop is scored on what is left to say, not on the words the
+    two names' shared sentence already gives both (a long bridge sentence outweighs a short one
+    about the sibling alone: "Walter Darwin Coy ... narrator of "Frontier"")."""
+    shared = [s.words for s in index.sentences
+              if any(name & k for k in s.names) and any(sibling & k for k in s.names)]
+    if not shared:
+        return False
+    rest = question.difference(*shared)
+    # (a name with no sentence but the bridge scores -1: one word of the rest in the sibling's own will do)
+    return _best(index, sibling, rest, name) >= _best(index, name, rest, sibling) + MARGIN

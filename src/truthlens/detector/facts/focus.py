@@ -8,12 +8,9 @@ context sentences that state that focus and reads the names there; an answer nam
 context mentions only in sentences without it, while another name stands in one that has it, is
 a mix-up. :func:`off_focus_names` does the same, by rule:
 
-1. the focus is read from the question's shape: the words after "who is the" / "which" /
-   "what" (up to a stop word, at most four), the verb phrase after "who" ("Who directed"), or
-   the words before a closing "by whom?" / "where?" ("owned and operated by whom?");
-2. titles and their abbreviations are one: "CEO" = "chief executive", "Dr" = "doctor", "VP" =
-   "vice president", and any run of words whose initials the context uses ("NCPO") (table
-   :data:`TITLES`);
+1. the focus is read from the question's shape, titles and their abbreviations as one ("CFO" =
+   "chief financial") (:mod:`.questions`);
+2. the context's initials ("NCPO") are read as the words they stand for;
 3. the context is read sentence by sentence; a sentence whose subject is a pronoun ("He was best
    known for narrating ...", "A noted engineer, he ...", "The film ...") also speaks of the names
    of the sentence before it;
@@ -25,8 +22,9 @@ a mix-up. :func:`off_focus_names` does the same, by rule:
 
 A title the context writes beside a name ("Prime Minister David Cameron", "Dr Christopher Kuhar,
 executive director at the zoo") makes that name the holder: another name the context mentions,
-in no clause with that title, answering a question whose focus is that title, is off focus
-whatever the sentences share.
+in no clause of its own with that title, answering a question whose focus is that title, is off
+focus whatever the sentences share (a clause naming the holder gives the title to the holder:
+"Mark ... started a petition asking Prime Minister Tony Abbott").
 
 The kind of thing asked for is one word, the question's head (:func:`question_head`: "what
 southern California based band covered ...": band; "who directed ...": directed). What the
@@ -69,53 +67,32 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from truthlens.detector.facts.answer_types import OWN, PERSON, descriptions, root, whole_names
-from truthlens.detector.facts.bridges import bridged_elsewhere, listed
+from truthlens.detector.facts.bridges import bridged_elsewhere, excludes, listed
 from truthlens.detector.facts.name_kinds import misfit, name_kinds
 from truthlens.detector.facts.names import Name, find_names, lower_case_words
-from truthlens.detector.facts.works import WORK_NOUNS, work_names
+from truthlens.detector.facts.questions import (
+    CHOICE,
+    SECOND_ASK,
+    TITLE_STEMS,
+    TITLES,
+    question_focus,
+    question_head,
+    title_stems,
+)
+from truthlens.detector.facts.works import WORK_NOUNS, same_medium, work_names
 from truthlens.detector.text import STOP_WORDS, WORD, clauses, content_words, sentences, stem
 
-# Titles and the words they stand for (a generic "officer" left out: "chief executive" is the
-# CEO). The context's own initials are added per context.
-TITLES: dict[str, str] = {
-    "ceo": "chief executive", "cfo": "chief financial", "coo": "chief operating", "cto": "chief technology",
-    "cio": "chief information", "cmo": "chief marketing", "cso": "chief security", "cpo": "chief product",
-    "vp": "vice president", "svp": "senior vice president", "evp": "executive vice president",
-    "pm": "prime minister", "gm": "general manager", "mp": "member parliament", "ag": "attorney general",
-    "md": "managing director", "ed": "executive director", "da": "district attorney", "dr": "doctor",
-    "prof": "professor", "gen": "general", "sen": "senator", "rep": "representative", "gov": "governor",
-    "lt": "lieutenant", "col": "colonel", "capt": "captain", "cpt": "captain", "sgt": "sergeant",
-    "supt": "superintendent", "pres": "president", "sec": "secretary", "secy": "secretary", "adm": "admiral",
-    "maj": "major", "chairman": "chair", "chairwoman": "chair", "chairperson": "chair", "cos": "chief staff",
-    "sg": "secretary general", "ambassador": "ambassador", "amb": "ambassador", "atty": "attorney",
-    "asst": "assistant", "dir": "director", "mgr": "manager", "pr": "public relations",
-}
-_TITLE_STEMS = frozenset(stem(w) for t in TITLES.values() for w in t.split())  # a focus that is a title
 # A sentence whose subject is a pronoun or "the film" ("A noted engineer, he constructed ..."):
 # it goes on about a name of the sentence before.
 _PRONOUN_START = re.compile(r"^(?:[\w'’-]+,?\s+){0,5}?(?:he|she|it|they|his|her|its|their|this|the\s+(?:company|firm|"
                             r"club|band|group|film|team|city|town|school|university|song|album|novel|show|series))\b",
                             re.IGNORECASE)
-_WHO_IS = re.compile(r"^\s*(?:who|what|which)\s+(?:is|was|are|were|has\s+been|had\s+been)\s+(?:the\s+|a\s+|an\s+)?"
-                     r"(?P<focus>.+?)\s*\??\s*$", re.IGNORECASE)
-_WHICH = re.compile(r"\b(?:which|what)\s+(?:of\s+the\s+|one\s+of\s+the\s+)?(?P<focus>[^?]+)", re.IGNORECASE)
-# A second question joined on ("Who designed it and where is it?"; ", who" is as often a relative clause).
-_SECOND_ASK = re.compile(r"\b(?:and|or)\s+(?:who|whom|what|where|when|how)\b", re.IGNORECASE)
-_WHO_VERB = re.compile(r"^\s*who\s+(?P<focus>[^?]+)", re.IGNORECASE)
-_BY_WHOM = re.compile(r"(?P<focus>[^?]+?)\s+(?:by\s+whom|by\s+who|where|when)\s*\??\s*$", re.IGNORECASE)
-# A choice closing the question: "..., Pablo Trapero or Aleksander Ford?" (the last option names something).
-# Or one opening it: "Between the two American bands The Gaslight Anthem and Squirrel Nut Zippers, which ...?"
-_CHOICE = re.compile(r"\bor\s+(?P<b>(?:the\s+)?[A-Z\"“'][^?]{0,80}?)\s*\?\s*$"
-                     r"|^\s*(?:[Bb]etween|[Oo]f)\s+[^,?]*?[A-Z][^,?]*\s+and\s+(?:the\s+)?[A-Z\"“'][^,?]*,\s*(?:[Ww]hich|[Ww]ho|[Ww]hat)\b")
-_DETERMINERS = frozenset("the a an his her its their this these that those".split())
 _GLUED = re.compile(r"(?<=[a-z)\"”'])\.(?=[A-Z][a-z])")
 # The words of a title written right before a name (up to three, no punctuation between), or after
 # it between commas ("George Whitesides, the chief executive,").
 _TITLE_BEFORE = re.compile(r"((?:[A-Za-z]+\.?\s+){1,3})$")
 _TITLE_AFTER = re.compile(r",\s+(?:the\s+|its\s+|a\s+|an\s+)?((?:[a-z][\w-]*\s*){1,4})(?=[,.;]|\s+(?:at|of|for)\b)")
-FOCUS_WORDS = 4
 MAX_OWN_WORDS = 1  # content words of a short answer besides its names and its question's words
-_SKIP = STOP_WORDS | {"name", "called", "known", "person", "people", "one", "did", "does", "do"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,22 +136,6 @@ class OffFocus:
     text: str
 
 
-def _stems(text: str, spelled: dict[str, frozenset[str]]) -> set[str]:
-    """The stems of ``text``'s words, a title or the context's initials read as the words they
-    stand for ("CFO": chief, financial; "5 PM" is a time, not a prime minister)."""
-    out: set[str] = set()
-    for m in WORD.finditer(text):
-        w = m.group(0).lower().strip("'’").removesuffix("'s").removesuffix("’s")
-        after_number = text[:m.start()].rstrip()[-1:].isdigit()
-        if w in TITLES and not after_number:
-            out |= {stem(t) for t in TITLES[w].split()}
-        elif w in spelled and m.group(0).isupper() and not after_number:
-            out |= spelled[w]
-        elif w not in _SKIP and len(w) > 1:
-            out.add(stem(w))
-    return out
-
-
 def focus_index(context: Sequence[str], spelled: dict[str, frozenset[str]]) -> FocusIndex:
     """Each context sentence's words and names (step 3 of the module note)."""
     lower = lower_case_words("\n".join(context))
@@ -198,10 +159,10 @@ def focus_index(context: Sequence[str], spelled: dict[str, frozenset[str]]) -> F
                     before = before[[w.lower().rstrip(".") in STOP_WORDS for w in before].index(True) + 1:]
                 title = " ".join(before) + " " + (after.group(1) if after else "")
                 if title.strip():
-                    titled.append((frozenset(n.words), frozenset(_stems(title, spelled))))
+                    titled.append((frozenset(n.words), frozenset(title_stems(title, spelled))))
             lead = _PRONOUN_START.match(text)
-            words = frozenset(_stems(text, spelled))
-            parts = [(frozenset(_stems(text[a:b], spelled)),
+            words = frozenset(title_stems(text, spelled))
+            parts = [(frozenset(title_stems(text[a:b], spelled)),
                       tuple(frozenset(n.words) for n in found if a <= n.start < b)) for a, b in clauses(text)]
             carried: tuple[frozenset[str], ...] = ()
             if lead and previous and not any(n.start < lead.end() for n in found):
@@ -228,92 +189,25 @@ def _sentences(passage: str) -> list[tuple[int, int]]:
     return out
 
 
-def question_focus(question: str, spelled: dict[str, frozenset[str]]) -> frozenset[str]:
-    """The stems of what ``question`` asks for (steps 1 and 2), empty when its shape is not read."""
-    _, picked = _asked(question)
-    return frozenset(_stems(" ".join(picked), spelled)) if picked else frozenset()
-
-
-def question_head(question: str, spelled: dict[str, frozenset[str]]) -> frozenset[str]:
-    """The stems of the one word of the focus that names the kind of thing asked for: the last word
-    of the noun phrase after "which" / "what" ("which top Italian fighter ace": "ace"; "what
-    southern California based band covered ...": "band", the phrase ending before a word in -ed,
-    -ing or -en or "born" that a name, a function word or the end follows, or that a determiner
-    follows: "... ace flew the plane"), or the verb of "who directed ..."
-    and "... directed by whom?"."""
-    pattern, picked = _asked(question)
-    if not picked:
-        return frozenset()
-    if pattern is _BY_WHOM:
-        return frozenset(_stems(picked[-1], spelled))
-    if pattern is _WHO_VERB:
-        return frozenset(_stems(picked[0], spelled))
-    m = _WHICH.search(question)
-    phrase = m.group("focus") if m and pattern is _WHICH else " ".join(picked)
-    words = list(re.finditer(r"[\w'’-]+|[^\w\s]", phrase))
-    head = ""
-    for i, w in enumerate(words):
-        text = w.group(0)
-        lower = text.lower()
-        nxt = words[i + 1].group(0) if i + 1 < len(words) else ""
-        if not text[0].isalnum() or (lower in _SKIP and head and not lower.endswith(("ed", "ing"))):
-            break
-        participle = lower.endswith(("ed", "ing", "en")) or lower == "born"
-        ends = not nxt or nxt[0].isupper() or nxt.lower() in _SKIP or not nxt[0].isalnum()
-        if head and ((participle and ends) or nxt.lower() in _DETERMINERS):
-            break  # a verb: "... band covered Blue Oyster Cult's", "... ace flew the plane"
-        if lower not in _SKIP and not text[0].isupper():
-            head = text
-    return frozenset(_stems(head, spelled)) if head else frozenset(_stems(picked[-1], spelled))
-
-
-def _asked(question: str) -> tuple[re.Pattern[str] | None, list[str]]:
-    """The question shape read (step 1) and the words it asks for, in order."""
-    q = question.strip()
-    # ("Who directed the film which ...": the "which" opens a relative clause, the verb is asked)
-    for pattern in (_WHO_IS, _BY_WHOM, _WHO_VERB, _WHICH):
-        m = pattern.search(q)
-        if m is None:
-            continue
-        picked: list[str] = []
-        # The question's own names are what it asks about, not the role it asks for ("Which movie
-        # starring Kim Roi-ha"), with the small words inside them ("de la Cueva"); a title it
-        # abbreviates is the role ("Who is the ED?").
-        inside = [(n.start, n.end) for n in find_names(q, frozenset(), skip_sentence_starts=True)
-                  if not set(n.words) <= TITLES.keys()]
-        for word in WORD.finditer(q, m.start("focus"), m.end("focus")):
-            w = word.group(0)
-            if any(a <= word.start() < b for a, b in inside):
-                continue
-            if w.lower() in _SKIP or w.lower() in ("who", "whom", "what", "which", "where", "when"):
-                if picked and pattern in (_WHO_IS, _WHICH):
-                    break  # (the noun phrase asked for ends; a verb phrase goes on: "stayed in lunar orbit")
-                continue
-            picked.append(w)
-        if pattern is _BY_WHOM:
-            picked = picked[-FOCUS_WORDS + 1:]
-        picked = picked[:FOCUS_WORDS]
-        if picked:
-            return pattern, picked
-    return None, []
-
-
-def _score(index: FocusIndex, words: frozenset[str], focus: frozenset[str]) -> tuple[int, int] | None:
+def _score(index: FocusIndex, words: frozenset[str], focus: frozenset[str],
+           holders: Sequence[frozenset[str]] = ()) -> tuple[int, int] | None:
     """The most focus words one sentence mentioning the name ``words`` holds, and then one clause
-    of it that mentions the name (None: no sentence mentions it)."""
+    of it that mentions the name (None: no sentence mentions it). A clause naming one of
+    ``holders`` gives them its title, not this name ("... asking Prime Minister Tony Abbott")."""
     scores = []
     for s in index.sentences:
         if any(words & known for known in s.names):
             scores.append((len(focus & s.words), max((len(focus & w) for w, names in s.clauses
-                                                      if any(words & k for k in names)), default=0)))
-        elif any(words & known for known in s.carried):
+                                                      if any(words & k for k in names)
+                                                      and not any(h & k for h in holders for k in names)), default=0)))
+        elif any(words & known for known in s.carried) and not any(h & k for h in holders for k in s.names):
             scores.append((len(focus & s.carried_words),) * 2)
     return max(scores) if scores else None
 
 
 def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffFocus, ...]:
     """Names of the short ``answer`` that the context ties to another role than ``question``'s focus."""
-    if not question or not index.sentences or _SECOND_ASK.search(question):
+    if not question or not index.sentences or SECOND_ASK.search(question):
         return ()  # (two questions in one: a short answer may answer either, so neither focus judges it)
     lower = index.lower_words | lower_case_words(answer)
     names = whole_names(answer, [n for n in find_names(answer, lower, skip_sentence_starts=True) if n.words])
@@ -328,7 +222,7 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
     if len(said - {"answer"}) > MAX_OWN_WORDS:
         return ()
     asked_words = {w for a in asked for w in a}
-    if _CHOICE.search(question) is not None:
+    if CHOICE.search(question) is not None:
         # A choice ("..., Pablo Trapero or Aleksander Ford?") is answered by one of its options:
         # a name the context mentions that holds no name of the question, nor its last word
         # ("Colin James Hay" for "Colin Hay"), is neither ("Cia Soro" for "Cia Berg").
@@ -337,14 +231,14 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
     head = question_head(question, index.spelled)
     focus = question_focus(question, index.spelled) | head
     # (a name listed beside another that the rest of the question is said of: :mod:`.bridges`)
-    hops = frozenset(_stems(question, index.spelled))
+    hops = frozenset(title_stems(question, index.spelled))
     bridged = tuple(_off(answer, n) for n in names if not any(_is_asked(n.words, a) for a in asked_names)
-                    and bridged_elsewhere(index, frozenset(n.words), hops, asked_words))
+                    and bridged_elsewhere(index, frozenset(n.words), hops, asked_words, excludes(question)))
     if not focus:
         return bridged
     known = {k for s in index.sentences for k in (*s.names, *s.carried)}
     # Names the context gives the focus as their title ("Prime Minister David Cameron").
-    holders = [n for n, title in index.titled if focus <= title] if focus <= _TITLE_STEMS else []
+    holders = [n for n, title in index.titled if focus <= title] if focus <= TITLE_STEMS else []
     # A title the question abbreviates ("Who is the CFO?", "the Gov.") is judged by its holders alone.
     abbreviated = any(m.group(0).lower() in TITLES and (m.group(0).isupper() or question[m.end():m.end() + 1] == ".")
                       for m in WORD.finditer(question))
@@ -354,9 +248,10 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
         if any(_is_asked(name.words, a) for a in asked_names) or {stem(w) for w in words} <= focus:
             continue  # the question's own name, or the title itself ("It is Prime Minister.")
         mine = _score(index, words, focus)
-        if holders and not any(words & h for h in holders) and mine is not None and mine[1] < len(focus):
-            # The title is another's, and no clause gives it to this name ("Beverley Sunderland,
-            # managing director of Crosslands Solicitors": the firm shares the MD's clause).
+        given = _score(index, words, focus, holders) or (0, 0)
+        if holders and not any(words & h for h in holders) and mine is not None and given[1] < len(focus):
+            # The title is another's, and no clause without its holder gives it to this name (the
+            # firm of "Beverley Sunderland, managing director of Crosslands Solicitors" is no MD).
             out.append(_off(answer, name))
             continue
         typed = not holders and not abbreviated  # (a title's holder is read above)
@@ -437,7 +332,7 @@ def _wrong_kind_of_work(index: FocusIndex, words: frozenset[str], head: frozense
     """A question asking for a work ("which movie") answered by a name the context neither quotes
     nor calls a work while it does so of another name, not the question's; or one asking "who"
     answered by a name the context only ever quotes, never calling it a person."""
-    if asked_for := _roots(head) & _WORK_ROOTS:
+    if asked_for := same_medium(_roots(head) & _WORK_ROOTS):
         # (the other name quoted or called what is asked: a film the question is about is no "show")
         return not _is_work(index, words) and any(
             any(k <= q for q in index.quoted) or _called(index, k)[0] & asked_for

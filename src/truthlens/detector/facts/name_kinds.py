@@ -148,7 +148,7 @@ def _before_of(text: str, name: Name) -> str:
 
 
 def asked_kind(question: str, head: Iterable[str]) -> str | None:
-    """The kind ``question`` asks for: by its head noun (stems, :func:`.focus.question_head`) when the
+    """The kind ``question`` asks for: by its head noun (stems, :func:`.questions.question_head`) when the
     table holds it or it is a work or a doer's noun, else by "where" / "who"; None when not read."""
     if re.match(r"\s*where\b", question, re.IGNORECASE):
         return WHERE

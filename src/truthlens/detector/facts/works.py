@@ -27,6 +27,10 @@ WORK_NOUNS = frozenset(stem(form) for w in (
     "film", "movie", "show", "series", "sitcom", "song", "album", "book", "novel", "musical",
     "episode", "opera", "poem", "documentary", "soundtrack", "videogame", "miniseries", "telenovela", "anime",
     "manga", "comic", "magazine", "newspaper") for form in (w, w + "s"))  # ("which of the movies": "movy")
+# Nouns of one medium: "which movie" is answered by what the context calls a film, "what
+# television show" by a series (stems).
+_MEDIA = tuple(frozenset(stem(f) for w in group.split() for f in (w, w + "s")) for group in (
+    "film movie picture", "show series sitcom programme program miniseries", "book novel"))
 _QUOTED = re.compile(r"[\"“]([^\"“”\n]{1,100})[\"”]")
 _LOWER = re.compile(r"\b[a-z]")
 _TITLE_WORDS = 8
@@ -36,7 +40,8 @@ def work_names(passages: Iterable[str], lower_words: frozenset[str]) -> frozense
     """The words of each name the ``passages`` write inside double quotes."""
     out: set[frozenset[str]] = set()
     for passage in passages:
-        for m in _QUOTED.finditer(passage):
+        # (an empty pair, a title the source lost: '"", "Broken Arrow"', would pair every quote after it wrongly)
+        for m in _QUOTED.finditer(passage.replace('""', "  ")):
             inside = m.group(1).strip(" ,.!?")
             found = [n for n in find_names(inside, lower_words, skip_sentence_starts=False) if n.words]
             # A title and nothing else: names open and close the quotes, no lower-case word before
@@ -46,3 +51,9 @@ def work_names(passages: Iterable[str], lower_words: frozenset[str]) -> frozense
                     and not _LOWER.search(inside[found[-1].end:])):
                 out.add(frozenset(w for n in found for w in n.words))
     return frozenset(out)
+
+
+def same_medium(nouns: Iterable[str]) -> frozenset[str]:
+    """The work nouns (stems) ``nouns`` and the others of the same medium ("movie": "film")."""
+    nouns = frozenset(nouns)
+    return nouns.union(*(group for group in _MEDIA if group & nouns))
