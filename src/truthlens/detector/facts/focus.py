@@ -242,6 +242,9 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
     # A title the question abbreviates ("Who is the CFO?", "the Gov.") is judged by its holders alone.
     abbreviated = any(m.group(0).lower() in TITLES and (m.group(0).isupper() or question[m.end():m.end() + 1] == ".")
                       for m in WORD.finditer(question))
+    # (an answer naming a holder gives the holder: its other names are words of the title before
+    # it, "Australian Prime" of "Australian Prime Minister Tony Abbott")
+    names_a_holder = any(frozenset(n.words) & h for n in names for h in holders)
     out = []
     for name in names:
         words = frozenset(name.words)
@@ -249,7 +252,8 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
             continue  # the question's own name, or the title itself ("It is Prime Minister.")
         mine = _score(index, words, focus)
         given = _score(index, words, focus, holders) or (0, 0)
-        if holders and not any(words & h for h in holders) and mine is not None and given[1] < len(focus):
+        if (holders and not any(words & h for h in holders) and not names_a_holder and mine is not None
+                and given[1] < len(focus)):
             # The title is another's, and no clause without its holder gives it to this name (the
             # firm of "Beverley Sunderland, managing director of Crosslands Solicitors" is no MD).
             out.append(_off(answer, name))
