@@ -5,14 +5,21 @@ skips every later phase) and does nothing else: no config, no decisions, no tele
 ``bench.gateway_throughput`` measures for it is the cost of Envoy's ext_proc filter plus a
 grpc.aio stream in Python, which the real processor cannot go below.
 
-Run alone: ``python -m bench.extproc_floor --listen 127.0.0.1:50051``.
+``--body``: the floor of an exchange whose request body must be seen (a request that may carry
+the context extension field): the headers reply moves the exchange to the route without the
+unchecked mark and asks for the body (BUFFERED), as the processor's does, and the body is
+answered unchanged. Two messages, as a detection-off route's exchange makes.
+
+It uses gRPC's reader/writer API, as the processor does (``gateway/server/processor.py``).
+
+Run alone: ``python -m bench.extproc_floor --listen 127.0.0.1:50051 [--body]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import Awaitable, Callable
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -22,22 +29,26 @@ from truthlens.gateway.exchange import mutations
 from truthlens.gateway.server.processor import SERVICE_NAME
 
 
-async def process(
-    requests: AsyncIterator[pb.ProcessingRequest], _context: object
-) -> AsyncIterator[pb.ProcessingResponse]:
-    async for msg in requests:
-        kind = msg.WhichOneof("request")
-        if kind == "request_headers":
-            yield mutations.request_headers_reply(request_body=False, response=False)
-        else:  # only when Envoy does not honour the mode override
-            yield mutations.passthrough(kind)
+def handler(body: bool) -> Callable[[object, grpc.aio.ServicerContext], Awaitable[None]]:
+    """The do-nothing ``Process`` (``body``: ask for the request body and answer it unchanged)."""
+
+    async def process(_requests: object, context: grpc.aio.ServicerContext) -> None:
+        while (msg := await context.read()) is not grpc.aio.EOF:
+            kind = msg.WhichOneof("request")
+            if kind == "request_headers":
+                await context.write(mutations.request_headers_reply(request_body=body, response=False,
+                                                                    unchecked=body))
+            else:  # the body (--body), or any phase Envoy sends without honouring the mode override
+                await context.write(mutations.passthrough(kind))
+
+    return process
 
 
-async def serve(listen: str) -> None:
+async def serve(listen: str, body: bool) -> None:
     server = grpc.aio.server()
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, {
         "Process": grpc.stream_stream_rpc_method_handler(
-            process,
+            handler(body),
             request_deserializer=pb.ProcessingRequest.FromString,
             response_serializer=pb.ProcessingResponse.SerializeToString,
         )
@@ -55,9 +66,11 @@ async def serve(listen: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--listen", default="127.0.0.1:50051")
+    parser.add_argument("--body", action="store_true",
+                        help="ask for the request body and answer it unchanged (two messages per exchange)")
     args = parser.parse_args(argv)
     try:
-        asyncio.run(serve(args.listen))
+        asyncio.run(serve(args.listen, args.body))
     except KeyboardInterrupt:
         pass
     return 0

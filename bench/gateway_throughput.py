@@ -5,6 +5,9 @@ Configurations, all behind the same Envoy and the same scripted upstream:
                     the ratios use the mean of the two (the spread says how much the machine drifted)
   ext_proc floor    a do-nothing Python grpc.aio ext_proc server (``bench/extproc_floor.py``):
                     one message, answered with "skip the rest"; no processor can cost less
+  ext_proc floor +body  the same server asking for the request body too (``--body``) and
+                    answering it unchanged: the floor of an exchange whose body must be seen
+                    (a request that may carry the context field), two messages
   no-route          through the processor, no decision matches the path (as for an embeddings
                     call): request headers, and the request body for the context field only
   detection-off     through the processor, the decision has ``enabled: false`` (its answers are
@@ -16,7 +19,7 @@ Configurations, all behind the same Envoy and the same scripted upstream:
                     or the model directory given with ``--model``)
   ... x2            the same with two worker processes sharing the port (SO_REUSEPORT)
 
-``--beside COMMIT`` runs every selected processor configuration (but the floor and the bypass) a
+``--beside COMMIT`` runs every selected processor configuration (but the floors and the bypass) a
 second time, just before this build's, with the processor of ``COMMIT``'s code (``git archive``,
 ``bench/other_build.py``) behind the same Envoy and upstream: a change of the processor told
 apart from a change of the machine, in one run.
@@ -80,9 +83,11 @@ BODY = json.dumps(
 # (name, the route's detection: None no decision matches / False off / True on, worker processes),
 # in the order they run.
 FLOOR = "ext_proc floor"
+FLOOR_BODY = "ext_proc floor +body"
 BYPASS = "detection-off bypass"
 PROCESSOR_CONFIGS: tuple[tuple[str, bool | None, int], ...] = (
     (FLOOR, None, 1),
+    (FLOOR_BODY, None, 1),
     ("no-route", None, 1),
     ("detection-off", False, 1),
     (BYPASS, False, 1),
@@ -289,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
         configs: list[tuple[str, bool | None, int, dict[str, str] | None]] = []
         other_env = builds.enter_context(other_build.tree_at(args.beside, ["src"]))[1] if args.beside else None
         for name, enabled, workers in selected:
-            if other_env is not None and name not in (FLOOR, BYPASS):
+            if other_env is not None and name not in (FLOOR, FLOOR_BODY, BYPASS):
                 configs.append((f"{name} @{args.beside[:9]}", enabled, workers, other_env))
             configs.append((name, enabled, workers, None))
         work = Path(tmp)
@@ -312,9 +317,10 @@ def main(argv: list[str] | None = None) -> int:
                 log = work / f"processor-{name.replace(' ', '').replace('@', '')}.log"
                 metrics_port: int | None = None
                 second: launch.Child | None = None  # the bypass configuration's own Envoy
-                if name == FLOOR:
-                    proc = launch.Child(FLOOR, [sys.executable, str(Path(__file__).with_name("extproc_floor.py")),
-                                                "--listen", f"127.0.0.1:{ports.processor}"], log)
+                if name in (FLOOR, FLOOR_BODY):
+                    proc = launch.Child(name, [sys.executable, str(Path(__file__).with_name("extproc_floor.py")),
+                                               "--listen", f"127.0.0.1:{ports.processor}",
+                                               *(["--body"] if name == FLOOR_BODY else [])], log)
                 else:
                     config.write_text(launch.config_yaml(model_dir, upstream_url, decisions=decisions(enabled)))
                     metrics_port = launch.free_port()
@@ -396,7 +402,7 @@ def report(results: list[Result], model: str, args: argparse.Namespace) -> None:
             one, two = by_key.get((name, n)), by_key.get((f"{name} x2", n))
             if one is not None and two is not None:
                 print(f"2 workers vs 1 ({name}, {n} connections): {two.rps / one.rps:.2f}x requests/s")
-    for name in ("no-route", "detection-off", BYPASS):
+    for name in (FLOOR, FLOOR_BODY, "no-route", "detection-off", BYPASS):
         at16, at1 = by_key.get((name, 16)), by_key.get((name, 1))
         parts = []
         if at16 is not None:

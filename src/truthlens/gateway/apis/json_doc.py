@@ -47,9 +47,13 @@ def loads(data: str | bytes) -> Any:
         raise JSONError(str(exc)) from None
 
 
+# One encoder for every call (``json.dumps`` with options builds a new one each time).
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def dumps(value: Any) -> str:
     """Compact JSON, non-ASCII kept (every value the gateway writes went through :func:`loads`)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _ENCODER.encode(value)
 
 
 def within_depth(text: str | bytes) -> bool:

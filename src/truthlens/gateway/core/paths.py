@@ -18,6 +18,7 @@ resolves dot segments and merges repeated slashes before the processor or a rout
 
 from __future__ import annotations
 
+import functools
 import re
 
 _CUT = re.compile(r"[?#]")
@@ -43,9 +44,22 @@ def lower_ascii(text: str) -> str:
 
 def normal_path(path: str) -> str:
     """``path`` as path conditions and API selection read it (see the module's rule)."""
+    # Every exchange reads its path several times (the API, each path condition), and a gateway
+    # sees few distinct paths: the usual ones come from a bounded cache (long ones, which a
+    # client could vary to fill it, are computed each time).
+    return _cached_normal_path(path) if len(path) <= _CACHED_PATH_LEN else _normal_path(path)
+
+
+_CACHED_PATH_LEN = 256
+
+
+def _normal_path(path: str) -> str:
     path = _CUT.split(path, 1)[0]
     path = lower_ascii(_PARAMS.sub("", path)).rstrip("/")
     return path or "/"
+
+
+_cached_normal_path = functools.lru_cache(maxsize=1024)(_normal_path)
 
 
 def normal_prefix(prefix: str) -> str:

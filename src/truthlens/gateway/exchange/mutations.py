@@ -35,13 +35,13 @@ _OVERWRITE = pb.HeaderValueOption.OVERWRITE_IF_EXISTS_OR_ADD
 # Latin-1 as often as UTF-8; decoded with ``surrogateescape`` a value that is not UTF-8 keeps
 # each such byte as one lone surrogate (U+DC80..U+DCFF, which no UTF-8 text holds), so the same
 # bytes go back out when the value is written (``x-request-id`` echoed as the client sent it).
-_HEADER_ERRORS = "surrogateescape"
+HEADER_ERRORS = "surrogateescape"
 
 
 def header_value(header: pb.HeaderValue) -> str:
     """A header's value as text: its ``raw_value`` bytes (what Envoy fills) decoded as UTF-8,
-    any other byte kept as a lone surrogate (see :data:`_HEADER_ERRORS`)."""
-    return header.raw_value.decode("utf-8", _HEADER_ERRORS) if header.raw_value else header.value
+    any other byte kept as a lone surrogate (see :data:`HEADER_ERRORS`)."""
+    return header.raw_value.decode("utf-8", HEADER_ERRORS) if header.raw_value else header.value
 
 
 def fill_header_mutation(
@@ -57,7 +57,7 @@ def fill_header_mutation(
         for name, value in set_headers.items():
             option = mutation.set_headers.add()
             option.header.key = name
-            option.header.raw_value = value.encode("utf-8", _HEADER_ERRORS)
+            option.header.raw_value = value.encode("utf-8", HEADER_ERRORS)
             option.append_action = _OVERWRITE
     for name in remove:
         mutation.remove_headers.append(name)
@@ -73,21 +73,10 @@ def passthrough(phase: Phase) -> pb.ProcessingResponse:
     return reply
 
 
-def request_headers_reply(
-    *, request_body: bool, response: bool, set_headers: Mapping[str, str] | None = None, unchecked: bool = False
-) -> pb.ProcessingResponse:
-    """Continue after the request headers (``set_headers`` over the client's), asking Envoy for
-    the later phases the exchange needs and no others (``mode_override``, honoured with
-    ``allow_mode_override``): the request body BUFFERED or not at all, the response headers or not
-    (with them, their reply picks the body's mode: NONE until then), never the trailers. Without
-    the response headers Envoy sends nothing of the response; without both, the exchange is done
-    with this one message. ``unchecked``: the exchange moves to the route without the unchecked
-    mark (:mod:`truthlens.gateway.core.unchecked_route`)."""
+def _request_headers_template(request_body: bool, response: bool, unchecked: bool) -> pb.ProcessingResponse:
     reply = pb.ProcessingResponse()
     common = reply.request_headers.response
     common.SetInParent()
-    if set_headers:
-        fill_header_mutation(common.header_mutation, set_headers)
     if unchecked:
         reply.dynamic_metadata.update({unchecked_route.NAMESPACE: {unchecked_route.UNCHECKED_KEY: True}})
         common.clear_route_cache = True
@@ -100,6 +89,31 @@ def request_headers_reply(
     mode.response_body_mode = pb.ProcessingMode.NONE
     mode.request_trailer_mode = pb.ProcessingMode.SKIP
     mode.response_trailer_mode = pb.ProcessingMode.SKIP
+    return reply
+
+
+# Every exchange's first reply is one of these eight, built once: a copy costs one C call, where
+# building it (the metadata ``Struct`` above all) costs more than the rest of an unchecked exchange's
+# request headers phase.
+_REQUEST_HEADERS_REPLIES = {(b, r, u): _request_headers_template(b, r, u)
+                            for b in (False, True) for r in (False, True) for u in (False, True)}
+
+
+def request_headers_reply(
+    *, request_body: bool, response: bool, set_headers: Mapping[str, str] | None = None, unchecked: bool = False
+) -> pb.ProcessingResponse:
+    """Continue after the request headers (``set_headers`` over the client's), asking Envoy for
+    the later phases the exchange needs and no others (``mode_override``, honoured with
+    ``allow_mode_override``): the request body BUFFERED or not at all, the response headers or not
+    (with them, their reply picks the body's mode: NONE until then), never the trailers. Without
+    the response headers Envoy sends nothing of the response; without both, the exchange is done
+    with this one message. ``unchecked``: the exchange moves to the route without the unchecked
+    mark (:mod:`truthlens.gateway.core.unchecked_route`): Envoy picks the route again
+    (``clear_route_cache``), seeing the reply's metadata."""
+    reply = pb.ProcessingResponse()
+    reply.CopyFrom(_REQUEST_HEADERS_REPLIES[(request_body, response, unchecked)])
+    if set_headers:
+        fill_header_mutation(reply.request_headers.response.header_mutation, set_headers)
     return reply
 
 

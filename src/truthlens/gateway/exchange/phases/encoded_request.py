@@ -27,7 +27,10 @@ REASON = "content_encoding"
 
 def coding(headers: Mapping[str, str]) -> str | None:
     """The request body's content codings other than ``identity`` (None: a plain body)."""
-    codings = [c.strip().lower() for c in headers.get("content-encoding", "").split(",")]
+    value = headers.get("content-encoding")
+    if not value:  # the usual request: no header at all
+        return None
+    codings = [c.strip().lower() for c in value.split(",")]
     applied = [c for c in codings if c and c != "identity"]
     return ", ".join(applied) if applied else None
 

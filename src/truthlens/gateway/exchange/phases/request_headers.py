@@ -34,16 +34,21 @@ def read_headers(header_map: pb.HeaderMap) -> tuple[dict[str, str], dict[str, tu
     """:func:`header_dict`, and each value of every header that came more than once (route rules
     test them one by one, as Envoy's route matchers do), from one pass over the map."""
     out: dict[str, str] = {}
-    values: dict[str, list[str]] = {}
+    values: dict[str, list[str]] = {}  # only the names that came more than once
     for header in header_map.headers:
-        name, value = header.key.lower(), mutations.header_value(header)
+        name = header.key.lower()
+        raw = header.raw_value
+        # mutations.header_value, inlined: this loop runs for every header of every exchange.
+        value = raw.decode("utf-8", mutations.HEADER_ERRORS) if raw else header.value
         if name in out:
+            if name in values:
+                values[name].append(value)
+            else:
+                values[name] = [out[name], value]
             out[name] = f"{out[name]},{value}"
-            values[name].append(value)
         else:
             out[name] = value
-            values[name] = [value]
-    return out, {name: tuple(v) for name, v in values.items() if len(v) > 1}
+    return out, {name: tuple(v) for name, v in values.items()}
 
 
 def handle(state: StreamState, msg: pb.ProcessingRequest) -> tuple[pb.ProcessingResponse, PhasePlan]:
