@@ -15,9 +15,9 @@
    With ``--second`` each input is then checked again with a new answer on the same context
    (the first input's answer swapped in): what a second answer on a known context costs.
 2. **The processor** on a detection-off exchange (a decision with ``enabled: false``, as
-   ``bench.gateway_throughput`` configures it): Envoy's four messages (request headers, a RAG
-   request body with the context field, response headers, a JSON completion) through
-   ``Stream.handle`` in process, no gRPC. Stages: decoding (``ProcessingRequest.FromString``),
+   ``bench.gateway_throughput`` configures it): Envoy's two messages (request headers, a RAG
+   request body with the context field; the reply to the headers asks for nothing of the
+   response) through ``Stream.handle`` in process, no gRPC. Stages: decoding (``ProcessingRequest.FromString``),
    encoding (``SerializeToString`` of the replies), and, from ``cProfile``'s own time per
    function inside ``handle``: policy (``gateway/policy/``), the forged-verdict scrub
    (``apis/forged.py``, ``apis/json_doc.py``), request reading (``apis/`` otherwise), telemetry
@@ -202,44 +202,28 @@ async def profile_detector(args: argparse.Namespace) -> None:
 
 
 def _exchange_messages() -> list[bytes]:
-    """Envoy's four messages of one detection-off chat exchange, serialised as on the wire."""
-    import json
-
-    from bench.gateway_throughput import ANSWER, BODY
+    """Envoy's two messages of one detection-off chat exchange, serialised as on the wire: the
+    reply to the request headers moves the exchange onto the unchecked route and asks for the
+    body only (the context field is cut out of it), nothing of the response."""
+    from bench.gateway_throughput import BODY
     from truthlens._proto import truthlens_ext_proc_pb2 as pb
 
-    def headers(target: Any, values: dict[str, str]) -> None:
-        for key, value in values.items():
-            h = target.headers.add()
-            h.key = key
-            h.raw_value = value.encode()
-
     req = pb.ProcessingRequest()
-    headers(req.request_headers.headers, {
+    for key, value in {
         ":path": "/v1/chat/completions", ":method": "POST", ":authority": "127.0.0.1:10000", ":scheme": "http",
         "content-type": "application/json", "content-length": str(len(BODY)), "user-agent": "bench",
         "x-request-id": "8d3d0b8e-4a57-4a55-9d1e-1f0c1d2b3c4d", "x-forwarded-proto": "http",
-    })
+    }.items():
+        h = req.request_headers.headers.headers.add()
+        h.key = key
+        h.raw_value = value.encode()
     attrs = req.attributes["envoy.filters.http.ext_proc"]
     attrs.fields["request.path"].string_value = "/v1/chat/completions"
     attrs.fields["request.method"].string_value = "POST"
     body = pb.ProcessingRequest()
     body.request_body.body = BODY
     body.request_body.end_of_stream = True
-    completion = json.dumps({
-        "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "bench-model",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": ANSWER}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 200, "completion_tokens": 40, "total_tokens": 240},
-    }).encode()
-    resp_headers = pb.ProcessingRequest()
-    headers(resp_headers.response_headers.headers, {
-        ":status": "200", "content-type": "application/json", "content-length": str(len(completion)),
-    })
-    resp_body = pb.ProcessingRequest()
-    resp_body.response_body.body = completion
-    resp_body.response_body.end_of_stream = True
-    return [m.SerializeToString() for m in (req, body, resp_headers, resp_body)]
-
+    return [m.SerializeToString() for m in (req, body)]
 
 _BUCKETS = (
     ("gateway/apis/forged.py", "forged-verdict scrub"),
@@ -322,7 +306,7 @@ async def profile_processor(args: argparse.Namespace) -> None:
         n = args.exchanges
         total = decode_s + handle_s + encode_s
         print(f"\nprocessor, detection-off chat exchange ({len(wire)} messages, {replies / n:.0f} replies; "
-              f"{len(wire[1])}-byte request, {len(wire[3])}-byte response), {n} exchanges in process, no gRPC:")
+              f"{len(wire[1])}-byte request), {n} exchanges in process, no gRPC:")
         print(f"  {'stage':<36} {'us/exchange':>11} {'share':>7}")
         for name, spent in (("decoding (FromString)", decode_s), ("Stream.handle", handle_s),
                             ("encoding the replies", encode_s)):
