@@ -43,4 +43,8 @@ def tree_at(
             target = Path(tmp) / path
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, target)
-        yield tmp, {**os.environ, "PYTHONPATH": f"{tmp}/src{os.pathsep}{tmp}"}
+        # (the tree is no checkout: an older bench that reads git history, bench/baselines.py,
+        # reads this repository's)
+        git_dir = subprocess.run(["git", "rev-parse", "--absolute-git-dir"], check=True, capture_output=True,
+                                 text=True).stdout.strip()
+        yield tmp, {**os.environ, "PYTHONPATH": f"{tmp}/src{os.pathsep}{tmp}", "GIT_DIR": git_dir}
