@@ -138,7 +138,9 @@ def _before(text: str, start: int) -> set[str]:
         if w in STOP_WORDS and not (w in _AGENT or (w in _LIST_INTRO and set(kept) <= _LIST_INTRO)):
             break
         kept.append(w)
-    return {stem(p) for w in kept if w not in STOP_WORDS and w not in _LIST_INTRO for p in w.split("/") if p}
+    # (a hyphened word is its parts, as in a description: "real-life boxer")
+    return {stem(p) for w in kept if w not in STOP_WORDS and w not in _LIST_INTRO
+            for part in w.split("/") for p in part.split("-") if p}
 
 
 def _leading_words(description: str) -> set[str]:

@@ -34,7 +34,9 @@ something else, while it calls another name, not the question's, what is asked, 
 (when the context says nothing of the answer's name but its own words, only if at most two
 other names are called so); an answer's name the context calls what is asked is never off focus
 by the sentence scores of step 4 ("directed by Chris Columbus" beside a sentence restating the
-question). A title the question abbreviates ("Who is the CFO?") is judged by its holders alone.
+question), unless it calls another name more of what is asked ("fictional boxer Union Cane",
+"real-life boxer Tommy Morrison": "which real life boxer"). A title the question abbreviates
+("Who is the CFO?") is judged by its holders alone.
 
 A question asking for a work ("which movie", "what television show") is answered by a name the
 context writes alone in quotes or calls a work (:mod:`.works`): one it does neither of, while it
@@ -75,6 +77,7 @@ from truthlens.detector.facts.questions import (
     SECOND_ASK,
     TITLE_STEMS,
     TITLES,
+    expanded,
     question_focus,
     question_head,
     title_stems,
@@ -87,7 +90,8 @@ from truthlens.detector.text import STOP_WORDS, WORD, clauses, content_words, se
 _PRONOUN_START = re.compile(r"^(?:[\w'’-]+,?\s+){0,5}?(?:he|she|it|they|his|her|its|their|this|the\s+(?:company|firm|"
                             r"club|band|group|film|team|city|town|school|university|song|album|novel|show|series))\b",
                             re.IGNORECASE)
-_GLUED = re.compile(r"(?<=[a-z)\"”'])\.(?=[A-Z][a-z])")
+# (after a lower-case word, a bracket, a quote, a number or a king's numeral: "Queen Elizabeth II.Maurice")
+_GLUED = re.compile(r"(?<=[a-z0-9I)\"”'])\.(?=[A-Z][a-z])")
 # The words of a title written right before a name (up to three, no punctuation between), or after
 # it between commas ("George Whitesides, the chief executive,").
 _TITLE_BEFORE = re.compile(r"((?:[A-Za-z]+\.?\s+){1,3})$")
@@ -207,6 +211,7 @@ def _score(index: FocusIndex, words: frozenset[str], focus: frozenset[str],
 
 def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffFocus, ...]:
     """Names of the short ``answer`` that the context ties to another role than ``question``'s focus."""
+    question = expanded(question)
     if not question or not index.sentences or SECOND_ASK.search(question):
         return ()  # (two questions in one: a short answer may answer either, so neither focus judges it)
     lower = index.lower_words | lower_case_words(answer)
@@ -266,6 +271,10 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
                                            or misfit(index.kinds, words, question, head, asked_words)):
             out.append(_off(answer, name))
             continue
+        if typed and mine is not None and _outcalled(index, words, _modifiers(question, focus, head, index.spelled),
+                                                     head, asked_words):
+            out.append(_off(answer, name))
+            continue
         if mine is None or mine[1] >= len(focus) or (typed and _called(index, words)[0] & _roots(focus)):
             continue  # (what the context calls it is what is asked: "directed by Chris Columbus")
         others = [_score(index, k, focus) or (0, 0) for k in known if not k & words and not k & asked_words]
@@ -316,6 +325,31 @@ def _mistyped(index: FocusIndex, words: frozenset[str], focus: frozenset[str], h
         return False
     own = _score(index, words, focus) or (0, 0)
     return any((_score(index, k, focus) or (0, 0))[0] >= own[0] for k in theirs)
+
+
+def _modifiers(question: str, focus: frozenset[str], head: frozenset[str],
+               spelled: dict[str, frozenset[str]]) -> frozenset[str]:
+    """The focus words the question writes before its head ("real life" of "What other real life
+    boxer ..."): what it says of the kind asked for, not of another name ("Who co-wrote a song
+    with an American singer": none)."""
+    for m in WORD.finditer(question):
+        if title_stems(m.group(0), spelled) & head:
+            return frozenset(title_stems(question[:m.start()], spelled)) & focus
+    return frozenset()
+
+
+def _outcalled(index: FocusIndex, words: frozenset[str], modifiers: frozenset[str], head: frozenset[str],
+               asked: set[str]) -> bool:
+    """Whether the context calls the name ``words`` what is asked (the question's ``head``: "fictional
+    boxer") and another name, not the question's, the same with more of the question's
+    ``modifiers`` of it ("real-life boxer" for "which real life boxer")."""
+    roots, heads = _roots(modifiers), _roots(head)
+    mine = _called(index, words)[0]
+    if not roots or not mine & heads:
+        return False
+    return any(len(theirs & roots) > len(mine & roots) for k, _ in index.called
+               if not k & words and not k & asked and not k <= index.lower_words
+               and (theirs := _called(index, k)[0]) & heads)
 
 
 def _off(answer: str, name: Name) -> OffFocus:
