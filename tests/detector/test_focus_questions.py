@@ -9,7 +9,9 @@ than the bench's; each wrong answer below passed the fact check before its rule)
 - a title of address inside a list ("Ruth Amsel and Sir Colin Vane") and sentences glued after a
   numeral ("... King Edward VII.Colin Vane ...");
 - an answer the context calls part of what is asked ("a fictional sprinter") where it calls
-  another name all of it ("the real-life sprinter").
+  another name all of it ("the real-life sprinter");
+- the question's own subject under another of its names ("Maria Ofelia Lenz" / "Maria Lenz";
+  "Carol Wynn (born Carla Mertz"); a capitalised common word closing a name ("Aldo Brent Still").
 """
 
 from __future__ import annotations
@@ -27,6 +29,14 @@ CABINET = ("The ministry was led by Ruth Amsel and Sir Colin Vane, who were chos
            "(1870 - 1931) was a Welsh reformer who served as Chancellor of the Exchequer from 1905 to 1908.")
 SONG = ('"Paper Boats" is a song written by Ivo Marsh and Lena Kroft. Lena Kroft (born 1961) is a Dutch singer '
         "and painter, married to the actor Rob Haas.")
+WRITER = ("Rolf Amsel is best known for co-writing songs for Mia Berg, Tom Aalto and Lena Kroft. Lena Kroft "
+          "(born 1961) is a Dutch singer, songwriter and painter.")
+SENATE = ("The bill is often called the Lenz Act after its sponsor, Senator Maria Lenz (D - VT). Maria Ofelia "
+          "Lenz (1931 - 2010) was a United States Senator from Vermont.")
+SITCOM = ('Edna Pike is a character on the sitcom "Harbor Lane", played by Carol Wynn. Her cousin was Ruth Pike '
+          "(Dana Shore), a neighbour. Carol Wynn (born Carla Mertz; 1920 - 2001) was an American actress.")
+OPERA = ("The Delta Opera is an opera company in Memphis. Composer Aldo Brent Still and soprano Nina Vale both sang "
+         "with the company. Aldo Brent Still (May 1, 1890 - June 2, 1970) was an American composer.")
 RACE = ("Dan Okoro is best known for portraying fictional sprinter Kid Flash in the film Track Nine, which "
         "co-stars the real-life sprinter Abel Mensah as a coach.")
 
@@ -51,6 +61,14 @@ def test_the_focus_of_a_contracted_or_in_situ_question_is_read(question: str, fo
     (SONG, "Who co-wrote Paper Boats with a Dutch singer and painter married to Rob Haas?", "Lena Kroft.",
      "Lena Kroft"),
     (RACE, "What real life sprinter did Dan Okoro act with in Track Nine?", "Kid Flash.", "Kid Flash"),
+    (WRITER, "Rolf Amsel co-wrote a song with which Dutch singer, songwriter and painter?", "Tom Aalto.", "Tom Aalto"),
+    # the question's own subject under another of its names
+    (SENATE, "The Lenz Act's sponsor, Senator Maria Lenz, was a senator from which state?", "Ofelia Lenz.",
+     "Ofelia Lenz"),
+    (SITCOM, 'Who played Carla Mertz\'s cousin in the sitcom "Harbor Lane"?', "It was Carol Wynn.", "Carol Wynn"),
+    # a capitalised common word closing a name ("Still") is the name's
+    (OPERA, "What American composer who died in 1970 sang with an opera company in Memphis?", "Nina Vale.",
+     "Nina Vale"),
 ])
 def test_a_wrong_name_is_flagged_on_the_name(context: str, question: str, answer: str, wrong: str) -> None:
     start = answer.index(wrong)
@@ -66,7 +84,12 @@ def test_a_wrong_name_is_flagged_on_the_name(context: str, question: str, answer
     (SONG, "Who co-wrote Paper Boats with a Dutch singer and painter married to Rob Haas?", "Ivo Marsh."),
     # (a "co-" verb without "with": the answer is the one the question describes)
     (SONG, "Which Dutch singer and painter co-wrote Paper Boats?", "Lena Kroft."),
+    # (nor one asking for the partner itself: written after the first rule misread a HaluEval dev question)
+    (WRITER, "Rolf Amsel co-wrote a song with which Dutch singer, songwriter and painter?", "Lena Kroft."),
     (RACE, "What real life sprinter did Dan Okoro act with in Track Nine?", "Abel Mensah."),
+    (SENATE, "The Lenz Act's sponsor, Senator Maria Lenz, was a senator from which state?", "Vermont."),
+    (SENATE, "What is the full name of Senator Maria Lenz?", "Maria Ofelia Lenz."),
+    (OPERA, "What American composer who died in 1970 sang with an opera company in Memphis?", "Aldo Brent Still."),
 ])
 def test_the_right_name_is_not_flagged(context: str, question: str, answer: str) -> None:
     assert not unsupported_facts(answer, [context], question)

@@ -140,3 +140,25 @@ EMINEM = ("Still In the Bassmint is the second EP by local American hip hop grou
 ])
 def test_a_real_right_answer_of_a_read_kind_is_not_flagged(knowledge: str, question: str, answer: str) -> None:
     assert unsupported_facts(answer, [knowledge], question) == ()
+
+
+# Evidence read since the one-name bench's tuning half (sentences written for the test, invented names):
+# a chain of names after "in" is a place and what holds it; the words between "by" and a name
+# are the name's; "He" opening the sentence after the one a name closes.
+@pytest.mark.parametrize(("text", "name", "kind"), [
+    ("Arjun Mehta (1901 in Korvali, Rasipur Desh - 1977) was a painter.", "rasipur desh", PLACE),
+    ("The depot stood in Talby, Wenmoor, Arland until 1960.", "arland", PLACE),
+    ("The comic was created in 1990 by author Petra Valko and artist Jon Reyes.", "petra valko", PERSON),
+    ("The record was produced by Oskar Brandt. He later founded a label.", "oskar brandt", PERSON),
+])
+def test_more_evidence_of_a_kind(text: str, name: str, kind: str) -> None:
+    assert _kinds(text)[frozenset(name.split())] == kind
+
+
+def test_a_place_of_a_chain_answering_who_is_flagged() -> None:
+    context = ("Arjun Mehta (1901 in Korvali, Rasipur Desh - 1977) was an Indian painter. He taught the "
+               "sculptor Lila Sen, who later ran the Rasipur Art School.")
+    answer = "It was Rasipur Desh."
+    found = unsupported_facts(answer, [context], "What person did the Indian painter Arjun Mehta teach?")
+    assert any(f.text == "Rasipur Desh" for f in found), found
+    assert not unsupported_facts("It was Lila Sen.", [context], "What person did the Indian painter Arjun Mehta teach?")

@@ -19,9 +19,10 @@ than any sentence mentioning the answer's name.
 
 A question asking for the name the hop is *not* said of ("Apart from the founder of ..., who
 ...", "which host is not married to ...", "Who co-wrote the song with the singer married to
-...", "with which other person"; not "Which lyricist co-wrote the screenplay?") turns the check
-round: the answer's name is the wrong one when the rest of the question is said of it, in a
-sentence of its own, and not of a name listed with it (:func:`excludes`).
+...", "with which other person"; not "Which lyricist co-wrote the screenplay?" nor "co-wrote a
+song with this singer", the one asked for) turns the check round: the answer's name is the wrong
+one when the rest of the question is said of it, in a sentence of its own, and not of a name
+listed with it (:func:`excludes`).
 
 What it cannot see: a second hop the context states in words other than the question's, or in a
 sentence that mentions both names; names of one kind not written as a list ("directed by A, with
@@ -69,7 +70,9 @@ _CONJUNCTION = re.compile(r"\b(?:and|or)\b|&")
 # "which host is not married to ...", "co-wrote ... with the singer ...", "which other person"): the
 # name the rest of it is said of is the wrong one.
 _EXCLUDING = re.compile(r"\b(?:apart\s+from|other\s+than|aside\s+from|besides|except|not|never|other|along\s+with|"
-                        r"together\s+with)\b|n't\b|\bco-\s*[a-z]+\s+(?:[\w'’-]+\s+){0,3}?with\b", re.IGNORECASE)
+                        r"together\s+with)\b|n't\b"
+                        r"|\bco-\s*[a-z]+\s+(?:[\w'’-]+\s+){0,3}?with\s+(?!(?:this|these|which|what|who|whom)\b)",
+                        re.IGNORECASE)
 MARGIN = 2  # question words a listed sibling's own sentence holds beyond the answer's best sentence
 
 

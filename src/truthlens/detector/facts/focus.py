@@ -96,6 +96,12 @@ _GLUED = re.compile(r"(?<=[a-z0-9I)\"”'])\.(?=[A-Z][a-z])")
 # it between commas ("George Whitesides, the chief executive,").
 _TITLE_BEFORE = re.compile(r"((?:[A-Za-z]+\.?\s+){1,3})$")
 _TITLE_AFTER = re.compile(r",\s+(?:the\s+|its\s+|a\s+|an\s+)?((?:[a-z][\w-]*\s*){1,4})(?=[,.;]|\s+(?:at|of|for)\b)")
+# What joins two names of one bearer: "Jean Stapleton (born Jeanne Murray", "..., known professionally as".
+_ALIAS_GAP = re.compile(r"\s*\((?:born|née|nee|b\.|formerly)\s+|,?\s+(?:(?:also|better|professionally|commonly|"
+                        r"formerly)\s+)?known\s+(?:professionally\s+)?as\s+[\"“]?")
+# A question asking for another name of its own subject ("What is the full name of ...", "known as what").
+_NAME_ASKED = re.compile(r"\b(?:names?|named|nickname|called|known|full|real|birth|maiden|alias|stage|pen)\b",
+                         re.IGNORECASE)
 MAX_OWN_WORDS = 1  # content words of a short answer besides its names and its question's words
 
 
@@ -129,6 +135,9 @@ class FocusIndex:
     quoted: frozenset[frozenset[str]] = frozenset()  # names written in quotes (:mod:`.works`)
     lists: tuple[frozenset[frozenset[str]], ...] = ()  # names listed together (:mod:`.bridges`)
     kinds: tuple[tuple[frozenset[str], str], ...] = ()  # a person, a place, ... (:mod:`.name_kinds`)
+    # Two names of one bearer: "Jean Stapleton (born Jeanne Murray; ...)", "Joseph Gottlieb, known
+    # professionally as Joey Bishop".
+    aliases: tuple[tuple[frozenset[str], frozenset[str]], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +155,11 @@ def focus_index(context: Sequence[str], spelled: dict[str, frozenset[str]]) -> F
     out: list[_Sentence] = []
     titled: list[tuple[frozenset[str], frozenset[str]]] = []
     lists: list[frozenset[frozenset[str]]] = []
+    aliases: list[tuple[frozenset[str], frozenset[str]]] = []
     for passage in context:
+        found = whole_names(passage, [n for n in find_names(passage, lower, skip_sentence_starts=False) if n.words])
+        aliases += [(frozenset(a.words), frozenset(b.words)) for a, b in zip(found, found[1:], strict=False)
+                    if _ALIAS_GAP.fullmatch(passage, a.end, b.start)]
         previous: tuple[frozenset[str], ...] = ()
         for start, end in _sentences(passage):
             text = passage[start:end]
@@ -178,7 +191,8 @@ def focus_index(context: Sequence[str], spelled: dict[str, frozenset[str]]) -> F
         for key, said in descriptions(passage, find_names(passage, lower, skip_sentence_starts=False)).items():
             called.setdefault(key, set()).update(said)
     return FocusIndex(tuple(out), lower, spelled, tuple(titled), tuple((k, frozenset(v)) for k, v in called.items()),
-                      work_names(context, lower), tuple(lists), tuple(name_kinds(context, lower).items()))
+                      work_names(context, lower), tuple(lists), tuple(name_kinds(context, lower).items()),
+                      tuple(aliases))
 
 
 def _sentences(passage: str) -> list[tuple[int, int]]:
@@ -227,6 +241,9 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
     if len(said - {"answer"}) > MAX_OWN_WORDS:
         return ()
     asked_words = {w for a in asked for w in a}
+    # (another name of a name of the question is the question's too: "Jean Stapleton (born Jeanne Murray")
+    asked_words |= {w for x, y in index.aliases for a in asked if len(a) > 1 for w in
+                    (y if a <= x else x if a <= y else ())}
     if CHOICE.search(question) is not None:
         # A choice ("..., Pablo Trapero or Aleksander Ford?") is answered by one of its options:
         # a name the context mentions that holds no name of the question, nor its last word
@@ -239,6 +256,11 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
     hops = frozenset(title_stems(question, index.spelled))
     bridged = tuple(_off(answer, n) for n in names if not any(_is_asked(n.words, a) for a in asked_names)
                     and bridged_elsewhere(index, frozenset(n.words), hops, asked_words, excludes(question)))
+    if not _NAME_ASKED.search(question):
+        # The question's own subject under another of its names ("Raleigh Lautenberg" for a question
+        # naming Frank Lautenberg, the context "Frank Raleigh Lautenberg"): not what it asks for.
+        bridged += tuple(_off(answer, n) for n in names if not any(_is_asked(n.words, a) for a in asked_names)
+                         and _restates(index, frozenset(n.words), asked_names) and _off(answer, n) not in bridged)
     if not focus:
         return bridged
     known = {k for s in index.sentences for k in (*s.names, *s.carried)}
@@ -282,6 +304,21 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
         if best[0] > mine[0] and best[0] >= max(1, -(-len(focus) // 2)):
             out.append(_off(answer, name))
     return tuple(out) + tuple(b for b in bridged if b not in out)
+
+
+def _restates(index: FocusIndex, words: frozenset[str], asked: Sequence[tuple[str, ...]]) -> bool:
+    """Whether the answer's name ``words`` is another name of a name of the question (``asked``, two
+    words or more): a longer name of the context is the two joined on a word they share ("Frank
+    Raleigh Lautenberg" for "Raleigh Lautenberg" and "Frank Lautenberg"), or the context gives one
+    as the other's alias."""
+    whole = [frozenset(a) for a in asked if len(a) > 1]
+    if not whole:
+        return False
+    known = {k for s in index.sentences for k in s.names}
+    # (the longer name is the two joined on a shared word, a surname: not "Texas Rangers of Major League Baseball")
+    return (any(k == words | a and words & a for k in known for a in whole)
+            or any((words <= x and any(a <= y for a in whole)) or (words <= y and any(a <= x for a in whole))
+                   for x, y in index.aliases))
 
 
 def _is_option(words: tuple[str, ...], option: tuple[str, ...]) -> bool:
