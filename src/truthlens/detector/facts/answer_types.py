@@ -12,7 +12,7 @@ writes it; :func:`descriptions` reads the same, by rule, for every name of the c
   Sheehan (born 1988) is an Irish actor");
 - an apposition after it: "Fighting Gravity, an American band,";
 - the lower-case words right before it: "the band Hole", "directed by John Carney", "poet
-  Langston Hughes", and for a list those before its first item ("starring Denzel Washington,
+  Langston Hughes", "the band The Flowers", and for a list those before its first item ("starring Denzel Washington,
   John Lithgow and Lindsay Wagner": "starring" for each; "artists such as Lee DeWyze, Katelyn
   Tarver": "artists" for each);
 - "(born ...)" after it marks a person, as does "He" or "She" opening the sentence after the one
@@ -142,6 +142,8 @@ def _starts(text: str, start: int) -> bool:
 def _before(text: str, start: int) -> set[str]:
     """Stems of the lower-case content words right before ``start`` ("the band", "directed by",
     "artists such as"), back to the first other function word ("a party in India": none)."""
+    if text[max(0, start - 4):start] == "The ":
+        start -= 4  # (a name opening on "The", which the name reader leaves out: "the band The Flowers")
     m = _BEFORE.search(text, max(0, start - 60), start)
     if m is None or m.end() != start:
         return set()

@@ -114,7 +114,10 @@ def _best(index: Index, name: frozenset[str], question: frozenset[str],
         carried = not direct and any(name & k for k in s.carried)
         if not (direct or carried):
             continue
-        if without and (any(without & k for k in s.names) or any(without & k for k in s.carried)):
+        # (names a pronoun opening the sentence may carry over do not make a sentence naming ``name``
+        # another's: "After his role on ..., Burtka gained ...")
+        named = any(k <= name or name <= k for k in s.names)  # (by its name or part of it, not a shared word)
+        if without and (any(without & k for k in s.names) or (not named and any(without & k for k in s.carried))):
             continue
         words = s.words if direct else s.carried_words
         best = max(best, len(question & (words - name)))

@@ -51,6 +51,12 @@ A question offering a choice ("Who was born first, Pablo Trapero or Aleksander F
 question's names (nor ending on an option's last word: "Colin James Hay" for "Colin Hay"), but a
 name the context mentions, is off focus too.
 
+An answer naming one of the question's own names and no other is judged by its kind alone
+("Nobel Prize" for "which 1925 Nobel Physics Prize recipient", :mod:`.name_kinds`); one naming the question's own
+subject under another of its names ("Raleigh Lautenberg" where the question names Frank
+Lautenberg and the context "Frank Raleigh Lautenberg"; "Jean Stapleton (born Jeanne Murray" for
+"Who played Jeanne Murray's cousin?") is off focus, unless the question asks for a name.
+
 Passages joined without a space ("... the name Cossbysweater.Milhouse is ...", common in
 retrieved chunks) are cut into sentences at the glued full stop.
 
@@ -276,7 +282,13 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
     for name in names:
         words = frozenset(name.words)
         if any(_is_asked(name.words, a) for a in asked_names) or {stem(w) for w in words} <= focus:
-            continue  # the question's own name, or the title itself ("It is Prime Minister.")
+            # The question's own name, or the title itself ("It is Prime Minister."): not judged by
+            # the focus, but, when it is all the answer names, by its kind ("Nobel Prize" for "which
+            # Nobel Physics Prize recipient"; not "Crown the Empire is from Dallas.", the subject restated).
+            if (len(names) == 1 and not holders and not abbreviated
+                    and misfit(index.kinds, words, question, head, asked_words - words)):
+                out.append(_off(answer, name))
+            continue
         mine = _score(index, words, focus)
         given = _score(index, words, focus, holders) or (0, 0)
         if (holders and not any(words & h for h in holders) and not names_a_holder and mine is not None
