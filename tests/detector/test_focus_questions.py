@@ -10,6 +10,8 @@ than the bench's; each wrong answer below passed the fact check before its rule)
   numeral ("... King Edward VII.Colin Vane ...");
 - an answer the context calls part of what is asked ("a fictional sprinter") where it calls
   another name all of it ("the real-life sprinter");
+- roles joined before one agent ("directed and co-written by"), and no modifiers read before a
+  verb head ("a film directed by who");
 - the question's own subject under another of its names ("Maria Ofelia Lenz" / "Maria Lenz";
   "Carol Wynn (born Carla Mertz"); a capitalised common word closing a name ("Aldo Brent Still").
 """
@@ -37,6 +39,10 @@ SITCOM = ('Edna Pike is a character on the sitcom "Harbor Lane", played by Carol
           "(Dana Shore), a neighbour. Carol Wynn (born Carla Mertz; 1920 - 2001) was an American actress.")
 OPERA = ("The Delta Opera is an opera company in Memphis. Composer Aldo Brent Still and soprano Nina Vale both sang "
          "with the company. Aldo Brent Still (May 1, 1890 - June 2, 1970) was an American composer.")
+MOVIE = ('"Glass Hour" is a song by the band Northline. The song was featured in a trailer for "Low Tide".Low Tide '
+         "is a 2016 drama film directed by and written by Ines Marr, based on a novel by author Karl Dunn.")
+HORROR = ("The Hollow is a 2012 horror film directed and co-written by Emil Roth, starring Vera Lunde and Otto Sand. "
+          "Vera Lunde (born 1960) is an actress who trained at a drama school in Oslo.")
 RACE = ("Dan Okoro is best known for portraying fictional sprinter Kid Flash in the film Track Nine, which "
         "co-stars the real-life sprinter Abel Mensah as a coach.")
 
@@ -90,6 +96,10 @@ def test_a_wrong_name_is_flagged_on_the_name(context: str, question: str, answer
     (SENATE, "The Lenz Act's sponsor, Senator Maria Lenz, was a senator from which state?", "Vermont."),
     (SENATE, "What is the full name of Senator Maria Lenz?", "Maria Ofelia Lenz."),
     (OPERA, "What American composer who died in 1970 sang with an opera company in Memphis?", "Aldo Brent Still."),
+    # roles joined before one "by" are each the name's; words before a verb head are no modifiers
+    (MOVIE, '"Glass Hour" is a song featured in a trailer for a film directed by who ?', "It was Ines Marr."),
+    (HORROR, "Who directed a 2012 horror film starring an actress who trained at a drama school in Oslo?",
+     "Emil Roth."),
 ])
 def test_the_right_name_is_not_flagged(context: str, question: str, answer: str) -> None:
     assert not unsupported_facts(answer, [context], question)

@@ -11,7 +11,8 @@ writes it; :func:`descriptions` reads the same, by rule, for every name of the c
   the first function word or punctuation: "village"), through a bracket between ("Robert
   Sheehan (born 1988) is an Irish actor");
 - an apposition after it: "Fighting Gravity, an American band,";
-- the lower-case words right before it: "the band Hole", "directed by John Carney", "poet
+- the lower-case words right before it: "the band Hole", "directed by John Carney" (and roles
+  joined before one "by": "directed and co-written by Nick Murphy"), "poet
   Langston Hughes", "the band The Flowers", and for a list those before its first item ("starring Denzel Washington,
   John Lithgow and Lindsay Wagner": "starring" for each; "artists such as Lee DeWyze, Katelyn
   Tarver": "artists" for each);
@@ -48,7 +49,8 @@ _PRONOUN_NEXT = re.compile(r"[^.!?]{0,400}?[.!?]\s*(?:He|She|His|Her)\b")
 _ENDS_BEFORE_PRONOUN = re.compile(r"\.\s*(?:He|She)\b")
 # Up to three lower-case words right before a name ("the band", "directed by", "poet"), a comma
 # or an opening quote between allowed ("Award winner, Bob Stoops"; 'the 1987 album "The Joshua Tree"').
-_BEFORE = re.compile(r"((?:\b[a-z][\w'/-]*\s+){0,2}\b[a-z][\w'/-]*)(?:,?\s+[\"“']?|\s*[\"“'])$")
+_BEFORE = re.compile(r"((?:\b[a-z][\w'/-]*\s+){0,4}\b[a-z][\w'/-]*)(?:,?\s+[\"“']?|\s*[\"“'])$")
+_BEFORE_WORDS = 3  # (five read: roles joined before one agent, "directed and co-written by", keep them all)
 # "such as", "including", "like": a list head's noun is written before these ("artists such as").
 _LIST_INTRO = frozenset({"such", "as", "including", "like", "namely", "among", "them"})
 _DETERMINERS = frozenset({"the", "a", "an"})
@@ -152,9 +154,13 @@ def _before(text: str, start: int) -> set[str]:
         words.pop()
     kept: list[str] = []
     for w in reversed(words):
+        if w in ("and", "or") and _AGENT & set(kept):
+            continue  # roles joined before the agent: "directed and co-written by", "directed by and written by"
         if w in STOP_WORDS and not (w in _AGENT or (w in _LIST_INTRO and set(kept) <= _LIST_INTRO)):
             break
         kept.append(w)
+    if not _AGENT & set(kept):
+        kept = kept[:_BEFORE_WORDS]
     # (a hyphened word is its parts, as in a description: "real-life boxer")
     return {stem(p) for w in kept if w not in STOP_WORDS and w not in _LIST_INTRO
             for part in w.split("/") for p in part.split("-") if p}

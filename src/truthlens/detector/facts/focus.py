@@ -108,6 +108,7 @@ _ALIAS_GAP = re.compile(r"\s*\((?:born|née|nee|b\.|formerly)\s+|,?\s+(?:(?:also
 # A question asking for another name of its own subject ("What is the full name of ...", "known as what").
 _NAME_ASKED = re.compile(r"\b(?:names?|named|nickname|called|known|full|real|birth|maiden|alias|stage|pen)\b",
                          re.IGNORECASE)
+_WH_NOUN = re.compile(r"\b(?:which|what)\b", re.IGNORECASE)
 MAX_OWN_WORDS = 1  # content words of a short answer besides its names and its question's words
 
 
@@ -378,12 +379,15 @@ def _mistyped(index: FocusIndex, words: frozenset[str], focus: frozenset[str], h
 
 def _modifiers(question: str, focus: frozenset[str], head: frozenset[str],
                spelled: dict[str, frozenset[str]]) -> frozenset[str]:
-    """The focus words the question writes before its head ("real life" of "What other real life
-    boxer ..."): what it says of the kind asked for, not of another name ("Who co-wrote a song
-    with an American singer": none)."""
-    for m in WORD.finditer(question):
+    """The focus words the question writes between its "which" / "what" and its head noun ("real
+    life" of "What other real life boxer ..."): what it says of the kind asked for, not of another
+    name ("Who co-wrote a song with an American singer", "a film directed by who": none)."""
+    wh = _WH_NOUN.search(question)
+    if wh is None:
+        return frozenset()
+    for m in WORD.finditer(question, wh.end(), wh.end() + 60):
         if title_stems(m.group(0), spelled) & head:
-            return frozenset(title_stems(question[:m.start()], spelled)) & focus
+            return frozenset(title_stems(question[wh.end():m.start()], spelled)) & focus
     return frozenset()
 
 
