@@ -64,8 +64,9 @@ What it cannot see: a focus the question words as the context never does ("stars
 character" over "portraying Will Traynor"), a wrong name of the same kind that shares the focus
 sentence with the right one ("directed by ..., with a screenplay by ..."), the kind of a "when"
 question, a question that hops over two facts when the right name is called nothing
-the question asks for (about half of HaluEval's one-name mix-ups stay unflagged), and answers
-longer than a short one (their clauses are aligned by :mod:`.clauses`).
+the question asks for or of a kind the context never shows (a third to two fifths of HaluEval's
+one-name mix-ups stay unflagged by the fact check), and answers longer than a short one (their
+clauses are aligned by :mod:`.clauses`).
 """
 
 from __future__ import annotations
