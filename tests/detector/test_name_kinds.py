@@ -140,3 +140,65 @@ EMINEM = ("Still In the Bassmint is the second EP by local American hip hop grou
 ])
 def test_a_real_right_answer_of_a_read_kind_is_not_flagged(knowledge: str, question: str, answer: str) -> None:
     assert unsupported_facts(answer, [knowledge], question) == ()
+
+
+# Evidence read since the one-name bench's tuning half (sentences written for the test, invented names):
+# a chain of names after "in" is a place and what holds it; the words between "by" and a name
+# are the name's; "He" opening the sentence after the one a name closes.
+@pytest.mark.parametrize(("text", "name", "kind"), [
+    ("Arjun Mehta (1901 in Korvali, Rasipur Desh - 1977) was a painter.", "rasipur desh", PLACE),
+    ("The depot stood in Talby, Wenmoor, Arland until 1960.", "arland", PLACE),
+    ("The comic was created in 1990 by author Petra Valko and artist Jon Reyes.", "petra valko", PERSON),
+    ("The record was produced by Oskar Brandt. He later founded a label.", "oskar brandt", PERSON),
+])
+def test_more_evidence_of_a_kind(text: str, name: str, kind: str) -> None:
+    assert _kinds(text)[frozenset(name.split())] == kind
+
+
+def test_a_place_of_a_chain_answering_who_is_flagged() -> None:
+    context = ("Arjun Mehta (1901 in Korvali, Rasipur Desh - 1977) was an Indian painter. He taught the "
+               "sculptor Lila Sen, who later ran the Rasipur Art School.")
+    answer = "It was Rasipur Desh."
+    found = unsupported_facts(answer, [context], "What person did the Indian painter Arjun Mehta teach?")
+    assert any(f.text == "Rasipur Desh" for f in found), found
+    assert not unsupported_facts("It was Lila Sen.", [context], "What person did the Indian painter Arjun Mehta teach?")
+
+
+def test_a_name_opening_on_the_is_called_by_the_words_before_it() -> None:
+    """'the band The Flowers': the band's name opens on "The", which the name reader leaves out
+    (written for the test, invented names)."""
+    context = ('"Iron Gate" was released in 1988, produced by Lev Orlov. He is the founder and leader of the band '
+               "The Lanterns, which sold millions of records.")
+    question = "Iron Gate was the album produced by the leader of which band?"
+    found = unsupported_facts("It was Lev Orlov.", [context], question)
+    assert any(f.text == "Lev Orlov" for f in found), found
+    assert not unsupported_facts("It was The Lanterns.", [context], question)
+
+
+_OPTICS = ("The Varga effect is a rule of optics. Anna Varga (1880 - 1950) was a Hungarian physicist who won "
+           "the Royal Optics Prize in 1921. Her student Bela Kis{} described the effect first.")
+_OPTICS_ASKED = "The Varga effect was first described by which student of a Royal Optics Prize winner?"
+
+
+@pytest.mark.parametrize("born", [
+    " (born 1910)",
+    pytest.param("", marks=pytest.mark.xfail(strict=True, reason=(
+        "known gap: the kind rule needs another name of the kind asked, not the question's; the only person "
+        "the context marks here is Anna Varga, whose name the question holds"))),
+])
+def test_the_questions_own_name_of_another_kind_than_asked_is_flagged(born: str) -> None:
+    """A person asked for, the answer a prize the question itself names (written for the test; the
+    first version of the context gave the student no mark of a person, hence the two)."""
+    context = _OPTICS.format(born)
+    found = unsupported_facts("Royal Optics Prize.", [context], _OPTICS_ASKED)
+    assert any(f.text == "Royal Optics Prize" for f in found), found
+    assert not unsupported_facts("Bela Kis.", [context], _OPTICS_ASKED)
+
+
+def test_the_questions_own_name_restated_beside_the_answer_is_not_flagged() -> None:
+    """The question's subject restated as the answer's subject, beside the place asked for (written
+    after a HaluEval dev faithful twin the first version of the rule flagged; invented names)."""
+    context = ("Paper Kites is the first release by indie band Call the Tide.Call the Tide is an American rock band "
+               "formed in 2009 in Ardmore, Oklahoma.")
+    question = "Indie band Call the Tide, whose first album was called Paper Kites, are from which Oklahoma city?"
+    assert not unsupported_facts("Call the Tide is from Ardmore.", [context], question)
