@@ -11,13 +11,11 @@ writes it; :func:`descriptions` reads the same, by rule, for every name of the c
   the first function word or punctuation: "village"), through a bracket between ("Robert
   Sheehan (born 1988) is an Irish actor");
 - an apposition after it: "Fighting Gravity, an American band,";
-- the lower-case words right before it: "the band Hole", "directed by John Carney" (and roles
-  joined before one "by": "directed and co-written by Nick Murphy"), "poet
-  Langston Hughes", "the band The Flowers", and for a list those before its first item ("starring Denzel Washington,
+- the lower-case words right before it: "the band Hole", "directed by John Carney", "poet
+  Langston Hughes", and for a list those before its first item ("starring Denzel Washington,
   John Lithgow and Lindsay Wagner": "starring" for each; "artists such as Lee DeWyze, Katelyn
   Tarver": "artists" for each);
-- "(born ...)" after it marks a person, as does "He" or "She" opening the sentence after the one
-  it opens or closes;
+- "(born ...)" after it marks a person;
 - a sentence opening on what its pronoun is ("A naval communications officer, he ...") describes
   the name the sentence before it opens on.
 
@@ -45,12 +43,9 @@ _BORN = re.compile(r"\s*\((?:[^()]*;\s*)?(?:born|née|nee|b\.)\s|\s*\([^()]*\b1\
                    re.IGNORECASE)
 # A sentence going on about a person: "He ...", "Her ..." right after the sentence that names them.
 _PRONOUN_NEXT = re.compile(r"[^.!?]{0,400}?[.!?]\s*(?:He|She|His|Her)\b")
-# A name closing its sentence, the next opening on "He" / "She": "... produced by Stas Namin. He's one of ...".
-_ENDS_BEFORE_PRONOUN = re.compile(r"\.\s*(?:He|She)\b")
 # Up to three lower-case words right before a name ("the band", "directed by", "poet"), a comma
 # or an opening quote between allowed ("Award winner, Bob Stoops"; 'the 1987 album "The Joshua Tree"').
-_BEFORE = re.compile(r"((?:\b[a-z][\w'/-]*\s+){0,4}\b[a-z][\w'/-]*)(?:,?\s+[\"“']?|\s*[\"“'])$")
-_BEFORE_WORDS = 3  # (five read: roles joined before one agent, "directed and co-written by", keep them all)
+_BEFORE = re.compile(r"((?:\b[a-z][\w'/-]*\s+){0,2}\b[a-z][\w'/-]*)(?:,?\s+[\"“']?|\s*[\"“'])$")
 # "such as", "including", "like": a list head's noun is written before these ("artists such as").
 _LIST_INTRO = frozenset({"such", "as", "including", "like", "namely", "among", "them"})
 _DETERMINERS = frozenset({"the", "a", "an"})
@@ -64,10 +59,6 @@ _SPLIT = re.compile(r"[\w'’-]+")
 
 
 _NICKNAME_GAP = re.compile(r"\s*[\"“”]\s*")
-# A capitalised word right after a name, then punctuation or a lower-case word: "... Grant Still and".
-_CALENDAR = frozenset("monday tuesday wednesday thursday friday saturday sunday january february march april may "
-                      "june july august september october november december".split())
-_LEFT_OUT = re.compile(r" ([A-Z][a-z]+)(?=[\s,;:(]+[a-z(]|[,;:)]|\s*$)")
 _POST_NOMINAL = re.compile(r",?\s*[A-Z]{2,4}\b")  # "Michael Levitt FRS", "Georg Solti, KBE"
 # A capitalised word right before a lower-case noun modifies it ("a Spanish striker", "French erotic film").
 _MODIFIES = re.compile(r"\s+[a-z][\w-]*")
@@ -75,17 +66,10 @@ _MODIFIES = re.compile(r"\s+[a-z][\w-]*")
 
 def whole_names(text: str, names: Iterable[Name]) -> list[Name]:
     """``names`` of ``text`` with a quoted nickname joined to the name around it ('John "Jack"
-    Roland Redman' is one person, not three names), letters after a name joined to it ("Michael
-    Levitt, FRS"), and a capitalised word the name reader leaves out as a common word ("Still")
-    right after a name of two words or more, inside a sentence ("Composer William Grant Still and
-    ...", "William Grant Still (May 11, 1895 ...) was")."""
+    Roland Redman' is one person, not three names) and letters after a name joined to it ("Michael
+    Levitt, FRS")."""
     out: list[Name] = []
-    names = sorted(names, key=lambda n: n.start)
-    starts = {n.start for n in names}
-    for n in names:
-        if (len(n.words) > 1 and (m := _LEFT_OUT.match(text, n.end)) and m.start(1) not in starts
-                and m.group(1) != "I" and m.group(1).lower() not in _CALENDAR):
-            n = Name(n.start, m.end(1), (*n.words, m.group(1).lower()), f"{n.phrase} {m.group(1).lower()}")
+    for n in sorted(names, key=lambda n: n.start):
         if out and (_NICKNAME_GAP.fullmatch(text, out[-1].end, n.start)
                     or _POST_NOMINAL.fullmatch(text, out[-1].end, n.end)):
             last = out.pop()
@@ -109,8 +93,7 @@ def descriptions(text: str, names: Iterable[Name]) -> dict[frozenset[str], froze
         for pattern in (_COPULA, _APPOSITION):
             if m := pattern.match(text, n.end):
                 said |= _leading_words(m.group("d"))
-        if (_BORN.match(text, n.end) or _ENDS_BEFORE_PRONOUN.match(text, n.end)
-                or (_starts(text, n.start) and _PRONOUN_NEXT.match(text, n.end))):
+        if _BORN.match(text, n.end) or (_starts(text, n.start) and _PRONOUN_NEXT.match(text, n.end)):
             said.add(PERSON)
         before = _before(text, n.start)
         # An item of a list ("starring A, B and C") shares what is written before the list's first item.
@@ -144,8 +127,6 @@ def _starts(text: str, start: int) -> bool:
 def _before(text: str, start: int) -> set[str]:
     """Stems of the lower-case content words right before ``start`` ("the band", "directed by",
     "artists such as"), back to the first other function word ("a party in India": none)."""
-    if text[max(0, start - 4):start] == "The ":
-        start -= 4  # (a name opening on "The", which the name reader leaves out: "the band The Flowers")
     m = _BEFORE.search(text, max(0, start - 60), start)
     if m is None or m.end() != start:
         return set()
@@ -154,16 +135,10 @@ def _before(text: str, start: int) -> set[str]:
         words.pop()
     kept: list[str] = []
     for w in reversed(words):
-        if w in ("and", "or") and _AGENT & set(kept):
-            continue  # roles joined before the agent: "directed and co-written by", "directed by and written by"
         if w in STOP_WORDS and not (w in _AGENT or (w in _LIST_INTRO and set(kept) <= _LIST_INTRO)):
             break
         kept.append(w)
-    if not _AGENT & set(kept):
-        kept = kept[:_BEFORE_WORDS]
-    # (a hyphened word is its parts, as in a description: "real-life boxer")
-    return {stem(p) for w in kept if w not in STOP_WORDS and w not in _LIST_INTRO
-            for part in w.split("/") for p in part.split("-") if p}
+    return {stem(p) for w in kept if w not in STOP_WORDS and w not in _LIST_INTRO for p in w.split("/") if p}
 
 
 def _leading_words(description: str) -> set[str]:

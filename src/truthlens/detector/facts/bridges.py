@@ -17,16 +17,10 @@ answer's name is the wrong one when a name listed with it (:func:`listed`: joine
 without the answer's name, in a sentence holding :data:`MARGIN` or more of the question's words
 than any sentence mentioning the answer's name.
 
-A question asking for the name the hop is *not* said of ("Apart from the founder of ..., who
-...", "which host is not married to ...", "Who co-wrote the song with the singer married to
-...", "with which other person"; not "Which lyricist co-wrote the screenplay?" nor "co-wrote a
-song with this singer", the one asked for) turns the check round: the answer's name is the wrong
-one when the rest of the question is said of it, in a sentence of its own, and not of a name
-listed with it (:func:`excludes`).
-
 What it cannot see: a second hop the context states in words other than the question's, or in a
 sentence that mentions both names; names of one kind not written as a list ("directed by A, with
-a screenplay by B").
+a screenplay by B"); a question asking for the name the second hop is not said of ("which host
+is not married to ...").
 """
 
 from __future__ import annotations
@@ -62,26 +56,19 @@ class Index(Protocol):
     @property
     def lower_words(self) -> frozenset[str]: ...
 
-# (a title of address before the next name is no break: "Harold Macmillan and Sir Alec Douglas-Home")
-_LIST_GAP = re.compile(r"\s*(?:,\s*(?:and\s+|or\s+)?|and\s+|or\s+|&\s*)"
-                       r"(?:(?:Sir|Dame|Lord|Lady|Dr|Mr|Mrs|Ms|Prof)\.?\s+)?")
+_LIST_GAP = re.compile(r"\s*(?:,\s*(?:and\s+|or\s+)?|and\s+|or\s+|&\s*)")
 _CONJUNCTION = re.compile(r"\b(?:and|or)\b|&")
 # A question asking for the name the hop is not said of ("Apart from the founder of ..., who ...",
-# "which host is not married to ...", "co-wrote ... with the singer ...", "which other person"): the
-# name the rest of it is said of is the wrong one.
-_EXCLUDING = re.compile(r"\b(?:apart\s+from|other\s+than|aside\s+from|besides|except|not|never|other|along\s+with|"
-                        r"together\s+with)\b|n't\b"
-                        r"|\bco-\s*[a-z]+\s+(?:[\w'’-]+\s+){0,3}?with\s+(?!(?:this|these|which|what|who|whom)\b)",
-                        re.IGNORECASE)
+# "which host is not married to ..."): the sibling the rest of it is said of is the wrong one.
+_EXCLUDING = re.compile(r"\b(?:apart\s+from|other\s+than|aside\s+from|besides|except|not|never)\b|n't\b", re.IGNORECASE)
 MARGIN = 2  # question words a listed sibling's own sentence holds beyond the answer's best sentence
 
 
 def listed(text: str, names: Sequence[Name]) -> list[frozenset[frozenset[str]]]:
     """The lists of ``text``'s names (``names`` in order): runs of two or more joined by nothing but
-    commas, "and", "or" and a title of address ("starred Jason Robards, Brenda Fricker and Meg
-    Tilly", "Harold Macmillan and Sir Alec Douglas-Home"), with "and", "or" or "&" among the joins
-    (names joined by commas alone are a place and what holds it, or a name and its apposition:
-    "Ithaca, New York, United States")."""
+    commas, "and", "or" ("starred Jason Robards, Brenda Fricker and Meg Tilly"), with "and", "or"
+    or "&" among the joins (names joined by commas alone are a place and what holds it, or a
+    name and its apposition: "Ithaca, New York, United States")."""
     out: list[frozenset[frozenset[str]]] = []
     run: list[frozenset[str]] = []
     joined = False
@@ -114,10 +101,7 @@ def _best(index: Index, name: frozenset[str], question: frozenset[str],
         carried = not direct and any(name & k for k in s.carried)
         if not (direct or carried):
             continue
-        # (names a pronoun opening the sentence may carry over do not make a sentence naming ``name``
-        # another's: "After his role on ..., Burtka gained ...")
-        named = any(k <= name or name <= k for k in s.names)  # (by its name or part of it, not a shared word)
-        if without and (any(without & k for k in s.names) or (not named and any(without & k for k in s.carried))):
+        if without and (any(without & k for k in s.names) or any(without & k for k in s.carried)):
             continue
         words = s.words if direct else s.carried_words
         best = max(best, len(question & (words - name)))
@@ -127,24 +111,17 @@ def _best(index: Index, name: frozenset[str], question: frozenset[str],
 def bridged_elsewhere(index: Index, name: frozenset[str], question: frozenset[str],
                       asked: set[str], excluding: bool = False) -> bool:
     """Whether a name listed with ``name`` has a sentence of its own holding :data:`MARGIN` more of
-    the ``question``'s words (stems) than any sentence of ``name`` (the module note); for a question
-    ``excluding`` what the hop says (:func:`excludes`), whether ``name`` has such a sentence against
-    a name listed with it."""
-    if not question or _best(index, name, question) < 0:
+    the ``question``'s words (stems) than any sentence of ``name`` (the module note); never for a
+    question ``excluding`` what the hop says (:func:`excludes`)."""
+    if not question or excluding:
+        return False
+    mine = _best(index, name, question)
+    if mine < 0:
         return False
     siblings = {k for group in index.lists if any(name & n for n in group) for k in group
                 if not k & name and not k & asked and not k <= index.lower_words}
-    if excluding:
-        return any(_said_of(index, name, k, question) for k in siblings)
-    return any(_said_of(index, k, name, question) for k in siblings)
-
-
-def _said_of(index: Index, one: frozenset[str], other: frozenset[str], question: frozenset[str]) -> bool:
-    """Whether the rest of the question is said of ``one`` rather than of ``other`` (listed with it):
-    a sentence of ``one``'s own, without ``other``, holds :data:`MARGIN` more of its words than any
-    sentence of ``other``, or more of those the two names' shared sentence leaves unsaid."""
-    return (_best(index, one, question, other) >= _best(index, other, question) + MARGIN
-            or _second_hop(index, other, one, question))
+    return any(_best(index, k, question, name) >= mine + MARGIN or _second_hop(index, name, k, question)
+               for k in siblings)
 
 
 def _second_hop(index: Index, name: frozenset[str], sibling: frozenset[str], question: frozenset[str]) -> bool:

@@ -34,9 +34,7 @@ something else, while it calls another name, not the question's, what is asked, 
 (when the context says nothing of the answer's name but its own words, only if at most two
 other names are called so); an answer's name the context calls what is asked is never off focus
 by the sentence scores of step 4 ("directed by Chris Columbus" beside a sentence restating the
-question), unless it calls another name more of what is asked ("fictional boxer Union Cane",
-"real-life boxer Tommy Morrison": "which real life boxer"). A title the question abbreviates
-("Who is the CFO?") is judged by its holders alone.
+question). A title the question abbreviates ("Who is the CFO?") is judged by its holders alone.
 
 A question asking for a work ("which movie", "what television show") is answered by a name the
 context writes alone in quotes or calls a work (:mod:`.works`): one it does neither of, while it
@@ -51,12 +49,6 @@ A question offering a choice ("Who was born first, Pablo Trapero or Aleksander F
 question's names (nor ending on an option's last word: "Colin James Hay" for "Colin Hay"), but a
 name the context mentions, is off focus too.
 
-An answer naming one of the question's own names and no other is judged by its kind alone
-("Nobel Prize" for "which 1925 Nobel Physics Prize recipient", :mod:`.name_kinds`); one naming the question's own
-subject under another of its names ("Raleigh Lautenberg" where the question names Frank
-Lautenberg and the context "Frank Raleigh Lautenberg"; "Jean Stapleton (born Jeanne Murray" for
-"Who played Jeanne Murray's cousin?") is off focus, unless the question asks for a name.
-
 Passages joined without a space ("... the name Cossbysweater.Milhouse is ...", common in
 retrieved chunks) are cut into sentences at the glued full stop.
 
@@ -64,9 +56,8 @@ What it cannot see: a focus the question words as the context never does ("stars
 character" over "portraying Will Traynor"), a wrong name of the same kind that shares the focus
 sentence with the right one ("directed by ..., with a screenplay by ..."), the kind of a "when"
 question, a question that hops over two facts when the right name is called nothing
-the question asks for or of a kind the context never shows (a third to two fifths of HaluEval's
-one-name mix-ups stay unflagged by the fact check), and answers longer than a short one (their
-clauses are aligned by :mod:`.clauses`).
+the question asks for (about half of HaluEval's one-name mix-ups stay unflagged), and answers
+longer than a short one (their clauses are aligned by :mod:`.clauses`).
 """
 
 from __future__ import annotations
@@ -84,7 +75,6 @@ from truthlens.detector.facts.questions import (
     SECOND_ASK,
     TITLE_STEMS,
     TITLES,
-    expanded,
     question_focus,
     question_head,
     title_stems,
@@ -97,19 +87,11 @@ from truthlens.detector.text import STOP_WORDS, WORD, clauses, content_words, se
 _PRONOUN_START = re.compile(r"^(?:[\w'’-]+,?\s+){0,5}?(?:he|she|it|they|his|her|its|their|this|the\s+(?:company|firm|"
                             r"club|band|group|film|team|city|town|school|university|song|album|novel|show|series))\b",
                             re.IGNORECASE)
-# (after a lower-case word, a bracket, a quote, a number or a king's numeral: "Queen Elizabeth II.Maurice")
-_GLUED = re.compile(r"(?<=[a-z0-9I)\"”'])\.(?=[A-Z][a-z])")
+_GLUED = re.compile(r"(?<=[a-z)\"”'])\.(?=[A-Z][a-z])")
 # The words of a title written right before a name (up to three, no punctuation between), or after
 # it between commas ("George Whitesides, the chief executive,").
 _TITLE_BEFORE = re.compile(r"((?:[A-Za-z]+\.?\s+){1,3})$")
 _TITLE_AFTER = re.compile(r",\s+(?:the\s+|its\s+|a\s+|an\s+)?((?:[a-z][\w-]*\s*){1,4})(?=[,.;]|\s+(?:at|of|for)\b)")
-# What joins two names of one bearer: "Jean Stapleton (born Jeanne Murray", "..., known professionally as".
-_ALIAS_GAP = re.compile(r"\s*\((?:born|née|nee|b\.|formerly)\s+|,?\s+(?:(?:also|better|professionally|commonly|"
-                        r"formerly)\s+)?known\s+(?:professionally\s+)?as\s+[\"“]?")
-# A question asking for another name of its own subject ("What is the full name of ...", "known as what").
-_NAME_ASKED = re.compile(r"\b(?:names?|named|nickname|called|known|full|real|birth|maiden|alias|stage|pen)\b",
-                         re.IGNORECASE)
-_WH_NOUN = re.compile(r"\b(?:which|what)\b", re.IGNORECASE)
 MAX_OWN_WORDS = 1  # content words of a short answer besides its names and its question's words
 
 
@@ -143,9 +125,6 @@ class FocusIndex:
     quoted: frozenset[frozenset[str]] = frozenset()  # names written in quotes (:mod:`.works`)
     lists: tuple[frozenset[frozenset[str]], ...] = ()  # names listed together (:mod:`.bridges`)
     kinds: tuple[tuple[frozenset[str], str], ...] = ()  # a person, a place, ... (:mod:`.name_kinds`)
-    # Two names of one bearer: "Jean Stapleton (born Jeanne Murray; ...)", "Joseph Gottlieb, known
-    # professionally as Joey Bishop".
-    aliases: tuple[tuple[frozenset[str], frozenset[str]], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,11 +142,7 @@ def focus_index(context: Sequence[str], spelled: dict[str, frozenset[str]]) -> F
     out: list[_Sentence] = []
     titled: list[tuple[frozenset[str], frozenset[str]]] = []
     lists: list[frozenset[frozenset[str]]] = []
-    aliases: list[tuple[frozenset[str], frozenset[str]]] = []
     for passage in context:
-        found = whole_names(passage, [n for n in find_names(passage, lower, skip_sentence_starts=False) if n.words])
-        aliases += [(frozenset(a.words), frozenset(b.words)) for a, b in zip(found, found[1:], strict=False)
-                    if _ALIAS_GAP.fullmatch(passage, a.end, b.start)]
         previous: tuple[frozenset[str], ...] = ()
         for start, end in _sentences(passage):
             text = passage[start:end]
@@ -199,8 +174,7 @@ def focus_index(context: Sequence[str], spelled: dict[str, frozenset[str]]) -> F
         for key, said in descriptions(passage, find_names(passage, lower, skip_sentence_starts=False)).items():
             called.setdefault(key, set()).update(said)
     return FocusIndex(tuple(out), lower, spelled, tuple(titled), tuple((k, frozenset(v)) for k, v in called.items()),
-                      work_names(context, lower), tuple(lists), tuple(name_kinds(context, lower).items()),
-                      tuple(aliases))
+                      work_names(context, lower), tuple(lists), tuple(name_kinds(context, lower).items()))
 
 
 def _sentences(passage: str) -> list[tuple[int, int]]:
@@ -233,7 +207,6 @@ def _score(index: FocusIndex, words: frozenset[str], focus: frozenset[str],
 
 def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffFocus, ...]:
     """Names of the short ``answer`` that the context ties to another role than ``question``'s focus."""
-    question = expanded(question)
     if not question or not index.sentences or SECOND_ASK.search(question):
         return ()  # (two questions in one: a short answer may answer either, so neither focus judges it)
     lower = index.lower_words | lower_case_words(answer)
@@ -249,9 +222,6 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
     if len(said - {"answer"}) > MAX_OWN_WORDS:
         return ()
     asked_words = {w for a in asked for w in a}
-    # (another name of a name of the question is the question's too: "Jean Stapleton (born Jeanne Murray")
-    asked_words |= {w for x, y in index.aliases for a in asked if len(a) > 1 for w in
-                    (y if a <= x else x if a <= y else ())}
     if CHOICE.search(question) is not None:
         # A choice ("..., Pablo Trapero or Aleksander Ford?") is answered by one of its options:
         # a name the context mentions that holds no name of the question, nor its last word
@@ -264,11 +234,6 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
     hops = frozenset(title_stems(question, index.spelled))
     bridged = tuple(_off(answer, n) for n in names if not any(_is_asked(n.words, a) for a in asked_names)
                     and bridged_elsewhere(index, frozenset(n.words), hops, asked_words, excludes(question)))
-    if not _NAME_ASKED.search(question):
-        # The question's own subject under another of its names ("Raleigh Lautenberg" for a question
-        # naming Frank Lautenberg, the context "Frank Raleigh Lautenberg"): not what it asks for.
-        bridged += tuple(_off(answer, n) for n in names if not any(_is_asked(n.words, a) for a in asked_names)
-                         and _restates(index, frozenset(n.words), asked_names) and _off(answer, n) not in bridged)
     if not focus:
         return bridged
     known = {k for s in index.sentences for k in (*s.names, *s.carried)}
@@ -284,13 +249,7 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
     for name in names:
         words = frozenset(name.words)
         if any(_is_asked(name.words, a) for a in asked_names) or {stem(w) for w in words} <= focus:
-            # The question's own name, or the title itself ("It is Prime Minister."): not judged by
-            # the focus, but, when it is all the answer names, by its kind ("Nobel Prize" for "which
-            # Nobel Physics Prize recipient"; not "Crown the Empire is from Dallas.", the subject restated).
-            if (len(names) == 1 and not holders and not abbreviated
-                    and misfit(index.kinds, words, question, head, asked_words - words)):
-                out.append(_off(answer, name))
-            continue
+            continue  # the question's own name, or the title itself ("It is Prime Minister.")
         mine = _score(index, words, focus)
         given = _score(index, words, focus, holders) or (0, 0)
         if (holders and not any(words & h for h in holders) and not names_a_holder and mine is not None
@@ -307,10 +266,6 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
                                            or misfit(index.kinds, words, question, head, asked_words)):
             out.append(_off(answer, name))
             continue
-        if typed and mine is not None and _outcalled(index, words, _modifiers(question, focus, head, index.spelled),
-                                                     head, asked_words):
-            out.append(_off(answer, name))
-            continue
         if mine is None or mine[1] >= len(focus) or (typed and _called(index, words)[0] & _roots(focus)):
             continue  # (what the context calls it is what is asked: "directed by Chris Columbus")
         others = [_score(index, k, focus) or (0, 0) for k in known if not k & words and not k & asked_words]
@@ -318,21 +273,6 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
         if best[0] > mine[0] and best[0] >= max(1, -(-len(focus) // 2)):
             out.append(_off(answer, name))
     return tuple(out) + tuple(b for b in bridged if b not in out)
-
-
-def _restates(index: FocusIndex, words: frozenset[str], asked: Sequence[tuple[str, ...]]) -> bool:
-    """Whether the answer's name ``words`` is another name of a name of the question (``asked``, two
-    words or more): a longer name of the context is the two joined on a word they share ("Frank
-    Raleigh Lautenberg" for "Raleigh Lautenberg" and "Frank Lautenberg"), or the context gives one
-    as the other's alias."""
-    whole = [frozenset(a) for a in asked if len(a) > 1]
-    if not whole:
-        return False
-    known = {k for s in index.sentences for k in s.names}
-    # (the longer name is the two joined on a shared word, a surname: not "Texas Rangers of Major League Baseball")
-    return (any(k == words | a and words & a for k in known for a in whole)
-            or any((words <= x and any(a <= y for a in whole)) or (words <= y and any(a <= x for a in whole))
-                   for x, y in index.aliases))
 
 
 def _is_option(words: tuple[str, ...], option: tuple[str, ...]) -> bool:
@@ -376,34 +316,6 @@ def _mistyped(index: FocusIndex, words: frozenset[str], focus: frozenset[str], h
         return False
     own = _score(index, words, focus) or (0, 0)
     return any((_score(index, k, focus) or (0, 0))[0] >= own[0] for k in theirs)
-
-
-def _modifiers(question: str, focus: frozenset[str], head: frozenset[str],
-               spelled: dict[str, frozenset[str]]) -> frozenset[str]:
-    """The focus words the question writes between its "which" / "what" and its head noun ("real
-    life" of "What other real life boxer ..."): what it says of the kind asked for, not of another
-    name ("Who co-wrote a song with an American singer", "a film directed by who": none)."""
-    wh = _WH_NOUN.search(question)
-    if wh is None:
-        return frozenset()
-    for m in WORD.finditer(question, wh.end(), wh.end() + 60):
-        if title_stems(m.group(0), spelled) & head:
-            return frozenset(title_stems(question[wh.end():m.start()], spelled)) & focus
-    return frozenset()
-
-
-def _outcalled(index: FocusIndex, words: frozenset[str], modifiers: frozenset[str], head: frozenset[str],
-               asked: set[str]) -> bool:
-    """Whether the context calls the name ``words`` what is asked (the question's ``head``: "fictional
-    boxer") and another name, not the question's, the same with more of the question's
-    ``modifiers`` of it ("real-life boxer" for "which real life boxer")."""
-    roots, heads = _roots(modifiers), _roots(head)
-    mine = _called(index, words)[0]
-    if not roots or not mine & heads:
-        return False
-    return any(len(theirs & roots) > len(mine & roots) for k, _ in index.called
-               if not k & words and not k & asked and not k <= index.lower_words
-               and (theirs := _called(index, k)[0]) & heads)
 
 
 def _off(answer: str, name: Name) -> OffFocus:

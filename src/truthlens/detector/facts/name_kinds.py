@@ -13,9 +13,7 @@ rule, and keeps a kind only where the evidence is one-sided:
   context calls it ("an American rapper"), a title of
   address right before it ("Dr", "President"), a verb of speech or of a life right after it
   ("said", "was born", "died"), "who" after it between commas, or its family ("X's wife");
-- a place: "born / located / based / headquartered in X", "near X", "the city / state of X",
-  and each name of a chain joined by commas after "in", "at", "from", "near" ("in Shoratgarh,
-  Uttar Pradesh");
+- a place: "born / located / based / headquartered in X", "near X", "the city / state of X";
 - a work: the context writes it alone in quotes (:mod:`.works`).
 
 Two kinds read for one name leave it unknown. :func:`misfit` says whether a short answer's name
@@ -76,8 +74,6 @@ _PERSON_AFTER = re.compile(r"(?:'s|’s)\s+(?:" + _FAMILY.replace(" ", "|") + r"
 _PLACE_BEFORE = re.compile(r"\b(?:(?:born|located|based|situated|headquartered|headquarted|raised|lives|lived)\s+in|"
                            r"near|(?:city|town|village|state|province|county|region|island)\s+of)\s+(?:the\s+)?$",
                            re.IGNORECASE)
-_CHAIN_START = re.compile(r"\b(?:in|at|from|near)\s+(?:the\s+)?$")
-_CHAIN_GAP = re.compile(r",\s+(?:the\s+)?")
 _AGENT = re.compile(r"\bby\s+(?:[a-z][\w-]*\s+){0,2}$")  # ("by physicists Alan Sokal")
 _VERB_BEFORE = re.compile(r"\b([a-z]+(?:er|or)s)\s+(?:the\s+)?$")
 _OF = re.compile(r"\b([A-Z][a-z]+)\s+of\s")
@@ -117,11 +113,8 @@ def name_kinds(passages: Sequence[str], lower_words: frozenset[str]) -> dict[fro
                 kinds |= {_KIND_OF[w] for w in (stem(n.words[-1]), of) if w in _KIND_OF and w not in _ASKED_ONLY}
                 kinds |= {PERSON} if of.endswith(_DOER[:4]) and len(of) > 4 and of not in _KIND_OF else set()
             # (what is written before "by" is the deed's object, not the name: "a film directed by X")
-            # (the words between "by" and the name are the name's: "created by author Neil Gaiman")
             agent = _AGENT.search(passage, max(0, n.start - 40), n.start)
-            # ("(born ...)" and a "He" after it still say a person)
-            said = ({stem(w) for w in agent.group(0).split()[1:]} | (called.get(key, frozenset()) & {PERSON})
-                    if agent else {w.lstrip("=") for w in called.get(key, ())})
+            said = set() if agent else {w.lstrip("=") for w in called.get(key, ())}
             # (a noun before the name that another word follows is no description of it: "the film
             # stars Patricia Neal, Cloris Leachman")
             window = passage[max(0, n.start - 40):n.start].lower()
@@ -140,16 +133,6 @@ def name_kinds(passages: Sequence[str], lower_words: frozenset[str]) -> dict[fro
                 kinds.add(PERSON)
             if _PLACE_BEFORE.search(passage, max(0, n.start - 40), n.start):
                 kinds.add(PLACE)
-        # A chain of names after "in", "at", "from" or "near", joined by commas alone, is a place and
-        # what holds it: "in Shoratgarh, Uttar Pradesh", "in Biloxi, Mississippi, United States".
-        chain = False
-        for before, n in zip(found, found[1:], strict=False):
-            joined = _CHAIN_GAP.fullmatch(passage, before.end, n.start) is not None
-            if joined and (chain or _CHAIN_START.search(passage, max(0, before.start - 10), before.start)):
-                seen[frozenset(before.words)].add(PLACE)
-                seen[frozenset(n.words)].add(PLACE)
-            chain = joined and (chain or _CHAIN_START.search(passage, max(0, before.start - 10), before.start)
-                                is not None)
     return {k: _one(v) or "" for k, v in seen.items()}
 
 

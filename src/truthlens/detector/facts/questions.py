@@ -10,9 +10,6 @@ reads the kind of thing the head asks for.
 1. the focus is read from the question's shape: the words after "who is the" / "which" /
    "what" (up to a stop word, at most :data:`FOCUS_WORDS`), the verb phrase after "who" ("Who
    directed"), or the words before a closing "by whom?" / "where?";
-   "who's" and "what's" read as "who is", "what is" ("Who's the husband of ...?"); a "who" or
-   "what" standing where the name asked for goes ("Kim Coco Iwamoto appointed who as the seventh
-   governor?") asks for the role after its "as" ("seventh governor");
 2. titles and their abbreviations are one: "CEO" = "chief executive", "Dr" = "doctor", "VP" =
    "vice president", and any run of words whose initials the context uses ("NCPO") (table
    :data:`TITLES`; the context's initials are passed in as ``spelled``).
@@ -46,10 +43,6 @@ _WHO_IS = re.compile(r"^\s*(?:who|what|which)\s+(?:is|was|are|were|has\s+been|ha
 _WHICH = re.compile(r"\b(?:which|what)\s+(?:of\s+the\s+|one\s+of\s+the\s+)?(?P<focus>[^?]+)", re.IGNORECASE)
 # A second question joined on ("Who designed it and where is it?"; ", who" is as often a relative clause).
 SECOND_ASK = re.compile(r"\b(?:and|or)\s+(?:who|whom|what|where|when|how)\b", re.IGNORECASE)
-# A wh-word where the name asked for stands, a role after it: "... appointed who as the seventh governor".
-_IN_SITU = re.compile(r"\b(?:who|whom|what)\s+as\s+(?:the\s+|a\s+|an\s+|its\s+|their\s+)?(?P<focus>[^?,]+)",
-                      re.IGNORECASE)
-_CONTRACTED = re.compile(r"\b(who|what|where|which)['’]s\b", re.IGNORECASE)
 _WHO_VERB = re.compile(r"^\s*who\s+(?P<focus>[^?]+)", re.IGNORECASE)
 _BY_WHOM = re.compile(r"(?P<focus>[^?]+?)\s+(?:by\s+whom|by\s+who|where|when)\s*\??\s*$", re.IGNORECASE)
 # A choice closing the question: "..., Pablo Trapero or Aleksander Ford?" (the last option names something).
@@ -58,13 +51,7 @@ CHOICE = re.compile(r"\bor\s+(?P<b>(?:the\s+)?[A-Z\"“'][^?]{0,80}?)\s*\?\s*$"
                     r"|^\s*(?:[Bb]etween|[Oo]f)\s+[^,?]*?[A-Z][^,?]*\s+and\s+(?:the\s+)?[A-Z\"“'][^,?]*,\s*(?:[Ww]hich|[Ww]ho|[Ww]hat)\b")
 _DETERMINERS = frozenset("the a an his her its their this these that those".split())
 FOCUS_WORDS = 4
-# (and the "co" of "co- starred", written apart)
-SKIP = STOP_WORDS | {"name", "called", "known", "person", "people", "one", "did", "does", "do", "co"}
-
-
-def expanded(question: str) -> str:
-    """``question`` with "who's" / "what's" written out ("Who's the husband ...": "Who is the husband ...")."""
-    return _CONTRACTED.sub(lambda m: m.group(1) + " is", question)
+SKIP = STOP_WORDS | {"name", "called", "known", "person", "people", "one", "did", "does", "do"}
 
 
 def title_stems(text: str, spelled: dict[str, frozenset[str]]) -> set[str]:
@@ -126,9 +113,9 @@ def question_head(question: str, spelled: dict[str, frozenset[str]]) -> frozense
 
 def _asked(question: str) -> tuple[re.Pattern[str] | None, list[str]]:
     """The question shape read (step 1) and the words it asks for, in order."""
-    q = expanded(question.strip())
+    q = question.strip()
     # ("Who directed the film which ...": the "which" opens a relative clause, the verb is asked)
-    for pattern in (_IN_SITU, _WHO_IS, _BY_WHOM, _WHO_VERB, _WHICH):
+    for pattern in (_WHO_IS, _BY_WHOM, _WHO_VERB, _WHICH):
         m = pattern.search(q)
         if m is None:
             continue
@@ -143,7 +130,7 @@ def _asked(question: str) -> tuple[re.Pattern[str] | None, list[str]]:
             if any(a <= word.start() < b for a, b in inside):
                 continue
             if w.lower() in SKIP or w.lower() in ("who", "whom", "what", "which", "where", "when"):
-                if picked and pattern in (_IN_SITU, _WHO_IS, _WHICH):
+                if picked and pattern in (_WHO_IS, _WHICH):
                     break  # (the noun phrase asked for ends; a verb phrase goes on: "stayed in lunar orbit")
                 continue
             picked.append(w)
