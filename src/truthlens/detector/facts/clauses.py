@@ -299,9 +299,10 @@ def _moved(mine: _Clause, said: frozenset[str], terms: list[_Term], index: Conte
     own = [t for t in terms if t in mine.terms]
     # Its terms together in one clause that says what it says: supported as a whole. What it says
     # is more than its names' own words ("Champions League" shares "champion" and "league" with
-    # every clause naming it): the clause must share one of its other words too.
+    # every clause naming it, "United Kingdom" "unit"): two of its other words must be there too.
     told = said - {stem(w) for t in terms if t.kind == "name" for w in t.key}
-    together = any(n >= fits and (told & c.words or not told) and all(_holds_apart(terms, c.terms, t) for t in terms)
+    together = any(n >= fits and len(told & c.words) >= min(MIN_SHARED, len(told))
+                   and all(_holds_apart(terms, c.terms, t) for t in terms)
                    for c, n in zip(index.clauses, shares, strict=True))
     if own and not together:
         # Two context clauses may say it as well ("Lake Michigan is 406 m deep" against "Lake
