@@ -17,6 +17,7 @@ import pytest
 
 from truthlens.detector.facts import unsupported_facts
 from truthlens.detector.facts.clauses import moved_terms
+from truthlens.detector.facts.names import find_names, place
 
 ROCKETS = ["Engineers tested the Falcon Heavy at the launch pad beside Lake Falcon before dawn. "
            "The Super Heavy flew for the first time in March."]
@@ -78,3 +79,28 @@ def test_a_name_given_to_its_sibling_is_flagged_on_the_name(
 ])
 def test_the_names_in_their_own_clauses_are_not_flagged(answer: str, context: list[str]) -> None:
     assert unsupported_facts(answer, context) == ()
+
+
+# The readings the rule stands on (written with the rule, on sentences of our own).
+
+@pytest.mark.parametrize(("text", "with_tails", "without"), [
+    ("The club was promoted to League One.", [("league", "one")], [("league",)]),
+    ("A vigil is held on Holy Saturday.", [("holy", "saturday")], [("holy",)]),
+    ("James May presented the show.", [("james", "may")], [("james",)]),
+    ("Theresa May's government fell.", [("theresa", "may")], [("theresa", "may")]),
+    ("He won Sunday's Bahrain Grand Prix.", [("bahrain", "grand", "prix")], [("bahrain", "grand", "prix")]),
+    ("The league met on Monday.", [], []),
+])
+def test_a_weekday_month_or_number_word_after_a_name_ends_it_when_asked(
+    text: str, with_tails: list[tuple[str, ...]], without: list[tuple[str, ...]]
+) -> None:
+    assert [n.words for n in find_names(text, frozenset(), skip_sentence_starts=True, tails=True)] == with_tails
+    assert [n.words for n in find_names(text, frozenset(), skip_sentence_starts=True)] == without
+
+
+def test_the_names_own_possessive_is_passed_over_only_when_asked() -> None:
+    text = "Charges were reviewed at the County Attorney's office."
+    start = text.index("County")
+    end = start + len("County Attorney")
+    assert place(text, start, end, past_possessive=True) == ("review", "offic")
+    assert place(text, start, end) == ("review", "")
