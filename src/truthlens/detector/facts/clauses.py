@@ -11,11 +11,12 @@ the same, by rule:
 2. the key terms of an answer clause are its names (``Lake Superior``), numbers (``12``) and
    years (``1998``); what it says of them is its other content words (stemmed, no stop words);
 3. a clause whose key terms all occur together in one context clause that fits it (step 4's
-   share) is supported as a whole; each name of the context clause stands for one of the
-   answer's, so a surname ("Mr Scott") is not stated by the full name ("Walter Scott") that the
-   answer clause gives as well;
+   share, and a word besides its names' own) is supported as a whole;
 4. else the context clause that shares most of what it says (at least two words and half of
-   them; one clause, or each of those that tie) is the clause it restates; a term of the answer
+   them; of clauses that tie, the one holding most of its terms' words, or each of them when
+   each term is in one) is the clause it restates. Each name of that clause stands for one of
+   the answer's, one to one (:func:`_paired`: a sibling sharing a word is another name, a name
+   the clause gives twice is not given by the answer's one); a term of the answer
    that this clause lacks, while it holds another term of the same kind the answer lacks
    (another name, number or year) in the same place (the same content word before or after it,
    :func:`.names.place`, or a number counting the same thing: "300 offices" for "12 offices"),
@@ -80,6 +81,7 @@ for _pair in _OPPOSITE_PAIRS.split():
 _WORD = re.compile(r"[^\W\d_]+")
 _ACRONYM = re.compile(r"\b[A-Z]{2,5}\b")
 _SLOT_WORD = re.compile(r"[\w'’]+")
+_POSSESSIVE = re.compile(r"['’]s\s+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +134,7 @@ class ContextClauses:
 def _terms(text: str, start: int, end: int, lower: frozenset[str], *, skip_starts: bool) -> list[_Term]:
     part = text[start:end]
     out = [_Term("name", frozenset(n.words), start + n.start, start + n.end)
-           for n in find_names(part, lower, skip_sentence_starts=skip_starts) if n.words]
+           for n in find_names(part, lower, skip_sentence_starts=skip_starts, tails=True) if n.words]
     for m in _NUMBER.finditer(part):
         digits = m.group(0).replace(",", "")
         kind = "year" if _YEAR.fullmatch(digits) else "number"
@@ -193,11 +195,16 @@ def _same_counted(a: _Term, b: _Term) -> bool:
     return not (a.counts and b.counts) or a.counts == b.counts
 
 
-def _lacks(answer_terms: Sequence[_Term], answer_words: frozenset[str], theirs: _Term) -> bool:
-    """Whether the answer clause lacks the context term ``theirs`` (a name: some word of it)."""
-    if theirs.kind == "name":
-        return not theirs.key <= answer_words
-    return not any(t.key == theirs.key for t in answer_terms)
+def _lacks_name(theirs: _Term, term: _Term, given: set[_Term], loose: frozenset[str],
+                written: frozenset[str]) -> bool:
+    """Whether the answer clause lacks the context clause's name ``theirs`` where its ``term`` may
+    stand: no answer name stands for it (:func:`_paired`), the answer does not write its words
+    outside its names, nor all of them at all unless ``term`` is its sibling (sharing a word:
+    "Turin Shroud" for "Holy Shroud" beside "Turin's cathedral"; "Russian capital ..., Russian
+    aide" repeated, the one "Russian" of "Moscow ..., Russian aide" gives both)."""
+    if theirs in given or theirs.key <= loose:
+        return False
+    return not theirs.key <= written or bool(theirs.key & term.key)
 
 
 def _written_otherwise(mine: _Clause, term: str, theirs: str) -> bool:
@@ -278,11 +285,24 @@ def _moved(mine: _Clause, said: frozenset[str], terms: list[_Term], index: Conte
     if best < fits:
         return []
     aligned = [c for c, n in zip(index.clauses, shares, strict=True) if n == best]
+    if len(aligned) > 1 and not by_terms and not all(any(_holds(c.terms, t) for c in aligned) for t in terms):
+        # Clauses that say as much: the one it restates also has most of its terms' words
+        # ("at Incheon Airport in Japan" restates "at Hiroshima Airport in Japan", not "in Japan";
+        # "Lake Michigan is 406 m deep" ties "Lake Superior is 406 m" and "Lake Michigan is 281 m").
+        # Not where each of its terms is in one of them: a clause merging two ("near the airport,
+        # 5 miles from the campus") is judged on both, as is one tied on its terms alone.
+        named = {w for t in terms for w in t.key}
+        near = [len(named & {w for t in c.terms for w in t.key}) for c in aligned]
+        aligned = [c for c, n in zip(aligned, near, strict=True) if n == max(near)]
     fit = min(1.0, len(said & aligned[0].words) / len(said))
     out: list[Moved] = []
     own = [t for t in terms if t in mine.terms]
-    # Its terms together in one clause that says what it says: supported as a whole.
-    together = any(n >= fits and all(_holds_apart(terms, c.terms, t) for t in terms)
+    # Its terms together in one clause that says what it says: supported as a whole. What it says
+    # is more than its names' own words ("Champions League" shares "champion" and "league" with
+    # every clause naming it, "United Kingdom" "unit"): two of its other words must be there too.
+    told = said - {stem(w) for t in terms if t.kind == "name" for w in t.key}
+    together = any(n >= fits and len(told & c.words) >= min(MIN_SHARED, len(told))
+                   and all(_holds_apart(terms, c.terms, t) for t in terms)
                    for c, n in zip(index.clauses, shares, strict=True))
     if own and not together:
         # Two context clauses may say it as well ("Lake Michigan is 406 m deep" against "Lake
@@ -320,24 +340,35 @@ def _moved_in(mine: _Clause, terms: list[_Term], theirs: _Clause, index: Context
               fit: float) -> list[Moved]:
     """The terms of ``mine`` that ``theirs`` (the clause it restates) lacks, each where ``theirs``
     has another term of its kind that the answer lacks and another context clause states it."""
-    answer_words = frozenset(w for t in terms if t.kind == "name" for w in t.key) | mine.plain
     # A short clause ("The CFO is John Park.", "John Park.") is all slot: its term stands for the
     # one the aligned clause gives, wherever it is written.
     short = len(mine.words) <= SHORT_CLAUSE_WORDS
+    end = mine.start + len(mine.text)
+    slots = {t: _slot(answer, mine.start, end, t) for t in terms}
+    their_slots = {t: _slot(theirs.text, 0, len(theirs.text), t, theirs.start) for t in theirs.terms}
+    # Words the answer clause writes outside its names: a context name among them is there, in
+    # lower case or as a common word ("the apple" for "Apple").
+    loose = mine.plain - {w for t in terms if t.kind == "name" for w in t.key}
+    written_words = mine.plain | {w for t in terms if t.kind == "name" for w in t.key}
+    openers = {t for t in theirs.terms if not theirs.text[:t.start - theirs.start].strip(" \"'“‘(")}
+    surfaces = {t: answer[t.start:t.end] for t in terms} | {t: _surface(theirs, t) for t in theirs.terms}
+    held, given = _paired(terms, theirs.terms, slots, their_slots, loose, openers, surfaces)
     out = []
     for term in terms:
         if term not in mine.terms:
             continue  # (a term of the question)
-        stated = any(t.kind == term.kind and term.key <= t.key for c in index.clauses for t in c.terms)
-        if _holds_apart(terms, theirs.terms, term) or not stated:
-            continue  # stated there, or nowhere (the look-ups' finding)
-        mine_slot = _slot(answer, mine.start, mine.start + len(mine.text), term)
         written = answer[term.start:term.end]
+        stated = any(t.kind == term.kind and term.key <= t.key for c in index.clauses for t in c.terms) or (
+            term.kind == "name" and _stated_in_parts(written, index.lower_words, index))
+        if not stated or (term in held if term.kind == "name" else _holds(theirs.terms, term)):
+            continue  # stated there, or nowhere (the look-ups' finding)
         instead = [
             t for t in theirs.terms
-            if _in_place_of(term, t) and _lacks(terms, answer_words, t)
+            if _in_place_of(term, t)
+            and (_lacks_name(t, term, given, loose, written_words) if t.kind == "name"
+                 else not any(a.key == t.key for a in terms))
             and not (t.kind == "name" and _written_otherwise(mine, written, _surface(theirs, t)))
-            and (short or _same_slot(mine_slot, _slot(theirs.text, 0, len(theirs.text), t, theirs.start), term, t))
+            and (short or _same_slot(slots[term], their_slots[t], term, t))
         ]
         if not instead:
             continue
@@ -345,9 +376,66 @@ def _moved_in(mine: _Clause, terms: list[_Term], theirs: _Clause, index: Context
     return out
 
 
+def _paired(mine: Sequence[_Term], theirs: Sequence[_Term], slots: dict[_Term, tuple[str, str]],
+            their_slots: dict[_Term, tuple[str, str]], loose: frozenset[str],
+            openers: set[_Term], surfaces: dict[_Term, str]) -> tuple[set[_Term], set[_Term]]:
+    """The names of an answer clause and of the context clause it restates that stand for each
+    other, one to one: in the same place (the same name, one holding the other's words, one written
+    another way: "Power of Veto", "POV"), then anywhere (the same, then "Scott" for "Walter Scott"),
+    then a context clause's opener capitalised by position ("DJ Flamezz", "Hired Flamezz"). Context
+    names inside a longer answer name are given by it, which is held when made of them ("THAAD
+    System") or joining one at a possessive ("Carlo Ancelotti's Real Madrid" for "Madrid")."""
+    names = [t for t in mine if t.kind == "name"]
+    others = [t for t in theirs if t.kind == "name"]
+    held: set[_Term] = set()
+    given: set[_Term] = set()
+    for test in range(5):
+        for a in names:
+            if a in held:
+                continue
+            for b in others:
+                if b in given:
+                    continue
+                if test == 0:
+                    fits = a.key == b.key and same_place(slots[a], their_slots[b])
+                elif test == 1:
+                    fits = (a.key <= b.key or b.key <= a.key or same_entity(surfaces[a], surfaces[b])) and same_place(
+                        slots[a], their_slots[b])
+                elif test == 2:
+                    fits = a.key == b.key
+                elif test == 3:
+                    fits = a.key <= b.key
+                else:
+                    extra = b.key - a.key
+                    fits = b in openers and len(extra) == 1 and extra <= loose and bool(a.key & b.key)
+                if fits:
+                    held.add(a)
+                    given.add(b)
+                    break
+    joined = {b for b in others if any(b.key < a.key for a in names)}
+    held |= {a for a in names if a.key <= {w for b in joined if b.key < a.key for w in b.key}
+             or (_POSSESSIVE.search(surfaces[a]) and any(b.key < a.key for b in joined))}
+    return held, given | joined
+
+
+def _stated_in_parts(written: str, lower: frozenset[str], index: ContextClauses) -> bool:
+    """Whether the name ``written`` is two names joined at a possessive, each stated in the context
+    ("Atletico Madrid's La Liga", as the look-up of names finds them; one it never gives is the
+    look-up's to flag)."""
+    parts = _POSSESSIVE.split(written)
+    if len(parts) < 2:
+        return False
+    known = [t.key for c in index.clauses for t in c.terms if t.kind == "name"]
+    for part in parts:
+        words = {w for n in find_names(part, lower, skip_sentence_starts=False) for w in n.words}
+        if not words or not any(words <= k for k in known):
+            return False
+    return True
+
+
 def _slot(text: str, start: int, end: int, term: _Term, offset: int = 0) -> tuple[str, str]:
     """Where ``term`` stands in its clause ``text[start:end]`` (:func:`place`)."""
-    return place(text, term.start - offset, term.end - offset, (start, end))
+    return place(text, term.start - offset, term.end - offset, (start, end), past_possessive=True)
 
 
 def _same_slot(mine: tuple[str, str], theirs: tuple[str, str], term: _Term, other: _Term) -> bool:

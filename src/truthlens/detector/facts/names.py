@@ -98,8 +98,20 @@ def _is_capitalised(word: str) -> bool:
     return word[0].isupper()
 
 
-def find_names(text: str, lower_words: frozenset[str], *, skip_sentence_starts: bool) -> list[Name]:
-    """Runs of capitalised words (with connectors such as "of" inside) in ``text``."""
+# A weekday, month or cardinal number word written right after a name's word ends that name, when
+# the caller asks (:func:`find_names`' ``tails``): "Good Friday", "League One", "James May".
+_TAILS = frozenset(
+    WEEKDAYS | {m for m in MONTHS if len(m) > 3 or m == "may"}
+    | {w for w in NUMBER_WORDS if not w.endswith(("th", "st", "nd", "rd")) and w not in ("hundred", "dozen")}
+)
+
+
+def find_names(text: str, lower_words: frozenset[str], *, skip_sentence_starts: bool,
+               tails: bool = False) -> list[Name]:
+    """Runs of capitalised words (with connectors such as "of" inside) in ``text``. With ``tails``,
+    a capitalised weekday, month or number word right after a name's word is its last word
+    ("Holy Saturday" is not "Holy Week", nor "League Two" "League One"); without, it ends the
+    name before it (the look-ups read "told CNN Monday" as "CNN" and a day)."""
     tokens = list(_TOKEN.finditer(text))
     names: list[Name] = []
     run: list[re.Match[str]] = []
@@ -123,8 +135,15 @@ def find_names(text: str, lower_words: frozenset[str], *, skip_sentence_starts: 
         lower = word.lower().rstrip(".")
         if _is_capitalised(word):
             at_start = skip_sentence_starts and not run and _starts_sentence(text, tok.start())
-            if (lower in _NOT_NAMES or lower in MONTHS or lower in WEEKDAYS or lower in NUMBER_WORDS
-                    or lower.removesuffix("s") in WEEKDAYS or _strip_possessive(lower) in _NOT_NAMES):
+            bare = _strip_possessive(lower)
+            if (tails and run and bare in _TAILS and _strip_possessive(run[-1].group(0)) == run[-1].group(0)
+                    and text[run[-1].end():tok.start()] == " "):
+                run.append(tok)
+                flush()
+                continue
+            # ("Sunday's race" names a day; "May's" may be Theresa May's, a name.)
+            if (bare in _NOT_NAMES or lower in MONTHS or bare in WEEKDAYS or lower in NUMBER_WORDS
+                    or lower.removesuffix("s") in WEEKDAYS):
                 flush()
                 continue
             if at_start and (_clean(word) in lower_words or _lone_opener(text, tokens, i)):
@@ -357,18 +376,23 @@ PASSIVE_AGENT = re.compile(
 
 
 def place(text: str, start: int, end: int, bounds: tuple[int, int] = (0, -1), *,
-          past_names: bool = False) -> tuple[str, str]:
+          past_names: bool = False, past_possessive: bool = False) -> tuple[str, str]:
     """Where ``text[start:end]`` (a name, a number) stands in its clause ``text[bounds[0]:bounds[1]]``:
     the content words right before and after it, stemmed ("" at the clause's edge, and before the
     agent of a passive verb: "Columbia was flown by Michael Collins" says who flew it, as
     "Michael Collins flew Columbia" does). Stop words, titles of address and lone apostrophes are
     passed over ("the", "and" or "of" next to a name say nothing of its place, so "the Pope" and
-    "the Turkish Foreign Ministry" share none); with ``past_names``, other names too ("the capital
+    "the Turkish Foreign Ministry" share none); with ``past_possessive``, so is the name's own
+    possessive ("the County Attorney's office": "office" stands after it, as it does after "the
+    County Jail's"; not where a word on either side will do, :func:`same_place`'s ``reworded``:
+    "De Bruyne's agent" is not "agent Patrick De Koster"); with ``past_names``, other names too ("the capital
     of Australia is Sydney": Sydney stands beside "capital")."""
     low, high = bounds[0], len(text) if bounds[1] < 0 else bounds[1]
 
     def marks(word: str) -> bool:
         w = word.lower().strip("'’")
+        if past_possessive and word[0] in "'’" and w == "s":
+            return False
         return bool(w) and not is_stop_word(w) and w not in _ADDRESS and not (past_names and word[0].isupper())
 
     before = [w for w in _PLACE_WORD.findall(text, low, start) if marks(w)]
