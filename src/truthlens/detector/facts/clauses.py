@@ -340,14 +340,12 @@ def _moved_in(mine: _Clause, terms: list[_Term], theirs: _Clause, index: Context
               fit: float) -> list[Moved]:
     """The terms of ``mine`` that ``theirs`` (the clause it restates) lacks, each where ``theirs``
     has another term of its kind that the answer lacks and another context clause states it."""
-    # A short clause ("The CFO is John Park.", "John Park.") is all slot: its term stands for the
-    # one the aligned clause gives, wherever it is written.
+    # A short clause ("The CFO is John Park.") is all slot: its term stands for the aligned one's.
     short = len(mine.words) <= SHORT_CLAUSE_WORDS
     end = mine.start + len(mine.text)
     slots = {t: _slot(answer, mine.start, end, t) for t in terms}
     their_slots = {t: _slot(theirs.text, 0, len(theirs.text), t, theirs.start) for t in theirs.terms}
-    # Words the answer clause writes outside its names: a context name among them is there, in
-    # lower case or as a common word ("the apple" for "Apple").
+    # Words written outside its names: a context name among them is there ("the apple" for "Apple").
     loose = mine.plain - {w for t in terms if t.kind == "name" for w in t.key}
     written_words = mine.plain | {w for t in terms if t.kind == "name" for w in t.key}
     openers = {t for t in theirs.terms if not theirs.text[:t.start - theirs.start].strip(" \"'“‘(")}
