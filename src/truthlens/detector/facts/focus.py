@@ -251,9 +251,8 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
         if any(_is_asked(name.words, a) for a in asked_names) or {stem(w) for w in words} <= focus:
             continue  # the question's own name, or the title itself ("It is Prime Minister.")
         mine = _score(index, words, focus)
-        given = _score(index, words, focus, holders) or (0, 0)
         if (holders and not any(words & h for h in holders) and not names_a_holder and mine is not None
-                and given[1] < len(focus)):
+                and (_score(index, words, focus, holders) or (0, 0))[1] < len(focus)):
             # The title is another's, and no clause without its holder gives it to this name (the
             # firm of "Beverley Sunderland, managing director of Crosslands Solicitors" is no MD).
             out.append(_off(answer, name))
