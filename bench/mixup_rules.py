@@ -404,7 +404,6 @@ def _holder(text: str, title: re.Match[str]) -> str | None:
     found = set()
     for n in _names(text[max(0, title.start() - 60):title.end() + 60]):
         start = max(0, title.start() - 60) + n.start()
-        words = n.group(0).split()
         if start <= title.start() < start + len(n.group(0)):  # the run holds the title: its rest
             words = n.group(0)[title.end() - start:].split()
             if len(words) >= 2 and words[0][0].isupper() and text[title.end():title.end() + 1] == " ":

@@ -36,10 +36,7 @@ def read_headers(header_map: pb.HeaderMap) -> tuple[dict[str, str], dict[str, tu
     out: dict[str, str] = {}
     values: dict[str, list[str]] = {}  # only the names that came more than once
     for header in header_map.headers:
-        name = header.key.lower()
-        raw = header.raw_value
-        # mutations.header_value, inlined: this loop runs for every header of every exchange.
-        value = raw.decode("utf-8", mutations.HEADER_ERRORS) if raw else header.value
+        name, value = header.key.lower(), mutations.header_value(header)
         if name in out:
             if name in values:
                 values[name].append(value)
