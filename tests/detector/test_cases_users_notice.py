@@ -50,15 +50,6 @@ ALDRIN_GAP = pytest.mark.xfail(
     reason="known gap (README, Known limitations): the shipped model scores this faithful paraphrase of "
     "'flew ... alone in lunar orbit' high on every word, so it is flagged",
 )
-# Not strict: the next refit of the verdict (after other fact-check changes) may put it back under.
-NO_GAP = pytest.mark.xfail(
-    strict=False,
-    reason="regression of the verdict refitted after names were judged by their place (training/README.md, "
-    "'Names judged by their place'): the model flags the leading 'No' (0.5 after the restatement's discount), and "
-    "the refitted passages model and its probability map score it 0.306 at threshold 0.3 (its 'No.' twin 0.282; "
-    "the bench's tuning sample of 'No, ...' answers: 1 of 29 flagged, 0 before)",
-)
-
 WRONG = [
     # (context, question, wrong answer, the flagged text, its reason)
     (APOLLO_CONTEXT, APOLLO_QUESTION, "Columbia was flown by Buzz Aldrin while Armstrong and Collins landed the "
@@ -106,7 +97,7 @@ FAITHFUL = [
     (PLANETS, LARGER, "Jupiter is larger."),
     (PLANETS, "How does Saturn compare?", "Saturn is smaller than Jupiter but larger than Uranus."),
     (LABEL, CHILDREN, "No, the drug is not approved for use in children under 12."),
-    pytest.param(LABEL, CHILDREN, "No, it is not approved for children under 12.", marks=NO_GAP),
+    (LABEL, CHILDREN, "No, it is not approved for children under 12."),
     (LABEL, CHILDREN, "No. It is not approved for children under 12."),
     (AMAZON, "How long is the Amazon?", "The Amazon is the second-longest river in the world."),
     (AMAZON, "How long is the Amazon?", "It is the world's second-longest river."),

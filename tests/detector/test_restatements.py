@@ -94,3 +94,30 @@ def test_the_discount_lowers_the_model_there_and_findings_still_win() -> None:
     assert out[5] == pytest.approx(0.8)  # outside the clause: the model's own
     assert out[7] > 0.9  # the year the context never states is raised as before
     assert probs[0] == pytest.approx(0.8)  # a copy
+
+
+def test_an_answer_word_weighs_no_more_than_the_rest_of_its_clause() -> None:
+    # A model trained on yes/no answers whose polarity word was the error flags a leading "No"
+    # whatever follows; the word says only what its restated clause says.
+    answer = "No, it is not approved for children under 12."
+    facts = check_facts(answer, (LABEL,), "Can children under 12 use the drug?")
+    assert [answer[s:e] for s, e in facts.answer_words] == ["No"]
+    # Tokens: "No" "," "it" "is" "not" "approved" "for" "children" "under" "12" "."
+    offsets = np.array([[0, 2], [2, 3], [4, 6], [7, 9], [10, 13], [14, 22], [23, 26], [27, 35], [36, 41],
+                        [42, 44], [44, 45]])
+    probs = np.array([0.95, 0.0, 0.0, 0.6, 0.4, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], dtype=np.float32)
+    out = fused(probs, offsets, facts)
+    assert out[0] == pytest.approx(0.6 * RESTATED_CLAUSE_KEEP)  # the clause's most, not the word's own
+    assert out[3] == pytest.approx(0.6 * RESTATED_CLAUSE_KEEP)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "No, the drug is approved for use in adults.",  # the word contradicts its clause: not its restatement
+        "No, it was never tested on adults.",  # the clause is not the context's
+    ],
+)
+def test_an_answer_word_outside_a_restatement_keeps_its_own_score(answer: str) -> None:
+    facts = check_facts(answer, (ADULTS,), "Is the drug approved for adults?")
+    assert facts.answer_words == ()

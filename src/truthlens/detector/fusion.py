@@ -49,6 +49,7 @@ def fused(probs: np.ndarray, offsets: np.ndarray, facts: FactCheck) -> np.ndarra
     context states (another format, or a clause restated), then raised inside every finding."""
     probs = discount(probs, offsets, facts.restated, RESTATED_KEEP)
     probs = discount(probs, offsets, facts.restated_clauses, RESTATED_CLAUSE_KEEP)
+    probs = as_its_clause(probs, offsets, facts.answer_words, facts.restated_clauses)
     return fuse(probs, offsets, facts.findings)
 
 
@@ -60,6 +61,23 @@ def discount(probs: np.ndarray, offsets: np.ndarray, spans: Sequence[tuple[int, 
     for start, end in spans:
         lowered[_tokens_in(offsets, start, end)] *= np.float32(keep)
     return lowered
+
+
+def as_its_clause(
+    probs: np.ndarray, offsets: np.ndarray, words: Sequence[tuple[int, int]], clauses: Sequence[tuple[int, int]]
+) -> np.ndarray:
+    """A copy of ``probs`` where each of ``words`` (a "Yes" or "No" opening one of ``clauses``)
+    weighs no more than the most the rest of its clause weighs: the word claims nothing else."""
+    if not words:
+        return probs
+    capped = probs.astype(np.float32, copy=True)
+    for start, end in words:
+        clause_end = next((e for s, e in clauses if s == start), end)
+        rest = _tokens_in(offsets, end, clause_end)
+        capped[_tokens_in(offsets, start, end)] = np.minimum(
+            capped[_tokens_in(offsets, start, end)], capped[rest].max() if rest.any() else 0.0
+        )
+    return capped
 
 
 def _tokens_in(offsets: np.ndarray, start: int, end: int) -> np.ndarray:

@@ -26,10 +26,14 @@ that the same context sentence states count towards its length (:func:`.roles.is
 A bare "Yes" or "No" before a restated clause says what the clause says when their polarities
 agree ("No, the drug is not approved ..." against "The drug is not approved ..."): it belongs to
 the restatement. Models trained on yes/no answers whose polarity word was the error learn to flag
-a leading "No" whatever follows.
+a leading "No" whatever follows. Such a word holds no claim of its own, so the engine lets it
+weigh no more than the rest of its clause (:func:`answer_words`, :func:`truthlens.detector.fusion.fused`):
+discounted like the clause, a flag of 0.9 on the "No" alone still read as a hallucination.
 """
 
 from __future__ import annotations
+
+import re
 
 from truthlens.detector.facts.roles import ContextSentences, clause_spans, clause_words, is_short_answer, numerals
 from truthlens.detector.text import is_negated
@@ -66,4 +70,15 @@ def restated_clauses(answer: str, index: ContextSentences, question: str = "") -
                 if _ANSWER_WORDS.get(before.strip(_TRAILING).lower()) == negated:
                     first = before_start + len(before) - len(before.lstrip())
             out.append((first, start + len(clause.rstrip(_TRAILING))))
+    return tuple(out)
+
+
+def answer_words(answer: str, restated: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
+    """(start, end) of each bare "Yes" or "No" that opens one of the ``restated`` clauses (it
+    belongs to them only when their polarities agree, :func:`restated_clauses`)."""
+    out = []
+    for start, end in restated:
+        word = re.match(r"(yes|no)\b", answer[start:end], re.IGNORECASE)
+        if word is not None and word.end() < end - start:
+            out.append((start, start + word.end()))
     return tuple(out)
