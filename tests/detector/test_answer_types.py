@@ -1,13 +1,13 @@
-"""facts/answer_types.py and the question's head (facts/focus.py): what a context calls each name, and
+"""facts/short_answers/answer_types.py and the question's head (facts/short_answers/focus.py): what a context calls each name, and
 what kind of thing a question asks for, on sentences written for these tests."""
 
 from __future__ import annotations
 
 import pytest
 
-from truthlens.detector.facts.answer_types import OWN, PERSON, descriptions, root, whole_names
 from truthlens.detector.facts.names import find_names, lower_case_words
-from truthlens.detector.facts.questions import question_head
+from truthlens.detector.facts.short_answers.answer_types import OWN, PERSON, descriptions, root, whole_names
+from truthlens.detector.facts.short_answers.questions import question_head
 from truthlens.detector.text import stem
 
 

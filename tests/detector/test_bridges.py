@@ -1,4 +1,4 @@
-"""facts/bridges.py through the fact check: a one-name answer naming the wrong one of a list, the
+"""facts/short_answers/bridges.py through the fact check: a one-name answer naming the wrong one of a list, the
 rest of the question said of another name of the list in a sentence of its own (sentences written
 for the test, with other names; the wrong answers pass the fact check without the rule)."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from truthlens.detector.facts import unsupported_facts
-from truthlens.detector.facts.bridges import listed
 from truthlens.detector.facts.names import find_names
+from truthlens.detector.facts.short_answers.bridges import listed
 
 FILM = ('Lantern Bay is a 1987 Canadian mystery film directed by Ruth Calder. The film stars Owen Pike, Marta Sousa '
         'and Dale Fenwick. Pike was nominated three times for the Genie Award for Best Actor, and later taught '

@@ -1,4 +1,4 @@
-"""facts/focus.py: a short answer judged by its question's focus, on contexts written for these tests
+"""facts/short_answers/focus.py: a short answer judged by its question's focus, on contexts written for these tests
 (other titles, abbreviations and question shapes than the bench's generator writes).
 
 Each context gives two or more people their roles; a short answer naming the one the question
@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from truthlens.detector.facts import unsupported_facts
-from truthlens.detector.facts.questions import TITLES, question_focus
+from truthlens.detector.facts.short_answers.questions import TITLES, question_focus
 
 BOARD = ("Northwind Holdings named Priya Raman its chief executive in 2019. The company's chief financial officer, "
          "Tomas Ekberg, joined from a bank. Vice President Alicia Moreno runs the European business, and the "

@@ -1,4 +1,4 @@
-"""facts/focus.py on cases nobody picked: a seeded sample of the mix-up generator over contexts the
+"""facts/short_answers/focus.py on cases nobody picked: a seeded sample of the mix-up generator over contexts the
 rule was not built on, and real HaluEval dev-fold items (written before the rule).
 
 ``data/focus_sample.json`` is written by ``data/make_focus_sample.py``: the bench's one-name
@@ -60,7 +60,7 @@ def test_the_right_name_is_seldom_flagged(kind: str) -> None:
 
 
 # The next 50 one-name pairs of the same seeded draw, written before the quoted-work and bridge rules
-# (facts/works.py, facts/bridges.py).
+# (facts/short_answers/works.py, facts/short_answers/bridges.py).
 MORE = load(Path(__file__).parent / "data" / "focus_sample_more.json")
 
 
@@ -97,7 +97,7 @@ def test_a_right_name_of_the_second_sample_is_seldom_flagged() -> None:
     _assert_seldom_flagged(MORE)
 
 
-# The 50 one-name pairs after those, written before the name-kind rule (facts/name_kinds.py).
+# The 50 one-name pairs after those, written before the name-kind rule (facts/short_answers/name_kinds.py).
 KINDS_SAMPLE = load(Path(__file__).parent / "data" / "focus_sample_kinds.json")
 
 

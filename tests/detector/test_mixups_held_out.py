@@ -28,7 +28,7 @@ KNOWN_GAPS = {
     "million less people ... more families') or two context clauses fit it equally; on the bench's 200 held-out "
     "cases 91% are caught, on these 10, 6",
     "one-name answer": "a one-name answer is judged by its question's focus, what the context calls the name and "
-    "the kind of name asked for (facts/focus.py, answer_types.py, name_kinds.py), but HaluEval's questions hop over "
+    "the kind of name asked for (facts/short_answers/focus.py, answer_types.py, name_kinds.py), but HaluEval's questions hop over "
     "two facts, and a wrong name of the asked kind, or one the context never describes, passes (tuning split, fact "
     "check alone, 166 cases: 60.8% caught, 3.6% of the right names flagged; held-out through the detector, 164 cases: 70.1%)",
 }

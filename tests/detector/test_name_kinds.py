@@ -1,4 +1,4 @@
-"""facts/name_kinds.py: the kind of a name read from the name and the context (sentences written for
+"""facts/short_answers/name_kinds.py: the kind of a name read from the name and the context (sentences written for
 the test, with invented names), the kind a question asks for, and through the fact check a
 one-name answer of another kind than asked (each wrong answer here passes the fact check without
 the rule); real HaluEval QA dev-fold right answers (line index i % 10 == 1) stay clean."""
@@ -8,10 +8,21 @@ from __future__ import annotations
 import pytest
 
 from truthlens.detector.facts import unsupported_facts
-from truthlens.detector.facts.answer_types import PERSON
-from truthlens.detector.facts.name_kinds import BODY, EVENT, ORG, PLACE, SITE, WHERE, WHO, WORK, asked_kind, name_kinds
 from truthlens.detector.facts.names import lower_case_words
-from truthlens.detector.facts.questions import question_head
+from truthlens.detector.facts.short_answers.answer_types import PERSON
+from truthlens.detector.facts.short_answers.name_kinds import (
+    BODY,
+    EVENT,
+    ORG,
+    PLACE,
+    SITE,
+    WHERE,
+    WHO,
+    WORK,
+    asked_kind,
+    name_kinds,
+)
+from truthlens.detector.facts.short_answers.questions import question_head
 
 
 def _kinds(text: str) -> dict[frozenset[str], str]:

@@ -1,4 +1,4 @@
-"""facts/works.py through the fact check: a question asking for a work answered by a name that is
+"""facts/short_answers/works.py through the fact check: a question asking for a work answered by a name that is
 none, and a "who" question answered by a title (sentences written for the test, with other names;
 each wrong answer here passes the fact check without the rule)."""
 
@@ -8,7 +8,7 @@ import pytest
 
 from truthlens.detector.facts import unsupported_facts
 from truthlens.detector.facts.names import lower_case_words
-from truthlens.detector.facts.works import work_names
+from truthlens.detector.facts.short_answers.works import work_names
 
 FILMS = ('Rhea Lindqvist is a Swedish actress. In the 2000s she starred in many films, including "Cold Meridian", '
          '"Paper Saints" and "Low Tide". Low Tide is a 2004 crime thriller produced by Oskar Brandt, written by Lena '

@@ -9,12 +9,12 @@ tuning split and on train-fold lines ``i % 10`` in 2..8 (RAGTruth ``source_id % 
     python tests/detector/data/make_focus_sample.py tests/detector/data/focus_sample.json
 
 ``--more`` writes ``focus_sample_more.json``: the next 50 one-name pairs of the same seeded
-draw (written before the bridge rule of :mod:`truthlens.detector.facts.bridges`):
+draw (written before the bridge rule of :mod:`truthlens.detector.facts.short_answers.bridges`):
 
     python tests/detector/data/make_focus_sample.py --more tests/detector/data/focus_sample_more.json
 
 ``--third`` writes ``focus_sample_kinds.json``: the 50 one-name pairs after those (written before
-the name-kind rule of :mod:`truthlens.detector.facts.name_kinds`):
+the name-kind rule of :mod:`truthlens.detector.facts.short_answers.name_kinds`):
 
     python tests/detector/data/make_focus_sample.py --third tests/detector/data/focus_sample_kinds.json
 """

@@ -44,9 +44,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from truthlens.detector.facts.focus import FocusIndex, focus_index, off_focus_names
 from truthlens.detector.facts.names import find_names, lower_case_words, place, same_entity, same_place
 from truthlens.detector.facts.roles import is_short_answer
+from truthlens.detector.facts.short_answers.focus import FocusIndex, focus_index, off_focus_names
 from truthlens.detector.text import STOP_WORDS, clauses, content_words, stem, words
 
 _NUMBER = re.compile(r"(?<![\w.,])\d{1,3}(?:,\d{3})+(?![\d,]*\d)|(?<![\w.,])\d+(?:\.\d+)?(?![\w.]*\d)")
@@ -246,7 +246,7 @@ def moved_terms(answer: str, context: Sequence[str] | ContextClauses, question: 
             if not any(s < m.end and m.start < e for s, e in found):
                 found[(m.start, m.end)] = m
     if question and is_short_answer(answer):
-        # A short answer states the question's focus ("Who is the CFO?" - "Maria Lopez."): :mod:`.focus`.
+        # A short answer states the question's focus ("Who is the CFO?" - "Maria Lopez."): :mod:`.short_answers.focus`.
         for o in off_focus_names(answer, question, index.focus):
             if not any(s < o.end and o.start < e for s, e in found):
                 found[(o.start, o.end)] = Moved(o.start, o.end, o.text, "name", "")

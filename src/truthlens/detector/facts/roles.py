@@ -22,7 +22,7 @@ gave Collins' role to Aldrin. :func:`misattributed_names` does the same, by rule
    preposition, places and objects such as "on the Moon", are not judged.
 
 A short answer leaves out what the question says ("It was Buzz Aldrin." answering "Who stayed in
-lunar orbit aboard Columbia?"): it is judged by the question's focus (:mod:`.focus`, through the
+lunar orbit aboard Columbia?"): it is judged by the question's focus (:mod:`.short_answers.focus`, through the
 clause check); :func:`is_short_answer` tells one (at most :data:`SHORT_ANSWER_WORDS` words).
 
 So "The capital of Australia is Sydney." against "Canberra is the capital of Australia. Sydney
@@ -231,7 +231,7 @@ def misattributed_names(
     answer: str, context: Sequence[str] | ContextSentences, question: str = ""
 ) -> tuple[Misattribution, ...]:
     """Names of ``answer`` whose clause's best evidence sentence names someone else instead
-    (``question`` is not read: a short answer's focus is :mod:`.focus`'s)."""
+    (``question`` is not read: a short answer's focus is :mod:`.short_answers.focus`'s)."""
     index = context if isinstance(context, ContextSentences) else context_sentences(context)
     sentences = index.sentences
     if not sentences:

@@ -66,11 +66,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from truthlens.detector.facts.answer_types import OWN, PERSON, descriptions, root, whole_names
-from truthlens.detector.facts.bridges import bridged_elsewhere, excludes, listed
-from truthlens.detector.facts.name_kinds import misfit, name_kinds
 from truthlens.detector.facts.names import Name, find_names, lower_case_words
-from truthlens.detector.facts.questions import (
+from truthlens.detector.facts.short_answers.answer_types import OWN, PERSON, descriptions, root, whole_names
+from truthlens.detector.facts.short_answers.bridges import bridged_elsewhere, excludes, listed
+from truthlens.detector.facts.short_answers.name_kinds import misfit, name_kinds
+from truthlens.detector.facts.short_answers.questions import (
     CHOICE,
     SECOND_ASK,
     TITLE_STEMS,
@@ -79,7 +79,7 @@ from truthlens.detector.facts.questions import (
     question_head,
     title_stems,
 )
-from truthlens.detector.facts.works import WORK_NOUNS, same_medium, work_names
+from truthlens.detector.facts.short_answers.works import WORK_NOUNS, same_medium, work_names
 from truthlens.detector.text import STOP_WORDS, WORD, clauses, content_words, sentences, stem
 
 # A sentence whose subject is a pronoun or "the film" ("A noted engineer, he constructed ..."):

@@ -32,9 +32,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from truthlens.detector.facts.answer_types import PERSON, descriptions, whole_names
 from truthlens.detector.facts.names import Name, find_names
-from truthlens.detector.facts.works import WORK_NOUNS, work_names
+from truthlens.detector.facts.short_answers.answer_types import PERSON, descriptions, whole_names
+from truthlens.detector.facts.short_answers.works import WORK_NOUNS, work_names
 from truthlens.detector.text import is_stop_word, stem
 
 PLACE, SITE, BODY, ORG, EVENT, WORK = "place", "site", "body", "organisation", "event", "work"
