@@ -1,0 +1,95 @@
+"""facts/clauses.py and facts/roles.py on faithful restatements of shapes that RAGTruth's faithful
+news summaries showed flagged (a name used as a modifier, a converse relation, a descriptor the
+context itself gives, a clause that restates another fact), each beside a real mix-up of the same
+shape that must stay flagged.
+
+These sentences were written before the rules they test and are not changed after."""
+
+from __future__ import annotations
+
+import pytest
+
+from truthlens.detector.facts import check_facts
+
+
+def _found(answer: str, context: list[str]) -> list[tuple[str, str]]:
+    return [(f.text, f.reason) for f in check_facts(answer, context).findings]
+
+
+# A name modifying a common noun ("the Denver native", "a Texas native") describes who acts,
+# it does not act: the answer naming the one described is no role swap.
+DESCRIBED = ("Coach Tom Morrison has left the club. The Denver native, who coached the Tigers for a decade, "
+             "retired on Friday after a long illness.")
+SWAPPED = ("Coach Tom Morrison has left the club. Bill Harris, who coached the Tigers for a decade, "
+           "retired on Friday after a long illness.")
+STABBED = ("Anna Berg, a 40-year-old Texas native, was stabbed in Lyon while walking home from work. "
+           "The American citizen is recovering in hospital, the police said.")
+
+
+def test_the_one_a_description_names_is_not_swapped() -> None:
+    assert _found("Tom Morrison retired on Friday after a long illness.", [DESCRIBED]) == []
+
+
+def test_a_name_in_the_place_of_another_is_still_swapped() -> None:
+    assert ("Tom Morrison", "misattributed_entity") in _found(
+        "Tom Morrison retired on Friday after a long illness.", [SWAPPED])
+
+
+def test_an_adjective_name_in_the_answer_is_no_actor() -> None:
+    assert _found("An American woman was stabbed in Lyon while walking home from work.", [STABBED]) == []
+
+
+# "A before B" says "B after A": a converse, not a reversal. The reversal keeps the same event
+# beside the word.
+TIE_BREAK = "The first set saw four breaks of serve before the tie-break, which Djokovic won 7-3."
+
+
+def test_a_converse_order_is_not_a_reversed_relation() -> None:
+    found = _found("Djokovic won the first set tie-break 7-3 after four breaks of serve.", [TIE_BREAK])
+    assert ("after", "contradicted_relation") not in found
+
+
+def test_the_same_order_reversed_is_flagged() -> None:
+    found = _found("The first set saw four breaks of serve after the tie-break, which Djokovic won 7-3.",
+                   [TIE_BREAK])
+    assert ("after", "contradicted_relation") in found
+
+
+def test_a_converse_result_is_not_a_reversed_relation() -> None:
+    context = ["Smith scored the only goal in the win for Leeds over Hull on Saturday at Elland Road."]
+    found = _found("Hull lose to Leeds on Saturday at Elland Road.", context)
+    assert ("lose", "contradicted_relation") not in found
+
+
+# The context gives the answer's word as a description of the name in its place ("the Egyptian
+# television network CBC"): the answer used the description.
+INTERVIEW = ("Dahou first told her story to the Egyptian television network CBC. After her interview on CBC "
+             "television, the governor of Luxor offered Dahou a kiosk and a cash advance.")
+
+
+def test_a_description_the_context_gives_the_name_is_not_moved() -> None:
+    answer = "After an interview on Egyptian television, the governor of Luxor offered Dahou a kiosk."
+    assert ("Egyptian", "misattributed_entity") not in _found(answer, [INTERVIEW])
+
+
+@pytest.mark.parametrize("answer", [
+    "After an interview on Saudi television, the governor of Luxor offered Dahou a kiosk.",
+])
+def test_a_description_the_context_never_gives_it_is_still_flagged(answer: str) -> None:
+    assert _found(answer, [INTERVIEW])  # (Saudi: never stated, the look-up's finding)
+
+
+# A clause none of whose names the aligned context clause holds restates another fact (a summary
+# merging two sentences), not one with a name moved in.
+TRIBUTES = ("News of his death brought a wave of condolences, including from Australian Prime Minister Tony "
+            "Abbott. British Prime Minister David Cameron tweeted that he grew up listening to Benaud.")
+
+
+def test_a_clause_restating_another_sentence_is_not_a_mix_up() -> None:
+    answer = "British Prime Minister David Cameron also sent condolences after Benaud's death."
+    assert [f for f in _found(answer, [TRIBUTES]) if f[1] == "misattributed_entity"] == []
+
+
+def test_one_name_moved_into_the_clause_is_still_flagged() -> None:
+    answer = "News of his death brought a wave of condolences, including from British Prime Minister David Cameron."
+    assert [f for f in _found(answer, [TRIBUTES]) if f[1] == "misattributed_entity"]
