@@ -23,10 +23,15 @@ the same, by rule:
    and that another context clause states, was moved there and is flagged on its characters
    (:attr:`Moved.fit`: how much of the answer clause that clause holds). A name the clause gives
    in another form is none moved: the acronym the article uses for the name the summary spells
-   out ("POV" / "Power of Veto"), a country for its adjective (:func:`.names.same_entity`);
+   out ("POV" / "Power of Veto"), a country for its adjective (:func:`.names.same_entity`),
+   a description the context gives that name ("Egyptian television" where the clause has "CBC
+   television" and another "the Egyptian television network CBC"). Where every name of the answer
+   clause was moved and they name two or more, the clause restates another fact with words the
+   two share (a summary merging sentences), not a mix-up: its names are left alone;
 5. on the same alignment, a word the answer turns into its opposite ("after" for "before",
    "decreased" for "increased", "closed" for "open") where the context clause has the opposite
-   and not the word, is a reversed relation.
+   and not the word, beside the same words, is a reversed relation (:mod:`.opposites`: "A after
+   B" for "B before A" is the same relation).
 
 An abbreviation the context spells out ("CFO": "chief financial officer") is read as those
 words. A short clause ("The CFO is John Park.") needs no same place; a short answer ("John
@@ -46,7 +51,8 @@ from dataclasses import dataclass
 
 from truthlens.detector.facts.focus import FocusIndex, focus_index, off_focus_names
 from truthlens.detector.facts.names import find_names, lower_case_words, place, same_entity, same_place
-from truthlens.detector.facts.roles import is_short_answer
+from truthlens.detector.facts.opposites import OPPOSITES, reversed_word
+from truthlens.detector.facts.roles import is_noun, is_short_answer
 from truthlens.detector.text import STOP_WORDS, clauses, content_words, stem, words
 
 _NUMBER = re.compile(r"(?<![\w.,])\d{1,3}(?:,\d{3})+(?![\d,]*\d)|(?<![\w.,])\d+(?:\.\d+)?(?![\w.]*\d)")
@@ -57,31 +63,12 @@ _COUNTED = re.compile(r"(?:\s*%|\s+(?:per\s*cent|percent|million|billion|thousan
                       r"different|full|separate)\b)*\s+([^\W\d_]{3,})")
 MIN_SHARED = 2
 SHORT_CLAUSE_WORDS = 1  # content words at most, besides its terms, of a clause read with its question
-# Words and their opposites: the answer has one where the aligned context clause has the other.
-_OPPOSITE_PAIRS = (
-    "more/less more/fewer larger/smaller bigger/smaller greater/lesser higher/lower taller/shorter "
-    "longer/shorter older/younger earlier/later before/after faster/slower heavier/lighter stronger/weaker "
-    "wider/narrower deeper/shallower hotter/colder warmer/cooler richer/poorer cheaper/costlier better/worse "
-    "best/worst largest/smallest biggest/smallest highest/lowest longest/shortest oldest/youngest "
-    "earliest/latest increase/decrease increased/decreased increases/decreases increasing/decreasing rise/fall "
-    "rose/fell risen/fallen gain/loss gained/lost won/lost win/lose wins/loses above/below inside/outside "
-    "north/south east/west northern/southern eastern/western maximum/minimum open/closed opened/closed "
-    "opens/closes allowed/banned allowed/prohibited accepted/rejected approved/rejected supported/opposed "
-    "bought/sold buy/sell joined/left arrived/departed import/export imports/exports true/false "
-    "positive/negative male/female husband/wife son/daughter father/mother brother/sister king/queen "
-    "guilty/innocent legal/illegal private/public success/failure successful/unsuccessful safe/unsafe "
-    "majority/minority include/exclude included/excluded entered/exited lowest/highest minimum/maximum "
-    "upstream/downstream ascending/descending start/end started/ended began/ended first/last"
-)
-OPPOSITES: dict[str, frozenset[str]] = {}
-for _pair in _OPPOSITE_PAIRS.split():
-    _a, _b = _pair.split("/")
-    OPPOSITES[_a] = OPPOSITES.get(_a, frozenset()) | {_b}
-    OPPOSITES[_b] = OPPOSITES.get(_b, frozenset()) | {_a}
 _WORD = re.compile(r"[^\W\d_]+")
 _ACRONYM = re.compile(r"\b[A-Z]{2,5}\b")
 _SLOT_WORD = re.compile(r"[\w'’]+")
 _POSSESSIVE = re.compile(r"['’]s\s+")
+# Between two names that are one: a space, or a capitalised word ("Prime Minister David Cameron").
+_ONE_NAME_GAP = re.compile(r"\s+(?:[A-Z][\w.]*\s+)?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,6 +202,15 @@ def _written_otherwise(mine: _Clause, term: str, theirs: str) -> bool:
     return same_entity(term, theirs) or _spells_out(mine.text, theirs)
 
 
+def _described(index: ContextClauses, term: str, theirs: str) -> bool:
+    """Whether the context writes the answer's name ``term`` as a description of its name
+    ``theirs``, before it in one noun phrase ("the Egyptian television network CBC"): the answer
+    that says "Egyptian television" where a clause has "CBC television" uses that description."""
+    pattern = re.compile(rf"\b{re.escape(term)}((?:\s+[a-z][\w-]*){{1,3}})\s+{re.escape(theirs)}\b")
+    return any(all(is_noun(w) for w in m.group(1).split())
+               for c in index.clauses for m in pattern.finditer(c.text))
+
+
 def _spells_out(text: str, acronym: str) -> bool:
     """Whether ``text`` has a run of words whose initials are ``acronym`` (two to five capitals)."""
     if not _ACRONYM.fullmatch(acronym):
@@ -308,7 +304,8 @@ def _moved(mine: _Clause, said: frozenset[str], terms: list[_Term], index: Conte
         # Two context clauses may say it as well ("Lake Michigan is 406 m deep" against "Lake
         # Superior is 406 m deep" and "Lake Michigan is 281 m deep"): a mix-up when each shows a
         # term moved in, flagged on each.
-        per_clause = [[m for m in _moved_in(mine, terms, c, index, answer, fit) if not (by_terms and m.kind == "name")]
+        per_clause = [_one_fact(answer, own, [m for m in _moved_in(mine, terms, c, index, answer, fit)
+                                      if not (by_terms and m.kind == "name")])
                       for c in aligned]
         if all(per_clause):
             out.extend(m for moved in per_clause for m in moved)
@@ -321,11 +318,27 @@ def _moved(mine: _Clause, said: frozenset[str], terms: list[_Term], index: Conte
             continue
         if len((said - {stem(w)}) & theirs.words) < MIN_SHARED:
             continue
-        hit = re.search(rf"\b{re.escape(w)}\b", mine.text, re.IGNORECASE)
+        hit = reversed_word(mine.text, w, theirs.text, flipped)
         if hit is not None:
-            at = mine.start + hit.start()
+            at = mine.start + hit
             out.append(Moved(at, at + len(w), answer[at:at + len(w)], "relation", sorted(flipped)[0], fit))
     return out
+
+
+def _one_fact(answer: str, own: Sequence[_Term], moved: list[Moved]) -> list[Moved]:
+    """``moved`` but for its names where every name of the answer clause is among them, and they
+    name two or more (a title's words and its holder's, "British Prime Minister David Cameron",
+    name one): a mix-up moves a name into a clause that otherwise restates its context clause; a
+    clause none of whose names that clause holds restates another fact with words the two share
+    ("British Prime Minister David Cameron also sent condolences after Benaud's death" beside
+    "condolences, including from Australian Prime Minister Tony Abbott")."""
+    names = sorted((t for t in own if t.kind == "name"), key=lambda t: t.start)
+    spans = {(m.start, m.end) for m in moved if m.kind == "name"}
+    if not names or not all((t.start, t.end) in spans for t in names):
+        return moved
+    named = 1 + sum(1 for a, b in zip(names, names[1:], strict=False)
+                    if not _ONE_NAME_GAP.fullmatch(answer, a.end, b.start))
+    return moved if named < 2 else [m for m in moved if m.kind != "name"]
 
 
 def _shared_terms(terms: Sequence[_Term], clause: _Clause) -> int:
@@ -365,7 +378,8 @@ def _moved_in(mine: _Clause, terms: list[_Term], theirs: _Clause, index: Context
             if _in_place_of(term, t)
             and (_lacks_name(t, term, given, loose, written_words) if t.kind == "name"
                  else not any(a.key == t.key for a in terms))
-            and not (t.kind == "name" and _written_otherwise(mine, written, _surface(theirs, t)))
+            and not (t.kind == "name" and (_written_otherwise(mine, written, _surface(theirs, t))
+                                           or _described(index, written, _surface(theirs, t))))
             and (short or _same_slot(slots[term], their_slots[t], term, t))
         ]
         if not instead:
