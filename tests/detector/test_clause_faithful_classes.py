@@ -93,3 +93,41 @@ def test_a_clause_restating_another_sentence_is_not_a_mix_up() -> None:
 def test_one_name_moved_into_the_clause_is_still_flagged() -> None:
     answer = "News of his death brought a wave of condolences, including from British Prime Minister David Cameron."
     assert [f for f in _found(answer, [TRIBUTES]) if f[1] == "misattributed_entity"]
+
+
+# A name after a preposition is a place or an object ("moved to the Parc Olympique"): it does not
+# stand where the answer's subject stands, whatever word follows both. (Written before the rule.)
+LOAN = ("Marta Silva signed for Lyon last summer. The 24-year-old Brazilian moved to the Parc Olympique on a "
+        "two-year contract from Santos in June.")
+LOAN_SWAPPED = ("Marta Silva signed for Lyon last summer. Ana Costa moved to the Parc Olympique on a two-year "
+                "contract from Santos in June.")
+
+
+def test_a_place_after_a_preposition_is_not_the_subject_it_replaced() -> None:
+    found = _found("Marta Silva is on a two-year contract at Lyon.", [LOAN])
+    assert [f for f in found if f[1] == "misattributed_entity"] == []
+
+
+def test_a_subject_in_the_place_of_another_is_still_moved() -> None:
+    found = _found("Marta Silva moved to the Parc Olympique on a two-year contract from Santos in June.",
+                   [LOAN_SWAPPED])
+    assert ("Marta Silva", "misattributed_entity") in found
+
+
+# The answer's full name for the surname the clause gives ("Kevin Pietersen" for "Pietersen"),
+# where the context gives no other name with that surname. (Written after the rule, on sentences
+# of our own; the sibling shape beside it is the generator's "attribute to a sibling".)
+CONTRACT = ("Kevin Pietersen has returned to county cricket. Pietersen, hoping for an England recall through "
+            "the County Championship, signed a new contract with Surrey last month.")
+SISTERS = ("Kevin Pietersen and Sarah Pietersen run the club. Sarah Pietersen, hoping for an England recall "
+           "through the County Championship, signed a new contract with Surrey last month.")
+
+
+def test_the_full_name_of_the_clause_s_surname_is_not_moved() -> None:
+    assert _found("Kevin Pietersen signed a new contract with Surrey last month.", [CONTRACT]) == []
+
+
+def test_a_sibling_in_the_place_of_the_full_name_is_still_moved() -> None:
+    found = _found("Kevin Pietersen, hoping for an England recall through the County Championship, signed a "
+                   "new contract with Surrey last month.", [SISTERS])
+    assert ("Kevin Pietersen", "misattributed_entity") in found

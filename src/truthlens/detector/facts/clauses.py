@@ -116,6 +116,7 @@ class ContextClauses:
     # "cfo" -> {"chief", "financial", "offic"}.
     spelled: dict[str, frozenset[str]]
     focus: FocusIndex  # its sentences, as the focus check of a short answer reads them
+    names: frozenset[frozenset[str]] = frozenset()  # the words of each name it gives
 
 
 def _terms(text: str, start: int, end: int, lower: frozenset[str], *, skip_starts: bool) -> list[_Term]:
@@ -151,7 +152,8 @@ def context_clauses(context: Sequence[str]) -> ContextClauses:
                 if len(part) == n and not any(w.lower() in STOP_WORDS for w in (part[0], part[-1])):
                     spelled.setdefault("".join(w[0] for w in part).lower(), set()).update(map(stem, part))
     initials = {k: frozenset(v) for k, v in spelled.items()}
-    return ContextClauses(tuple(found), lower, initials, focus_index(context, initials))
+    names = frozenset(t.key for c in found for t in c.terms if t.kind == "name")
+    return ContextClauses(tuple(found), lower, initials, focus_index(context, initials), names)
 
 
 def _holds(terms: Sequence[_Term], term: _Term) -> bool:
@@ -364,6 +366,7 @@ def _moved_in(mine: _Clause, terms: list[_Term], theirs: _Clause, index: Context
     openers = {t for t in theirs.terms if not theirs.text[:t.start - theirs.start].strip(" \"'“‘(")}
     surfaces = {t: answer[t.start:t.end] for t in terms} | {t: _surface(theirs, t) for t in theirs.terms}
     held, given = _paired(terms, theirs.terms, slots, their_slots, loose, openers, surfaces)
+    held |= {t for t in terms if t.kind == "name" and _in_full(t, terms, theirs.terms, index.names)}
     out = []
     for term in terms:
         if term not in mine.terms:
@@ -428,6 +431,21 @@ def _paired(mine: Sequence[_Term], theirs: Sequence[_Term], slots: dict[_Term, t
     held |= {a for a in names if a.key <= {w for b in joined if b.key < a.key for w in b.key}
              or (_POSSESSIVE.search(surfaces[a]) and any(b.key < a.key for b in joined))}
     return held, given | joined
+
+
+def _in_full(term: _Term, mine: Sequence[_Term], theirs: Sequence[_Term], known: frozenset[frozenset[str]]) -> bool:
+    """Whether the answer's name ``term`` is the full name of one the context clause gives in part
+    ("Kevin Pietersen" for the clause's "Pietersen"): the context writes it in full elsewhere, and
+    no other name of the context holds that part ("Andrea Swift" beside "Taylor Swift" leaves a
+    bare "Swift" to either), nor another name of the clause the rest ("Kim, Kanye and Khloe
+    Kardashian" gives "Kardashian" to Khloe, not to a "Kim Kardashian"), and no other name of the
+    answer clause ``mine`` is that part (the answer's own "Kluivert" is the clause's)."""
+    if term.key not in known:
+        return False
+    names = [t for t in theirs if t.kind == "name"]
+    return any(t.key < term.key and all(k <= term.key for k in known if t.key <= k)
+               and not any(o is not t and o.key & (term.key - t.key) for o in names)
+               and not any(a is not term and a.kind == "name" and t.key <= a.key for a in mine) for t in names)
 
 
 def _stated_in_parts(written: str, lower: frozenset[str], index: ContextClauses) -> bool:
