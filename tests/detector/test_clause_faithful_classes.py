@@ -131,3 +131,21 @@ def test_a_sibling_in_the_place_of_the_full_name_is_still_moved() -> None:
     found = _found("Kevin Pietersen, hoping for an England recall through the County Championship, signed a "
                    "new contract with Surrey last month.", [SISTERS])
     assert ("Kevin Pietersen", "misattributed_entity") in found
+
+
+# Two parts of one full name the context gives ("Cameron" and "Hardin" of "Cameron Hardin") name
+# one person: the answer calling him by the other part moved no one. (Written before the rule.)
+VETO = ("Cameron Hardin won the veto on Thursday. Before he left the house, Cameron warned Blue that she was "
+        "the next target.")
+VETO_SWAPPED = ("Cameron Hardin won the veto on Thursday. Before he left the house, Jason Roy warned Blue that "
+                "she was the next target.")
+
+
+def test_another_part_of_the_same_full_name_is_not_moved() -> None:
+    found = _found("Hardin warned Blue that she was the next target.", [VETO])
+    assert [f for f in found if f[1] == "misattributed_entity"] == []
+
+
+def test_another_person_in_the_place_of_the_surname_is_still_moved() -> None:
+    found = _found("Hardin warned Blue that she was the next target.", [VETO_SWAPPED])
+    assert ("Hardin", "misattributed_entity") in found

@@ -25,7 +25,9 @@ the same, by rule:
    in another form is none moved: the acronym the article uses for the name the summary spells
    out ("POV" / "Power of Veto"), a country for its adjective (:func:`.names.same_entity`),
    a description the context gives that name ("Egyptian television" where the clause has "CBC
-   television" and another "the Egyptian television network CBC"). Where every name of the answer
+   television" and another "the Egyptian television network CBC"), another part of one full
+   name ("Hardin" for "Cameron", of "Cameron Hardin"), and the full name of the clause's surname
+   ("Kevin Pietersen" for "Pietersen", :func:`_in_full`). Where every name of the answer
    clause was moved and they name two or more, the clause restates another fact with words the
    two share (a summary merging sentences), not a mix-up: its names are left alone;
 5. on the same alignment, a word the answer turns into its opposite ("after" for "before",
@@ -366,7 +368,8 @@ def _moved_in(mine: _Clause, terms: list[_Term], theirs: _Clause, index: Context
     openers = {t for t in theirs.terms if not theirs.text[:t.start - theirs.start].strip(" \"'“‘(")}
     surfaces = {t: answer[t.start:t.end] for t in terms} | {t: _surface(theirs, t) for t in theirs.terms}
     held, given = _paired(terms, theirs.terms, slots, their_slots, loose, openers, surfaces)
-    held |= {t for t in terms if t.kind == "name" and _in_full(t, terms, theirs.terms, index.names)}
+    held |= {t for t in terms if t.kind == "name" and _in_full(
+        t, terms, [o for o in theirs.terms if _same_or_opening(slots[t], their_slots[o])], index.names)}
     out = []
     for term in terms:
         if term not in mine.terms:
@@ -382,7 +385,8 @@ def _moved_in(mine: _Clause, terms: list[_Term], theirs: _Clause, index: Context
             and (_lacks_name(t, term, given, loose, written_words) if t.kind == "name"
                  else not any(a.key == t.key for a in terms))
             and not (t.kind == "name" and (_written_otherwise(mine, written, _surface(theirs, t))
-                                           or _described(index, written, _surface(theirs, t))))
+                                           or _described(index, written, _surface(theirs, t))
+                                           or (t.key | term.key) in index.names))
             and (short or _same_slot(slots[term], their_slots[t], term, t))
         ]
         if not instead:
@@ -433,9 +437,15 @@ def _paired(mine: Sequence[_Term], theirs: Sequence[_Term], slots: dict[_Term, t
     return held, given | joined
 
 
+def _same_or_opening(mine: tuple[str, str], theirs: tuple[str, str]) -> bool:
+    """:func:`.names.same_place`, or both opening their clause."""
+    return same_place(mine, theirs) or (mine[0] == "" and theirs[0] == "")
+
+
 def _in_full(term: _Term, mine: Sequence[_Term], theirs: Sequence[_Term], known: frozenset[frozenset[str]]) -> bool:
     """Whether the answer's name ``term`` is the full name of one the context clause gives in part
-    ("Kevin Pietersen" for the clause's "Pietersen"): the context writes it in full elsewhere, and
+    in its place (``theirs``: "Kevin Pietersen signed" for the clause's "Pietersen, ..., signed";
+    not "Wigan Athletic" where "Wigan chairman" opens the clause): the context writes it in full elsewhere, and
     no other name of the context holds that part ("Andrea Swift" beside "Taylor Swift" leaves a
     bare "Swift" to either), nor another name of the clause the rest ("Kim, Kanye and Khloe
     Kardashian" gives "Kardashian" to Khloe, not to a "Kim Kardashian"), and no other name of the

@@ -13,7 +13,8 @@ gave Collins' role to Aldrin. :func:`misattributed_names` does the same, by rule
    must also mention the clause's other names, and share strictly more than every context
    sentence that mentions this name;
 4. the name is misattributed when the evidence does not mention it (nor the same name inflected:
-   "Houthis" / "Houthi") but gives another name, sharing no word with the clause's names, in its
+   "Houthis" / "Houthi", nor another part of a full name the context gives it: "Cameron" for
+   "Hardin", of "Cameron Hardin") but gives another name, sharing no word with the clause's names, in its
    place (:func:`.names.place`: a content word beside both, on either side, or both opening
    their clause or standing as a passive verb's agent). A name the evidence gives elsewhere is
    a speaker ("..., Sachs said"), a source ("according to Amnesty International") or a detail,
@@ -242,6 +243,11 @@ def _swap_evidence(
     # The evidence must share what is said, not only who is named: "Columbia was flown by Buzz
     # Aldrin" meets Aldrin's landing sentence on his name alone.
     if _mentions(sentence, name) or not (relation - name_stems) & sentence.words:
+        return None
+    # It may name the answer's person by another part of a full name the context gives ("Cameron"
+    # for "Hardin", of "Cameron Hardin").
+    whole = set(name.words)
+    if any(known | whole <= n for known in sentence.names for s in sentences for n in s.names):
         return None
     # A swap puts one wrong name into what is otherwise the evidence's sentence; a clause whose
     # other names the evidence lacks too draws on more than one sentence.
