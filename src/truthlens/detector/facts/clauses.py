@@ -52,9 +52,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from truthlens.detector.facts.focus import FocusIndex, focus_index, off_focus_names
+from truthlens.detector.facts.name_forms import ACRONYM, described, written_otherwise
 from truthlens.detector.facts.names import find_names, lower_case_words, place, same_entity, same_place
 from truthlens.detector.facts.opposites import OPPOSITES, reversed_word
-from truthlens.detector.facts.roles import is_noun, is_short_answer
+from truthlens.detector.facts.roles import is_short_answer
 from truthlens.detector.text import STOP_WORDS, clauses, content_words, stem, words
 
 _NUMBER = re.compile(r"(?<![\w.,])\d{1,3}(?:,\d{3})+(?![\d,]*\d)|(?<![\w.,])\d+(?:\.\d+)?(?![\w.]*\d)")
@@ -66,8 +67,6 @@ _COUNTED = re.compile(r"(?:\s*%|\s+(?:per\s*cent|percent|million|billion|thousan
 MIN_SHARED = 2
 SHORT_CLAUSE_WORDS = 1  # content words at most, besides its terms, of a clause read with its question
 _WORD = re.compile(r"[^\W\d_]+")
-_ACRONYM = re.compile(r"\b[A-Z]{2,5}\b")
-_SLOT_WORD = re.compile(r"[\w'’]+")
 _POSSESSIVE = re.compile(r"['’]s\s+")
 # Between two names that are one: a space, or a capitalised word ("Prime Minister David Cameron").
 _ONE_NAME_GAP = re.compile(r"\s+(?:[A-Z][\w.]*\s+)?")
@@ -198,32 +197,6 @@ def _lacks_name(theirs: _Term, term: _Term, given: set[_Term], loose: frozenset[
     return not theirs.key <= written or bool(theirs.key & term.key)
 
 
-def _written_otherwise(mine: _Clause, term: str, theirs: str) -> bool:
-    """Whether the context's name ``theirs`` is the answer's ``term`` written another way
-    (:func:`same_entity`: "Australian" for "Australia", "Power of Veto" for "POV"), or an acronym
-    whose words the answer clause spells out ("Las Vegas Grand Prix" for "LVGP"): a summary spells
-    out what its article abbreviates, and that is no term moved in."""
-    return same_entity(term, theirs) or _spells_out(mine.text, theirs)
-
-
-def _described(index: ContextClauses, term: str, theirs: str) -> bool:
-    """Whether the context writes the answer's name ``term`` as a description of its name
-    ``theirs``, before it in one noun phrase ("the Egyptian television network CBC"): the answer
-    that says "Egyptian television" where a clause has "CBC television" uses that description."""
-    pattern = re.compile(rf"\b{re.escape(term)}((?:\s+[a-z][\w-]*){{1,3}})\s+{re.escape(theirs)}\b")
-    return any(all(is_noun(w) for w in m.group(1).split())
-               for c in index.clauses for m in pattern.finditer(c.text))
-
-
-def _spells_out(text: str, acronym: str) -> bool:
-    """Whether ``text`` has a run of words whose initials are ``acronym`` (two to five capitals)."""
-    if not _ACRONYM.fullmatch(acronym):
-        return False
-    run = [w[0].lower() for w in _SLOT_WORD.findall(text)]
-    letters = acronym.lower()
-    return any("".join(run[i:i + len(letters)]) == letters for i in range(len(run) - len(letters) + 1))
-
-
 def _in_place_of(term: _Term, theirs: _Term) -> bool:
     """Whether ``theirs`` may be what ``term`` took the place of: the same kind, and for a number
     one that counts the same thing."""
@@ -258,7 +231,7 @@ def _spelled_out(clause: _Clause, text: str, index: ContextClauses) -> tuple[fro
     "chief financial officer") read as the words it stands for rather than as a name."""
     said = set(clause.words)
     caps = {}
-    for m in _ACRONYM.finditer(clause.text):
+    for m in ACRONYM.finditer(clause.text):
         if spelled := index.spelled.get(m.group(0).lower()):
             caps[m.group(0)] = spelled
             said = (said - {stem(m.group(0))}) | spelled
@@ -384,8 +357,8 @@ def _moved_in(mine: _Clause, terms: list[_Term], theirs: _Clause, index: Context
             if _in_place_of(term, t)
             and (_lacks_name(t, term, given, loose, written_words) if t.kind == "name"
                  else not any(a.key == t.key for a in terms))
-            and not (t.kind == "name" and (_written_otherwise(mine, written, _surface(theirs, t))
-                                           or _described(index, written, _surface(theirs, t))
+            and not (t.kind == "name" and (written_otherwise(mine.text, written, _surface(theirs, t))
+                                           or described([c.text for c in index.clauses], written, _surface(theirs, t))
                                            or (t.key | term.key) in index.names))
             and (short or _same_slot(slots[term], their_slots[t], term, t))
         ]

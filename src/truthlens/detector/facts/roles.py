@@ -21,9 +21,9 @@ gave Collins' role to Aldrin. :func:`misattributed_names` does the same, by rule
    while the evidence speaks of the answer's name by a description ("the detective"): on
    RAGTruth's faithful summaries those made most of this check's findings. So is a name
    modifying the noun after it ("the Denver native", "the Aston Villa goalkeeper": the evidence
-   describes the answer's name by it, :func:`is_modifier`). Names after a preposition, places
-   and objects such as "on the Moon", are not judged, nor a name modifying a noun in the answer
-   ("an American woman was shot": the woman is the actor).
+   describes the answer's name by it, :func:`.name_forms.is_modifier`). Names after a
+   preposition, places and objects such as "on the Moon", are not judged, nor a name modifying
+   a noun in the answer ("an American woman was shot": the woman is the actor).
 
 A short answer leaves out what the question says ("It was Buzz Aldrin." answering "Who stayed in
 lunar orbit aboard Columbia?"): it is judged by the question's focus (:mod:`.focus`, through the
@@ -42,6 +42,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from truthlens.detector.facts.name_forms import is_modifier
 from truthlens.detector.facts.names import (
     PASSIVE_AGENT,
     Name,
@@ -63,34 +64,6 @@ _AFTER_PREPOSITION = re.compile(r"\b(?:on|in|at|to|from|into|onto|of|for|with|by
 # Aldrin" says who flew it.
 # Ordinals name no role ("the first man"): left out with the stop words.
 _STOP = STOP_WORDS | {"first", "second"}
-
-
-# A name modifying the noun after it ("the Denver native", "a 55-year-old Texas native", "the Aston
-# Villa goalkeeper", "an American woman") describes someone rather than acting: after a determiner,
-# a possessive or a hyphenated word, and before a lower-case word that is no verb. A verb is read
-# by its form: a past tense, a third person "-s" (so a plural noun is read as one too: the rule
-# passes over fewer names) or one of the common irregular ones.
-_MODIFIER_BEFORE = re.compile(
-    r"(?:\b(?:the|a|an|his|her|its|their|our|this|that|these|those|former|fellow)|\w+-[\w-]+|['’]s)\s+$", re.I)
-_NOUN_AFTER = re.compile(r"\s+([a-z][a-z-]*[a-z])\b")
-_IRREGULAR_VERBS = frozenset(
-    """said told won beat lost made took gave got left led met ran hit put set sent paid kept held became began
-    found brought bought built wrote spoke saw went came flew fell rose drove threw shot stood sat sold
-    won't can could would should may might must shall do did""".split())
-
-
-def is_modifier(text: str, start: int, end: int) -> bool:
-    """Whether the name ``text[start:end]`` modifies the noun after it (:data:`_MODIFIER_BEFORE`)."""
-    if not _MODIFIER_BEFORE.search(text, 0, start):
-        return False
-    after = _NOUN_AFTER.match(text, end)
-    return after is not None and is_noun(after.group(1))
-
-
-def is_noun(word: str) -> bool:
-    """Whether the lower-case ``word`` may be a noun a name modifies: no stop word, and no verb by
-    its form (:data:`_IRREGULAR_VERBS`, a past tense, a third person or plural "-s")."""
-    return not (word in STOP_WORDS or word in _IRREGULAR_VERBS or word.endswith(("ed", "s")))
 
 
 MAX_RELATION_WORDS = 8

@@ -1,0 +1,71 @@
+"""How a name stands: written another way for the same thing, or modifying a noun.
+
+The clause and role checks compare an answer's name with the one a context clause has in its
+place. Some of those pairs are one thing written two ways: a country and its adjective, an
+acronym and its words, or a description the context itself gives the name ("the Egyptian
+television network CBC"). And a name modifying the noun after it ("the Denver native", "an
+American woman") describes someone rather than naming who acts. Both are read here, by rule.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from truthlens.detector.facts.names import same_entity
+from truthlens.detector.text import STOP_WORDS
+
+ACRONYM = re.compile(r"\b[A-Z]{2,5}\b")
+_SLOT_WORD = re.compile(r"[\w'’]+")
+# A name modifying the noun after it ("the Denver native", "a 55-year-old Texas native", "the Aston
+# Villa goalkeeper", "an American woman") describes someone rather than acting: after a determiner,
+# a possessive or a hyphenated word, and before a lower-case word that is no verb. A verb is read
+# by its form: a past tense, a third person "-s" (so a plural noun is read as one too: the rule
+# passes over fewer names) or one of the common irregular ones.
+_MODIFIER_BEFORE = re.compile(
+    r"(?:\b(?:the|a|an|his|her|its|their|our|this|that|these|those|former|fellow)|\w+-[\w-]+|['’]s)\s+$", re.I)
+_NOUN_AFTER = re.compile(r"\s+([a-z][a-z-]*[a-z])\b")
+_IRREGULAR_VERBS = frozenset(
+    """said told won beat lost made took gave got left led met ran hit put set sent paid kept held became began
+    found brought bought built wrote spoke saw went came flew fell rose drove threw shot stood sat sold
+    won't can could would should may might must shall do did""".split())
+
+
+def is_modifier(text: str, start: int, end: int) -> bool:
+    """Whether the name ``text[start:end]`` modifies the noun after it (:data:`_MODIFIER_BEFORE`)."""
+    if not _MODIFIER_BEFORE.search(text, 0, start):
+        return False
+    after = _NOUN_AFTER.match(text, end)
+    return after is not None and is_noun(after.group(1))
+
+
+def is_noun(word: str) -> bool:
+    """Whether the lower-case ``word`` may be a noun a name modifies: no stop word, and no verb by
+    its form (:data:`_IRREGULAR_VERBS`, a past tense, a third person or plural "-s")."""
+    return not (word in STOP_WORDS or word in _IRREGULAR_VERBS or word.endswith(("ed", "s")))
+
+
+def written_otherwise(text: str, term: str, theirs: str) -> bool:
+    """Whether the context's name ``theirs`` is the answer's ``term`` written another way
+    (:func:`same_entity`: "Australian" for "Australia", "Power of Veto" for "POV"), or an acronym
+    whose words the answer clause ``text`` spells out ("Las Vegas Grand Prix" for "LVGP"): a
+    summary spells out what its article abbreviates, and that is no term moved in."""
+    return same_entity(term, theirs) or _spells_out(text, theirs)
+
+
+def described(clauses: Sequence[str], term: str, theirs: str) -> bool:
+    """Whether the context (its ``clauses``) writes the answer's name ``term`` as a description of
+    its name ``theirs``, before it in one noun phrase ("the Egyptian television network CBC"): the
+    answer that says "Egyptian television" where a clause has "CBC television" uses it."""
+    pattern = re.compile(rf"\b{re.escape(term)}((?:\s+[a-z][\w-]*){{1,3}})\s+{re.escape(theirs)}\b")
+    return any(all(is_noun(w) for w in m.group(1).split())
+               for c in clauses for m in pattern.finditer(c))
+
+
+def _spells_out(text: str, acronym: str) -> bool:
+    """Whether ``text`` has a run of words whose initials are ``acronym`` (two to five capitals)."""
+    if not ACRONYM.fullmatch(acronym):
+        return False
+    run = [w[0].lower() for w in _SLOT_WORD.findall(text)]
+    letters = acronym.lower()
+    return any("".join(run[i:i + len(letters)]) == letters for i in range(len(run) - len(letters) + 1))
