@@ -52,7 +52,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from truthlens.detector.facts.focus import FocusIndex, focus_index, off_focus_names
-from truthlens.detector.facts.name_forms import ACRONYM, described, written_otherwise
+from truthlens.detector.facts.name_forms import ACRONYM, described, is_joined, written_otherwise
 from truthlens.detector.facts.names import find_names, lower_case_words, place, same_entity, same_place
 from truthlens.detector.facts.opposites import OPPOSITES, reversed_word
 from truthlens.detector.facts.roles import is_short_answer
@@ -117,7 +117,8 @@ class ContextClauses:
     # "cfo" -> {"chief", "financial", "offic"}.
     spelled: dict[str, frozenset[str]]
     focus: FocusIndex  # its sentences, as the focus check of a short answer reads them
-    names: frozenset[frozenset[str]] = frozenset()  # the words of each name it gives
+    # The words of each name it gives, but two joined at a possessive (:func:`.name_forms.is_joined`).
+    names: frozenset[frozenset[str]] = frozenset()
 
 
 def _terms(text: str, start: int, end: int, lower: frozenset[str], *, skip_starts: bool) -> list[_Term]:
@@ -153,7 +154,8 @@ def context_clauses(context: Sequence[str]) -> ContextClauses:
                 if len(part) == n and not any(w.lower() in STOP_WORDS for w in (part[0], part[-1])):
                     spelled.setdefault("".join(w[0] for w in part).lower(), set()).update(map(stem, part))
     initials = {k: frozenset(v) for k, v in spelled.items()}
-    names = frozenset(t.key for c in found for t in c.terms if t.kind == "name")
+    names = frozenset(t.key for c in found for t in c.terms
+                      if t.kind == "name" and not is_joined(c.text[t.start - c.start:t.end - c.start]))
     return ContextClauses(tuple(found), lower, initials, focus_index(context, initials), names)
 
 

@@ -17,6 +17,7 @@ from truthlens.detector.text import STOP_WORDS
 
 ACRONYM = re.compile(r"\b[A-Z]{2,5}\b")
 _SLOT_WORD = re.compile(r"[\w'’]+")
+_POSSESSIVE = re.compile(r"['’]s\b")
 # A name modifying the noun after it ("the Denver native", "a 55-year-old Texas native", "the Aston
 # Villa goalkeeper", "an American woman") describes someone rather than acting: after a determiner,
 # a possessive or a hyphenated word, and before a lower-case word that is no verb. A verb is read
@@ -43,6 +44,12 @@ def is_noun(word: str) -> bool:
     """Whether the lower-case ``word`` may be a noun a name modifies: no stop word, and no verb by
     its form (:data:`_IRREGULAR_VERBS`, a past tense, a third person or plural "-s")."""
     return not (word in STOP_WORDS or word in _IRREGULAR_VERBS or word.endswith(("ed", "s")))
+
+
+def is_joined(name: str) -> bool:
+    """Whether the name ``name`` (its characters) is two joined at a possessive ("Turkey's Kurdish
+    minority", "Atletico Madrid's La Liga"): not one thing's full name."""
+    return _POSSESSIVE.search(name) is not None
 
 
 def written_otherwise(text: str, term: str, theirs: str) -> bool:
