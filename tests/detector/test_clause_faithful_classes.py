@@ -154,3 +154,37 @@ def test_another_part_of_the_same_full_name_is_not_moved() -> None:
 def test_another_person_in_the_place_of_the_surname_is_still_moved() -> None:
     found = _found("Hardin warned Blue that she was the next target.", [VETO_SWAPPED])
     assert ("Hardin", "misattributed_entity") in found
+
+
+# A number that cites the prompt ("(Passage 2)") or numbers a list item is no claim: the look-up
+# of numbers passes over it, and so does the clause check. (Written before the rule.)
+MIXTURES = ["Elements cannot be broken down by chemical means.",
+            "1) A compound has a fixed ratio of elements. 4) The constituents of a mixture can be separated "
+            "easily by physical methods."]
+
+
+@pytest.mark.parametrize("answer", [
+    "The constituents of a mixture can be separated easily by physical methods (Passage 2).",
+    "Mixtures:\n2. The constituents of a mixture can be separated easily by physical methods.",
+])
+def test_a_number_citing_a_passage_or_a_list_item_is_not_moved(answer: str) -> None:
+    assert [f for f in _found(answer, MIXTURES) if f[1] == "unsupported_number"] == []
+
+
+def test_a_count_moved_from_another_clause_is_still_flagged() -> None:
+    context = ["The company has 300 employees. It has 12 offices in Europe."]
+    assert ("300", "unsupported_number") in _found("It has 300 offices in Europe.", context)
+
+
+NUMBERED = ["Elements cannot be broken down by chemical means. 2) Mixtures have a variable composition.",
+            "1)A compound has a fixed ratio of elements 3)A mixture shows the properties of constituent substances "
+            "4)The constituents can be separated easily by physical methods."]
+
+
+@pytest.mark.parametrize("answer", [
+    "Mixtures show the properties of their constituent substances (Passage 2).",
+    "Mixtures:\n* Show the properties of their constituent substances (Passage 2)",
+    "Mixtures:\n2. The constituents can be separated easily by physical methods.",
+])
+def test_a_citation_or_list_number_is_not_moved_where_the_context_numbers_its_items(answer: str) -> None:
+    assert [f for f in _found(answer, NUMBERED) if f[1] == "unsupported_number"] == []
