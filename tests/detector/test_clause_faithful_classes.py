@@ -35,11 +35,6 @@ def test_a_name_in_the_place_of_another_is_still_swapped() -> None:
         "Tom Morrison retired on Friday after a long illness.", [SWAPPED])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known gap: a name modifying a noun in the answer is judged against one modifying a noun in the "
-    "evidence ('an American woman' against 'a Texas native'), as a changed attribute; skipping it also "
-    "lost real catches on HaluEval's dev fold ('Five Kurdish militants were wounded' for 'Four Turkish "
-    "troops'), and which attribute describes the same person is not read"))
 def test_an_adjective_name_in_the_answer_is_no_actor() -> None:
     assert _found("An American woman was stabbed in Lyon while walking home from work.", [STABBED]) == []
 

@@ -40,9 +40,10 @@ words. A short clause ("The CFO is John Park.") needs no same place; a short ans
 Park.") is read with its question's words when the question names nothing of its own (a
 question that does often hops over two facts, and its answer is in neither clause alone). A term
 not in the context at all is left to the look-ups of :mod:`.numbers` and :mod:`.names` (one
-wrong fact is one finding). What it cannot see: a clause sharing fewer than two content words
-with the one it restates ("Acme moved to Boston in 1920."), a term moved between clauses that
-share no words, and paraphrases (the model's job).
+wrong fact is one finding), and so is a number that look-up passes over as no claim: one
+citing the prompt ("(Passage 2)") or numbering a list item. What it cannot see: a clause
+sharing fewer than two content words with the one it restates ("Acme moved to Boston in
+1920."), a term moved between clauses that share no words, and paraphrases (the model's job).
 """
 
 from __future__ import annotations
@@ -52,11 +53,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from truthlens.detector.facts.focus import FocusIndex, focus_index, off_focus_names
-from truthlens.detector.facts.name_forms import ACRONYM, described, is_joined, written_otherwise
+from truthlens.detector.facts.name_forms import ACRONYM, described, is_joined, spelled_initials, written_otherwise
 from truthlens.detector.facts.names import find_names, lower_case_words, place, same_entity, same_place
+from truthlens.detector.facts.numbers import find_quantities
 from truthlens.detector.facts.opposites import OPPOSITES, reversed_word
 from truthlens.detector.facts.roles import is_short_answer
-from truthlens.detector.text import STOP_WORDS, clauses, content_words, stem, words
+from truthlens.detector.text import clauses, content_words, stem
 
 _NUMBER = re.compile(r"(?<![\w.,])\d{1,3}(?:,\d{3})+(?![\d,]*\d)|(?<![\w.,])\d+(?:\.\d+)?(?![\w.]*\d)")
 _YEAR = re.compile(r"1[0-9]\d\d|20\d\d")
@@ -145,15 +147,7 @@ def _clause(text: str, start: int, end: int, lower: frozenset[str], *, answer: b
 def context_clauses(context: Sequence[str]) -> ContextClauses:
     lower = lower_case_words("\n".join(context))
     found = [_clause(passage, a, b, lower, answer=False) for passage in context for a, b in clauses(passage)]
-    spelled: dict[str, set[str]] = {}
-    for passage in context:
-        run = [m.group(0) for m in words(passage)]
-        for i in range(len(run)):
-            for n in range(2, 6):
-                part = run[i:i + n]
-                if len(part) == n and not any(w.lower() in STOP_WORDS for w in (part[0], part[-1])):
-                    spelled.setdefault("".join(w[0] for w in part).lower(), set()).update(map(stem, part))
-    initials = {k: frozenset(v) for k, v in spelled.items()}
+    initials = spelled_initials(context)
     names = frozenset(t.key for c in found for t in c.terms
                       if t.kind == "name" and not is_joined(c.text[t.start - c.start:t.end - c.start]))
     return ContextClauses(tuple(found), lower, initials, focus_index(context, initials), names)
@@ -212,12 +206,17 @@ def moved_terms(answer: str, context: Sequence[str] | ContextClauses, question: 
         return ()
     lower = index.lower_words | lower_case_words(answer)
     found: dict[tuple[int, int], Moved] = {}
+    # The numbers the look-up of numbers checks: not one citing the prompt ("(Passage 2)") or
+    # numbering a list item ("2. ..."), which claim nothing.
+    claims = [(q.start, q.end) for q in find_quantities(answer) if q.checked]
     for start, end in clauses(answer):
         mine = _clause(answer, start, end, lower, answer=True)
         if not mine.terms and not (mine.plain & OPPOSITES.keys()):
             continue
         said, terms = _spelled_out(mine, answer, index)
         for m in _moved(mine, said, terms, index, answer):
+            if m.kind in ("number", "year") and not any(s < m.end and m.start < e for s, e in claims):
+                continue
             if not any(s < m.end and m.start < e for s, e in found):
                 found[(m.start, m.end)] = m
     if question and is_short_answer(answer):

@@ -2,9 +2,10 @@
 
 The clause and role checks compare an answer's name with the one a context clause has in its
 place. Some of those pairs are one thing written two ways: a country and its adjective, an
-acronym and its words, or a description the context itself gives the name ("the Egyptian
-television network CBC"). And a name modifying the noun after it ("the Denver native", "an
-American woman") describes someone rather than naming who acts. Both are read here, by rule.
+acronym and its words (:func:`spelled_initials`), or a description the context itself gives
+the name ("the Egyptian television network CBC"); a name joined to another at a possessive is
+not one thing's full name. And a name modifying the noun after it ("the Denver native", "an
+American woman") describes someone rather than naming who acts. All are read here, by rule.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import re
 from collections.abc import Sequence
 
 from truthlens.detector.facts.names import same_entity
-from truthlens.detector.text import STOP_WORDS
+from truthlens.detector.text import STOP_WORDS, stem, words
 
 ACRONYM = re.compile(r"\b[A-Z]{2,5}\b")
 _SLOT_WORD = re.compile(r"[\w'’]+")
@@ -44,6 +45,21 @@ def is_noun(word: str) -> bool:
     """Whether the lower-case ``word`` may be a noun a name modifies: no stop word, and no verb by
     its form (:data:`_IRREGULAR_VERBS`, a past tense, a third person or plural "-s")."""
     return not (word in STOP_WORDS or word in _IRREGULAR_VERBS or word.endswith(("ed", "s")))
+
+
+def spelled_initials(context: Sequence[str]) -> dict[str, frozenset[str]]:
+    """The initials of the context's runs of two to five words (neither end a stop word), each
+    with the stems of those words: "cfo" -> {"chief", "financial", "offic"}, so an abbreviation
+    the context spells out is read as its words."""
+    spelled: dict[str, set[str]] = {}
+    for passage in context:
+        run = [m.group(0) for m in words(passage)]
+        for i in range(len(run)):
+            for n in range(2, 6):
+                part = run[i:i + n]
+                if len(part) == n and not any(w.lower() in STOP_WORDS for w in (part[0], part[-1])):
+                    spelled.setdefault("".join(w[0] for w in part).lower(), set()).update(map(stem, part))
+    return {k: frozenset(v) for k, v in spelled.items()}
 
 
 def is_joined(name: str) -> bool:

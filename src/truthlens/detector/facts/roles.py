@@ -21,10 +21,12 @@ gave Collins' role to Aldrin. :func:`misattributed_names` does the same, by rule
    while the evidence speaks of the answer's name by a description ("the detective"): on
    RAGTruth's faithful summaries those made most of this check's findings. So is a name
    modifying the noun after it ("the Denver native", "the Aston Villa goalkeeper": the evidence
-   describes the answer's name by it, :func:`.name_forms.is_modifier`), unless the answer's
-   name modifies a noun too ("Five Kurdish militants were wounded" for "Four Turkish troops ...":
-   the attribute changed). Names after a preposition, places and objects such as "on the Moon",
-   are not judged.
+   describes the answer's name by it, :func:`.name_forms.is_modifier`). Names after a
+   preposition, places and objects such as "on the Moon", are not judged, nor a name modifying
+   a noun in the answer ("an American woman was shot": the woman is the actor; on RAGTruth's
+   odd half those were 7 findings in faithful answers and 1 in a hallucinated one, outside its
+   labelled span; what it gives up is a changed attribute, "Five Kurdish militants were
+   wounded" for "Four Turkish troops ...").
 
 A short answer leaves out what the question says ("It was Buzz Aldrin." answering "Who stayed in
 lunar orbit aboard Columbia?"): it is judged by the question's focus (:mod:`.focus`, through the
@@ -203,7 +205,7 @@ def is_short_answer(answer: str) -> bool:
 
 def _swap_evidence(
     name: Name, clause_names: Sequence[Name], relation: set[str], sentences: Sequence[_Sentence],
-    where: tuple[str, str], modifier: bool = False, full_names: frozenset[frozenset[str]] = frozenset(),
+    where: tuple[str, str], full_names: frozenset[frozenset[str]] = frozenset(),
 ) -> _Sentence | None:
     """The context sentence that says what ``relation`` says of ``name`` (standing at ``where`` in
     its clause, :func:`place`) but of another name in its place, or None (steps 3 and 4 of the
@@ -241,10 +243,8 @@ def _swap_evidence(
     # it): a name it gives elsewhere is the speaker ("..., Sachs said"), a source ("according to
     # Amnesty International") or a detail the answer leaves out, while the evidence speaks of the
     # answer's name by a description ("the detective", "the company").
-    # A name modifying a noun ("the Denver native") describes the one who acts, where the answer
-    # names who acts; beside an answer's name that modifies a noun too ("Kurdish militants" for
-    # "Turkish troops") it is the attribute the answer changed.
-    others = [p for known, p, modifies in sentence.placed if not known & clause_words and (modifier or not modifies)]
+    # A name modifying a noun ("the Denver native") describes the one who acts.
+    others = [p for known, p, modifies in sentence.placed if not known & clause_words and not modifies]
     return sentence if any(same_place(where, p, reworded=True) for p in others) else None
 
 
@@ -267,12 +267,13 @@ def misattributed_names(
             before = answer[c_start : name.start]
             if _AFTER_PREPOSITION.search(before) and not PASSIVE_AGENT.search(before):
                 continue
+            if is_modifier(answer, name.start, name.end):
+                continue  # it describes the actor ("an American woman was shot")
             # The clause's words apart from this name (other names included: "capital of
             # Australia" must meet "Canberra is the capital of Australia" on both words).
             relation = _relation_words(answer[c_start:c_end], [name], c_start)
             where = place(answer, name.start, name.end, (c_start, c_end), past_names=True)
-            evidence = _swap_evidence(name, clause_names, relation, sentences, where,
-                                      is_modifier(answer, name.start, name.end), index.full_names)
+            evidence = _swap_evidence(name, clause_names, relation, sentences, where, index.full_names)
             if evidence is not None:
                 fit = len(relation & evidence.words) / len(relation)
                 found.append(Misattribution(name.start, name.end, answer[name.start : name.end], fit))
