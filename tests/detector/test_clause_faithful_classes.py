@@ -183,3 +183,21 @@ NUMBERED = ["Elements cannot be broken down by chemical means. 2) Mixtures have 
 ])
 def test_a_citation_or_list_number_is_not_moved_where_the_context_numbers_its_items(answer: str) -> None:
     assert [f for f in _found(answer, NUMBERED) if f[1] == "unsupported_number"] == []
+
+
+# A name shortened word by word ("Man United" for "Manchester United") is the same name written
+# another way. (Written before the rule.)
+ASSISTANT = ("Louis van Gaal took over at Manchester United last summer. Giggs is currently van Gaal's assistant "
+             "at Man United, and Evra says he will make a great coach.")
+ASSISTANT_SWAPPED = ("Louis van Gaal took over at Manchester United last summer. Giggs is currently van Gaal's "
+                     "assistant at Swansea City, and Evra says he will make a great coach.")
+
+
+def test_a_name_shortened_word_by_word_is_not_moved() -> None:
+    found = _found("Giggs is currently Louis van Gaal's assistant at Manchester United.", [ASSISTANT])
+    assert [f for f in found if f[1] == "misattributed_entity"] == []
+
+
+def test_another_club_in_its_place_is_still_moved() -> None:
+    found = _found("Giggs is currently Louis van Gaal's assistant at Manchester United.", [ASSISTANT_SWAPPED])
+    assert ("Manchester United", "misattributed_entity") in found
