@@ -72,8 +72,19 @@ def written_otherwise(text: str, term: str, theirs: str) -> bool:
     """Whether the context's name ``theirs`` is the answer's ``term`` written another way
     (:func:`same_entity`: "Australian" for "Australia", "Power of Veto" for "POV"), or an acronym
     whose words the answer clause ``text`` spells out ("Las Vegas Grand Prix" for "LVGP"): a
-    summary spells out what its article abbreviates, and that is no term moved in."""
-    return same_entity(term, theirs) or _spells_out(text, theirs)
+    summary spells out what its article abbreviates, and that is no term moved in; or the one
+    shortened word by word ("Man United" for "Manchester United")."""
+    return same_entity(term, theirs) or _spells_out(text, theirs) or _shortened(term, theirs)
+
+
+def _shortened(a: str, b: str) -> bool:
+    """Whether one name is the other with words cut short, word for word: each word of the one
+    opens the other's word at its place, three letters at least ("Man United" / "Manchester
+    United"; "Kim" does not open "Khloe")."""
+    x, y = a.lower().split(), b.lower().split()
+    if len(x) != len(y) or x == y:
+        return False
+    return all(len(min(u, v, key=len)) >= 3 and (u.startswith(v) or v.startswith(u)) for u, v in zip(x, y, strict=True))
 
 
 def described(clauses: Sequence[str], term: str, theirs: str) -> bool:
