@@ -201,3 +201,53 @@ def test_a_name_shortened_word_by_word_is_not_moved() -> None:
 def test_another_club_in_its_place_is_still_moved() -> None:
     found = _found("Giggs is currently Louis van Gaal's assistant at Manchester United.", [ASSISTANT_SWAPPED])
     assert ("Manchester United", "misattributed_entity") in found
+
+
+# A name after a preposition ("her trip to Central and South America") is a place or an object:
+# it does not stand where the answer's subject stands, even with the same word after both.
+# (Written before the rule.)
+TRIP = ("President Park Geun-hye has been under pressure over the scandal. Before departing on her trip to "
+        "Central and South America, she condemned political corruption in her country.")
+TRIP_SWAPPED = ("President Park Geun-hye has been under pressure over the scandal. Before departing on her trip, "
+                "Prime Minister Lee condemned political corruption in her country.")
+
+
+def test_a_name_after_a_preposition_does_not_replace_the_subject() -> None:
+    found = _found("President Park has condemned political corruption in her country.", [TRIP])
+    assert [f for f in found if f[1] == "misattributed_entity"] == []
+
+
+def test_a_subject_replacing_the_subject_is_still_moved() -> None:
+    found = _found("Before departing on her trip, President Park condemned political corruption in her country.",
+                   [TRIP_SWAPPED])
+    assert [f for f in found if f[1] == "misattributed_entity"]
+
+
+# A superlative the context gives another subject ("At the bottom was Rome, with the lowest share")
+# is not reversed by an answer giving its own subject the opposite one. (Written before the rule.)
+RANKING = ("Oslo has the most charging points of any city and the highest share of electric cars, a report "
+           "found. At the bottom of the list was Rome, which had the lowest share of electric cars and the "
+           "fewest charging points of the ten biggest European cities.")
+
+
+def test_the_opposite_superlative_of_another_subject_is_not_a_reversal() -> None:
+    answer = ("According to the report, Oslo has the most charging points and the highest share of electric cars "
+              "among the ten biggest European cities.")
+    assert [f for f in _found(answer, [RANKING]) if f[1] == "contradicted_relation"] == []
+
+
+def test_the_same_subject_with_the_opposite_superlative_is_still_reversed() -> None:
+    answer = ("At the bottom of the list was Rome, which had the highest share of electric cars and the fewest "
+              "charging points of the ten biggest European cities.")
+    assert ("highest", "contradicted_relation") in _found(answer, [RANKING])
+
+
+TOP = ("The top performer was Oslo, which had the most charging points, 11.9 thousand, and the highest share of "
+       "electric cars -- 11.5 percent. At the bottom of the list was Rome, which had the lowest share of electric "
+       "cars and the fewest charging points of the ten biggest European cities.")
+
+
+def test_the_opposite_superlative_of_another_subject_is_not_a_reversal_where_numbers_cut_the_sentence() -> None:
+    answer = ("According to the report, Oslo has the most charging points and the highest share of electric cars "
+              "among the ten biggest European cities.")
+    assert [f for f in _found(answer, [TOP]) if f[1] == "contradicted_relation"] == []
