@@ -27,9 +27,12 @@ the same, by rule:
    a description the context gives that name ("Egyptian television" where the clause has "CBC
    television" and another "the Egyptian television network CBC"), another part of one full
    name ("Hardin" for "Cameron", of "Cameron Hardin"), and the full name of the clause's surname
-   ("Kevin Pietersen" for "Pietersen", :func:`_in_full`). Where every name of the answer
-   clause was moved and they name two or more, the clause restates another fact with words the
-   two share (a summary merging sentences), not a mix-up: its names are left alone;
+   ("Kevin Pietersen" for "Pietersen", :func:`_in_full`). Nor is a name in another role: after
+   a preposition where the answer's is not, or after another one ("her trip to South America"
+   for "President Park", "from Santos" for "at Lyon"; :func:`_other_role`). Where the clause
+   holds none of the answer clause's names and they name two or more, the clause restates
+   another fact with words the two share (a summary merging sentences), not a mix-up: its names
+   are left alone;
 5. on the same alignment, a word the answer turns into its opposite ("after" for "before",
    "decreased" for "increased", "closed" for "open") where the context clause has the opposite
    and not the word, beside the same words, is a reversed relation (:mod:`.opposites`: "A after
@@ -53,7 +56,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from truthlens.detector.facts.focus import FocusIndex, focus_index, off_focus_names
-from truthlens.detector.facts.name_forms import ACRONYM, described, is_joined, spelled_initials, written_otherwise
+from truthlens.detector.facts.name_forms import (
+    ACRONYM,
+    described,
+    is_joined,
+    preposition_before,
+    spelled_initials,
+    written_otherwise,
+)
 from truthlens.detector.facts.names import find_names, lower_case_words, place, same_entity, same_place
 from truthlens.detector.facts.numbers import find_quantities
 from truthlens.detector.facts.opposites import OPPOSITES, reversed_word
@@ -71,6 +81,8 @@ SHORT_CLAUSE_WORDS = 1  # content words at most, besides its terms, of a clause 
 _WORD = re.compile(r"[^\W\d_]+")
 _POSSESSIVE = re.compile(r"['’]s\s+")
 # Between two names that are one: a space, or a capitalised word ("Prime Minister David Cameron").
+# Prepositions of a place, one standing for another ("in Boston", "at Boston").
+_WHERE = frozenset({"in", "at", "on"})
 _ONE_NAME_GAP = re.compile(r"\s+(?:[A-Z][\w.]*\s+)?")
 
 
@@ -282,9 +294,7 @@ def _moved(mine: _Clause, said: frozenset[str], terms: list[_Term], index: Conte
         # Two context clauses may say it as well ("Lake Michigan is 406 m deep" against "Lake
         # Superior is 406 m deep" and "Lake Michigan is 281 m deep"): a mix-up when each shows a
         # term moved in, flagged on each.
-        per_clause = [_one_fact(answer, own, [m for m in _moved_in(mine, terms, c, index, answer, fit)
-                                      if not (by_terms and m.kind == "name")])
-                      for c in aligned]
+        per_clause = [_one_fact(answer, own, *_moved_in(mine, terms, c, index, answer, fit), by_terms) for c in aligned]
         if all(per_clause):
             out.extend(m for moved in per_clause for m in moved)
     if len(aligned) != 1:
@@ -303,16 +313,19 @@ def _moved(mine: _Clause, said: frozenset[str], terms: list[_Term], index: Conte
     return out
 
 
-def _one_fact(answer: str, own: Sequence[_Term], moved: list[Moved]) -> list[Moved]:
-    """``moved`` but for its names where every name of the answer clause is among them, and they
-    name two or more (a title's words and its holder's, "British Prime Minister David Cameron",
-    name one): a mix-up moves a name into a clause that otherwise restates its context clause; a
-    clause none of whose names that clause holds restates another fact with words the two share
-    ("British Prime Minister David Cameron also sent condolences after Benaud's death" beside
-    "condolences, including from Australian Prime Minister Tony Abbott")."""
+def _one_fact(answer: str, own: Sequence[_Term], moved: list[Moved], held: set[_Term], by_terms: bool) -> list[Moved]:
+    """``moved`` (and ``held``: the answer clause's names its context clause states), but for its
+    names where the clause holds none of the answer clause's names and they name two or more (a
+    title's words and its holder's, "British Prime Minister David Cameron", name one): a mix-up
+    moves a name into a clause that otherwise restates its context clause; a clause none of whose
+    names that clause holds restates another fact with words the two share ("British Prime
+    Minister David Cameron also sent condolences after Benaud's death" beside "condolences,
+    including from Australian Prime Minister Tony Abbott"). A clause tied to its context clause by
+    its terms alone (``by_terms``) has no name judged moved."""
+    if by_terms:
+        return [m for m in moved if m.kind != "name"]
     names = sorted((t for t in own if t.kind == "name"), key=lambda t: t.start)
-    spans = {(m.start, m.end) for m in moved if m.kind == "name"}
-    if not names or not all((t.start, t.end) in spans for t in names):
+    if not names or held & set(names):
         return moved
     named = 1 + sum(1 for a, b in zip(names, names[1:], strict=False)
                     if not _ONE_NAME_GAP.fullmatch(answer, a.end, b.start))
@@ -328,7 +341,7 @@ def _shared_terms(terms: Sequence[_Term], clause: _Clause) -> int:
 
 
 def _moved_in(mine: _Clause, terms: list[_Term], theirs: _Clause, index: ContextClauses, answer: str,
-              fit: float) -> list[Moved]:
+              fit: float) -> tuple[list[Moved], set[_Term]]:
     """The terms of ``mine`` that ``theirs`` (the clause it restates) lacks, each where ``theirs``
     has another term of its kind that the answer lacks and another context clause states it."""
     # A short clause ("The CFO is John Park.") is all slot: its term stands for the aligned one's.
@@ -358,6 +371,7 @@ def _moved_in(mine: _Clause, terms: list[_Term], theirs: _Clause, index: Context
             if _in_place_of(term, t)
             and (_lacks_name(t, term, given, loose, written_words) if t.kind == "name"
                  else not any(a.key == t.key for a in terms))
+            and not (t.kind == "name" and _other_role(answer[mine.start:term.start], _before(theirs, t)))
             and not (t.kind == "name" and (written_otherwise(mine.text, written, _surface(theirs, t))
                                            or described([c.text for c in index.clauses], written, _surface(theirs, t))
                                            or (t.key | term.key) in index.names))
@@ -366,7 +380,22 @@ def _moved_in(mine: _Clause, terms: list[_Term], theirs: _Clause, index: Context
         if not instead:
             continue
         out.append(Moved(term.start, term.end, written, term.kind, _surface(theirs, instead[0]), fit))
-    return out
+    return out, held
+
+
+def _other_role(mine: str, theirs: str) -> bool:
+    """Whether two names stand in other roles (``mine`` and ``theirs``: their clauses up to each):
+    one follows a preposition and the other does not, a place or an object ("her trip to Central
+    and South America") where a subject stands ("President Park has condemned ..."), whatever word
+    follows both (:func:`.name_forms.after_preposition`); or they follow other prepositions, but
+    for those of a place ("a contract at Lyon" is not "a contract from Santos")."""
+    a, b = preposition_before(mine), preposition_before(theirs)
+    return a != b and not {a, b} <= _WHERE
+
+
+def _before(clause: _Clause, term: _Term) -> str:
+    """``clause``'s text up to ``term``."""
+    return clause.text[:term.start - clause.start]
 
 
 def _paired(mine: Sequence[_Term], theirs: Sequence[_Term], slots: dict[_Term, tuple[str, str]],

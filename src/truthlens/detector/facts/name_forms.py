@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from truthlens.detector.facts.names import same_entity
+from truthlens.detector.facts.names import PASSIVE_AGENT, same_entity
 from truthlens.detector.text import STOP_WORDS, stem, words
 
 ACRONYM = re.compile(r"\b[A-Z]{2,5}\b")
@@ -26,11 +26,34 @@ _POSSESSIVE = re.compile(r"['’]s\b")
 # passes over fewer names) or one of the common irregular ones.
 _MODIFIER_BEFORE = re.compile(
     r"(?:\b(?:the|a|an|his|her|its|their|our|this|that|these|those|former|fellow)|\w+-[\w-]+|['’]s)\s+$", re.I)
+# A preposition, "the" and title words may stand between it and the name ("of the Ms Taylor", "at
+# St Albans Crown Court" where the name is read from "Albans").
+_AFTER_PREPOSITION = re.compile(
+    r"\b((?i:on|in|at|to|from|into|onto|of|for|with|by|near|across))\s+(?:(?i:the)\s+)?(?:[A-Z][\w.'’-]*\s+)*$")
+_TITLES = re.compile(r"(?:[A-Z][\w.'’-]*\s+)+$")  # "Mrs " before "Ginneti"
+_COORDINATED = re.compile(r"(?:[A-Z][\w'’.-]*\s+)+(?:and|or)\s+$")
 _NOUN_AFTER = re.compile(r"\s+([a-z][a-z-]*[a-z])\b")
 _IRREGULAR_VERBS = frozenset(
     """said told won beat lost made took gave got left led met ran hit put set sent paid kept held became began
     found brought bought built wrote spoke saw went came flew fell rose drove threw shot stood sat sold
     won't can could would should may might must shall do did""".split())
+
+
+def after_preposition(before: str) -> bool:
+    """Whether a name standing after the text ``before`` (its clause up to it) follows a
+    preposition: a place or an object ("landed on the Moon"), not the clause's actor; but for the
+    agent of a passive verb ("Columbia was flown by Buzz Aldrin" says who flew it,
+    :data:`.names.PASSIVE_AGENT`). The second of two names joined by "and" or "or" follows what
+    the first does ("her trip to Central and South America")."""
+    return preposition_before(before) != ""
+
+
+def preposition_before(before: str) -> str:
+    """The preposition a name standing after ``before`` follows (lower case), or "" (none, or the
+    agent's "by" of a passive verb: :func:`after_preposition`)."""
+    before = _COORDINATED.sub("", before)
+    hit = _AFTER_PREPOSITION.search(before)
+    return "" if hit is None or PASSIVE_AGENT.search(_TITLES.sub("", before)) else hit.group(1).lower()
 
 
 def is_modifier(text: str, start: int, end: int) -> bool:

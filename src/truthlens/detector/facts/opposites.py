@@ -46,17 +46,23 @@ def reversed_word(text: str, word: str, theirs: str, flipped: frozenset[str]) ->
     after both (:func:`.names.place`: "four breaks of serve after the tie-break" for "... before
     the tie-break"). A converse puts other words beside it ("won the tie-break after four breaks of
     serve" for "four breaks of serve before the tie-break"), or a name on its other side ("Hull
-    lose to Leeds": Hull stands after "win" in "the win for Leeds over Hull")."""
+    lose to Leeds": Hull stands after "win" in "the win for Leeds over Hull"). Nor is the
+    opposite the context says of another subject, each side naming before the word what the
+    other does not name ("Southwest has the highest share" beside "JetBlue had the lowest")."""
     hit = re.search(rf"\b{re.escape(word)}\b", text, re.IGNORECASE)
     if hit is None:
         return None
     mine_place = place(text, hit.start(), hit.end())
     mine_sides = _named(text[:hit.start()]), _named(text[hit.end():])
+    mine_all, their_all = _named(text), _named(theirs)
     for other in sorted(flipped):
         for m in re.finditer(rf"\b{re.escape(other)}\b", theirs, re.IGNORECASE):
             before, after = _named(theirs[:m.start()]), _named(theirs[m.end():])
             crossed = (mine_sides[0] & after) - before or (mine_sides[1] & before) - after
-            if not crossed and same_place(mine_place, place(theirs, m.start(), m.end())):
+            # Each with a subject the other does not name: another thing's opposite ("Southwest
+            # ... the highest percentage" beside "JetBlue, which offered the lowest percentage").
+            apart = bool(mine_sides[0] - their_all) and bool(before - mine_all)
+            if not crossed and not apart and same_place(mine_place, place(theirs, m.start(), m.end())):
                 return hit.start()
     return None
 

@@ -21,7 +21,8 @@ gave Collins' role to Aldrin. :func:`misattributed_names` does the same, by rule
    while the evidence speaks of the answer's name by a description ("the detective"): on
    RAGTruth's faithful summaries those made most of this check's findings. So is a name
    modifying the noun after it ("the Denver native", "the Aston Villa goalkeeper": the evidence
-   describes the answer's name by it, :func:`.name_forms.is_modifier`). Names after a
+   describes the answer's name by it, :func:`.name_forms.is_modifier`), and one after a
+   preposition ("her trip to Central and South America": a place or an object). Names after a
    preposition, places and objects such as "on the Moon", are not judged, nor a name modifying
    a noun in the answer ("an American woman was shot": the woman is the actor; on RAGTruth's
    odd half those were 7 findings in faithful answers and 1 in a hallucinated one, outside its
@@ -45,9 +46,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from truthlens.detector.facts.name_forms import is_joined, is_modifier
+from truthlens.detector.facts.name_forms import after_preposition, is_joined, is_modifier
 from truthlens.detector.facts.names import (
-    PASSIVE_AGENT,
     Name,
     find_names,
     lower_case_words,
@@ -61,10 +61,7 @@ _CLAUSE_CUT = re.compile(r"[.!?;:]+\s+|\n+|,\s+|\s+(?:while|whereas|but|although
 _NUMERAL = re.compile(r"\d[\d,]*(?:\.\d+)?")
 _SENTENCE_CUT = re.compile(r"(?<=[.!?])\s+|\n+")
 # A name right after a preposition is a place or an object ("landed on the Moon"), not the
-# clause's actor or the value it asserts; those are left to the model.
-_AFTER_PREPOSITION = re.compile(r"\b(?:on|in|at|to|from|into|onto|of|for|with|by|near|across)\s+(?:the\s+)?$", re.I)
-# ... except the agent of a passive verb (:data:`PASSIVE_AGENT`): "Columbia was flown by Buzz
-# Aldrin" says who flew it.
+# clause's actor or the value it asserts; those are left to the model (:func:`.name_forms.after_preposition`).
 # Ordinals name no role ("the first man"): left out with the stop words.
 _STOP = STOP_WORDS | {"first", "second"}
 
@@ -136,8 +133,8 @@ class _Sentence:
     numbers: frozenset[str]  # its numerals, digits only ("1,280" -> "1280")
     # Its names read strictly (a capitalised word opening it only when the context never writes
     # it in lower case: "Taken together, ..." names no one), each with where it stands
-    # (:func:`place`) and whether it modifies the noun after it (:func:`.name_forms.is_modifier`):
-    # the names that may stand in an answer name's place.
+    # (:func:`place`) and whether it names no actor (it modifies the noun after it, or follows a
+    # preposition: :mod:`.name_forms`): the names that may stand in an answer name's place.
     placed: tuple[tuple[frozenset[str], tuple[str, str], bool], ...] = ()
 
 
@@ -173,7 +170,7 @@ def context_sentences(context: Sequence[str]) -> ContextSentences:
             strict = find_names(text, lower, skip_sentence_starts=True)
             full.update(frozenset(n.words) for n in names if len(n.words) > 1 and not is_joined(text[n.start:n.end]))
             placed = tuple((frozenset(n.words), place(text, n.start, n.end, past_names=True),
-                            is_modifier(text, n.start, n.end)) for n in strict)
+                            is_modifier(text, n.start, n.end) or after_preposition(text[:n.start])) for n in strict)
             sentences.append(_Sentence(
                 _relation_words(text, [], 0), tuple(frozenset(n.words) for n in names), is_negated(text),
                 numerals(text), placed,
@@ -243,8 +240,10 @@ def _swap_evidence(
     # it): a name it gives elsewhere is the speaker ("..., Sachs said"), a source ("according to
     # Amnesty International") or a detail the answer leaves out, while the evidence speaks of the
     # answer's name by a description ("the detective", "the company").
-    # A name modifying a noun ("the Denver native") describes the one who acts.
-    others = [p for known, p, modifies in sentence.placed if not known & clause_words and not modifies]
+    # A name modifying a noun ("the Denver native") describes the one who acts, one after a
+    # preposition is a place or an object ("her trip to Central and South America"); the answer's
+    # name, judged, is neither.
+    others = [p for known, p, no_actor in sentence.placed if not known & clause_words and not no_actor]
     return sentence if any(same_place(where, p, reworded=True) for p in others) else None
 
 
@@ -265,7 +264,7 @@ def misattributed_names(
             continue
         for name in clause_names:
             before = answer[c_start : name.start]
-            if _AFTER_PREPOSITION.search(before) and not PASSIVE_AGENT.search(before):
+            if after_preposition(before):
                 continue
             if is_modifier(answer, name.start, name.end):
                 continue  # it describes the actor ("an American woman was shot")
