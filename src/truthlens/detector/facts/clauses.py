@@ -15,7 +15,7 @@ the same, by rule:
 4. else the context clause that shares most of what it says (at least two words and half of
    them; of clauses that tie, the one holding most of its terms' words, or each of them when
    each term is in one) is the clause it restates. Each name of that clause stands for one of
-   the answer's, one to one (:func:`_paired`: a sibling sharing a word is another name, a name
+   the answer's, one to one (:func:`.name_pairs.paired`: a sibling sharing a word is another name, a name
    the clause gives twice is not given by the answer's one); a term of the answer
    that this clause lacks, while it holds another term of the same kind the answer lacks
    (another name, number or year) in the same place (the same content word before or after it,
@@ -27,9 +27,9 @@ the same, by rule:
    a description the context gives that name ("Egyptian television" where the clause has "CBC
    television" and another "the Egyptian television network CBC"), another part of one full
    name ("Hardin" for "Cameron", of "Cameron Hardin"), and the full name of the clause's surname
-   ("Kevin Pietersen" for "Pietersen", :func:`_in_full`). Nor is a name in another role: after
+   ("Kevin Pietersen" for "Pietersen", :func:`in_full`). Nor is a name in another role: after
    a preposition where the answer's is not, or after another one ("her trip to South America"
-   for "President Park", "from Santos" for "at Lyon"; :func:`_other_role`). Where the clause
+   for "President Park", "from Santos" for "at Lyon"; :func:`other_role`). Where the clause
    holds none of the answer clause's names and they name two or more, the clause restates
    another fact with words the two share (a summary merging sentences), not a mix-up: its names
    are left alone;
@@ -60,11 +60,19 @@ from truthlens.detector.facts.name_forms import (
     ACRONYM,
     described,
     is_joined,
-    preposition_before,
     spelled_initials,
     written_otherwise,
 )
-from truthlens.detector.facts.names import find_names, lower_case_words, place, same_entity, same_place
+from truthlens.detector.facts.name_pairs import (
+    POSSESSIVE,
+    Term,
+    in_full,
+    lacks_name,
+    other_role,
+    paired,
+    same_or_opening,
+)
+from truthlens.detector.facts.names import find_names, lower_case_words, place, same_place
 from truthlens.detector.facts.numbers import find_quantities
 from truthlens.detector.facts.opposites import OPPOSITES, reversed_word
 from truthlens.detector.facts.roles import is_short_answer
@@ -79,10 +87,7 @@ _COUNTED = re.compile(r"(?:\s*%|\s+(?:per\s*cent|percent|million|billion|thousan
 MIN_SHARED = 2
 SHORT_CLAUSE_WORDS = 1  # content words at most, besides its terms, of a clause read with its question
 _WORD = re.compile(r"[^\W\d_]+")
-_POSSESSIVE = re.compile(r"['’]s\s+")
 # Between two names that are one: a space, or a capitalised word ("Prime Minister David Cameron").
-# Prepositions of a place, one standing for another ("in Boston", "at Boston").
-_WHERE = frozenset({"in", "at", "on"})
 _ONE_NAME_GAP = re.compile(r"\s+(?:[A-Z][\w.]*\s+)?")
 
 
@@ -104,21 +109,12 @@ class Moved:
 
 
 @dataclass(frozen=True, slots=True)
-class _Term:
-    kind: str
-    key: frozenset[str]  # a name's words, or a number's digits
-    start: int
-    end: int
-    counts: str = ""  # what a number counts: the stem of the content word after it ("12 offices")
-
-
-@dataclass(frozen=True, slots=True)
 class _Clause:
     text: str
     start: int  # where ``text`` starts in its passage (or the answer)
     words: frozenset[str]  # stems of its content words, its names' words left out
     plain: frozenset[str]  # every word, lower case (for opposites and name words)
-    terms: tuple[_Term, ...]
+    terms: tuple[Term, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,16 +131,16 @@ class ContextClauses:
     names: frozenset[frozenset[str]] = frozenset()
 
 
-def _terms(text: str, start: int, end: int, lower: frozenset[str], *, skip_starts: bool) -> list[_Term]:
+def _terms(text: str, start: int, end: int, lower: frozenset[str], *, skip_starts: bool) -> list[Term]:
     part = text[start:end]
-    out = [_Term("name", frozenset(n.words), start + n.start, start + n.end)
+    out = [Term("name", frozenset(n.words), start + n.start, start + n.end)
            for n in find_names(part, lower, skip_sentence_starts=skip_starts, tails=True) if n.words]
     for m in _NUMBER.finditer(part):
         digits = m.group(0).replace(",", "")
         kind = "year" if _YEAR.fullmatch(digits) else "number"
         counted = _COUNTED.match(part, m.end())
         counts = stem(counted.group(1)) if counted and kind == "number" else ""
-        out.append(_Term(kind, frozenset({digits}), start + m.start(), start + m.end(), counts))
+        out.append(Term(kind, frozenset({digits}), start + m.start(), start + m.end(), counts))
     return out
 
 
@@ -165,13 +161,13 @@ def context_clauses(context: Sequence[str]) -> ContextClauses:
     return ContextClauses(tuple(found), lower, initials, focus_index(context, initials), names)
 
 
-def _holds(terms: Sequence[_Term], term: _Term) -> bool:
+def _holds(terms: Sequence[Term], term: Term) -> bool:
     """Whether ``terms`` state ``term``: a name with all of its words, or the same number of the
     same thing (a number that says what it counts on one side only matches on its value)."""
     return any(t.kind == term.kind and term.key <= t.key and _same_counted(t, term) for t in terms)
 
 
-def _holds_apart(terms: Sequence[_Term], clause_terms: Sequence[_Term], term: _Term) -> bool:
+def _holds_apart(terms: Sequence[Term], clause_terms: Sequence[Term], term: Term) -> bool:
     """:func:`_holds`, where a longer name of the context clause that another of the answer
     clause's names ``terms`` gives in full is that name's, not ``term``'s: "Mr Scott" beside
     "Walter Scott" in "Walter Scott was shot in North Charleston, Mr Scott." is not stated by
@@ -189,23 +185,11 @@ def _holds_apart(terms: Sequence[_Term], clause_terms: Sequence[_Term], term: _T
     return False
 
 
-def _same_counted(a: _Term, b: _Term) -> bool:
+def _same_counted(a: Term, b: Term) -> bool:
     return not (a.counts and b.counts) or a.counts == b.counts
 
 
-def _lacks_name(theirs: _Term, term: _Term, given: set[_Term], loose: frozenset[str],
-                written: frozenset[str]) -> bool:
-    """Whether the answer clause lacks the context clause's name ``theirs`` where its ``term`` may
-    stand: no answer name stands for it (:func:`_paired`), the answer does not write its words
-    outside its names, nor all of them at all unless ``term`` is its sibling (sharing a word:
-    "Turin Shroud" for "Holy Shroud" beside "Turin's cathedral"; "Russian capital ..., Russian
-    aide" repeated, the one "Russian" of "Moscow ..., Russian aide" gives both)."""
-    if theirs in given or theirs.key <= loose:
-        return False
-    return not theirs.key <= written or bool(theirs.key & term.key)
-
-
-def _in_place_of(term: _Term, theirs: _Term) -> bool:
+def _in_place_of(term: Term, theirs: Term) -> bool:
     """Whether ``theirs`` may be what ``term`` took the place of: the same kind, and for a number
     one that counts the same thing."""
     return theirs.kind == term.kind and (term.kind != "number" or theirs.counts == term.counts or not term.counts)
@@ -239,7 +223,7 @@ def moved_terms(answer: str, context: Sequence[str] | ContextClauses, question: 
     return tuple(sorted(found.values(), key=lambda m: m.start))
 
 
-def _spelled_out(clause: _Clause, text: str, index: ContextClauses) -> tuple[frozenset[str], list[_Term]]:
+def _spelled_out(clause: _Clause, text: str, index: ContextClauses) -> tuple[frozenset[str], list[Term]]:
     """What ``clause`` says and its terms, an abbreviation the context spells out ("CFO" for
     "chief financial officer") read as the words it stands for rather than as a name."""
     said = set(clause.words)
@@ -252,7 +236,7 @@ def _spelled_out(clause: _Clause, text: str, index: ContextClauses) -> tuple[fro
     return frozenset(said), terms
 
 
-def _moved(mine: _Clause, said: frozenset[str], terms: list[_Term], index: ContextClauses,
+def _moved(mine: _Clause, said: frozenset[str], terms: list[Term], index: ContextClauses,
            answer: str) -> list[Moved]:
     """What ``mine`` moved from the context clause it restates (module note, steps 3 to 5)."""
     if not said:
@@ -313,7 +297,7 @@ def _moved(mine: _Clause, said: frozenset[str], terms: list[_Term], index: Conte
     return out
 
 
-def _one_fact(answer: str, own: Sequence[_Term], moved: list[Moved], held: set[_Term], by_terms: bool) -> list[Moved]:
+def _one_fact(answer: str, own: Sequence[Term], moved: list[Moved], held: set[Term], by_terms: bool) -> list[Moved]:
     """``moved`` (and ``held``: the answer clause's names its context clause states), but for its
     names where the clause holds none of the answer clause's names and they name two or more (a
     title's words and its holder's, "British Prime Minister David Cameron", name one): a mix-up
@@ -332,7 +316,7 @@ def _one_fact(answer: str, own: Sequence[_Term], moved: list[Moved], held: set[_
     return moved if named < 2 else [m for m in moved if m.kind != "name"]
 
 
-def _shared_terms(terms: Sequence[_Term], clause: _Clause) -> int:
+def _shared_terms(terms: Sequence[Term], clause: _Clause) -> int:
     """How many of the answer clause's ``terms`` also tie it to ``clause``: a name it states, or a
     number counting the thing one of its numbers counts ("Acme moved to Boston in 1920" meets
     "moved to Boston in 1955" on "moved" and Boston; "It has 300 offices" meets "12 offices")."""
@@ -340,8 +324,8 @@ def _shared_terms(terms: Sequence[_Term], clause: _Clause) -> int:
         t.kind == "number" and t.counts and any(o.kind == "number" and o.counts == t.counts for o in clause.terms)))
 
 
-def _moved_in(mine: _Clause, terms: list[_Term], theirs: _Clause, index: ContextClauses, answer: str,
-              fit: float) -> tuple[list[Moved], set[_Term]]:
+def _moved_in(mine: _Clause, terms: list[Term], theirs: _Clause, index: ContextClauses, answer: str,
+              fit: float) -> tuple[list[Moved], set[Term]]:
     """The terms of ``mine`` that ``theirs`` (the clause it restates) lacks, each where ``theirs``
     has another term of its kind that the answer lacks and another context clause states it."""
     # A short clause ("The CFO is John Park.") is all slot: its term stands for the aligned one's.
@@ -354,9 +338,9 @@ def _moved_in(mine: _Clause, terms: list[_Term], theirs: _Clause, index: Context
     written_words = mine.plain | {w for t in terms if t.kind == "name" for w in t.key}
     openers = {t for t in theirs.terms if not theirs.text[:t.start - theirs.start].strip(" \"'“‘(")}
     surfaces = {t: answer[t.start:t.end] for t in terms} | {t: _surface(theirs, t) for t in theirs.terms}
-    held, given = _paired(terms, theirs.terms, slots, their_slots, loose, openers, surfaces)
-    held |= {t for t in terms if t.kind == "name" and _in_full(
-        t, terms, [o for o in theirs.terms if _same_or_opening(slots[t], their_slots[o])], index.names)}
+    held, given = paired(terms, theirs.terms, slots, their_slots, loose, openers, surfaces)
+    held |= {t for t in terms if t.kind == "name" and in_full(
+        t, terms, [o for o in theirs.terms if same_or_opening(slots[t], their_slots[o])], index.names)}
     out = []
     for term in terms:
         if term not in mine.terms:
@@ -369,9 +353,9 @@ def _moved_in(mine: _Clause, terms: list[_Term], theirs: _Clause, index: Context
         instead = [
             t for t in theirs.terms
             if _in_place_of(term, t)
-            and (_lacks_name(t, term, given, loose, written_words) if t.kind == "name"
+            and (lacks_name(t, term, given, loose, written_words) if t.kind == "name"
                  else not any(a.key == t.key for a in terms))
-            and not (t.kind == "name" and _other_role(answer[mine.start:term.start], _before(theirs, t)))
+            and not (t.kind == "name" and other_role(answer[mine.start:term.start], _before(theirs, t)))
             and not (t.kind == "name" and (written_otherwise(mine.text, written, _surface(theirs, t))
                                            or described([c.text for c in index.clauses], written, _surface(theirs, t))
                                            or (t.key | term.key) in index.names))
@@ -383,89 +367,16 @@ def _moved_in(mine: _Clause, terms: list[_Term], theirs: _Clause, index: Context
     return out, held
 
 
-def _other_role(mine: str, theirs: str) -> bool:
-    """Whether two names stand in other roles (``mine`` and ``theirs``: their clauses up to each):
-    one follows a preposition and the other does not, a place or an object ("her trip to Central
-    and South America") where a subject stands ("President Park has condemned ..."), whatever word
-    follows both (:func:`.name_forms.after_preposition`); or they follow other prepositions, but
-    for those of a place ("a contract at Lyon" is not "a contract from Santos")."""
-    a, b = preposition_before(mine), preposition_before(theirs)
-    return a != b and not {a, b} <= _WHERE
-
-
-def _before(clause: _Clause, term: _Term) -> str:
+def _before(clause: _Clause, term: Term) -> str:
     """``clause``'s text up to ``term``."""
     return clause.text[:term.start - clause.start]
-
-
-def _paired(mine: Sequence[_Term], theirs: Sequence[_Term], slots: dict[_Term, tuple[str, str]],
-            their_slots: dict[_Term, tuple[str, str]], loose: frozenset[str],
-            openers: set[_Term], surfaces: dict[_Term, str]) -> tuple[set[_Term], set[_Term]]:
-    """The names of an answer clause and of the context clause it restates that stand for each
-    other, one to one: in the same place (the same name, one holding the other's words, one written
-    another way: "Power of Veto", "POV"), then anywhere (the same, then "Scott" for "Walter Scott"),
-    then a context clause's opener capitalised by position ("DJ Flamezz", "Hired Flamezz"). Context
-    names inside a longer answer name are given by it, which is held when made of them ("THAAD
-    System") or joining one at a possessive ("Carlo Ancelotti's Real Madrid" for "Madrid")."""
-    names = [t for t in mine if t.kind == "name"]
-    others = [t for t in theirs if t.kind == "name"]
-    held: set[_Term] = set()
-    given: set[_Term] = set()
-    for test in range(5):
-        for a in names:
-            if a in held:
-                continue
-            for b in others:
-                if b in given:
-                    continue
-                if test == 0:
-                    fits = a.key == b.key and same_place(slots[a], their_slots[b])
-                elif test == 1:
-                    fits = (a.key <= b.key or b.key <= a.key or same_entity(surfaces[a], surfaces[b])) and same_place(
-                        slots[a], their_slots[b])
-                elif test == 2:
-                    fits = a.key == b.key
-                elif test == 3:
-                    fits = a.key <= b.key
-                else:
-                    extra = b.key - a.key
-                    fits = b in openers and len(extra) == 1 and extra <= loose and bool(a.key & b.key)
-                if fits:
-                    held.add(a)
-                    given.add(b)
-                    break
-    joined = {b for b in others if any(b.key < a.key for a in names)}
-    held |= {a for a in names if a.key <= {w for b in joined if b.key < a.key for w in b.key}
-             or (_POSSESSIVE.search(surfaces[a]) and any(b.key < a.key for b in joined))}
-    return held, given | joined
-
-
-def _same_or_opening(mine: tuple[str, str], theirs: tuple[str, str]) -> bool:
-    """:func:`.names.same_place`, or both opening their clause."""
-    return same_place(mine, theirs) or (mine[0] == "" and theirs[0] == "")
-
-
-def _in_full(term: _Term, mine: Sequence[_Term], theirs: Sequence[_Term], known: frozenset[frozenset[str]]) -> bool:
-    """Whether the answer's name ``term`` is the full name of one the context clause gives in part
-    in its place (``theirs``: "Kevin Pietersen signed" for the clause's "Pietersen, ..., signed";
-    not "Wigan Athletic" where "Wigan chairman" opens the clause): the context writes it in full elsewhere, and
-    no other name of the context holds that part ("Andrea Swift" beside "Taylor Swift" leaves a
-    bare "Swift" to either), nor another name of the clause the rest ("Kim, Kanye and Khloe
-    Kardashian" gives "Kardashian" to Khloe, not to a "Kim Kardashian"), and no other name of the
-    answer clause ``mine`` is that part (the answer's own "Kluivert" is the clause's)."""
-    if term.key not in known:
-        return False
-    names = [t for t in theirs if t.kind == "name"]
-    return any(t.key < term.key and all(k <= term.key for k in known if t.key <= k)
-               and not any(o is not t and o.key & (term.key - t.key) for o in names)
-               and not any(a is not term and a.kind == "name" and t.key <= a.key for a in mine) for t in names)
 
 
 def _stated_in_parts(written: str, lower: frozenset[str], index: ContextClauses) -> bool:
     """Whether the name ``written`` is two names joined at a possessive, each stated in the context
     ("Atletico Madrid's La Liga", as the look-up of names finds them; one it never gives is the
     look-up's to flag)."""
-    parts = _POSSESSIVE.split(written)
+    parts = POSSESSIVE.split(written)
     if len(parts) < 2:
         return False
     known = [t.key for c in index.clauses for t in c.terms if t.kind == "name"]
@@ -476,12 +387,12 @@ def _stated_in_parts(written: str, lower: frozenset[str], index: ContextClauses)
     return True
 
 
-def _slot(text: str, start: int, end: int, term: _Term, offset: int = 0) -> tuple[str, str]:
+def _slot(text: str, start: int, end: int, term: Term, offset: int = 0) -> tuple[str, str]:
     """Where ``term`` stands in its clause ``text[start:end]`` (:func:`place`)."""
     return place(text, term.start - offset, term.end - offset, (start, end), past_possessive=True)
 
 
-def _same_slot(mine: tuple[str, str], theirs: tuple[str, str], term: _Term, other: _Term) -> bool:
+def _same_slot(mine: tuple[str, str], theirs: tuple[str, str], term: Term, other: Term) -> bool:
     """Whether ``other`` stands where ``term`` does: the same word before or after it, or, for
     numbers, the same thing counted. A clause names more than the answer keeps ("... by the IRS
     in the United States"); only a term in the moved term's place was replaced by it."""
@@ -490,6 +401,6 @@ def _same_slot(mine: tuple[str, str], theirs: tuple[str, str], term: _Term, othe
     return same_place(mine, theirs)
 
 
-def _surface(clause: _Clause, term: _Term) -> str:
+def _surface(clause: _Clause, term: Term) -> str:
     """The context's own characters of ``term``, one of ``clause``'s."""
     return clause.text[term.start - clause.start:term.end - clause.start]
