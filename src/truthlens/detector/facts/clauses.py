@@ -15,8 +15,8 @@ the same, by rule:
 4. else the context clause that shares most of what it says (at least two words and half of
    them; of clauses that tie, the one holding most of its terms' words, or each of them when
    each term is in one) is the clause it restates. Each name of that clause stands for one of
-   the answer's, one to one (:func:`.name_pairs.paired`: a sibling sharing a word is another name, a name
-   the clause gives twice is not given by the answer's one); a term of the answer
+   the answer's, one to one (:func:`.name_pairs.paired`: a sibling sharing a word is another
+   name, a name the clause gives twice is not given by the answer's one); a term of the answer
    that this clause lacks, while it holds another term of the same kind the answer lacks
    (another name, number or year) in the same place (the same content word before or after it,
    :func:`.names.place`, or a number counting the same thing: "300 offices" for "12 offices"),
