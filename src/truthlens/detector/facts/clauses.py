@@ -27,12 +27,12 @@ the same, by rule:
    a description the context gives that name ("Egyptian television" where the clause has "CBC
    television" and another "the Egyptian television network CBC"), another part of one full
    name ("Hardin" for "Cameron", of "Cameron Hardin"), and the full name of the clause's surname
-   ("Kevin Pietersen" for "Pietersen", :func:`in_full`). Nor is a name in another role: after
-   a preposition where the answer's is not, or after another one ("her trip to South America"
-   for "President Park", "from Santos" for "at Lyon"; :func:`other_role`). Where the clause
-   holds none of the answer clause's names and they name two or more, the clause restates
-   another fact with words the two share (a summary merging sentences), not a mix-up: its names
-   are left alone;
+   ("Kevin Pietersen" for "Pietersen", :func:`.name_pairs.in_full`). Nor is a name in another
+   role: after a preposition where the answer's is not, or after another one ("her trip to South
+   America" for "President Park", "from Santos" for "at Lyon"; :func:`.name_pairs.other_role`).
+   Where every name of the answer clause was moved (or, not held, is a place or an object after
+   a preposition) and they name two or more, the clause restates another fact with words the two
+   share (a summary merging sentences), not a mix-up: its names are left alone;
 5. on the same alignment, a word the answer turns into its opposite ("after" for "before",
    "decreased" for "increased", "closed" for "open") where the context clause has the opposite
    and not the word, beside the same words, is a reversed relation (:mod:`.opposites`: "A after
@@ -58,6 +58,7 @@ from dataclasses import dataclass
 from truthlens.detector.facts.focus import FocusIndex, focus_index, off_focus_names
 from truthlens.detector.facts.name_forms import (
     ACRONYM,
+    after_preposition,
     described,
     is_joined,
     spelled_initials,
@@ -298,18 +299,20 @@ def _moved(mine: _Clause, said: frozenset[str], terms: list[Term], index: Contex
 
 
 def _one_fact(answer: str, own: Sequence[Term], moved: list[Moved], held: set[Term], by_terms: bool) -> list[Moved]:
-    """``moved`` (and ``held``: the answer clause's names its context clause states), but for its
-    names where the clause holds none of the answer clause's names and they name two or more (a
-    title's words and its holder's, "British Prime Minister David Cameron", name one): a mix-up
-    moves a name into a clause that otherwise restates its context clause; a clause none of whose
-    names that clause holds restates another fact with words the two share ("British Prime
-    Minister David Cameron also sent condolences after Benaud's death" beside "condolences,
-    including from Australian Prime Minister Tony Abbott"). A clause tied to its context clause by
-    its terms alone (``by_terms``) has no name judged moved."""
+    """``moved`` but for its names where every name of the answer clause is among them (or, not
+    ``held`` by the clause, is a place or an object after a preposition) and they name two or
+    more (a title's words and its holder's, "British Prime Minister David Cameron", name one): a
+    mix-up moves a name into a clause that otherwise restates its context clause; a clause none
+    of whose names that clause holds restates another fact with words the two share ("British
+    Prime Minister David Cameron also sent condolences after Benaud's death" beside "condolences,
+    including from Australian Prime Minister Tony Abbott"). A clause tied to its context clause
+    by its terms alone (``by_terms``) has no name judged moved."""
     if by_terms:
         return [m for m in moved if m.kind != "name"]
     names = sorted((t for t in own if t.kind == "name"), key=lambda t: t.start)
-    if not names or held & set(names):
+    spans = {(m.start, m.end) for m in moved if m.kind == "name"}
+    if not names or not all((t.start, t.end) in spans or (t not in held and after_preposition(answer[:t.start]))
+                            for t in names):
         return moved
     named = 1 + sum(1 for a, b in zip(names, names[1:], strict=False)
                     if not _ONE_NAME_GAP.fullmatch(answer, a.end, b.start))

@@ -21,6 +21,9 @@ from truthlens.detector.facts.names import same_entity, same_place
 POSSESSIVE = re.compile(r"['’]s\s+")
 # Prepositions of a place, one standing for another ("in Boston", "at Boston").
 _WHERE = frozenset({"in", "at", "on"})
+# "by" names who did it far from its verb too ("incorporated on January 3, 1977, by Steve Jobs"):
+# the subject's role.
+_AGENT = {"by": ""}
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,5 +116,5 @@ def other_role(mine: str, theirs: str) -> bool:
     and South America") where a subject stands ("President Park has condemned ..."), whatever word
     follows both (:func:`.name_forms.after_preposition`); or they follow other prepositions, but
     for those of a place ("a contract at Lyon" is not "a contract from Santos")."""
-    a, b = preposition_before(mine), preposition_before(theirs)
+    a, b = (_AGENT.get(p, p) for p in (preposition_before(mine), preposition_before(theirs)))
     return a != b and not {a, b} <= _WHERE
