@@ -15,27 +15,38 @@ the same, by rule:
 4. else the context clause that shares most of what it says (at least two words and half of
    them; of clauses that tie, the one holding most of its terms' words, or each of them when
    each term is in one) is the clause it restates. Each name of that clause stands for one of
-   the answer's, one to one (:func:`_paired`: a sibling sharing a word is another name, a name
-   the clause gives twice is not given by the answer's one); a term of the answer
+   the answer's, one to one (:func:`.name_pairs.paired`: a sibling sharing a word is another
+   name, a name the clause gives twice is not given by the answer's one); a term of the answer
    that this clause lacks, while it holds another term of the same kind the answer lacks
    (another name, number or year) in the same place (the same content word before or after it,
    :func:`.names.place`, or a number counting the same thing: "300 offices" for "12 offices"),
    and that another context clause states, was moved there and is flagged on its characters
    (:attr:`Moved.fit`: how much of the answer clause that clause holds). A name the clause gives
    in another form is none moved: the acronym the article uses for the name the summary spells
-   out ("POV" / "Power of Veto"), a country for its adjective (:func:`.names.same_entity`);
+   out ("POV" / "Power of Veto"), a country for its adjective (:func:`.names.same_entity`),
+   a description the context gives that name ("Egyptian television" where the clause has "CBC
+   television" and another "the Egyptian television network CBC"), another part of one full
+   name ("Hardin" for "Cameron", of "Cameron Hardin"), and the full name of the clause's surname
+   ("Kevin Pietersen" for "Pietersen", :func:`.name_pairs.in_full`). Nor is a name in another
+   role: after a preposition where the answer's is not, or after another one ("her trip to South
+   America" for "President Park", "from Santos" for "at Lyon"; :func:`.name_pairs.other_role`).
+   Where every name of the answer clause was moved (or, not held, is a place or an object after
+   a preposition) and they name two or more, the clause restates another fact with words the two
+   share (a summary merging sentences), not a mix-up: its names are left alone;
 5. on the same alignment, a word the answer turns into its opposite ("after" for "before",
    "decreased" for "increased", "closed" for "open") where the context clause has the opposite
-   and not the word, is a reversed relation.
+   and not the word, beside the same words, is a reversed relation (:mod:`.opposites`: "A after
+   B" for "B before A" is the same relation).
 
 An abbreviation the context spells out ("CFO": "chief financial officer") is read as those
 words. A short clause ("The CFO is John Park.") needs no same place; a short answer ("John
 Park.") is read with its question's words when the question names nothing of its own (a
 question that does often hops over two facts, and its answer is in neither clause alone). A term
 not in the context at all is left to the look-ups of :mod:`.numbers` and :mod:`.names` (one
-wrong fact is one finding). What it cannot see: a clause sharing fewer than two content words
-with the one it restates ("Acme moved to Boston in 1920."), a term moved between clauses that
-share no words, and paraphrases (the model's job).
+wrong fact is one finding), and so is a number that look-up passes over as no claim: one
+citing the prompt ("(Passage 2)") or numbering a list item. What it cannot see: a clause
+sharing fewer than two content words with the one it restates ("Acme moved to Boston in
+1920."), a term moved between clauses that share no words, and paraphrases (the model's job).
 """
 
 from __future__ import annotations
@@ -44,10 +55,29 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from truthlens.detector.facts.names import find_names, lower_case_words, place, same_entity, same_place
+from truthlens.detector.facts.name_forms import (
+    ACRONYM,
+    after_preposition,
+    described,
+    is_joined,
+    spelled_initials,
+    written_otherwise,
+)
+from truthlens.detector.facts.name_pairs import (
+    POSSESSIVE,
+    Term,
+    in_full,
+    lacks_name,
+    other_role,
+    paired,
+    same_or_opening,
+)
+from truthlens.detector.facts.names import find_names, lower_case_words, place, same_place
+from truthlens.detector.facts.numbers import find_quantities
+from truthlens.detector.facts.opposites import OPPOSITES, reversed_word
 from truthlens.detector.facts.roles import is_short_answer
 from truthlens.detector.facts.short_answers.focus import FocusIndex, focus_index, off_focus_names
-from truthlens.detector.text import STOP_WORDS, clauses, content_words, stem, words
+from truthlens.detector.text import clauses, content_words, stem
 
 _NUMBER = re.compile(r"(?<![\w.,])\d{1,3}(?:,\d{3})+(?![\d,]*\d)|(?<![\w.,])\d+(?:\.\d+)?(?![\w.]*\d)")
 _YEAR = re.compile(r"1[0-9]\d\d|20\d\d")
@@ -57,31 +87,9 @@ _COUNTED = re.compile(r"(?:\s*%|\s+(?:per\s*cent|percent|million|billion|thousan
                       r"different|full|separate)\b)*\s+([^\W\d_]{3,})")
 MIN_SHARED = 2
 SHORT_CLAUSE_WORDS = 1  # content words at most, besides its terms, of a clause read with its question
-# Words and their opposites: the answer has one where the aligned context clause has the other.
-_OPPOSITE_PAIRS = (
-    "more/less more/fewer larger/smaller bigger/smaller greater/lesser higher/lower taller/shorter "
-    "longer/shorter older/younger earlier/later before/after faster/slower heavier/lighter stronger/weaker "
-    "wider/narrower deeper/shallower hotter/colder warmer/cooler richer/poorer cheaper/costlier better/worse "
-    "best/worst largest/smallest biggest/smallest highest/lowest longest/shortest oldest/youngest "
-    "earliest/latest increase/decrease increased/decreased increases/decreases increasing/decreasing rise/fall "
-    "rose/fell risen/fallen gain/loss gained/lost won/lost win/lose wins/loses above/below inside/outside "
-    "north/south east/west northern/southern eastern/western maximum/minimum open/closed opened/closed "
-    "opens/closes allowed/banned allowed/prohibited accepted/rejected approved/rejected supported/opposed "
-    "bought/sold buy/sell joined/left arrived/departed import/export imports/exports true/false "
-    "positive/negative male/female husband/wife son/daughter father/mother brother/sister king/queen "
-    "guilty/innocent legal/illegal private/public success/failure successful/unsuccessful safe/unsafe "
-    "majority/minority include/exclude included/excluded entered/exited lowest/highest minimum/maximum "
-    "upstream/downstream ascending/descending start/end started/ended began/ended first/last"
-)
-OPPOSITES: dict[str, frozenset[str]] = {}
-for _pair in _OPPOSITE_PAIRS.split():
-    _a, _b = _pair.split("/")
-    OPPOSITES[_a] = OPPOSITES.get(_a, frozenset()) | {_b}
-    OPPOSITES[_b] = OPPOSITES.get(_b, frozenset()) | {_a}
 _WORD = re.compile(r"[^\W\d_]+")
-_ACRONYM = re.compile(r"\b[A-Z]{2,5}\b")
-_SLOT_WORD = re.compile(r"[\w'’]+")
-_POSSESSIVE = re.compile(r"['’]s\s+")
+# Between two names that are one: a space, or a capitalised word ("Prime Minister David Cameron").
+_ONE_NAME_GAP = re.compile(r"\s+(?:[A-Z][\w.]*\s+)?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,21 +110,12 @@ class Moved:
 
 
 @dataclass(frozen=True, slots=True)
-class _Term:
-    kind: str
-    key: frozenset[str]  # a name's words, or a number's digits
-    start: int
-    end: int
-    counts: str = ""  # what a number counts: the stem of the content word after it ("12 offices")
-
-
-@dataclass(frozen=True, slots=True)
 class _Clause:
     text: str
     start: int  # where ``text`` starts in its passage (or the answer)
     words: frozenset[str]  # stems of its content words, its names' words left out
     plain: frozenset[str]  # every word, lower case (for opposites and name words)
-    terms: tuple[_Term, ...]
+    terms: tuple[Term, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,18 +128,20 @@ class ContextClauses:
     # "cfo" -> {"chief", "financial", "offic"}.
     spelled: dict[str, frozenset[str]]
     focus: FocusIndex  # its sentences, as the focus check of a short answer reads them
+    # The words of each name it gives, but two joined at a possessive (:func:`.name_forms.is_joined`).
+    names: frozenset[frozenset[str]] = frozenset()
 
 
-def _terms(text: str, start: int, end: int, lower: frozenset[str], *, skip_starts: bool) -> list[_Term]:
+def _terms(text: str, start: int, end: int, lower: frozenset[str], *, skip_starts: bool) -> list[Term]:
     part = text[start:end]
-    out = [_Term("name", frozenset(n.words), start + n.start, start + n.end)
+    out = [Term("name", frozenset(n.words), start + n.start, start + n.end)
            for n in find_names(part, lower, skip_sentence_starts=skip_starts, tails=True) if n.words]
     for m in _NUMBER.finditer(part):
         digits = m.group(0).replace(",", "")
         kind = "year" if _YEAR.fullmatch(digits) else "number"
         counted = _COUNTED.match(part, m.end())
         counts = stem(counted.group(1)) if counted and kind == "number" else ""
-        out.append(_Term(kind, frozenset({digits}), start + m.start(), start + m.end(), counts))
+        out.append(Term(kind, frozenset({digits}), start + m.start(), start + m.end(), counts))
     return out
 
 
@@ -155,25 +156,19 @@ def _clause(text: str, start: int, end: int, lower: frozenset[str], *, answer: b
 def context_clauses(context: Sequence[str]) -> ContextClauses:
     lower = lower_case_words("\n".join(context))
     found = [_clause(passage, a, b, lower, answer=False) for passage in context for a, b in clauses(passage)]
-    spelled: dict[str, set[str]] = {}
-    for passage in context:
-        run = [m.group(0) for m in words(passage)]
-        for i in range(len(run)):
-            for n in range(2, 6):
-                part = run[i:i + n]
-                if len(part) == n and not any(w.lower() in STOP_WORDS for w in (part[0], part[-1])):
-                    spelled.setdefault("".join(w[0] for w in part).lower(), set()).update(map(stem, part))
-    initials = {k: frozenset(v) for k, v in spelled.items()}
-    return ContextClauses(tuple(found), lower, initials, focus_index(context, initials))
+    initials = spelled_initials(context)
+    names = frozenset(t.key for c in found for t in c.terms
+                      if t.kind == "name" and not is_joined(c.text[t.start - c.start:t.end - c.start]))
+    return ContextClauses(tuple(found), lower, initials, focus_index(context, initials), names)
 
 
-def _holds(terms: Sequence[_Term], term: _Term) -> bool:
+def _holds(terms: Sequence[Term], term: Term) -> bool:
     """Whether ``terms`` state ``term``: a name with all of its words, or the same number of the
     same thing (a number that says what it counts on one side only matches on its value)."""
     return any(t.kind == term.kind and term.key <= t.key and _same_counted(t, term) for t in terms)
 
 
-def _holds_apart(terms: Sequence[_Term], clause_terms: Sequence[_Term], term: _Term) -> bool:
+def _holds_apart(terms: Sequence[Term], clause_terms: Sequence[Term], term: Term) -> bool:
     """:func:`_holds`, where a longer name of the context clause that another of the answer
     clause's names ``terms`` gives in full is that name's, not ``term``'s: "Mr Scott" beside
     "Walter Scott" in "Walter Scott was shot in North Charleston, Mr Scott." is not stated by
@@ -191,40 +186,11 @@ def _holds_apart(terms: Sequence[_Term], clause_terms: Sequence[_Term], term: _T
     return False
 
 
-def _same_counted(a: _Term, b: _Term) -> bool:
+def _same_counted(a: Term, b: Term) -> bool:
     return not (a.counts and b.counts) or a.counts == b.counts
 
 
-def _lacks_name(theirs: _Term, term: _Term, given: set[_Term], loose: frozenset[str],
-                written: frozenset[str]) -> bool:
-    """Whether the answer clause lacks the context clause's name ``theirs`` where its ``term`` may
-    stand: no answer name stands for it (:func:`_paired`), the answer does not write its words
-    outside its names, nor all of them at all unless ``term`` is its sibling (sharing a word:
-    "Turin Shroud" for "Holy Shroud" beside "Turin's cathedral"; "Russian capital ..., Russian
-    aide" repeated, the one "Russian" of "Moscow ..., Russian aide" gives both)."""
-    if theirs in given or theirs.key <= loose:
-        return False
-    return not theirs.key <= written or bool(theirs.key & term.key)
-
-
-def _written_otherwise(mine: _Clause, term: str, theirs: str) -> bool:
-    """Whether the context's name ``theirs`` is the answer's ``term`` written another way
-    (:func:`same_entity`: "Australian" for "Australia", "Power of Veto" for "POV"), or an acronym
-    whose words the answer clause spells out ("Las Vegas Grand Prix" for "LVGP"): a summary spells
-    out what its article abbreviates, and that is no term moved in."""
-    return same_entity(term, theirs) or _spells_out(mine.text, theirs)
-
-
-def _spells_out(text: str, acronym: str) -> bool:
-    """Whether ``text`` has a run of words whose initials are ``acronym`` (two to five capitals)."""
-    if not _ACRONYM.fullmatch(acronym):
-        return False
-    run = [w[0].lower() for w in _SLOT_WORD.findall(text)]
-    letters = acronym.lower()
-    return any("".join(run[i:i + len(letters)]) == letters for i in range(len(run) - len(letters) + 1))
-
-
-def _in_place_of(term: _Term, theirs: _Term) -> bool:
+def _in_place_of(term: Term, theirs: Term) -> bool:
     """Whether ``theirs`` may be what ``term`` took the place of: the same kind, and for a number
     one that counts the same thing."""
     return theirs.kind == term.kind and (term.kind != "number" or theirs.counts == term.counts or not term.counts)
@@ -237,12 +203,17 @@ def moved_terms(answer: str, context: Sequence[str] | ContextClauses, question: 
         return ()
     lower = index.lower_words | lower_case_words(answer)
     found: dict[tuple[int, int], Moved] = {}
+    # The numbers the look-up of numbers checks: not one citing the prompt ("(Passage 2)") or
+    # numbering a list item ("2. ..."), which claim nothing.
+    claims = [(q.start, q.end) for q in find_quantities(answer) if q.checked]
     for start, end in clauses(answer):
         mine = _clause(answer, start, end, lower, answer=True)
         if not mine.terms and not (mine.plain & OPPOSITES.keys()):
             continue
         said, terms = _spelled_out(mine, answer, index)
         for m in _moved(mine, said, terms, index, answer):
+            if m.kind in ("number", "year") and not any(s < m.end and m.start < e for s, e in claims):
+                continue
             if not any(s < m.end and m.start < e for s, e in found):
                 found[(m.start, m.end)] = m
     if question and is_short_answer(answer):
@@ -253,12 +224,12 @@ def moved_terms(answer: str, context: Sequence[str] | ContextClauses, question: 
     return tuple(sorted(found.values(), key=lambda m: m.start))
 
 
-def _spelled_out(clause: _Clause, text: str, index: ContextClauses) -> tuple[frozenset[str], list[_Term]]:
+def _spelled_out(clause: _Clause, text: str, index: ContextClauses) -> tuple[frozenset[str], list[Term]]:
     """What ``clause`` says and its terms, an abbreviation the context spells out ("CFO" for
     "chief financial officer") read as the words it stands for rather than as a name."""
     said = set(clause.words)
     caps = {}
-    for m in _ACRONYM.finditer(clause.text):
+    for m in ACRONYM.finditer(clause.text):
         if spelled := index.spelled.get(m.group(0).lower()):
             caps[m.group(0)] = spelled
             said = (said - {stem(m.group(0))}) | spelled
@@ -266,7 +237,7 @@ def _spelled_out(clause: _Clause, text: str, index: ContextClauses) -> tuple[fro
     return frozenset(said), terms
 
 
-def _moved(mine: _Clause, said: frozenset[str], terms: list[_Term], index: ContextClauses,
+def _moved(mine: _Clause, said: frozenset[str], terms: list[Term], index: ContextClauses,
            answer: str) -> list[Moved]:
     """What ``mine`` moved from the context clause it restates (module note, steps 3 to 5)."""
     if not said:
@@ -308,8 +279,7 @@ def _moved(mine: _Clause, said: frozenset[str], terms: list[_Term], index: Conte
         # Two context clauses may say it as well ("Lake Michigan is 406 m deep" against "Lake
         # Superior is 406 m deep" and "Lake Michigan is 281 m deep"): a mix-up when each shows a
         # term moved in, flagged on each.
-        per_clause = [[m for m in _moved_in(mine, terms, c, index, answer, fit) if not (by_terms and m.kind == "name")]
-                      for c in aligned]
+        per_clause = [_one_fact(answer, own, *_moved_in(mine, terms, c, index, answer, fit), by_terms) for c in aligned]
         if all(per_clause):
             out.extend(m for moved in per_clause for m in moved)
     if len(aligned) != 1:
@@ -321,14 +291,35 @@ def _moved(mine: _Clause, said: frozenset[str], terms: list[_Term], index: Conte
             continue
         if len((said - {stem(w)}) & theirs.words) < MIN_SHARED:
             continue
-        hit = re.search(rf"\b{re.escape(w)}\b", mine.text, re.IGNORECASE)
+        hit = reversed_word(mine.text, w, theirs.text, flipped)
         if hit is not None:
-            at = mine.start + hit.start()
+            at = mine.start + hit
             out.append(Moved(at, at + len(w), answer[at:at + len(w)], "relation", sorted(flipped)[0], fit))
     return out
 
 
-def _shared_terms(terms: Sequence[_Term], clause: _Clause) -> int:
+def _one_fact(answer: str, own: Sequence[Term], moved: list[Moved], held: set[Term], by_terms: bool) -> list[Moved]:
+    """``moved`` but for its names where every name of the answer clause is among them (or, not
+    ``held`` by the clause, is a place or an object after a preposition) and they name two or
+    more (a title's words and its holder's, "British Prime Minister David Cameron", name one): a
+    mix-up moves a name into a clause that otherwise restates its context clause; a clause none
+    of whose names that clause holds restates another fact with words the two share ("British
+    Prime Minister David Cameron also sent condolences after Benaud's death" beside "condolences,
+    including from Australian Prime Minister Tony Abbott"). A clause tied to its context clause
+    by its terms alone (``by_terms``) has no name judged moved."""
+    if by_terms:
+        return [m for m in moved if m.kind != "name"]
+    names = sorted((t for t in own if t.kind == "name"), key=lambda t: t.start)
+    spans = {(m.start, m.end) for m in moved if m.kind == "name"}
+    if not names or not all((t.start, t.end) in spans or (t not in held and after_preposition(answer[:t.start]))
+                            for t in names):
+        return moved
+    named = 1 + sum(1 for a, b in zip(names, names[1:], strict=False)
+                    if not _ONE_NAME_GAP.fullmatch(answer, a.end, b.start))
+    return moved if named < 2 else [m for m in moved if m.kind != "name"]
+
+
+def _shared_terms(terms: Sequence[Term], clause: _Clause) -> int:
     """How many of the answer clause's ``terms`` also tie it to ``clause``: a name it states, or a
     number counting the thing one of its numbers counts ("Acme moved to Boston in 1920" meets
     "moved to Boston in 1955" on "moved" and Boston; "It has 300 offices" meets "12 offices")."""
@@ -336,8 +327,8 @@ def _shared_terms(terms: Sequence[_Term], clause: _Clause) -> int:
         t.kind == "number" and t.counts and any(o.kind == "number" and o.counts == t.counts for o in clause.terms)))
 
 
-def _moved_in(mine: _Clause, terms: list[_Term], theirs: _Clause, index: ContextClauses, answer: str,
-              fit: float) -> list[Moved]:
+def _moved_in(mine: _Clause, terms: list[Term], theirs: _Clause, index: ContextClauses, answer: str,
+              fit: float) -> tuple[list[Moved], set[Term]]:
     """The terms of ``mine`` that ``theirs`` (the clause it restates) lacks, each where ``theirs``
     has another term of its kind that the answer lacks and another context clause states it."""
     # A short clause ("The CFO is John Park.") is all slot: its term stands for the aligned one's.
@@ -350,7 +341,9 @@ def _moved_in(mine: _Clause, terms: list[_Term], theirs: _Clause, index: Context
     written_words = mine.plain | {w for t in terms if t.kind == "name" for w in t.key}
     openers = {t for t in theirs.terms if not theirs.text[:t.start - theirs.start].strip(" \"'“‘(")}
     surfaces = {t: answer[t.start:t.end] for t in terms} | {t: _surface(theirs, t) for t in theirs.terms}
-    held, given = _paired(terms, theirs.terms, slots, their_slots, loose, openers, surfaces)
+    held, given = paired(terms, theirs.terms, slots, their_slots, loose, openers, surfaces)
+    held |= {t for t in terms if t.kind == "name" and in_full(
+        t, terms, [o for o in theirs.terms if same_or_opening(slots[t], their_slots[o])], index.names)}
     out = []
     for term in terms:
         if term not in mine.terms:
@@ -363,64 +356,30 @@ def _moved_in(mine: _Clause, terms: list[_Term], theirs: _Clause, index: Context
         instead = [
             t for t in theirs.terms
             if _in_place_of(term, t)
-            and (_lacks_name(t, term, given, loose, written_words) if t.kind == "name"
+            and (lacks_name(t, term, given, loose, written_words) if t.kind == "name"
                  else not any(a.key == t.key for a in terms))
-            and not (t.kind == "name" and _written_otherwise(mine, written, _surface(theirs, t)))
+            and not (t.kind == "name" and other_role(answer[mine.start:term.start], _before(theirs, t)))
+            and not (t.kind == "name" and (written_otherwise(mine.text, written, _surface(theirs, t))
+                                           or described([c.text for c in index.clauses], written, _surface(theirs, t))
+                                           or (t.key | term.key) in index.names))
             and (short or _same_slot(slots[term], their_slots[t], term, t))
         ]
         if not instead:
             continue
         out.append(Moved(term.start, term.end, written, term.kind, _surface(theirs, instead[0]), fit))
-    return out
+    return out, held
 
 
-def _paired(mine: Sequence[_Term], theirs: Sequence[_Term], slots: dict[_Term, tuple[str, str]],
-            their_slots: dict[_Term, tuple[str, str]], loose: frozenset[str],
-            openers: set[_Term], surfaces: dict[_Term, str]) -> tuple[set[_Term], set[_Term]]:
-    """The names of an answer clause and of the context clause it restates that stand for each
-    other, one to one: in the same place (the same name, one holding the other's words, one written
-    another way: "Power of Veto", "POV"), then anywhere (the same, then "Scott" for "Walter Scott"),
-    then a context clause's opener capitalised by position ("DJ Flamezz", "Hired Flamezz"). Context
-    names inside a longer answer name are given by it, which is held when made of them ("THAAD
-    System") or joining one at a possessive ("Carlo Ancelotti's Real Madrid" for "Madrid")."""
-    names = [t for t in mine if t.kind == "name"]
-    others = [t for t in theirs if t.kind == "name"]
-    held: set[_Term] = set()
-    given: set[_Term] = set()
-    for test in range(5):
-        for a in names:
-            if a in held:
-                continue
-            for b in others:
-                if b in given:
-                    continue
-                if test == 0:
-                    fits = a.key == b.key and same_place(slots[a], their_slots[b])
-                elif test == 1:
-                    fits = (a.key <= b.key or b.key <= a.key or same_entity(surfaces[a], surfaces[b])) and same_place(
-                        slots[a], their_slots[b])
-                elif test == 2:
-                    fits = a.key == b.key
-                elif test == 3:
-                    fits = a.key <= b.key
-                else:
-                    extra = b.key - a.key
-                    fits = b in openers and len(extra) == 1 and extra <= loose and bool(a.key & b.key)
-                if fits:
-                    held.add(a)
-                    given.add(b)
-                    break
-    joined = {b for b in others if any(b.key < a.key for a in names)}
-    held |= {a for a in names if a.key <= {w for b in joined if b.key < a.key for w in b.key}
-             or (_POSSESSIVE.search(surfaces[a]) and any(b.key < a.key for b in joined))}
-    return held, given | joined
+def _before(clause: _Clause, term: Term) -> str:
+    """``clause``'s text up to ``term``."""
+    return clause.text[:term.start - clause.start]
 
 
 def _stated_in_parts(written: str, lower: frozenset[str], index: ContextClauses) -> bool:
     """Whether the name ``written`` is two names joined at a possessive, each stated in the context
     ("Atletico Madrid's La Liga", as the look-up of names finds them; one it never gives is the
     look-up's to flag)."""
-    parts = _POSSESSIVE.split(written)
+    parts = POSSESSIVE.split(written)
     if len(parts) < 2:
         return False
     known = [t.key for c in index.clauses for t in c.terms if t.kind == "name"]
@@ -431,12 +390,12 @@ def _stated_in_parts(written: str, lower: frozenset[str], index: ContextClauses)
     return True
 
 
-def _slot(text: str, start: int, end: int, term: _Term, offset: int = 0) -> tuple[str, str]:
+def _slot(text: str, start: int, end: int, term: Term, offset: int = 0) -> tuple[str, str]:
     """Where ``term`` stands in its clause ``text[start:end]`` (:func:`place`)."""
     return place(text, term.start - offset, term.end - offset, (start, end), past_possessive=True)
 
 
-def _same_slot(mine: tuple[str, str], theirs: tuple[str, str], term: _Term, other: _Term) -> bool:
+def _same_slot(mine: tuple[str, str], theirs: tuple[str, str], term: Term, other: Term) -> bool:
     """Whether ``other`` stands where ``term`` does: the same word before or after it, or, for
     numbers, the same thing counted. A clause names more than the answer keeps ("... by the IRS
     in the United States"); only a term in the moved term's place was replaced by it."""
@@ -445,6 +404,6 @@ def _same_slot(mine: tuple[str, str], theirs: tuple[str, str], term: _Term, othe
     return same_place(mine, theirs)
 
 
-def _surface(clause: _Clause, term: _Term) -> str:
+def _surface(clause: _Clause, term: Term) -> str:
     """The context's own characters of ``term``, one of ``clause``'s."""
     return clause.text[term.start - clause.start:term.end - clause.start]

@@ -13,13 +13,20 @@ gave Collins' role to Aldrin. :func:`misattributed_names` does the same, by rule
    must also mention the clause's other names, and share strictly more than every context
    sentence that mentions this name;
 4. the name is misattributed when the evidence does not mention it (nor the same name inflected:
-   "Houthis" / "Houthi") but gives another name, sharing no word with the clause's names, in its
+   "Houthis" / "Houthi", nor another part of a full name the context gives it: "Cameron" for
+   "Hardin", of "Cameron Hardin") but gives another name, sharing no word with the clause's names, in its
    place (:func:`.names.place`: a content word beside both, on either side, or both opening
    their clause or standing as a passive verb's agent). A name the evidence gives elsewhere is
    a speaker ("..., Sachs said"), a source ("according to Amnesty International") or a detail,
    while the evidence speaks of the answer's name by a description ("the detective"): on
-   RAGTruth's faithful summaries those made most of this check's findings. Names after a
-   preposition, places and objects such as "on the Moon", are not judged.
+   RAGTruth's faithful summaries those made most of this check's findings. So is a name
+   modifying the noun after it ("the Denver native", "the Aston Villa goalkeeper": the evidence
+   describes the answer's name by it, :func:`.name_forms.is_modifier`). Names after a
+   preposition, places and objects such as "on the Moon", are not judged, nor a name modifying
+   a noun in the answer ("an American woman was shot": the woman is the actor; on RAGTruth's
+   odd half those were 7 findings in faithful answers and 1 in a hallucinated one, outside its
+   labelled span; what it gives up is a changed attribute, "Five Kurdish militants were
+   wounded" for "Four Turkish troops ...").
 
 A short answer leaves out what the question says ("It was Buzz Aldrin." answering "Who stayed in
 lunar orbit aboard Columbia?"): it is judged by the question's focus (:mod:`.short_answers.focus`, through the
@@ -38,8 +45,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from truthlens.detector.facts.name_forms import after_preposition, is_joined, is_modifier
 from truthlens.detector.facts.names import (
-    PASSIVE_AGENT,
     Name,
     find_names,
     lower_case_words,
@@ -53,10 +60,7 @@ _CLAUSE_CUT = re.compile(r"[.!?;:]+\s+|\n+|,\s+|\s+(?:while|whereas|but|although
 _NUMERAL = re.compile(r"\d[\d,]*(?:\.\d+)?")
 _SENTENCE_CUT = re.compile(r"(?<=[.!?])\s+|\n+")
 # A name right after a preposition is a place or an object ("landed on the Moon"), not the
-# clause's actor or the value it asserts; those are left to the model.
-_AFTER_PREPOSITION = re.compile(r"\b(?:on|in|at|to|from|into|onto|of|for|with|by|near|across)\s+(?:the\s+)?$", re.I)
-# ... except the agent of a passive verb (:data:`PASSIVE_AGENT`): "Columbia was flown by Buzz
-# Aldrin" says who flew it.
+# clause's actor or the value it asserts; those are left to the model (:func:`.name_forms.after_preposition`).
 # Ordinals name no role ("the first man"): left out with the stop words.
 _STOP = STOP_WORDS | {"first", "second"}
 
@@ -128,8 +132,9 @@ class _Sentence:
     numbers: frozenset[str]  # its numerals, digits only ("1,280" -> "1280")
     # Its names read strictly (a capitalised word opening it only when the context never writes
     # it in lower case: "Taken together, ..." names no one), each with where it stands
-    # (:func:`place`): the names that may stand in an answer name's place.
-    placed: tuple[tuple[frozenset[str], tuple[str, str]], ...] = ()
+    # (:func:`place`) and whether it modifies the noun after it (:func:`.name_forms.is_modifier`):
+    # the names that may stand in an answer name's place.
+    placed: tuple[tuple[frozenset[str], tuple[str, str], bool], ...] = ()
 
 
 def _mentions(sentence: _Sentence, name: Name) -> bool:
@@ -148,23 +153,29 @@ class ContextSentences:
     # Words of the context's names of two words or more ("Buzz Aldrin"), but for words it also
     # writes in lower case: what a bare surname in the answer may be.
     name_words: frozenset[str] = frozenset()
+    # The words of each of its names of two words or more, but those joined at a possessive
+    # ("Turkey's Kurdish minority" is not one person): a person's full name ("Cameron Hardin").
+    full_names: frozenset[frozenset[str]] = frozenset()
 
 
 def context_sentences(context: Sequence[str]) -> ContextSentences:
     sentences: list[_Sentence] = []
+    full: set[frozenset[str]] = set()
     lower = lower_case_words("\n".join(context))
     for passage in context:
         for start, end in _spans(passage, _SENTENCE_CUT):
             text = passage[start:end]
             names = find_names(text, frozenset(), skip_sentence_starts=False)
             strict = find_names(text, lower, skip_sentence_starts=True)
-            placed = tuple((frozenset(n.words), place(text, n.start, n.end, past_names=True)) for n in strict)
+            full.update(frozenset(n.words) for n in names if len(n.words) > 1 and not is_joined(text[n.start:n.end]))
+            placed = tuple((frozenset(n.words), place(text, n.start, n.end, past_names=True),
+                            is_modifier(text, n.start, n.end)) for n in strict)
             sentences.append(_Sentence(
                 _relation_words(text, [], 0), tuple(frozenset(n.words) for n in names), is_negated(text),
                 numerals(text), placed,
             ))
     name_words = frozenset(w for s in sentences for name in s.names if len(name) > 1 for w in name if w not in lower)
-    return ContextSentences(tuple(sentences), lower, name_words)
+    return ContextSentences(tuple(sentences), lower, name_words, frozenset(full))
 
 
 def _answer_names(answer: str, index: ContextSentences) -> list[Name]:
@@ -190,7 +201,7 @@ def is_short_answer(answer: str) -> bool:
 
 def _swap_evidence(
     name: Name, clause_names: Sequence[Name], relation: set[str], sentences: Sequence[_Sentence],
-    where: tuple[str, str],
+    where: tuple[str, str], full_names: frozenset[frozenset[str]] = frozenset(),
 ) -> _Sentence | None:
     """The context sentence that says what ``relation`` says of ``name`` (standing at ``where`` in
     its clause, :func:`place`) but of another name in its place, or None (steps 3 and 4 of the
@@ -211,6 +222,11 @@ def _swap_evidence(
     # Aldrin" meets Aldrin's landing sentence on his name alone.
     if _mentions(sentence, name) or not (relation - name_stems) & sentence.words:
         return None
+    # It may name the answer's person by another part of a full name the context gives ("Cameron"
+    # for "Hardin", of "Cameron Hardin").
+    whole = set(name.words)
+    if any(known | whole <= n for known in sentence.names for n in full_names):
+        return None
     # A swap puts one wrong name into what is otherwise the evidence's sentence; a clause whose
     # other names the evidence lacks too draws on more than one sentence.
     if any(not _mentions(sentence, other) for other in clause_names if other is not name):
@@ -223,7 +239,10 @@ def _swap_evidence(
     # it): a name it gives elsewhere is the speaker ("..., Sachs said"), a source ("according to
     # Amnesty International") or a detail the answer leaves out, while the evidence speaks of the
     # answer's name by a description ("the detective", "the company").
-    others = [p for known, p in sentence.placed if not known & clause_words]
+    # A name modifying a noun ("the Denver native") describes the one who acts. (One after a
+    # preposition stays: passing over those in the evidence cost more catches in HaluEval's dev
+    # hallucinated answers than it saved false alarms in RAGTruth's faithful ones.)
+    others = [p for known, p, modifies in sentence.placed if not known & clause_words and not modifies]
     return sentence if any(same_place(where, p, reworded=True) for p in others) else None
 
 
@@ -244,13 +263,15 @@ def misattributed_names(
             continue
         for name in clause_names:
             before = answer[c_start : name.start]
-            if _AFTER_PREPOSITION.search(before) and not PASSIVE_AGENT.search(before):
+            if after_preposition(before):
                 continue
+            if is_modifier(answer, name.start, name.end):
+                continue  # it describes the actor ("an American woman was shot")
             # The clause's words apart from this name (other names included: "capital of
             # Australia" must meet "Canberra is the capital of Australia" on both words).
             relation = _relation_words(answer[c_start:c_end], [name], c_start)
             where = place(answer, name.start, name.end, (c_start, c_end), past_names=True)
-            evidence = _swap_evidence(name, clause_names, relation, sentences, where)
+            evidence = _swap_evidence(name, clause_names, relation, sentences, where, index.full_names)
             if evidence is not None:
                 fit = len(relation & evidence.words) / len(relation)
                 found.append(Misattribution(name.start, name.end, answer[name.start : name.end], fit))
