@@ -1,0 +1,53 @@
+"""Years and counts an answer reads off what the context writes: written before the rules, by hand.
+
+A season or a span written with a slash or a dash states both its years ("1958/59" is 1958 and
+1959, "2019-20" is 2019 and 2020), and weekdays listed one by one state how many days a week a
+place opens ("Monday" to "Sunday" with hours is seven). None of these sentences was taken from a
+benchmark answer; each wrong case keeps the shape with a year or count the context never gives.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from truthlens.detector.facts import Finding, unsupported_facts
+
+WEEK = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+def check(context: str, answer: str) -> tuple[Finding, ...]:
+    return unsupported_facts(answer, [context], "Summarise the passage.")
+
+
+def _record(days: tuple[str, ...]) -> str:
+    return json.dumps({"name": "Oak Deli", "hours": {d: "8:0-16:0" for d in days}}, indent=1)
+
+
+@pytest.mark.parametrize(
+    ("context", "answer"),
+    [
+        ("He captained the side from 1958/59 to 1963/64.", "He was captain from 1958 to 1964."),
+        ("The 2019-20 season was cut short by the pandemic.", "The season was cut short in 2020."),
+        ("Her term ran 1998/2002 under two governments.", "Her term ended in 2002."),
+        (_record(WEEK), "Oak Deli is open seven days a week."),
+        (_record(WEEK[:6]), "Oak Deli opens six days a week, from 8 am to 4 pm."),
+    ],
+)
+def test_years_and_counts_the_context_writes_another_way_are_supported(context: str, answer: str) -> None:
+    assert check(context, answer) == ()
+
+
+@pytest.mark.parametrize(
+    ("context", "answer", "wrong"),
+    [
+        ("He captained the side from 1958/59 to 1963/64.", "He was captain from 1958 to 1966.", "1966"),
+        ("The 2019-20 season was cut short by the pandemic.", "The season was cut short in 2021.", "2021"),
+        (_record(WEEK[:5]), "Oak Deli opens six days a week.", "six days"),
+    ],
+)
+def test_years_and_counts_the_context_does_not_write_are_flagged(context: str, answer: str, wrong: str) -> None:
+    at = answer.index(wrong)
+    found = check(context, answer)
+    assert any(f.start < at + len(wrong) and at < f.end for f in found), found
