@@ -140,8 +140,9 @@ def check_facts(
     for q in find_quantities(answer):
         if q.checked and not _inside(q.start, q.end, taken):
             judge(q.start, q.end, numbers.problem(q, Claim.around(answer, q)))
+    spelled = names.spelled_out(answer)  # "the Centers for Disease Control (CDC)": as "CDC" is
     for name in find_names(answer, names.lower_words | lower_case_words(answer), skip_sentence_starts=True):
-        if _inside(name.start, name.end, taken):
+        if _inside(name.start, name.end, taken) or _inside(name.start, name.end, spelled):
             continue
         if not names.supports(name):
             findings.append(Finding(name.start, name.end, answer[name.start : name.end], "unsupported_entity"))

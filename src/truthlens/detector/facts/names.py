@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from truthlens.detector.facts.numbers import MONTHS, NUMBER_WORDS, WEEKDAYS
+from truthlens.detector.facts.numbers import MONTHS, NUMBER_WORDS, UNIT_WORDS, WEEKDAYS
 from truthlens.detector.text import is_stop_word, stem
 
 # Capitalised words that are not names: function words a sentence may start with, pronouns,
@@ -90,8 +90,21 @@ def _starts_sentence(text: str, start: int) -> bool:
     j = start - 1
     while j >= 0 and text[j] in " \t":
         j -= 1
-    # Quotes and brackets are left out: "Frontier" in quotes is a title, not a sentence.
+    # Quotes and brackets are left out: "Frontier" in quotes is a title, not a sentence; but a
+    # quotation that ends a sentence ('called it "a treat." Overall, ...') ends it.
+    k = j
+    while k >= 0 and text[k] in _CLOSING:
+        k -= 1
+    if k < j and k >= 0 and text[k] in ".!?" and j + 1 < start:
+        return True
     return j < 0 or text[j] in ".!?:;\n-–—•*>#"
+
+
+_CLOSING = "\"'”’)]"
+# What opens a list item or an instruction: "3. ", "* ", "- ", or a colon.
+_ITEM_OPENING = re.compile(r"(?:(?:^|\n)\s*(?:\(?\d{1,2}[.)]|[-*•])|:)\s*\Z")
+# A number and its unit before a word ("30 degrees Celsius", "20 °F"): the word is a unit too.
+_AFTER_A_NUMBER = re.compile(r"(?:\d|°|\bdegrees?)\s*\Z", re.IGNORECASE)
 
 
 def _is_capitalised(word: str) -> bool:
@@ -143,10 +156,11 @@ def find_names(text: str, lower_words: frozenset[str], *, skip_sentence_starts: 
                 continue
             # ("Sunday's race" names a day; "May's" may be Theresa May's, a name.)
             if (bare in _NOT_NAMES or lower in MONTHS or bare in WEEKDAYS or lower in NUMBER_WORDS
-                    or lower.removesuffix("s") in WEEKDAYS):
+                    or lower.removesuffix("s") in WEEKDAYS
+                    or (lower in UNIT_WORDS and _AFTER_A_NUMBER.search(text, 0, tok.start()))):
                 flush()
                 continue
-            if at_start and (_clean(word) in lower_words or _lone_opener(text, tokens, i)):
+            if at_start and (_written_lower(_clean(word), lower_words) or _lone_opener(text, tokens, i)):
                 continue  # "Stayed ..." at a sentence start: a common word, capitalised by position
             run.append(tok)
             if _strip_possessive(word) != word and not _name_goes_on(text, tokens, i):
@@ -158,6 +172,15 @@ def find_names(text: str, lower_words: frozenset[str], *, skip_sentence_starts: 
     flush()
     # One letter ("Coach K", "Plan B") is too little to look up.
     return [n for n in names if n.words and (len(n.words) > 1 or len(n.words[0]) > 1)]
+
+
+def _written_lower(word: str, lower_words: frozenset[str]) -> bool:
+    """Whether ``word`` (or its plural, or its singular: "Users" / "user", "Survivor" / "survivors")
+    is among the words a text writes in lower case."""
+    forms = {word, word + "s", word + "es"} if len(word) > 3 else {word}  # "New" is not "news"
+    if len(word) > 4 and word.endswith("s") and not word.endswith("ss"):
+        forms |= {word[:-1], word[:-2] if word.endswith("es") else word[:-1]}
+    return bool(forms & lower_words)
 
 
 def _name_goes_on(text: str, tokens: Sequence[re.Match[str]], i: int) -> bool:
@@ -187,6 +210,15 @@ def _lone_opener(text: str, tokens: Sequence[re.Match[str]], i: int) -> bool:
     if (_adjacent(text, tokens[i].end(), nxt.start()) and _is_capitalised(nxt.group(0))
             and nxt.group(0).lower() not in _NOT_NAMES):
         return False
+    # "Massaging and rinsing ...", "1. Press and hold ...": two actions joined by "and"/"or", the
+    # second in lower case: both "-ing" forms, or an instruction opening a list item or following a
+    # colon (names are joined to names, "Mumbai and Delhi", or to common nouns, "Colgate and others").
+    after = tokens[i + 2] if i + 2 < len(tokens) else None
+    if (nxt.group(0) in ("and", "or") and after is not None and _adjacent(text, tokens[i].end(), nxt.start())
+            and _adjacent(text, nxt.end(), after.start()) and not _is_capitalised(after.group(0))
+            and ((word.endswith("ing") and after.group(0).endswith("ing"))
+                 or _ITEM_OPENING.search(text, 0, tokens[i].start()))):
+        return True
     # "Mumbai is ...", "Mumbai and Delhi": a subject before a verb is a name far more often
     # than "Exactly 1,600 ..." is.
     return not (_adjacent(text, tokens[i].end(), nxt.start()) and nxt.group(0) in _SUBJECT_FOLLOWERS)
@@ -263,6 +295,9 @@ class KnownNames:
     initials: frozenset[str]
     # Two-letter words written in capitals ("CA"): a state's code, never "in" or "or".
     codes: frozenset[str] = frozenset()
+    # full_names, each word in its singular: "Chicago Bull Derrick Rose" joins "the Chicago Bulls"
+    # and "Derrick Rose" (a team's player named by the team's noun).
+    singular_full_names: frozenset[tuple[str, ...]] = frozenset()
 
     @staticmethod
     def of(source: str) -> KnownNames:
@@ -289,6 +324,7 @@ class KnownNames:
             names_by_word={k: tuple(sorted(v)) for k, v in by_word.items()},
             initials=frozenset("".join(w[0] for w in n.words) for n in runs if len(n.words) > 1),
             codes=frozenset(t.lower() for t in raw if len(t) == 2 and t.isupper()),
+            singular_full_names=frozenset(_singular(n.words) for n in runs),
         )
 
     def states(self, surface: str) -> bool:
@@ -316,17 +352,76 @@ class KnownNames:
             return any(_word_matches(first, k) for key in _keys(first) for k in self.words.get(key, ()))
         return self._joins_full_names(name.words)
 
+    def spelled_out(self, text: str) -> list[tuple[int, int]]:
+        """Where ``text`` spells out initials it writes in brackets and the context states
+        ("the Centers for Disease Control and Prevention (CDC)" where the context writes "CDC"):
+        the spelled-out name, whose initials are the context's, is supported as they are."""
+        out = []
+        for start, end, acronym in spelled_out(text):
+            words = (_clean(acronym),)
+            if self.supports(Name(0, len(acronym), words, words[0])):
+                out.append((start, end))
+        return out
+
     def _joins_full_names(self, words: tuple[str, ...]) -> bool:
         """"Rhode Island NBC": two names the context gives in full, written side by side. Parts
         of names do not count, else "Neil Collins" would pass on "Neil Armstrong" and "Michael Collins"."""
         if not words:
             return True
-        return any(words[:k] in self.full_names and self._joins_full_names(words[k:])
-                   for k in range(len(words), 0, -1))
+        return any((words[:k] in self.full_names or _singular(words[:k]) in self.singular_full_names)
+                   and self._joins_full_names(words[k:]) for k in range(len(words), 0, -1))
 
     @staticmethod
     def _candidates(word: str, index: dict[str, tuple[int, ...]]) -> set[int]:
         return {i for key in _keys(word) for i in index.get(key, ())}
+
+
+# Initials in brackets after what they stand for: "(CDC)", "(NICs)".
+_BRACKETED = re.compile(r"\((?P<acronym>[A-Z][A-Z&]{1,9})(?P<plural>s?)\)")
+_EXPANSION_WORDS = 12  # words read back from the bracket
+
+
+def spelled_out(text: str) -> list[tuple[int, int, str]]:
+    """``(start, end, initials)``: capitalised words (with connectors and "and" inside) right before
+    bracketed initials that are theirs, read back from the bracket as far as the initials reach
+    (connectors may give a letter or not: "Head of Household (HOH)", "Office of Fair Trading
+    (OFT)"); a last "and ..." past the initials' end is part of the name ("Centers for Disease
+    Control and Prevention (CDC)")."""
+    out = []
+    for m in _BRACKETED.finditer(text):
+        letters = m.group("acronym").replace("&", "").lower()
+        run: list[re.Match[str]] = []
+        tokens = list(_TOKEN.finditer(text, max(0, m.start() - 20 * _EXPANSION_WORDS), m.start()))
+        end = m.start()
+        for tok in reversed(tokens[-_EXPANSION_WORDS:]):
+            word = tok.group(0)
+            if text[tok.end():end].strip() not in ("", "&") or not (
+                    _is_capitalised(word) or word.lower() in _CONNECTORS or word.lower() in ("and", "for")):
+                break
+            run.insert(0, tok)
+            end = tok.start()
+        words = [t.group(0) for t in run]
+        for first in range(len(words)):
+            if _is_capitalised(words[first]) and _initials(letters, words[first:]):
+                out.append((run[first].start(), run[-1].end(), m.group("acronym") + m.group("plural")))
+                break
+    return out
+
+
+def _initials(letters: str, words: Sequence[str]) -> bool:
+    """Whether ``letters`` are the initials of ``words``: every capitalised word gives the next
+    letter, a lower-case one may; words left over after the last letter must open with "and"."""
+    if not letters:
+        return not words or words[0] == "and"
+    if not words:
+        return False
+    word = words[0]
+    gives = word[0].lower() == letters[0] and _initials(letters[1:], words[1:])
+    return gives or (not _is_capitalised(word) and _initials(letters, words[1:]))
+
+
+def _singular(words: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words)
 
 
 def same_entity(a: str, b: str) -> bool:

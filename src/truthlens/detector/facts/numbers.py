@@ -83,6 +83,9 @@ for _canon, _aliases in {
 }.items():
     for _alias in _aliases.split():
         _UNITS[_alias.replace("_", " ")] = _canon
+# Unit names written as words ("Celsius", "miles"): after a number, a capitalised one is the unit,
+# not a name (:mod:`.names`).
+UNIT_WORDS = frozenset(u for u in _UNITS if u.isalpha() and len(u) > 2)
 _KINDS = {u: kind for kind, units in {
     "length": "km m cm mm mi ft yd", "mass": "kg g mg lb t", "volume": "l ml", "money": "usd eur gbp jpy",
     "temperature": "°c °f °", "speed": "km/h mph", "time": "s min h day week month year", "power": "w kw mw",
@@ -353,6 +356,34 @@ _PHYSICAL_KINDS = frozenset({"length", "mass", "volume", "temperature", "speed",
 _OPENS_WITH_PRONOUN = re.compile(r"\s*(?:it|its|they|their|this|these|that|those|he|his|she|her)\b", re.IGNORECASE)
 
 
+# A season or span of years, "1958/59", "2019-20", "1963/1964": the number after the slash or dash
+# is a year too (a number after a slash is otherwise not read: "3/4", "24/7").
+_YEAR_SPAN = re.compile(r"(?<![\w./])(?P<a>1\d{3}|20\d{2})\s?[/–-]\s?(?P<b>\d{4}|\d{2})(?![\w/])")
+_WEEKDAY_NAME = re.compile(r"\b(" + "|".join(sorted(WEEKDAYS)) + r")s?\b", re.IGNORECASE)
+
+
+def _second_years(source: str) -> Iterator[Quantity]:
+    """The second year of each span of years in ``source`` (two digits complete the first's century)."""
+    for m in _YEAR_SPAN.finditer(source):
+        first, second = int(m.group("a")), m.group("b")
+        year = int(second) if len(second) == 4 else first // 100 * 100 + int(second)
+        if len(second) == 2 and year <= first:
+            year += 100
+        if 0 < year - first <= (50 if len(second) == 4 else 1):
+            yield Quantity(m.start("b"), m.end("b"), float(year), None, False, True)
+
+
+def _days_a_week(source: str) -> Iterator[Quantity]:
+    """How many days a week the weekdays ``source`` names one by one make (a record's hours list
+    them: "Monday" to "Sunday" is "seven days a week"); nothing for fewer than five, a few days
+    named in a story are no week's schedule (and "2 days" beside a "second year" would read as
+    that year in another unit)."""
+    days = {m.group(1).lower(): m.start() for m in _WEEKDAY_NAME.finditer(source)}
+    if len(days) >= 5:
+        at = min(days.values())
+        yield Quantity(at, at, float(len(days)), "day", False, False)
+
+
 @dataclass(frozen=True, slots=True)
 class KnownNumbers:
     """The numbers and dates a context states."""
@@ -375,6 +406,8 @@ class KnownNumbers:
             for part in (d.year, d.day):
                 if part is not None:
                     quantities.append(Quantity(d.start, d.end, float(part), None, False, part == d.year))
+        quantities.extend(_second_years(source))
+        quantities.extend(_days_a_week(source))
         times = frozenset(minute for t in find_times(source, answer=False) for minute in t.minutes)
         starts = (0, *(m.end() for m in SENTENCE_END.finditer(source)))
         return KnownNumbers(tuple(quantities), tuple(dates), times, source, starts)
