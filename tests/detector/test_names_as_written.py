@@ -2,7 +2,7 @@
 
 None of these sentences was taken from a benchmark answer. Each faithful case is one class of
 false alarm of the name look-up: a name spelled out beside the initials the context uses ("the
-Office of Fair Trading (OFT)"), a common word opening a sentence or a list item ("Massaging and
+Office of Fair Trading (OFT)", "the United States" for "the U.S."), a common word opening a sentence or a list item ("Massaging and
 rinsing", "Users can ..."), a sentence opening after a quotation's closing mark, a role noun
 written before the name it belongs to ("Chicago Bull Derrick Rose" over "Derrick Rose of the
 Chicago Bulls"), and a temperature's unit written out. Each wrong case keeps the same shape
@@ -34,6 +34,9 @@ def check(context: str, answer: str) -> tuple[Finding, ...]:
          "One reviewer called it \"a real treat.\" Overall, service was slow."),
         ("Derrick Rose of the Chicago Bulls scored 30 points.", "Chicago Bull Derrick Rose scored 30 points."),
         ("Highs reach 30 °C in July.", "Highs reach 30 degrees Celsius in July."),
+        # A name spelled out whose initials the context writes, brackets or not.
+        ("Exports to the U.S. fell last year.", "Exports to the United States fell last year."),
+        ("The EU and the UK signed the deal.", "The European Union signed the deal."),
     ],
 )
 def test_names_the_context_gives_in_another_form_are_supported(context: str, answer: str) -> None:
@@ -49,6 +52,7 @@ def test_names_the_context_gives_in_another_form_are_supported(context: str, ans
          "Joakim Noah"),
         ("Rub the gums gently with a soft brush.", "Colgate and others sell a soft brush.", "Colgate"),
         ("A user can reset the password from the app.", "Okta can reset the password from the app.", "Okta"),
+        ("Exports to the U.S. fell last year.", "Exports to the United Kingdom fell last year.", "United Kingdom"),
     ],
 )
 def test_names_the_context_never_gives_are_flagged(context: str, answer: str, wrong: str) -> None:

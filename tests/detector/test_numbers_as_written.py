@@ -2,7 +2,8 @@
 
 A season or a span written with a slash or a dash states both its years ("1958/59" is 1958 and
 1959, "2019-20" is 2019 and 2020), and weekdays listed one by one state how many days a week a
-place opens ("Monday" to "Sunday" with hours is seven). None of these sentences was taken from a
+place opens ("Monday" to "Sunday" with hours is seven); a temperature in "degrees" is one in °F or
+°C, and one converted between the two (rounded to 5 degrees or closer) is the same. None of these sentences was taken from a
 benchmark answer; each wrong case keeps the shape with a year or count the context never gives.
 """
 
@@ -33,6 +34,11 @@ def _record(days: tuple[str, ...]) -> str:
         ("Her term ran 1998/2002 under two governments.", "Her term ended in 2002."),
         (_record(WEEK), "Oak Deli is open seven days a week."),
         (_record(WEEK[:6]), "Oak Deli opens six days a week, from 8 am to 4 pm."),
+        # A temperature in degrees agrees with the same one in °F or °C, and with its conversion.
+        ("Winter nights fall to 25 °F.", "Winter nights fall to 25 degrees Fahrenheit."),
+        ("Bake the loaf at 200 degrees.", "Bake the loaf at 200°C."),
+        ("Summer highs average 86 °F.", "Summer highs average 86 °F (30 °C)."),
+        ("Roast it at 220°C for an hour.", "Roast it at 220°C (425°F) for an hour."),
     ],
 )
 def test_years_and_counts_the_context_writes_another_way_are_supported(context: str, answer: str) -> None:
@@ -45,6 +51,8 @@ def test_years_and_counts_the_context_writes_another_way_are_supported(context: 
         ("He captained the side from 1958/59 to 1963/64.", "He was captain from 1958 to 1966.", "1966"),
         ("The 2019-20 season was cut short by the pandemic.", "The season was cut short in 2021.", "2021"),
         (_record(WEEK[:5]), "Oak Deli opens six days a week.", "six days"),
+        ("Summer highs average 86 °F.", "Summer highs average 86 °F (35 °C).", "35 °C"),
+        ("Winter nights fall to 25 °F.", "Winter nights fall to 25 °C.", "25 °C"),
     ],
 )
 def test_years_and_counts_the_context_does_not_write_are_flagged(context: str, answer: str, wrong: str) -> None:
