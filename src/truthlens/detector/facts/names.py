@@ -298,6 +298,9 @@ class KnownNames:
     # full_names, each word in its singular: "Chicago Bull Derrick Rose" joins "the Chicago Bulls"
     # and "Derrick Rose" (a team's player named by the team's noun).
     singular_full_names: frozenset[tuple[str, ...]] = frozenset()
+    # Words written in capitals ("U.S.", "EU", "NASA"), dots dropped: the initials of a name the
+    # answer may spell out ("the United States").
+    acronyms: frozenset[str] = frozenset()
 
     @staticmethod
     def of(source: str) -> KnownNames:
@@ -325,6 +328,7 @@ class KnownNames:
             initials=frozenset("".join(w[0] for w in n.words) for n in runs if len(n.words) > 1),
             codes=frozenset(t.lower() for t in raw if len(t) == 2 and t.isupper()),
             singular_full_names=frozenset(_singular(n.words) for n in runs),
+            acronyms=frozenset(w for t, w in zip(raw, tokens, strict=True) if len(w) > 1 and t.isupper()),
         )
 
     def states(self, surface: str) -> bool:
@@ -346,6 +350,8 @@ class KnownNames:
             known = self.names[i]
             if all(any(_word_matches(w, k) for k in known) for w in name.words):
                 return True
+        if len(name.words) > 1 and "".join(w[0] for w in name.words) in self.acronyms:
+            return True  # "the United States" where the context writes "the U.S."
         if len(name.words) == 1:
             if first in self.initials:  # NASA, UN
                 return True

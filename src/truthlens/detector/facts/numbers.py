@@ -92,7 +92,12 @@ _KINDS = {u: kind for kind, units in {
     "area": "ha acre",
 }.items() for u in units.split()}
 # "pounds" may be money or weight: either reading supports it.
-_UNIT_ALSO = {"lb": {"gbp"}, "gbp": {"lb"}}
+# "degrees" says no scale: either of °C and °F agrees with it.
+_UNIT_ALSO = {"lb": {"gbp"}, "gbp": {"lb"}, "°": {"°c", "°f"}, "°c": {"°"}, "°f": {"°"}}
+# A temperature converted between °C and °F is the same one when this close (recipes and weather
+# round a conversion: 220 °C is written 425 °F).
+_CONVERSION_SLACK = 3.0
+_CONVERT = {"°c": ("°f", lambda f: (f - 32) * 5 / 9), "°f": ("°c", lambda c: c * 9 / 5 + 32)}
 _CURRENCY_SIGNS = {"$": "usd", "us$": "usd", "€": "eur", "£": "gbp", "¥": "jpy"}
 _SCALES = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6, "billion": 1e9, "bn": 1e9,
            "trillion": 1e12, "millions": 1e6, "milliard": 1e9, "milliards": 1e9}  # (French plurals and 10^9)
@@ -461,6 +466,10 @@ class KnownNumbers:
                     and self._same_thing(c, q, claim)]
         if not same and q.alt is not None and any(math.isclose(c.value, q.alt) for c in self.quantities):
             return None
+        if not same and q.unit in _CONVERT:
+            other, convert = _CONVERT[q.unit]
+            if any(c.unit == other and abs(convert(c.value) - q.value) <= _CONVERSION_SLACK for c in self.quantities):
+                return None
         if not same:
             return "unsupported_date" if q.year_like else "unsupported_number"
         if q.unit is None:
