@@ -24,7 +24,7 @@ from __future__ import annotations
 import bisect
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 from truthlens.detector.facts.claims import SENTENCE_END, Claim, Ranges, topic_words
@@ -97,7 +97,18 @@ _UNIT_ALSO = {"lb": {"gbp"}, "gbp": {"lb"}, "°": {"°c", "°f"}, "°c": {"°"},
 # A temperature converted between °C and °F is the same one when this close (recipes and weather
 # round a conversion: 220 °C is written 425 °F).
 _CONVERSION_SLACK = 3.0
-_CONVERT = {"°c": ("°f", lambda f: (f - 32) * 5 / 9), "°f": ("°c", lambda c: c * 9 / 5 + 32)}
+
+
+def _to_celsius(fahrenheit: float) -> float:
+    return (fahrenheit - 32) * 5 / 9
+
+
+def _to_fahrenheit(celsius: float) -> float:
+    return celsius * 9 / 5 + 32
+
+
+# An answer's unit: the other scale, and how a context value in it converts to the answer's.
+_CONVERT: dict[str, tuple[str, Callable[[float], float]]] = {"°c": ("°f", _to_celsius), "°f": ("°c", _to_fahrenheit)}
 _CURRENCY_SIGNS = {"$": "usd", "us$": "usd", "€": "eur", "£": "gbp", "¥": "jpy"}
 _SCALES = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6, "billion": 1e9, "bn": 1e9,
            "trillion": 1e12, "millions": 1e6, "milliard": 1e9, "milliards": 1e9}  # (French plurals and 10^9)
