@@ -374,7 +374,10 @@ class KnownNames:
         of names do not count, else "Neil Collins" would pass on "Neil Armstrong" and "Michael Collins"."""
         if not words:
             return True
-        return any((words[:k] in self.full_names or _singular(words[:k]) in self.singular_full_names)
+        # In the singular only before another name (a team's noun before its player's name): a
+        # name alone one letter off is another name ("John Hopkins" / "Johns Hopkins").
+        return any((words[:k] in self.full_names
+                    or (k < len(words) and _singular(words[:k]) in self.singular_full_names))
                    and self._joins_full_names(words[k:]) for k in range(len(words), 0, -1))
 
     @staticmethod
