@@ -3,7 +3,9 @@
 A season or a span written with a slash or a dash states both its years ("1958/59" is 1958 and
 1959, "2019-20" is 2019 and 2020), and weekdays listed one by one state how many days a week a
 place opens ("Monday" to "Sunday" with hours is seven); a temperature in "degrees" is one in °F or
-°C, and one converted between the two (rounded to 5 degrees or closer) is the same. None of these sentences was taken from a
+°C, and one converted between the two (rounded to 5 degrees or closer) is the same; the scale of a
+star rating ("out of 5 stars") and an answer counting its own items ("A third reviewer") state no
+fact to look up. None of these sentences was taken from a
 benchmark answer; each wrong case keeps the shape with a year or count the context never gives.
 """
 
@@ -39,6 +41,11 @@ def _record(days: tuple[str, ...]) -> str:
         ("Bake the loaf at 200 degrees.", "Bake the loaf at 200°C."),
         ("Summer highs average 86 °F.", "Summer highs average 86 °F (30 °C)."),
         ("Roast it at 220°C for an hour.", "Roast it at 220°C (425°F) for an hour."),
+        # The scale of a star rating is no fact of the place; nor is an answer counting its own items.
+        ('{"name": "Oak Deli", "stars": 4.5}', "Oak Deli is rated 4.5 out of 5 stars."),
+        ('{"name": "Oak Deli", "stars": 4.5}', "Oak Deli has 4.5 stars out of 5."),
+        ("Reviews: 'Great bagels.' 'Slow service.' 'Friendly staff.'",
+         "One reviewer liked the bagels. Another reviewer found the service slow. A third reviewer praised the staff."),
     ],
 )
 def test_years_and_counts_the_context_writes_another_way_are_supported(context: str, answer: str) -> None:
@@ -53,6 +60,9 @@ def test_years_and_counts_the_context_writes_another_way_are_supported(context: 
         (_record(WEEK[:5]), "Oak Deli opens six days a week.", "six days"),
         ("Summer highs average 86 °F.", "Summer highs average 86 °F (35 °C).", "35 °C"),
         ("Winter nights fall to 25 °F.", "Winter nights fall to 25 °C.", "25 °C"),
+        ('{"name": "Oak Deli", "stars": 4.5}', "Oak Deli is rated 3.5 out of 5 stars.", "3.5"),
+        ("Seven out of 12 jurors voted to convict.", "Seven out of 10 jurors voted to convict.", "10"),
+        ("She won a second term in 2019.", "She won a third term in 2019.", "third"),
     ],
 )
 def test_years_and_counts_the_context_does_not_write_are_flagged(context: str, answer: str, wrong: str) -> None:
