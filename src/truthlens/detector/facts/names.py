@@ -13,7 +13,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from truthlens.detector.facts.numbers import MONTHS, NUMBER_WORDS, UNIT_WORDS, WEEKDAYS
+from truthlens.detector.facts.implied import WEEKDAYS
+from truthlens.detector.facts.numbers import MONTHS, NUMBER_WORDS, UNIT_WORDS
 from truthlens.detector.text import is_stop_word, stem
 
 # Capitalised words that are not names: function words a sentence may start with, pronouns,
@@ -44,7 +45,7 @@ _SUBJECT_FOLLOWERS = frozenset(
 )
 # Lower-case words inside a name ("Bank of England", "Ludwig van Beethoven"); "and" is not one:
 # "Armstrong and Collins" are two names.
-_CONNECTORS = frozenset("of the de da di del della der den du la le van von y bin al für".split())
+CONNECTORS = frozenset("of the de da di del della der den du la le van von y bin al für".split())
 _DEMONYMS = {
     "french": "france", "british": "britain", "dutch": "netherlands", "welsh": "wales", "spanish": "spain",
     "swiss": "switzerland", "english": "england", "irish": "ireland", "scottish": "scotland", "scots": "scotland",
@@ -83,7 +84,7 @@ class Name:
 
 # Words: acronyms with dots ("U.S."), else letters/digits/apostrophes; hyphens split words
 # ("Group-owned" is two, and "Jean-Paul" a name of two capitalised words).
-_TOKEN = re.compile(r"(?:[A-Za-z]\.){2,}|[^\W\d_][\w'’]*", re.UNICODE)
+TOKEN = re.compile(r"(?:[A-Za-z]\.){2,}|[^\W\d_][\w'’]*", re.UNICODE)
 
 
 def _starts_sentence(text: str, start: int) -> bool:
@@ -125,15 +126,15 @@ def find_names(text: str, lower_words: frozenset[str], *, skip_sentence_starts: 
     a capitalised weekday, month or number word right after a name's word is its last word
     ("Holy Saturday" is not "Holy Week", nor "League Two" "League One"); without, it ends the
     name before it (the look-ups read "told CNN Monday" as "CNN" and a day)."""
-    tokens = list(_TOKEN.finditer(text))
+    tokens = list(TOKEN.finditer(text))
     names: list[Name] = []
     run: list[re.Match[str]] = []
 
     def flush() -> None:
-        while run and run[-1].group(0).lower() in _CONNECTORS:
+        while run and run[-1].group(0).lower() in CONNECTORS:
             run.pop()
         if run:
-            words = tuple(_clean(t.group(0)) for t in run if t.group(0).lower() not in _CONNECTORS)
+            words = tuple(_clean(t.group(0)) for t in run if t.group(0).lower() not in CONNECTORS)
             end = run[-1].start() + len(_strip_possessive(run[-1].group(0)))
             phrase = " ".join(text[run[0].start() : end].lower().split())
             names.append(Name(run[0].start(), end, tuple(w for w in words if w), phrase))
@@ -165,7 +166,7 @@ def find_names(text: str, lower_words: frozenset[str], *, skip_sentence_starts: 
             run.append(tok)
             if _strip_possessive(word) != word and not _name_goes_on(text, tokens, i):
                 flush()  # "Mumbai's mayor": the possessive ends a name
-        elif run and lower in _CONNECTORS and i + 1 < len(tokens) and _is_capitalised(tokens[i + 1].group(0)):
+        elif run and lower in CONNECTORS and i + 1 < len(tokens) and _is_capitalised(tokens[i + 1].group(0)):
             run.append(tok)
         elif run:
             flush()
@@ -279,7 +280,7 @@ def _keys(word: str) -> set[str]:
 def lower_case_words(text: str) -> frozenset[str]:
     """The words ``text`` writes in lower case (so a capitalised one opening a sentence is a
     common word, not a name)."""
-    return frozenset(_clean(t) for t in _TOKEN.findall(text) if not _is_capitalised(t))
+    return frozenset(_clean(t) for t in TOKEN.findall(text) if not _is_capitalised(t))
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,7 +308,7 @@ class KnownNames:
         apart = [re.sub(r"(?<=[a-z])(?=[A-Z])", " ", key) for key in _RUN_TOGETHER.findall(source)]
         if apart:  # the keys' words written apart, as an answer writes them
             source = source + "\n" + ".\n".join(apart)
-        raw = _TOKEN.findall(source)
+        raw = TOKEN.findall(source)
         tokens = [_clean(t) for t in raw]
         runs = find_names(source, frozenset(), skip_sentence_starts=False)
         names = [frozenset(n.words) for n in runs]
@@ -358,17 +359,6 @@ class KnownNames:
             return any(_word_matches(first, k) for key in _keys(first) for k in self.words.get(key, ()))
         return self._joins_full_names(name.words)
 
-    def spelled_out(self, text: str) -> list[tuple[int, int]]:
-        """Where ``text`` spells out initials it writes in brackets and the context states
-        ("the Centers for Disease Control and Prevention (CDC)" where the context writes "CDC"):
-        the spelled-out name, whose initials are the context's, is supported as they are."""
-        out = []
-        for start, end, acronym in spelled_out(text):
-            words = (_clean(acronym),)
-            if self.supports(Name(0, len(acronym), words, words[0])):
-                out.append((start, end))
-        return out
-
     def _joins_full_names(self, words: tuple[str, ...]) -> bool:
         """"Rhode Island NBC": two names the context gives in full, written side by side. Parts
         of names do not count, else "Neil Collins" would pass on "Neil Armstrong" and "Michael Collins"."""
@@ -383,50 +373,6 @@ class KnownNames:
     @staticmethod
     def _candidates(word: str, index: dict[str, tuple[int, ...]]) -> set[int]:
         return {i for key in _keys(word) for i in index.get(key, ())}
-
-
-# Initials in brackets after what they stand for: "(CDC)", "(NICs)".
-_BRACKETED = re.compile(r"\((?P<acronym>[A-Z][A-Z&]{1,9})(?P<plural>s?)\)")
-_EXPANSION_WORDS = 12  # words read back from the bracket
-
-
-def spelled_out(text: str) -> list[tuple[int, int, str]]:
-    """``(start, end, initials)``: capitalised words (with connectors and "and" inside) right before
-    bracketed initials that are theirs, read back from the bracket as far as the initials reach
-    (connectors may give a letter or not: "Head of Household (HOH)", "Office of Fair Trading
-    (OFT)"); a last "and ..." past the initials' end is part of the name ("Centers for Disease
-    Control and Prevention (CDC)")."""
-    out = []
-    for m in _BRACKETED.finditer(text):
-        letters = m.group("acronym").replace("&", "").lower()
-        run: list[re.Match[str]] = []
-        tokens = list(_TOKEN.finditer(text, max(0, m.start() - 20 * _EXPANSION_WORDS), m.start()))
-        end = m.start()
-        for tok in reversed(tokens[-_EXPANSION_WORDS:]):
-            word = tok.group(0)
-            if text[tok.end():end].strip() not in ("", "&") or not (
-                    _is_capitalised(word) or word.lower() in _CONNECTORS or word.lower() in ("and", "for")):
-                break
-            run.insert(0, tok)
-            end = tok.start()
-        words = [t.group(0) for t in run]
-        for first in range(len(words)):
-            if _is_capitalised(words[first]) and _initials(letters, words[first:]):
-                out.append((run[first].start(), run[-1].end(), m.group("acronym") + m.group("plural")))
-                break
-    return out
-
-
-def _initials(letters: str, words: Sequence[str]) -> bool:
-    """Whether ``letters`` are the initials of ``words``: every capitalised word gives the next
-    letter, a lower-case one may; words left over after the last letter must open with "and"."""
-    if not letters:
-        return not words or words[0] == "and"
-    if not words:
-        return False
-    word = words[0]
-    gives = word[0].lower() == letters[0] and _initials(letters[1:], words[1:])
-    return gives or (not _is_capitalised(word) and _initials(letters, words[1:]))
 
 
 def _singular(words: tuple[str, ...]) -> tuple[str, ...]:
@@ -444,10 +390,10 @@ def same_entity(a: str, b: str) -> bool:
         return False
     short, long_ = (x, y) if len(x) <= len(y) else (y, x)
     if len(short) == 1 and len(long_) > 1:
-        initials = {"".join(w[0] for w in long_), "".join(w[0] for w in long_ if w not in _CONNECTORS)}
+        initials = {"".join(w[0] for w in long_), "".join(w[0] for w in long_ if w not in CONNECTORS)}
         if short[0] in initials:
             return True
-    return all(any(same_word(w, k) for k in long_) for w in short if w not in _CONNECTORS)
+    return all(any(same_word(w, k) for k in long_) for w in short if w not in CONNECTORS)
 
 
 def same_word(a: str, b: str) -> bool:

@@ -28,6 +28,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 from truthlens.detector.facts.claims import SENTENCE_END, Claim, Ranges, topic_words
+from truthlens.detector.facts.implied import implied_numbers
+from truthlens.detector.facts.pointers import own_count, points_elsewhere, rating_scale, set_size
 from truthlens.detector.text import list_markers
 from truthlens.detector.types import FactReason
 
@@ -40,7 +42,6 @@ MONTHS = {
     "oct": 10, "nov": 11, "dec": 12,
 }
 _MONTH = r"(?P<{}>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
-WEEKDAYS = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
 
 _UNITS: dict[str, str] = {}
 for _canon, _aliases in {
@@ -283,7 +284,8 @@ def find_quantities(text: str, *, answer: bool = True) -> Iterator[Quantity]:
             yield Quantity(m.start(), m.end(), value, "decade", False, True)
             continue
         end = m.end("num") if plain else m.end()
-        checked = not (answer and plain and _pointer(text, m.start(), end))
+        checked = not (answer and plain
+                       and (points_elsewhere(text, m.start(), end) or rating_scale(text, m.start(), end)))
         decimals = len(raw.partition(".")[2])
         step = 10.0 ** -decimals * (_SCALES[scale.lower()] if scale else 1.0)
         yield Quantity(m.start(), end, value, canon, answer and _hedged(text, m.start()), year_like, alt, checked,
@@ -305,7 +307,8 @@ def find_quantities(text: str, *, answer: bool = True) -> Iterator[Quantity]:
             value *= _SCALES[m.group("scale").lower()]
         unit = _UNITS[m.group("unit").lower()] if m.group("unit") else None
         checked = (word not in _UNCHECKED_WORDS or bool(m.group("scale") or m.group("hundred"))) and not (
-            answer and _set_size(text, m.start(), m.end()))
+            answer and (set_size(text, m.start(), m.end())
+                        or (word in _ORDINAL_WORDS and own_count(text, m.start(), m.end()))))
         yield Quantity(m.start(), m.end(), value, unit, answer and _hedged(text, m.start()), False, None, checked)
 
 
@@ -319,26 +322,6 @@ def _digits(num: str) -> str:
 
 
 _LIST_MARKER = re.compile(r"\(?\d{1,2}[.)](?:\s|$)")
-# A number right after these points into the prompt or the answer's own list ("Passage 2",
-# "steps 7 and 8"), and one before "words" measures the reply ("in 63 words"): not facts.
-_REFERENCE_BEFORE = re.compile(
-    r"\b(?:passages?|steps?|documents?|paragraphs?)\s*#?\s*(?:\d+\s*(?:,|and|&|or|to|-)\s*)*$", re.IGNORECASE
-)
-_REPLY_LENGTH_AFTER = re.compile(r"\s*-?\s*words?\b", re.IGNORECASE)
-# "the larger of the two", "between the three": the size of the set the question compares.
-_SET_BEFORE = re.compile(r"\b(?:of|between|among)\s+(?:the|these|those|them)?\s*$", re.IGNORECASE)
-_SET_AFTER = re.compile(r"\s*(?:[.,;:!?)]|$)")
-
-
-def _set_size(text: str, start: int, end: int) -> bool:
-    return _SET_BEFORE.search(text, max(0, start - 24), start) is not None and _SET_AFTER.match(text, end) is not None
-
-
-def _pointer(text: str, start: int, end: int) -> bool:
-    return (_REFERENCE_BEFORE.search(text, max(0, start - 48), start) is not None
-            or _REPLY_LENGTH_AFTER.match(text, end) is not None)
-
-
 def _line_start(text: str, start: int) -> bool:
     line = text[text.rfind("\n", 0, start) + 1 : start]
     return line.strip() in ("", "(", "-", "*", "•") or line.rstrip().endswith(("(", ":"))
@@ -372,34 +355,6 @@ _PHYSICAL_KINDS = frozenset({"length", "mass", "volume", "temperature", "speed",
 _OPENS_WITH_PRONOUN = re.compile(r"\s*(?:it|its|they|their|this|these|that|those|he|his|she|her)\b", re.IGNORECASE)
 
 
-# A season or span of years, "1958/59", "2019-20", "1963/1964": the number after the slash or dash
-# is a year too (a number after a slash is otherwise not read: "3/4", "24/7").
-_YEAR_SPAN = re.compile(r"(?<![\w./])(?P<a>1\d{3}|20\d{2})\s?[/–-]\s?(?P<b>\d{4}|\d{2})(?![\w/])")
-_WEEKDAY_NAME = re.compile(r"\b(" + "|".join(sorted(WEEKDAYS)) + r")s?\b", re.IGNORECASE)
-
-
-def _second_years(source: str) -> Iterator[Quantity]:
-    """The second year of each span of years in ``source`` (two digits complete the first's century)."""
-    for m in _YEAR_SPAN.finditer(source):
-        first, second = int(m.group("a")), m.group("b")
-        year = int(second) if len(second) == 4 else first // 100 * 100 + int(second)
-        if len(second) == 2 and year <= first:
-            year += 100
-        if 0 < year - first <= (50 if len(second) == 4 else 1):
-            yield Quantity(m.start("b"), m.end("b"), float(year), None, False, True)
-
-
-def _days_a_week(source: str) -> Iterator[Quantity]:
-    """How many days a week the weekdays ``source`` names one by one make (a record's hours list
-    them: "Monday" to "Sunday" is "seven days a week"); nothing for fewer than five, a few days
-    named in a story are no week's schedule (and "2 days" beside a "second year" would read as
-    that year in another unit)."""
-    days = {m.group(1).lower(): m.start() for m in _WEEKDAY_NAME.finditer(source)}
-    if len(days) >= 5:
-        at = min(days.values())
-        yield Quantity(at, at, float(len(days)), "day", False, False)
-
-
 @dataclass(frozen=True, slots=True)
 class KnownNumbers:
     """The numbers and dates a context states."""
@@ -422,8 +377,8 @@ class KnownNumbers:
             for part in (d.year, d.day):
                 if part is not None:
                     quantities.append(Quantity(d.start, d.end, float(part), None, False, part == d.year))
-        quantities.extend(_second_years(source))
-        quantities.extend(_days_a_week(source))
+        quantities.extend(Quantity(start, end, value, unit, False, unit is None)
+                          for start, end, value, unit in implied_numbers(source))
         times = frozenset(minute for t in find_times(source, answer=False) for minute in t.minutes)
         starts = (0, *(m.end() for m in SENTENCE_END.finditer(source)))
         return KnownNumbers(tuple(quantities), tuple(dates), times, source, starts)
