@@ -5,7 +5,8 @@ false alarm of the name look-up: a name spelled out beside the initials the cont
 Office of Fair Trading (OFT)", "the United States" for "the U.S."), a common word opening a sentence or a list item ("Massaging and
 rinsing", "Users can ..."), a sentence opening after a quotation's closing mark, a role noun
 written before the name it belongs to ("Chicago Bull Derrick Rose" over "Derrick Rose of the
-Chicago Bulls"), and a temperature's unit written out. Each wrong case keeps the same shape
+Chicago Bulls"), a temperature's unit written out, a middle initial left out ("Thomas Kelly" for "Thomas R.
+Kelly") and a word of a name clipped ("Newcastle Utd", "Sunset Blvd"). Each wrong case keeps the same shape
 with a name the context never gives.
 """
 
@@ -37,6 +38,10 @@ def check(context: str, answer: str) -> tuple[Finding, ...]:
         # A name spelled out whose initials the context writes, brackets or not.
         ("Exports to the U.S. fell last year.", "Exports to the United States fell last year."),
         ("The EU and the UK signed the deal.", "The European Union signed the deal."),
+        # A middle initial left out, a word of a name clipped.
+        ("Police arrested Thomas R. Kelly, 41, on Friday.", "Thomas Kelly was arrested on Friday."),
+        ("Newcastle United lost 2-0 at home.", "Newcastle Utd lost at home."),
+        ("The gallery is on Sunset Boulevard near the hotel.", "The gallery is on Sunset Blvd."),
     ],
 )
 def test_names_the_context_gives_in_another_form_are_supported(context: str, answer: str) -> None:
@@ -53,6 +58,8 @@ def test_names_the_context_gives_in_another_form_are_supported(context: str, ans
         ("Rub the gums gently with a soft brush.", "Colgate and others sell a soft brush.", "Colgate"),
         ("A user can reset the password from the app.", "Okta can reset the password from the app.", "Okta"),
         ("Exports to the U.S. fell last year.", "Exports to the United Kingdom fell last year.", "United Kingdom"),
+        ("Police arrested Thomas R. Kelly, 41, on Friday.", "Thomas Keller was arrested on Friday.", "Thomas Keller"),
+        ("Newcastle United lost 2-0 at home.", "Newcastle City lost at home.", "Newcastle City"),
     ],
 )
 def test_names_the_context_never_gives_are_flagged(context: str, answer: str, wrong: str) -> None:
