@@ -14,6 +14,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from truthlens.detector.facts.implied import WEEKDAYS
+from truthlens.detector.facts.name_forms import (
+    US_STATE_CODES,
+    US_STATES,
+    clipped_form,
+    keys,
+    plural_of,
+    singular,
+    word_matches,
+)
 from truthlens.detector.facts.numbers import MONTHS, NUMBER_WORDS, UNIT_WORDS
 from truthlens.detector.text import is_stop_word, stem
 
@@ -46,32 +55,8 @@ _SUBJECT_FOLLOWERS = frozenset(
 # Lower-case words inside a name ("Bank of England", "Ludwig van Beethoven"); "and" is not one:
 # "Armstrong and Collins" are two names.
 CONNECTORS = frozenset("of the de da di del della der den du la le van von y bin al für".split())
-_DEMONYMS = {
-    "french": "france", "british": "britain", "dutch": "netherlands", "welsh": "wales", "spanish": "spain",
-    "swiss": "switzerland", "english": "england", "irish": "ireland", "scottish": "scotland", "scots": "scotland",
-    "greek": "greece", "danish": "denmark", "swedish": "sweden", "finnish": "finland", "polish": "poland",
-    "turkish": "turkey", "norwegian": "norway", "chinese": "china", "thai": "thailand", "portuguese": "portugal",
-    "filipino": "philippines", "icelandic": "iceland", "flemish": "flanders", "argentine": "argentina",
-    "argentinian": "argentina", "peruvian": "peru", "czech": "czechia", "slovak": "slovakia",
-}
-# A state named in full is supported by its postal code and the other way round: records (the
-# RAGTruth data-to-text shape) write "state": "CA" where an answer writes California.
-_US_STATES = {
-    "alabama": "al", "alaska": "ak", "arizona": "az", "arkansas": "ar", "california": "ca", "colorado": "co",
-    "connecticut": "ct", "delaware": "de", "florida": "fl", "georgia": "ga", "hawaii": "hi", "idaho": "id",
-    "illinois": "il", "indiana": "in", "iowa": "ia", "kansas": "ks", "kentucky": "ky", "louisiana": "la",
-    "maine": "me", "maryland": "md", "massachusetts": "ma", "michigan": "mi", "minnesota": "mn",
-    "mississippi": "ms", "missouri": "mo", "montana": "mt", "nebraska": "ne", "nevada": "nv",
-    "new hampshire": "nh", "new jersey": "nj", "new mexico": "nm", "new york": "ny", "north carolina": "nc",
-    "north dakota": "nd", "ohio": "oh", "oklahoma": "ok", "oregon": "or", "pennsylvania": "pa",
-    "rhode island": "ri", "south carolina": "sc", "south dakota": "sd", "tennessee": "tn", "texas": "tx",
-    "utah": "ut", "vermont": "vt", "virginia": "va", "washington": "wa", "west virginia": "wv",
-    "wisconsin": "wi", "wyoming": "wy",
-}
-_US_STATE_CODES = {code: state for state, code in _US_STATES.items()}
 # "RestaurantsReservations", "BusinessAcceptsCreditCards": a record's keys run words together.
 _RUN_TOGETHER = re.compile(r"\b[A-Z]?[a-z]+(?:[A-Z][a-z]+)+\b")
-_DEMONYM_SUFFIXES = ("n", "an", "ian", "ean", "ese", "ish", "i", "ic", "ans", "ians", "eans", "y")
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,11 +106,14 @@ _TAILS = frozenset(
 
 
 def find_names(text: str, lower_words: frozenset[str], *, skip_sentence_starts: bool,
-               tails: bool = False) -> list[Name]:
+               tails: bool = False, through_initials: bool = False) -> list[Name]:
     """Runs of capitalised words (with connectors such as "of" inside) in ``text``. With ``tails``,
     a capitalised weekday, month or number word right after a name's word is its last word
     ("Holy Saturday" is not "Holy Week", nor "League Two" "League One"); without, it ends the
-    name before it (the look-ups read "told CNN Monday" as "CNN" and a day)."""
+    name before it (the look-ups read "told CNN Monday" as "CNN" and a day). With
+    ``through_initials`` (a context's names), a middle initial joins its name and is left out of
+    its words: "Thomas R. Kelly" names "Thomas Kelly" (an answer's initial the context does not
+    write, "Sammy J. Wilson" for "Sammy Wilson", stays a word to look up)."""
     tokens = list(TOKEN.finditer(text))
     names: list[Name] = []
     run: list[re.Match[str]] = []
@@ -134,7 +122,9 @@ def find_names(text: str, lower_words: frozenset[str], *, skip_sentence_starts: 
         while run and run[-1].group(0).lower() in CONNECTORS:
             run.pop()
         if run:
-            words = tuple(_clean(t.group(0)) for t in run if t.group(0).lower() not in CONNECTORS)
+            # A middle initial says no more than its name's other words ("Thomas R. Kelly" is "Thomas Kelly").
+            words = tuple(_clean(t.group(0)) for t in run if t.group(0).lower() not in CONNECTORS
+                          and not (through_initials and t is not run[-1] and _initial(text, t)))
             end = run[-1].start() + len(_strip_possessive(run[-1].group(0)))
             phrase = " ".join(text[run[0].start() : end].lower().split())
             names.append(Name(run[0].start(), end, tuple(w for w in words if w), phrase))
@@ -142,7 +132,9 @@ def find_names(text: str, lower_words: frozenset[str], *, skip_sentence_starts: 
 
     for i, tok in enumerate(tokens):
         word = tok.group(0)
-        if run and not _adjacent(text, run[-1].end(), tok.start()):
+        if run and not _adjacent(text, run[-1].end(), tok.start()) and not (
+                through_initials and _initial(text, run[-1]) and text[run[-1].end():tok.start()] == ". "
+                and _is_capitalised(word) and word.lower() not in _NOT_NAMES):
             flush()
         if not word[0].isupper() and not run:
             continue  # the common case in running text: nothing to start or end
@@ -182,6 +174,12 @@ def _written_lower(word: str, lower_words: frozenset[str]) -> bool:
     if len(word) > 4 and word.endswith("s") and not word.endswith("ss"):
         forms |= {word[:-1], word[:-2] if word.endswith("es") else word[:-1]}
     return bool(forms & lower_words)
+
+
+def _initial(text: str, tok: re.Match[str]) -> bool:
+    """Whether ``tok`` is an initial: one capital letter (not "I") and a full stop."""
+    word = tok.group(0)
+    return len(word) == 1 and word.isupper() and word != "I" and text.startswith(".", tok.end())
 
 
 def _name_goes_on(text: str, tokens: Sequence[re.Match[str]], i: int) -> bool:
@@ -238,45 +236,6 @@ def _clean(word: str) -> str:
     return _strip_possessive(word).lower().replace(".", "")
 
 
-def _word_matches(word: str, known: str) -> bool:
-    if word == known:
-        return True
-    if _DEMONYMS.get(word) == known or _DEMONYMS.get(known) == word:
-        return True
-    short, long_ = (word, known) if len(word) <= len(known) else (known, word)
-    if len(short) < 4:
-        return False
-    # Italy / Italian, America / American, China / Chinese (not Aldrin / Aldridge)
-    for head in (short, short[:-1]):
-        if long_.startswith(head) and long_[len(head) :] in _DEMONYM_SUFFIXES:
-            return True
-    # A typo in a long name is the same name ("Sacracens" / "Saracens", "Wedensday"), one
-    # letter off in a short one may be another name ("Aldrin" / "Aldric" stay apart).
-    return len(short) >= 7 and _one_edit(word, known)
-
-
-def _one_edit(a: str, b: str) -> bool:
-    """``a`` and ``b`` differ by one substitution, insertion, deletion or swap of neighbours."""
-    if abs(len(a) - len(b)) > 1:
-        return False
-    i = 0
-    while i < min(len(a), len(b)) and a[i] == b[i]:
-        i += 1
-    if len(a) == len(b):
-        swapped = i + 1 < len(a) and a[i] == b[i + 1] and a[i + 1] == b[i] and a[i + 2 :] == b[i + 2 :]
-        return swapped or a[i + 1 :] == b[i + 1 :]
-    return a[i + 1 :] == b[i:] if len(a) > len(b) else a[i:] == b[i + 1 :]
-
-
-def _keys(word: str) -> set[str]:
-    """Index keys under which a word that may match ``word`` is filed."""
-    keys = {word[:3]}
-    if word in _DEMONYMS:
-        keys.add(_DEMONYMS[word][:3])
-    keys.update(d[:3] for d, country in _DEMONYMS.items() if country == word)
-    return keys
-
-
 def lower_case_words(text: str) -> frozenset[str]:
     """The words ``text`` writes in lower case (so a capitalised one opening a sentence is a
     common word, not a name)."""
@@ -299,6 +258,8 @@ class KnownNames:
     # full_names, each word in its singular: "Chicago Bull Derrick Rose" joins "the Chicago Bulls"
     # and "Derrick Rose" (a team's player named by the team's noun).
     singular_full_names: frozenset[tuple[str, ...]] = frozenset()
+    # Each of names in its words' order (a clipped form keeps it: "Man City", not "City Man").
+    ordered: tuple[tuple[str, ...], ...] = ()
     # Words written in capitals ("U.S.", "EU", "NASA"), dots dropped: the initials of a name the
     # answer may spell out ("the United States").
     acronyms: frozenset[str] = frozenset()
@@ -310,7 +271,7 @@ class KnownNames:
             source = source + "\n" + ".\n".join(apart)
         raw = TOKEN.findall(source)
         tokens = [_clean(t) for t in raw]
-        runs = find_names(source, frozenset(), skip_sentence_starts=False)
+        runs = find_names(source, frozenset(), skip_sentence_starts=False, through_initials=True)
         names = [frozenset(n.words) for n in runs]
         words: dict[str, set[str]] = {}
         for w in tokens:
@@ -328,7 +289,8 @@ class KnownNames:
             names_by_word={k: tuple(sorted(v)) for k, v in by_word.items()},
             initials=frozenset("".join(w[0] for w in n.words) for n in runs if len(n.words) > 1),
             codes=frozenset(t.lower() for t in raw if len(t) == 2 and t.isupper()),
-            singular_full_names=frozenset(_singular(n.words) for n in runs),
+            singular_full_names=frozenset(singular(n.words) for n in runs),
+            ordered=tuple(n.words for n in runs),
             acronyms=frozenset(w for t, w in zip(raw, tokens, strict=True) if len(w) > 1 and t.isupper()),
         )
 
@@ -341,22 +303,24 @@ class KnownNames:
             if re.search(r"(?<!\w)" + re.escape(phrase) + r"(?!\w)", self.text):
                 return True
         words = " ".join(name.words)
-        if _US_STATES.get(words) in self.codes:
+        if US_STATES.get(words) in self.codes:
             return True
-        state = _US_STATE_CODES.get(words)
+        state = US_STATE_CODES.get(words)
         if state is not None and re.search(r"(?<!\w)" + state + r"(?!\w)", self.text):
             return True
         first = name.words[0]
         for i in self._candidates(first, self.names_by_word):
             known = self.names[i]
-            if all(any(_word_matches(w, k) for k in known) for w in name.words):
+            if all(any(word_matches(w, k) for k in known) for w in name.words):
+                return True
+            if len(name.words) > 1 and clipped_form(name.words, self.ordered[i]):
                 return True
         if len(name.words) > 1 and "".join(w[0] for w in name.words) in self.acronyms:
             return True  # "the United States" where the context writes "the U.S."
         if len(name.words) == 1:
             if first in self.initials:  # NASA, UN
                 return True
-            return any(_word_matches(first, k) for key in _keys(first) for k in self.words.get(key, ()))
+            return any(word_matches(first, k) for key in keys(first) for k in self.words.get(key, ()))
         return self._joins_full_names(name.words)
 
     def _joins_full_names(self, words: tuple[str, ...]) -> bool:
@@ -367,16 +331,12 @@ class KnownNames:
         # In the singular only before another name (a team's noun before its player's name): a
         # name alone one letter off is another name ("John Hopkins" / "Johns Hopkins").
         return any((words[:k] in self.full_names
-                    or (k < len(words) and _singular(words[:k]) in self.singular_full_names))
+                    or (k < len(words) and singular(words[:k]) in self.singular_full_names))
                    and self._joins_full_names(words[k:]) for k in range(len(words), 0, -1))
 
     @staticmethod
     def _candidates(word: str, index: dict[str, tuple[int, ...]]) -> set[int]:
-        return {i for key in _keys(word) for i in index.get(key, ())}
-
-
-def _singular(words: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words)
+        return {i for key in keys(word) for i in index.get(key, ())}
 
 
 def same_entity(a: str, b: str) -> bool:
@@ -398,21 +358,16 @@ def same_entity(a: str, b: str) -> bool:
 
 def same_word(a: str, b: str) -> bool:
     """One word in two forms: equal, a demonym of the other or its plural. Two words of one length
-    are two names ("Bobby" / "Bobbi"), whatever :func:`_word_matches` lets a look-up accept."""
+    are two names ("Bobby" / "Bobbi"), whatever :func:`word_matches` lets a look-up accept."""
     if a == b:
         return True
     if a.isdigit() or b.isdigit() or len(a) == len(b):
         return False
-    return _plural_of(a, b) or _word_matches(a, b)
+    return plural_of(a, b) or word_matches(a, b)
 
 
 def _surface_words(text: str) -> list[str]:
     return [_clean(t) for t in re.findall(r"(?:[A-Za-z]\.){2,}|[\w'’]+", text)]
-
-
-def _plural_of(a: str, b: str) -> bool:
-    short, long_ = (a, b) if len(a) <= len(b) else (b, a)
-    return len(short) >= 3 and long_ in (short + "s", short + "es")
 
 
 # Titles of address stand inside a name's place, not beside it ("Mr Jones" is where "Dominique
