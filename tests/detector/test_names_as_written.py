@@ -42,6 +42,8 @@ def check(context: str, answer: str) -> tuple[Finding, ...]:
         ("Police arrested Thomas R. Kelly, 41, on Friday.", "Thomas Kelly was arrested on Friday."),
         ("Newcastle United lost 2-0 at home.", "Newcastle Utd lost at home."),
         ("The gallery is on Sunset Boulevard near the hotel.", "The gallery is on Sunset Blvd."),
+        # Initials in the plural.
+        ("Every room has a TV and a DVD player.", "The rooms have TVs and DVD players."),
     ],
 )
 def test_names_the_context_gives_in_another_form_are_supported(context: str, answer: str) -> None:

@@ -36,6 +36,9 @@ def _record(days: tuple[str, ...]) -> str:
         ("Her term ran 1998/2002 under two governments.", "Her term ended in 2002."),
         (_record(WEEK), "Oak Deli is open seven days a week."),
         (_record(WEEK[:6]), "Oak Deli opens six days a week, from 8 am to 4 pm."),
+        # Reviews naming another weekday do not add a day to the record's week.
+        (json.dumps({"name": "Oak Deli", "hours": {d: "8:0-16:0" for d in WEEK[:6]},
+                     "reviews": ["Came on a Sunday, it was closed."]}), "Oak Deli is open six days a week."),
         # A temperature in degrees agrees with the same one in °F or °C, and with its conversion.
         ("Winter nights fall to 25 °F.", "Winter nights fall to 25 degrees Fahrenheit."),
         ("Bake the loaf at 200 degrees.", "Bake the loaf at 200°C."),

@@ -26,7 +26,8 @@ RECORD = json.dumps({
         "OutdoorSeating": True,
         "RestaurantsTakeOut": True,
         "RestaurantsGoodForGroups": True,
-        "Ambience": {"casual": True, "trendy": False, "upscale": False, "romantic": False, "classy": False},
+        "Ambience": {"casual": True, "trendy": False, "upscale": False, "romantic": False, "classy": False,
+                     "touristy": False},
     },
 }, indent=1)
 QUESTION = "Write an overview of the business from its record."
@@ -43,6 +44,8 @@ QUESTION = "Write an overview of the business from its record."
         "It does not, however, offer valet parking.",
         "There are no reservations and it offers outdoor seating.",
         "Neither garage nor lot parking is offered, though street parking is.",
+        # The noun an ambience adjective is made of is not that ambience ("tourists", "touristy").
+        "It is popular with locals and tourists alike.",
     ],
 )
 def test_fields_said_as_the_record_says_them_are_not_flagged(answer: str) -> None:
@@ -59,6 +62,7 @@ def test_fields_said_as_the_record_says_them_are_not_flagged(answer: str) -> Non
         ("The ambiance is trendy and not casual.", "casual"),
         ("It takes no reservations and it offers valet parking.", "valet"),
         ("It does not, however, offer outdoor seating.", "outdoor seating"),
+        ("The ambiance is touristy and casual.", "touristy"),
     ],
 )
 def test_fields_said_against_the_record_are_flagged(answer: str, wrong: str) -> None:
