@@ -16,6 +16,8 @@ WEEKDAYS = frozenset({"monday", "tuesday", "wednesday", "thursday", "friday", "s
 
 _YEAR_SPAN = re.compile(r"(?<![\w./])(?P<a>1\d{3}|20\d{2})\s?[/–-]\s?(?P<b>\d{4}|\d{2})(?![\w/])")
 _WEEKDAY_NAME = re.compile(r"\b(" + "|".join(sorted(WEEKDAYS)) + r")s?\b", re.IGNORECASE)
+# A weekday as a record's key: its opening hours, not a day a review mentions.
+_WEEKDAY_KEY = re.compile(r"[\"'](" + "|".join(sorted(WEEKDAYS)) + r")[\"']\s*:", re.IGNORECASE)
 # Fewer weekdays named are no week's schedule but days in a story (and "2 days" beside a "second
 # year" would read as that year in another unit).
 _A_WEEK = 5
@@ -40,7 +42,10 @@ def _second_years(source: str) -> Iterator[tuple[int, int, float, str | None]]:
 
 
 def _days_a_week(source: str) -> Iterator[tuple[int, int, float, str | None]]:
-    days = {m.group(1).lower(): m.start() for m in _WEEKDAY_NAME.finditer(source)}
-    if len(days) >= _A_WEEK:
+    """Weekdays a record gives as keys ("Monday": "7:0-16:0"); without such keys, weekdays the text
+    names, five or more of them."""
+    keys = {m.group(1).lower(): m.start() for m in _WEEKDAY_KEY.finditer(source)}
+    days = keys if len(keys) > 1 else {m.group(1).lower(): m.start() for m in _WEEKDAY_NAME.finditer(source)}
+    if days is keys or len(days) >= _A_WEEK:
         at = min(days.values())
         yield at, at, float(len(days)), "day"

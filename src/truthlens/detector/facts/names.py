@@ -320,6 +320,8 @@ class KnownNames:
         if len(name.words) == 1:
             if first in self.initials:  # NASA, UN
                 return True
+            if first.endswith("s") and first[:-1] in self.acronyms:  # "TVs" where the context writes "TV"
+                return True
             return any(word_matches(first, k) for key in keys(first) for k in self.words.get(key, ()))
         return self._joins_full_names(name.words)
 
