@@ -96,9 +96,10 @@ def record_fields(context: Sequence[str]) -> tuple[Field, ...]:
 def _names(stems: set[str], key: frozenset[str]) -> bool:
     """Whether every key stem is among ``stems`` (a shared start of five letters counts:
     "deliver"/"delivery"; but not the noun an adjective in -y is made of: "tourists" are not a
-    "touristy" ambience)."""
+    "touristy" ambience, nor a "trend" "trendy"; nouns in -ry, "delivery", "bakery", meet their verb)."""
     return all(k in stems or any(len(k) >= 5 and len(s) >= 5 and (s.startswith(k[:5]) and k.startswith(s[:5]))
-                                 and not (k.endswith("y") and s == k[:-1]) for s in stems) for k in key)
+                                 and not (k.endswith("y") and not k.endswith("ry") and s == k[:-1]) for s in stems)
+               for k in key)
 
 
 def contradicted_fields(answer: str, fields: Sequence[Field], question: str = "") -> tuple[Contradiction, ...]:
