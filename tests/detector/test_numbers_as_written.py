@@ -44,6 +44,7 @@ def _record(days: tuple[str, ...]) -> str:
         ("Bake the loaf at 200 degrees.", "Bake the loaf at 200°C."),
         ("Summer highs average 86 °F.", "Summer highs average 86 °F (30 °C)."),
         ("Roast it at 220°C for an hour.", "Roast it at 220°C (425°F) for an hour."),
+        ("Summer highs average 86 °F.", "Summer highs average 86 degrees Fahrenheit (30 degrees Celsius)."),
         # The scale of a star rating is no fact of the place; nor is an answer counting its own items.
         ('{"name": "Oak Deli", "stars": 3.5}', "Oak Deli is rated 3.5 out of 5 stars."),
         ('{"name": "Oak Deli", "stars": 3.5}', "Oak Deli has 3.5 stars out of 5."),
