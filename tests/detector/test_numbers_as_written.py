@@ -45,6 +45,8 @@ def _record(days: tuple[str, ...]) -> str:
         ("Summer highs average 86 °F.", "Summer highs average 86 °F (30 °C)."),
         ("Roast it at 220°C for an hour.", "Roast it at 220°C (425°F) for an hour."),
         ("Summer highs average 86 °F.", "Summer highs average 86 degrees Fahrenheit (30 degrees Celsius)."),
+        # An ordinal with a unit is a position, not an amount: "the third day" is no "3 days".
+        ("On the third day of the trial his son, Leo, 3, was named.", "His 3-year-old son was named."),
         # The scale of a star rating is no fact of the place; nor is an answer counting its own items.
         ('{"name": "Oak Deli", "stars": 3.5}', "Oak Deli is rated 3.5 out of 5 stars."),
         ('{"name": "Oak Deli", "stars": 3.5}', "Oak Deli has 3.5 stars out of 5."),
@@ -67,6 +69,7 @@ def test_years_and_counts_the_context_writes_another_way_are_supported(context: 
         ('{"name": "Oak Deli", "stars": 3.5}', "Oak Deli is rated 2.5 out of 5 stars.", "2.5"),
         ("Seven out of 12 jurors voted to convict.", "Seven out of 10 jurors voted to convict.", "10"),
         ("She won a second term in 2019.", "She won a third term in 2019.", "third"),
+        ("The hearing lasted 3 days.", "The hearing lasted 3 weeks.", "3 weeks"),
     ],
 )
 def test_years_and_counts_the_context_does_not_write_are_flagged(context: str, answer: str, wrong: str) -> None:
