@@ -277,7 +277,7 @@ def find_quantities(text: str, *, answer: bool = True) -> Iterator[Quantity]:
             unit, scale, alt = unit or "m", None, value * 1e6
         if scale:
             value *= _SCALES[scale.lower()]
-        canon = _CURRENCY_SIGNS[cur.lower()] if cur else (_UNITS[unit.lower()] if unit and not m.group("ord") else None)
+        canon = _CURRENCY_SIGNS[cur.lower()] if cur else (_UNITS[unit.lower()] if unit else None)
         plain = not (cur or scale or unit or m.group("ord"))
         year_like = plain and len(m.group("num")) == 4 and raw.isdigit() and 1000 <= value <= 2100
         if m.group("s") and year_like:  # "the 1960s"
@@ -305,8 +305,7 @@ def find_quantities(text: str, *, answer: bool = True) -> Iterator[Quantity]:
             value *= 100
         if m.group("scale"):
             value *= _SCALES[m.group("scale").lower()]
-        # "the third day" is a position, not three days: an ordinal keeps no unit.
-        unit = _UNITS[m.group("unit").lower()] if m.group("unit") and word not in _ORDINAL_WORDS else None
+        unit = _UNITS[m.group("unit").lower()] if m.group("unit") else None
         checked = (word not in _UNCHECKED_WORDS or bool(m.group("scale") or m.group("hundred"))) and not (
             answer and (set_size(text, m.start(), m.end())
                         or (word in _ORDINAL_WORDS and own_count(text, m.start(), m.end()))))
