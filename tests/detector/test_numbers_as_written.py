@@ -70,6 +70,8 @@ def test_years_and_counts_the_context_writes_another_way_are_supported(context: 
         ("Seven out of 12 jurors voted to convict.", "Seven out of 10 jurors voted to convict.", "10"),
         ("She won a second term in 2019.", "She won a third term in 2019.", "third"),
         ("The hearing lasted 3 days.", "The hearing lasted 3 weeks.", "3 weeks"),
+        # A regression case added after the rule, not held out: a position on another scale.
+        ("It was the third day of the trial.", "The trial has entered its third week.", "third week"),
     ],
 )
 def test_years_and_counts_the_context_does_not_write_are_flagged(context: str, answer: str, wrong: str) -> None:

@@ -234,6 +234,7 @@ class Quantity:
     alt: float | None = None  # a second reading of the value ("4.2m": metres or millions)
     checked: bool = True  # False: too ambiguous to flag in an answer ("one", "first")
     step: float = 0.0  # the precision it is written to ("8,849": 1; "4.2 million": 100,000; 0: unknown)
+    ordinal: bool = False  # "third day", "3rd year": a position, not an amount
 
 
 _UNIT_ALT = "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True) if u not in _CURRENCY_SIGNS)
@@ -289,7 +290,7 @@ def find_quantities(text: str, *, answer: bool = True) -> Iterator[Quantity]:
         decimals = len(raw.partition(".")[2])
         step = 10.0 ** -decimals * (_SCALES[scale.lower()] if scale else 1.0)
         yield Quantity(m.start(), end, value, canon, answer and _hedged(text, m.start()), year_like, alt, checked,
-                       step)
+                       step, ordinal=bool(m.group("ord")))
     for m in _WORD_NUMBER.finditer(text):
         word = m.group("num").lower()
         parts = re.split(r"[\s-]", word)
@@ -309,7 +310,8 @@ def find_quantities(text: str, *, answer: bool = True) -> Iterator[Quantity]:
         checked = (word not in _UNCHECKED_WORDS or bool(m.group("scale") or m.group("hundred"))) and not (
             answer and (set_size(text, m.start(), m.end())
                         or (word in _ORDINAL_WORDS and own_count(text, m.start(), m.end()))))
-        yield Quantity(m.start(), m.end(), value, unit, answer and _hedged(text, m.start()), False, None, checked)
+        yield Quantity(m.start(), m.end(), value, unit, answer and _hedged(text, m.start()), False, None, checked,
+                       ordinal=word in _ORDINAL_WORDS)
 
 
 def _digits(num: str) -> str:
@@ -446,6 +448,8 @@ class KnownNumbers:
         # Wrong only against the same value in another unit of the same kind ("3 miles" when
         # the context says "3 km"); a bare "3" in the context may well be the same 3 km.
         kind = _KINDS.get(q.unit)
-        if kind is not None and any(_KINDS.get(c.unit or "") == kind for c in same):
+        # A position in another unit ("third week" for "third day") is wrong; an amount is not
+        # measured against a position ("3-year-old" against "the third day").
+        if kind is not None and any(_KINDS.get(c.unit or "") == kind and c.ordinal == q.ordinal for c in same):
             return "unsupported_unit"
         return None
