@@ -448,8 +448,8 @@ class KnownNumbers:
         # Wrong only against the same value in another unit of the same kind ("3 miles" when
         # the context says "3 km"); a bare "3" in the context may well be the same 3 km.
         kind = _KINDS.get(q.unit)
-        # A position in another unit ("third week" for "third day") is wrong; an amount is not
-        # measured against a position ("3-year-old" against "the third day").
-        if kind is not None and any(_KINDS.get(c.unit or "") == kind and c.ordinal == q.ordinal for c in same):
+        # An amount is not measured against a position ("3-year-old" against "the third day"); a
+        # position is, against either ("third week" where the context has "third day" or "3 years").
+        if kind is not None and any(_KINDS.get(c.unit or "") == kind and (q.ordinal or not c.ordinal) for c in same):
             return "unsupported_unit"
         return None
