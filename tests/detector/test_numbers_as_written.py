@@ -45,6 +45,8 @@ def _record(days: tuple[str, ...]) -> str:
         ("Summer highs average 86 °F.", "Summer highs average 86 °F (30 °C)."),
         ("Roast it at 220°C for an hour.", "Roast it at 220°C (425°F) for an hour."),
         ("Summer highs average 86 °F.", "Summer highs average 86 degrees Fahrenheit (30 degrees Celsius)."),
+        # A regression case added with the rule, not held out: a bare "degrees" converted.
+        ("Highs average 79 degrees.", "Highs average 79 degrees Fahrenheit (26 degrees Celsius)."),
         # An ordinal with a unit is a position, not an amount: "the third day" is no "3 days".
         ("On the third day of the trial his son, Leo, 3, was named.", "His 3-year-old son was named."),
         # The scale of a star rating is no fact of the place; nor is an answer counting its own items.

@@ -436,7 +436,9 @@ class KnownNumbers:
             return None
         if not same and q.unit in _CONVERT:
             other, convert = _CONVERT[q.unit]
-            if any(c.unit == other and abs(convert(c.value) - q.value) <= _CONVERSION_SLACK for c in self.quantities):
+            # (a context's bare "degrees" may be on the other scale too)
+            if any(c.unit in (other, "°") and abs(convert(c.value) - q.value) <= _CONVERSION_SLACK
+                   for c in self.quantities):
                 return None
         if not same:
             return "unsupported_date" if q.year_like else "unsupported_number"
