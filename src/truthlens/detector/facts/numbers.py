@@ -95,9 +95,9 @@ _KINDS = {u: kind for kind, units in {
 # "pounds" may be money or weight: either reading supports it.
 # "degrees" says no scale: either of °C and °F agrees with it.
 _UNIT_ALSO = {"lb": {"gbp"}, "gbp": {"lb"}, "°": {"°c", "°f"}, "°c": {"°"}, "°f": {"°"}}
-# A temperature converted between °C and °F is the same one when this close (recipes and weather
-# round a conversion: 220 °C is written 425 °F).
-_CONVERSION_SLACK = 3.0
+# A temperature converted between °C and °F is the same one when this close, in the answer's unit
+# (recipes and weather round a conversion: 220 °C is written 425 °F, 350 °F 175 °C).
+_CONVERSION_SLACK = {"°f": 3.0, "°c": 2.0}
 
 
 def _to_celsius(fahrenheit: float) -> float:
@@ -437,7 +437,7 @@ class KnownNumbers:
         if not same and q.unit in _CONVERT:
             other, convert = _CONVERT[q.unit]
             # (a context's bare "degrees" may be on the other scale too)
-            if any(c.unit in (other, "°") and abs(convert(c.value) - q.value) <= _CONVERSION_SLACK
+            if any(c.unit in (other, "°") and abs(convert(c.value) - q.value) <= _CONVERSION_SLACK[q.unit]
                    for c in self.quantities):
                 return None
         if not same:
