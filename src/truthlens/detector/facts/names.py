@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from truthlens.detector.facts.implied import WEEKDAYS
-from truthlens.detector.facts.name_forms import (
+from truthlens.detector.facts.word_forms import (
     US_STATE_CODES,
     US_STATES,
     clipped_form,
