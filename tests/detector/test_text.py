@@ -68,6 +68,8 @@ def test_clauses_cut_where_a_new_statement_starts() -> None:
     (("city", "cities"), "city"), (("office", "offices"), "offic"), (("land", "landed", "landing"), "land"),
     (("fly", "flew", "flown"), "fly"), (("Australia", "Australia's", "Australia’s"), "australia"),
     (("run", "running"), "run"), (("box", "boxes"), "box"),
+    # An irregular form meets its verb's own stem ("write" is cut to "writ" like "office" to "offic").
+    (("write", "wrote", "written", "writes", "writing"), "writ"), (("take", "took", "taken"), "tak"),
 ])
 def test_word_forms_meet_in_one_stem(forms: tuple[str, ...], one: str) -> None:
     assert {stem(w) for w in forms} == {one}

@@ -285,8 +285,8 @@ def stem(word: str) -> str:
     as their verb ("flew" → "fly", "cities" → "city", "landed" → "land")."""
     w = word.lower().replace("’", "'")
     w = w.removesuffix("'s").strip("'")
-    if w in _IRREGULAR:
-        return _IRREGULAR[w]
+    if w in _IRREGULAR:  # its verb, then cut as the verb itself is ("wrote" and "write" meet)
+        w = _IRREGULAR[w]
     if len(w) > 4 and w.endswith("ies"):
         return w[:-3] + "y"
     for suffix in ("ing", "ed", "es", "s"):

@@ -50,6 +50,7 @@ from typing import Literal, TypeVar
 
 from truthlens.detector.facts.claims import Claim
 from truthlens.detector.facts.clauses import ContextClauses, context_clauses, moved_terms
+from truthlens.detector.facts.initials import supported_spellings
 from truthlens.detector.facts.names import KnownNames, find_names, lower_case_words
 from truthlens.detector.facts.numbers import KnownNumbers, find_dates, find_quantities, find_times
 from truthlens.detector.facts.records import Field, contradicted_fields, record_fields
@@ -140,8 +141,9 @@ def check_facts(
     for q in find_quantities(answer):
         if q.checked and not _inside(q.start, q.end, taken):
             judge(q.start, q.end, numbers.problem(q, Claim.around(answer, q)))
+    spelled = supported_spellings(answer, names)  # "the Centers for Disease Control (CDC)": as "CDC" is
     for name in find_names(answer, names.lower_words | lower_case_words(answer), skip_sentence_starts=True):
-        if _inside(name.start, name.end, taken):
+        if _inside(name.start, name.end, taken) or _inside(name.start, name.end, spelled):
             continue
         if not names.supports(name):
             findings.append(Finding(name.start, name.end, answer[name.start : name.end], "unsupported_entity"))

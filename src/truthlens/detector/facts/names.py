@@ -13,7 +13,17 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from truthlens.detector.facts.numbers import MONTHS, NUMBER_WORDS, WEEKDAYS
+from truthlens.detector.facts.implied import WEEKDAYS
+from truthlens.detector.facts.word_forms import (
+    US_STATE_CODES,
+    US_STATES,
+    clipped_form,
+    keys,
+    plural_of,
+    singular,
+    word_matches,
+)
+from truthlens.detector.facts.numbers import MONTHS, NUMBER_WORDS, UNIT_WORDS
 from truthlens.detector.text import is_stop_word, stem
 
 # Capitalised words that are not names: function words a sentence may start with, pronouns,
@@ -44,33 +54,9 @@ _SUBJECT_FOLLOWERS = frozenset(
 )
 # Lower-case words inside a name ("Bank of England", "Ludwig van Beethoven"); "and" is not one:
 # "Armstrong and Collins" are two names.
-_CONNECTORS = frozenset("of the de da di del della der den du la le van von y bin al für".split())
-_DEMONYMS = {
-    "french": "france", "british": "britain", "dutch": "netherlands", "welsh": "wales", "spanish": "spain",
-    "swiss": "switzerland", "english": "england", "irish": "ireland", "scottish": "scotland", "scots": "scotland",
-    "greek": "greece", "danish": "denmark", "swedish": "sweden", "finnish": "finland", "polish": "poland",
-    "turkish": "turkey", "norwegian": "norway", "chinese": "china", "thai": "thailand", "portuguese": "portugal",
-    "filipino": "philippines", "icelandic": "iceland", "flemish": "flanders", "argentine": "argentina",
-    "argentinian": "argentina", "peruvian": "peru", "czech": "czechia", "slovak": "slovakia",
-}
-# A state named in full is supported by its postal code and the other way round: records (the
-# RAGTruth data-to-text shape) write "state": "CA" where an answer writes California.
-_US_STATES = {
-    "alabama": "al", "alaska": "ak", "arizona": "az", "arkansas": "ar", "california": "ca", "colorado": "co",
-    "connecticut": "ct", "delaware": "de", "florida": "fl", "georgia": "ga", "hawaii": "hi", "idaho": "id",
-    "illinois": "il", "indiana": "in", "iowa": "ia", "kansas": "ks", "kentucky": "ky", "louisiana": "la",
-    "maine": "me", "maryland": "md", "massachusetts": "ma", "michigan": "mi", "minnesota": "mn",
-    "mississippi": "ms", "missouri": "mo", "montana": "mt", "nebraska": "ne", "nevada": "nv",
-    "new hampshire": "nh", "new jersey": "nj", "new mexico": "nm", "new york": "ny", "north carolina": "nc",
-    "north dakota": "nd", "ohio": "oh", "oklahoma": "ok", "oregon": "or", "pennsylvania": "pa",
-    "rhode island": "ri", "south carolina": "sc", "south dakota": "sd", "tennessee": "tn", "texas": "tx",
-    "utah": "ut", "vermont": "vt", "virginia": "va", "washington": "wa", "west virginia": "wv",
-    "wisconsin": "wi", "wyoming": "wy",
-}
-_US_STATE_CODES = {code: state for state, code in _US_STATES.items()}
+CONNECTORS = frozenset("of the de da di del della der den du la le van von y bin al für".split())
 # "RestaurantsReservations", "BusinessAcceptsCreditCards": a record's keys run words together.
 _RUN_TOGETHER = re.compile(r"\b[A-Z]?[a-z]+(?:[A-Z][a-z]+)+\b")
-_DEMONYM_SUFFIXES = ("n", "an", "ian", "ean", "ese", "ish", "i", "ic", "ans", "ians", "eans", "y")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,15 +69,28 @@ class Name:
 
 # Words: acronyms with dots ("U.S."), else letters/digits/apostrophes; hyphens split words
 # ("Group-owned" is two, and "Jean-Paul" a name of two capitalised words).
-_TOKEN = re.compile(r"(?:[A-Za-z]\.){2,}|[^\W\d_][\w'’]*", re.UNICODE)
+TOKEN = re.compile(r"(?:[A-Za-z]\.){2,}|[^\W\d_][\w'’]*", re.UNICODE)
 
 
 def _starts_sentence(text: str, start: int) -> bool:
     j = start - 1
     while j >= 0 and text[j] in " \t":
         j -= 1
-    # Quotes and brackets are left out: "Frontier" in quotes is a title, not a sentence.
+    # Quotes and brackets are left out: "Frontier" in quotes is a title, not a sentence; but a
+    # quotation that ends a sentence ('called it "a treat." Overall, ...') ends it.
+    k = j
+    while k >= 0 and text[k] in _CLOSING:
+        k -= 1
+    if k < j and k >= 0 and text[k] in ".!?" and j + 1 < start:
+        return True
     return j < 0 or text[j] in ".!?:;\n-–—•*>#"
+
+
+_CLOSING = "\"'”’)]"
+# What opens a list item or an instruction: "3. ", "* ", "- ", or a colon.
+_ITEM_OPENING = re.compile(r"(?:(?:^|\n)\s*(?:\(?\d{1,2}[.)]|[-*•])|:)\s*\Z")
+# A number and its unit before a word ("30 degrees Celsius", "20 °F"): the word is a unit too.
+_AFTER_A_NUMBER = re.compile(r"(?:\d|°|\bdegrees?)\s*\Z", re.IGNORECASE)
 
 
 def _is_capitalised(word: str) -> bool:
@@ -107,20 +106,25 @@ _TAILS = frozenset(
 
 
 def find_names(text: str, lower_words: frozenset[str], *, skip_sentence_starts: bool,
-               tails: bool = False) -> list[Name]:
+               tails: bool = False, through_initials: bool = False) -> list[Name]:
     """Runs of capitalised words (with connectors such as "of" inside) in ``text``. With ``tails``,
     a capitalised weekday, month or number word right after a name's word is its last word
     ("Holy Saturday" is not "Holy Week", nor "League Two" "League One"); without, it ends the
-    name before it (the look-ups read "told CNN Monday" as "CNN" and a day)."""
-    tokens = list(_TOKEN.finditer(text))
+    name before it (the look-ups read "told CNN Monday" as "CNN" and a day). With
+    ``through_initials`` (a context's names), a middle initial joins its name and is left out of
+    its words: "Thomas R. Kelly" names "Thomas Kelly" (an answer's initial the context does not
+    write, "Sammy J. Wilson" for "Sammy Wilson", stays a word to look up)."""
+    tokens = list(TOKEN.finditer(text))
     names: list[Name] = []
     run: list[re.Match[str]] = []
 
     def flush() -> None:
-        while run and run[-1].group(0).lower() in _CONNECTORS:
+        while run and run[-1].group(0).lower() in CONNECTORS:
             run.pop()
         if run:
-            words = tuple(_clean(t.group(0)) for t in run if t.group(0).lower() not in _CONNECTORS)
+            # A middle initial says no more than its name's other words ("Thomas R. Kelly" is "Thomas Kelly").
+            words = tuple(_clean(t.group(0)) for t in run if t.group(0).lower() not in CONNECTORS
+                          and not (through_initials and t is not run[-1] and _initial(text, t)))
             end = run[-1].start() + len(_strip_possessive(run[-1].group(0)))
             phrase = " ".join(text[run[0].start() : end].lower().split())
             names.append(Name(run[0].start(), end, tuple(w for w in words if w), phrase))
@@ -128,7 +132,9 @@ def find_names(text: str, lower_words: frozenset[str], *, skip_sentence_starts: 
 
     for i, tok in enumerate(tokens):
         word = tok.group(0)
-        if run and not _adjacent(text, run[-1].end(), tok.start()):
+        if run and not _adjacent(text, run[-1].end(), tok.start()) and not (
+                through_initials and _initial(text, run[-1]) and text[run[-1].end():tok.start()] == ". "
+                and _is_capitalised(word) and word.lower() not in _NOT_NAMES):
             flush()
         if not word[0].isupper() and not run:
             continue  # the common case in running text: nothing to start or end
@@ -143,21 +149,37 @@ def find_names(text: str, lower_words: frozenset[str], *, skip_sentence_starts: 
                 continue
             # ("Sunday's race" names a day; "May's" may be Theresa May's, a name.)
             if (bare in _NOT_NAMES or lower in MONTHS or bare in WEEKDAYS or lower in NUMBER_WORDS
-                    or lower.removesuffix("s") in WEEKDAYS):
+                    or lower.removesuffix("s") in WEEKDAYS
+                    or (lower in UNIT_WORDS and _AFTER_A_NUMBER.search(text, 0, tok.start()))):
                 flush()
                 continue
-            if at_start and (_clean(word) in lower_words or _lone_opener(text, tokens, i)):
+            if at_start and (_written_lower(_clean(word), lower_words) or _lone_opener(text, tokens, i)):
                 continue  # "Stayed ..." at a sentence start: a common word, capitalised by position
             run.append(tok)
             if _strip_possessive(word) != word and not _name_goes_on(text, tokens, i):
                 flush()  # "Mumbai's mayor": the possessive ends a name
-        elif run and lower in _CONNECTORS and i + 1 < len(tokens) and _is_capitalised(tokens[i + 1].group(0)):
+        elif run and lower in CONNECTORS and i + 1 < len(tokens) and _is_capitalised(tokens[i + 1].group(0)):
             run.append(tok)
         elif run:
             flush()
     flush()
     # One letter ("Coach K", "Plan B") is too little to look up.
     return [n for n in names if n.words and (len(n.words) > 1 or len(n.words[0]) > 1)]
+
+
+def _written_lower(word: str, lower_words: frozenset[str]) -> bool:
+    """Whether ``word`` (or its plural, or its singular: "Users" / "user", "Survivor" / "survivors")
+    is among the words a text writes in lower case."""
+    forms = {word, word + "s", word + "es"} if len(word) > 3 else {word}  # "New" is not "news"
+    if len(word) > 4 and word.endswith("s") and not word.endswith("ss"):
+        forms |= {word[:-1], word[:-2] if word.endswith("es") else word[:-1]}
+    return bool(forms & lower_words)
+
+
+def _initial(text: str, tok: re.Match[str]) -> bool:
+    """Whether ``tok`` is an initial: one capital letter (not "I") and a full stop."""
+    word = tok.group(0)
+    return len(word) == 1 and word.isupper() and word != "I" and text.startswith(".", tok.end())
 
 
 def _name_goes_on(text: str, tokens: Sequence[re.Match[str]], i: int) -> bool:
@@ -187,6 +209,15 @@ def _lone_opener(text: str, tokens: Sequence[re.Match[str]], i: int) -> bool:
     if (_adjacent(text, tokens[i].end(), nxt.start()) and _is_capitalised(nxt.group(0))
             and nxt.group(0).lower() not in _NOT_NAMES):
         return False
+    # "Massaging and rinsing ...", "1. Press and hold ...": two actions joined by "and"/"or", the
+    # second in lower case: both "-ing" forms, or an instruction opening a list item or following a
+    # colon (names are joined to names, "Mumbai and Delhi", or to common nouns, "Colgate and others").
+    after = tokens[i + 2] if i + 2 < len(tokens) else None
+    if (nxt.group(0) in ("and", "or") and after is not None and _adjacent(text, tokens[i].end(), nxt.start())
+            and _adjacent(text, nxt.end(), after.start()) and not _is_capitalised(after.group(0))
+            and ((word.endswith("ing") and after.group(0).endswith("ing"))
+                 or _ITEM_OPENING.search(text, 0, tokens[i].start()))):
+        return True
     # "Mumbai is ...", "Mumbai and Delhi": a subject before a verb is a name far more often
     # than "Exactly 1,600 ..." is.
     return not (_adjacent(text, tokens[i].end(), nxt.start()) and nxt.group(0) in _SUBJECT_FOLLOWERS)
@@ -205,49 +236,10 @@ def _clean(word: str) -> str:
     return _strip_possessive(word).lower().replace(".", "")
 
 
-def _word_matches(word: str, known: str) -> bool:
-    if word == known:
-        return True
-    if _DEMONYMS.get(word) == known or _DEMONYMS.get(known) == word:
-        return True
-    short, long_ = (word, known) if len(word) <= len(known) else (known, word)
-    if len(short) < 4:
-        return False
-    # Italy / Italian, America / American, China / Chinese (not Aldrin / Aldridge)
-    for head in (short, short[:-1]):
-        if long_.startswith(head) and long_[len(head) :] in _DEMONYM_SUFFIXES:
-            return True
-    # A typo in a long name is the same name ("Sacracens" / "Saracens", "Wedensday"), one
-    # letter off in a short one may be another name ("Aldrin" / "Aldric" stay apart).
-    return len(short) >= 7 and _one_edit(word, known)
-
-
-def _one_edit(a: str, b: str) -> bool:
-    """``a`` and ``b`` differ by one substitution, insertion, deletion or swap of neighbours."""
-    if abs(len(a) - len(b)) > 1:
-        return False
-    i = 0
-    while i < min(len(a), len(b)) and a[i] == b[i]:
-        i += 1
-    if len(a) == len(b):
-        swapped = i + 1 < len(a) and a[i] == b[i + 1] and a[i + 1] == b[i] and a[i + 2 :] == b[i + 2 :]
-        return swapped or a[i + 1 :] == b[i + 1 :]
-    return a[i + 1 :] == b[i:] if len(a) > len(b) else a[i:] == b[i + 1 :]
-
-
-def _keys(word: str) -> set[str]:
-    """Index keys under which a word that may match ``word`` is filed."""
-    keys = {word[:3]}
-    if word in _DEMONYMS:
-        keys.add(_DEMONYMS[word][:3])
-    keys.update(d[:3] for d, country in _DEMONYMS.items() if country == word)
-    return keys
-
-
 def lower_case_words(text: str) -> frozenset[str]:
     """The words ``text`` writes in lower case (so a capitalised one opening a sentence is a
     common word, not a name)."""
-    return frozenset(_clean(t) for t in _TOKEN.findall(text) if not _is_capitalised(t))
+    return frozenset(_clean(t) for t in TOKEN.findall(text) if not _is_capitalised(t))
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,15 +255,23 @@ class KnownNames:
     initials: frozenset[str]
     # Two-letter words written in capitals ("CA"): a state's code, never "in" or "or".
     codes: frozenset[str] = frozenset()
+    # full_names, each word in its singular: "Chicago Bull Derrick Rose" joins "the Chicago Bulls"
+    # and "Derrick Rose" (a team's player named by the team's noun).
+    singular_full_names: frozenset[tuple[str, ...]] = frozenset()
+    # Each of names in its words' order (a clipped form keeps it: "Man City", not "City Man").
+    ordered: tuple[tuple[str, ...], ...] = ()
+    # Words written in capitals ("U.S.", "EU", "NASA"), dots dropped: the initials of a name the
+    # answer may spell out ("the United States").
+    acronyms: frozenset[str] = frozenset()
 
     @staticmethod
     def of(source: str) -> KnownNames:
         apart = [re.sub(r"(?<=[a-z])(?=[A-Z])", " ", key) for key in _RUN_TOGETHER.findall(source)]
         if apart:  # the keys' words written apart, as an answer writes them
             source = source + "\n" + ".\n".join(apart)
-        raw = _TOKEN.findall(source)
+        raw = TOKEN.findall(source)
         tokens = [_clean(t) for t in raw]
-        runs = find_names(source, frozenset(), skip_sentence_starts=False)
+        runs = find_names(source, frozenset(), skip_sentence_starts=False, through_initials=True)
         names = [frozenset(n.words) for n in runs]
         words: dict[str, set[str]] = {}
         for w in tokens:
@@ -289,6 +289,9 @@ class KnownNames:
             names_by_word={k: tuple(sorted(v)) for k, v in by_word.items()},
             initials=frozenset("".join(w[0] for w in n.words) for n in runs if len(n.words) > 1),
             codes=frozenset(t.lower() for t in raw if len(t) == 2 and t.isupper()),
+            singular_full_names=frozenset(singular(n.words) for n in runs),
+            ordered=tuple(n.words for n in runs),
+            acronyms=frozenset(w for t, w in zip(raw, tokens, strict=True) if len(w) > 1 and t.isupper()),
         )
 
     def states(self, surface: str) -> bool:
@@ -300,20 +303,26 @@ class KnownNames:
             if re.search(r"(?<!\w)" + re.escape(phrase) + r"(?!\w)", self.text):
                 return True
         words = " ".join(name.words)
-        if _US_STATES.get(words) in self.codes:
+        if US_STATES.get(words) in self.codes:
             return True
-        state = _US_STATE_CODES.get(words)
+        state = US_STATE_CODES.get(words)
         if state is not None and re.search(r"(?<!\w)" + state + r"(?!\w)", self.text):
             return True
         first = name.words[0]
         for i in self._candidates(first, self.names_by_word):
             known = self.names[i]
-            if all(any(_word_matches(w, k) for k in known) for w in name.words):
+            if all(any(word_matches(w, k) for k in known) for w in name.words):
                 return True
+            if len(name.words) > 1 and clipped_form(name.words, self.ordered[i]):
+                return True
+        if len(name.words) > 1 and "".join(w[0] for w in name.words) in self.acronyms:
+            return True  # "the United States" where the context writes "the U.S."
         if len(name.words) == 1:
             if first in self.initials:  # NASA, UN
                 return True
-            return any(_word_matches(first, k) for key in _keys(first) for k in self.words.get(key, ()))
+            if first.endswith("s") and first[:-1] in self.acronyms:  # "TVs" where the context writes "TV"
+                return True
+            return any(word_matches(first, k) for key in keys(first) for k in self.words.get(key, ()))
         return self._joins_full_names(name.words)
 
     def _joins_full_names(self, words: tuple[str, ...]) -> bool:
@@ -321,12 +330,15 @@ class KnownNames:
         of names do not count, else "Neil Collins" would pass on "Neil Armstrong" and "Michael Collins"."""
         if not words:
             return True
-        return any(words[:k] in self.full_names and self._joins_full_names(words[k:])
-                   for k in range(len(words), 0, -1))
+        # In the singular only before another name (a team's noun before its player's name): a
+        # name alone one letter off is another name ("John Hopkins" / "Johns Hopkins").
+        return any((words[:k] in self.full_names
+                    or (k < len(words) and singular(words[:k]) in self.singular_full_names))
+                   and self._joins_full_names(words[k:]) for k in range(len(words), 0, -1))
 
     @staticmethod
     def _candidates(word: str, index: dict[str, tuple[int, ...]]) -> set[int]:
-        return {i for key in _keys(word) for i in index.get(key, ())}
+        return {i for key in keys(word) for i in index.get(key, ())}
 
 
 def same_entity(a: str, b: str) -> bool:
@@ -340,29 +352,24 @@ def same_entity(a: str, b: str) -> bool:
         return False
     short, long_ = (x, y) if len(x) <= len(y) else (y, x)
     if len(short) == 1 and len(long_) > 1:
-        initials = {"".join(w[0] for w in long_), "".join(w[0] for w in long_ if w not in _CONNECTORS)}
+        initials = {"".join(w[0] for w in long_), "".join(w[0] for w in long_ if w not in CONNECTORS)}
         if short[0] in initials:
             return True
-    return all(any(same_word(w, k) for k in long_) for w in short if w not in _CONNECTORS)
+    return all(any(same_word(w, k) for k in long_) for w in short if w not in CONNECTORS)
 
 
 def same_word(a: str, b: str) -> bool:
     """One word in two forms: equal, a demonym of the other or its plural. Two words of one length
-    are two names ("Bobby" / "Bobbi"), whatever :func:`_word_matches` lets a look-up accept."""
+    are two names ("Bobby" / "Bobbi"), whatever :func:`word_matches` lets a look-up accept."""
     if a == b:
         return True
     if a.isdigit() or b.isdigit() or len(a) == len(b):
         return False
-    return _plural_of(a, b) or _word_matches(a, b)
+    return plural_of(a, b) or word_matches(a, b)
 
 
 def _surface_words(text: str) -> list[str]:
     return [_clean(t) for t in re.findall(r"(?:[A-Za-z]\.){2,}|[\w'’]+", text)]
-
-
-def _plural_of(a: str, b: str) -> bool:
-    short, long_ = (a, b) if len(a) <= len(b) else (b, a)
-    return len(short) >= 3 and long_ in (short + "s", short + "es")
 
 
 # Titles of address stand inside a name's place, not beside it ("Mr Jones" is where "Dominique

@@ -24,10 +24,12 @@ from __future__ import annotations
 import bisect
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 from truthlens.detector.facts.claims import SENTENCE_END, Claim, Ranges, topic_words
+from truthlens.detector.facts.implied import implied_numbers
+from truthlens.detector.facts.pointers import own_count, points_elsewhere, rating_scale, set_size
 from truthlens.detector.text import list_markers
 from truthlens.detector.types import FactReason
 
@@ -40,7 +42,6 @@ MONTHS = {
     "oct": 10, "nov": 11, "dec": 12,
 }
 _MONTH = r"(?P<{}>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
-WEEKDAYS = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
 
 _UNITS: dict[str, str] = {}
 for _canon, _aliases in {
@@ -59,8 +60,8 @@ for _canon, _aliases in {
     "l": "l litre litres liter liters",
     "ml": "ml millilitre millilitres milliliter milliliters",
     "%": "% percent per_cent pct",
-    "°c": "°c celsius",
-    "°f": "°f fahrenheit",
+    "°c": "°c celsius degrees_celsius degree_celsius",
+    "°f": "°f fahrenheit degrees_fahrenheit degree_fahrenheit",
     "°": "° degree degrees",
     "km/h": "km/h kph kmh",
     "mph": "mph",
@@ -83,13 +84,32 @@ for _canon, _aliases in {
 }.items():
     for _alias in _aliases.split():
         _UNITS[_alias.replace("_", " ")] = _canon
+# Unit names written as words ("Celsius", "miles"): after a number, a capitalised one is the unit,
+# not a name (:mod:`.names`).
+UNIT_WORDS = frozenset(u for u in _UNITS if u.isalpha() and len(u) > 2)
 _KINDS = {u: kind for kind, units in {
     "length": "km m cm mm mi ft yd", "mass": "kg g mg lb t", "volume": "l ml", "money": "usd eur gbp jpy",
     "temperature": "°c °f °", "speed": "km/h mph", "time": "s min h day week month year", "power": "w kw mw",
     "area": "ha acre",
 }.items() for u in units.split()}
 # "pounds" may be money or weight: either reading supports it.
-_UNIT_ALSO = {"lb": {"gbp"}, "gbp": {"lb"}}
+# "degrees" says no scale: either of °C and °F agrees with it.
+_UNIT_ALSO = {"lb": {"gbp"}, "gbp": {"lb"}, "°": {"°c", "°f"}, "°c": {"°"}, "°f": {"°"}}
+# A temperature converted between °C and °F is the same one when this close, in the answer's unit
+# (recipes and weather round a conversion: 220 °C is written 425 °F, 350 °F 175 °C).
+_CONVERSION_SLACK = {"°f": 3.0, "°c": 2.0}
+
+
+def _to_celsius(fahrenheit: float) -> float:
+    return (fahrenheit - 32) * 5 / 9
+
+
+def _to_fahrenheit(celsius: float) -> float:
+    return celsius * 9 / 5 + 32
+
+
+# An answer's unit: the other scale, and how a context value in it converts to the answer's.
+_CONVERT: dict[str, tuple[str, Callable[[float], float]]] = {"°c": ("°f", _to_celsius), "°f": ("°c", _to_fahrenheit)}
 _CURRENCY_SIGNS = {"$": "usd", "us$": "usd", "€": "eur", "£": "gbp", "¥": "jpy"}
 _SCALES = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6, "billion": 1e9, "bn": 1e9,
            "trillion": 1e12, "millions": 1e6, "milliard": 1e9, "milliards": 1e9}  # (French plurals and 10^9)
@@ -214,6 +234,7 @@ class Quantity:
     alt: float | None = None  # a second reading of the value ("4.2m": metres or millions)
     checked: bool = True  # False: too ambiguous to flag in an answer ("one", "first")
     step: float = 0.0  # the precision it is written to ("8,849": 1; "4.2 million": 100,000; 0: unknown)
+    ordinal: bool = False  # "third day", "3rd year": a position, not an amount
 
 
 _UNIT_ALT = "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True) if u not in _CURRENCY_SIGNS)
@@ -264,11 +285,12 @@ def find_quantities(text: str, *, answer: bool = True) -> Iterator[Quantity]:
             yield Quantity(m.start(), m.end(), value, "decade", False, True)
             continue
         end = m.end("num") if plain else m.end()
-        checked = not (answer and plain and _pointer(text, m.start(), end))
+        checked = not (answer and plain
+                       and (points_elsewhere(text, m.start(), end) or rating_scale(text, m.start(), end)))
         decimals = len(raw.partition(".")[2])
         step = 10.0 ** -decimals * (_SCALES[scale.lower()] if scale else 1.0)
         yield Quantity(m.start(), end, value, canon, answer and _hedged(text, m.start()), year_like, alt, checked,
-                       step)
+                       step, ordinal=bool(m.group("ord")))
     for m in _WORD_NUMBER.finditer(text):
         word = m.group("num").lower()
         parts = re.split(r"[\s-]", word)
@@ -286,8 +308,10 @@ def find_quantities(text: str, *, answer: bool = True) -> Iterator[Quantity]:
             value *= _SCALES[m.group("scale").lower()]
         unit = _UNITS[m.group("unit").lower()] if m.group("unit") else None
         checked = (word not in _UNCHECKED_WORDS or bool(m.group("scale") or m.group("hundred"))) and not (
-            answer and _set_size(text, m.start(), m.end()))
-        yield Quantity(m.start(), m.end(), value, unit, answer and _hedged(text, m.start()), False, None, checked)
+            answer and (set_size(text, m.start(), m.end())
+                        or (word in _ORDINAL_WORDS and own_count(text, m.start(), m.end()))))
+        yield Quantity(m.start(), m.end(), value, unit, answer and _hedged(text, m.start()), False, None, checked,
+                       ordinal=word in _ORDINAL_WORDS)
 
 
 def _digits(num: str) -> str:
@@ -300,26 +324,6 @@ def _digits(num: str) -> str:
 
 
 _LIST_MARKER = re.compile(r"\(?\d{1,2}[.)](?:\s|$)")
-# A number right after these points into the prompt or the answer's own list ("Passage 2",
-# "steps 7 and 8"), and one before "words" measures the reply ("in 63 words"): not facts.
-_REFERENCE_BEFORE = re.compile(
-    r"\b(?:passages?|steps?|documents?|paragraphs?)\s*#?\s*(?:\d+\s*(?:,|and|&|or|to|-)\s*)*$", re.IGNORECASE
-)
-_REPLY_LENGTH_AFTER = re.compile(r"\s*-?\s*words?\b", re.IGNORECASE)
-# "the larger of the two", "between the three": the size of the set the question compares.
-_SET_BEFORE = re.compile(r"\b(?:of|between|among)\s+(?:the|these|those|them)?\s*$", re.IGNORECASE)
-_SET_AFTER = re.compile(r"\s*(?:[.,;:!?)]|$)")
-
-
-def _set_size(text: str, start: int, end: int) -> bool:
-    return _SET_BEFORE.search(text, max(0, start - 24), start) is not None and _SET_AFTER.match(text, end) is not None
-
-
-def _pointer(text: str, start: int, end: int) -> bool:
-    return (_REFERENCE_BEFORE.search(text, max(0, start - 48), start) is not None
-            or _REPLY_LENGTH_AFTER.match(text, end) is not None)
-
-
 def _line_start(text: str, start: int) -> bool:
     line = text[text.rfind("\n", 0, start) + 1 : start]
     return line.strip() in ("", "(", "-", "*", "•") or line.rstrip().endswith(("(", ":"))
@@ -375,6 +379,8 @@ class KnownNumbers:
             for part in (d.year, d.day):
                 if part is not None:
                     quantities.append(Quantity(d.start, d.end, float(part), None, False, part == d.year))
+        quantities.extend(Quantity(start, end, value, unit, False, unit is None)
+                          for start, end, value, unit in implied_numbers(source))
         times = frozenset(minute for t in find_times(source, answer=False) for minute in t.minutes)
         starts = (0, *(m.end() for m in SENTENCE_END.finditer(source)))
         return KnownNumbers(tuple(quantities), tuple(dates), times, source, starts)
@@ -428,6 +434,12 @@ class KnownNumbers:
                     and self._same_thing(c, q, claim)]
         if not same and q.alt is not None and any(math.isclose(c.value, q.alt) for c in self.quantities):
             return None
+        if not same and q.unit in _CONVERT:
+            other, convert = _CONVERT[q.unit]
+            # (a context's bare "degrees" may be on the other scale too)
+            if any(c.unit in (other, "°") and abs(convert(c.value) - q.value) <= _CONVERSION_SLACK[q.unit]
+                   for c in self.quantities):
+                return None
         if not same:
             return "unsupported_date" if q.year_like else "unsupported_number"
         if q.unit is None:
@@ -438,6 +450,8 @@ class KnownNumbers:
         # Wrong only against the same value in another unit of the same kind ("3 miles" when
         # the context says "3 km"); a bare "3" in the context may well be the same 3 km.
         kind = _KINDS.get(q.unit)
-        if kind is not None and any(_KINDS.get(c.unit or "") == kind for c in same):
+        # An amount is not measured against a position ("3-year-old" against "the third day"); a
+        # position is, against either ("third week" where the context has "third day" or "3 years").
+        if kind is not None and any(_KINDS.get(c.unit or "") == kind and (q.ordinal or not c.ordinal) for c in same):
             return "unsupported_unit"
         return None

@@ -130,6 +130,9 @@ class _Clause:
     negated: bool
     start: int
     end: int
+    # The content words its negations govern (the first after each "not", "never", "n't", "no"):
+    # "was not released" denies "released", not the rest of the clause.
+    governed: frozenset[str] = frozenset()
 
 
 def _content(text: str) -> list[str]:
@@ -221,8 +224,30 @@ def _clauses(text: str) -> list[_Clause]:
             at = cut.end() if cut is not None else end
             if body.strip():
                 start = sentence.start() + part_start + len(body) - len(body.lstrip())
-                out.append(_Clause(frozenset(_content(body)), is_negated(body), start, start + len(body.strip())))
+                out.append(_Clause(frozenset(_content(body)), is_negated(body), start, start + len(body.strip()),
+                                   _governed(body)))
     return out
+
+
+def _governed(text: str) -> frozenset[str]:
+    """The stems of the first content word after each negation in ``text``."""
+    out: set[str] = set()
+    words = [m.group(0) for m in _WORD.finditer(text)]
+    for i, word in enumerate(words):
+        w = word.lower().replace("’", "'")
+        if w in NEGATIONS or w.endswith("n't"):
+            following = next((c for x in words[i + 1 :] for c in _content(x)), None)
+            if following is not None:
+                out.add(following)
+    return frozenset(out)
+
+
+def _restates_the_negated(mine: _Clause, theirs: _Clause) -> bool:
+    """Whether the clause that is negated has the word its negation governs restated by the other:
+    "The driver wore a red cap" restates nothing that "the name of the driver who wore a red cap
+    was not released" denies. A negation governing no content word counts as restated."""
+    negated, other = (theirs, mine) if theirs.negated else (mine, theirs)
+    return not negated.governed or bool(negated.governed & other.words)
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,7 +305,7 @@ def contradicted_relations(
             ]
             mine_share, theirs_share, best = max(shares, key=lambda s: (s[0], s[1]))
             if (mine_share >= NEGATION_ANSWER_SHARE and theirs_share >= NEGATION_CONTEXT_SHARE
-                    and best.negated != clause.negated and not any(
+                    and best.negated != clause.negated and _restates_the_negated(clause, best) and not any(
                         s[0] >= NEGATION_ANSWER_SHARE and s[1] >= NEGATION_CONTEXT_SHARE
                         and s[2].negated == clause.negated for s in shares)):
                 span = (clause.start, clause.end)

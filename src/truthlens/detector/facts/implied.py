@@ -1,0 +1,51 @@
+"""Numbers a context states without writing them as numbers of their own.
+
+A season or span of years written with a slash or a dash states its second year ("1958/59" is
+1958 and 1959; "2019-20", "1963/1964"), though a number after a slash is otherwise not read
+("3/4", "24/7"); and weekdays listed one by one, as a record's opening hours list them, state
+how many days a week they make ("Monday" to "Sunday": seven). :mod:`.numbers` adds these to the
+numbers it reads of a context.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+WEEKDAYS = frozenset({"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"})
+
+_YEAR_SPAN = re.compile(r"(?<![\w./])(?P<a>1\d{3}|20\d{2})\s?[/–-]\s?(?P<b>\d{4}|\d{2})(?![\w/])")
+_WEEKDAY_NAME = re.compile(r"\b(" + "|".join(sorted(WEEKDAYS)) + r")s?\b", re.IGNORECASE)
+# A weekday as a record's key: its opening hours, not a day a review mentions.
+_WEEKDAY_KEY = re.compile(r"[\"'](" + "|".join(sorted(WEEKDAYS)) + r")[\"']\s*:", re.IGNORECASE)
+# Fewer weekdays named are no week's schedule but days in a story (and "2 days" beside a "second
+# year" would read as that year in another unit).
+_A_WEEK = 5
+
+
+def implied_numbers(source: str) -> Iterator[tuple[int, int, float, str | None]]:
+    """``(start, end, value, unit)``: each span's second year (unit None, a year), and the days a
+    week of listed weekdays (unit "day")."""
+    yield from _second_years(source)
+    yield from _days_a_week(source)
+
+
+def _second_years(source: str) -> Iterator[tuple[int, int, float, str | None]]:
+    """The second year of each span of years (two digits complete the first's century)."""
+    for m in _YEAR_SPAN.finditer(source):
+        first, second = int(m.group("a")), m.group("b")
+        year = int(second) if len(second) == 4 else first // 100 * 100 + int(second)
+        if len(second) == 2 and year <= first:
+            year += 100
+        if 0 < year - first <= (50 if len(second) == 4 else 1):
+            yield m.start("b"), m.end("b"), float(year), None
+
+
+def _days_a_week(source: str) -> Iterator[tuple[int, int, float, str | None]]:
+    """Weekdays a record gives as keys ("Monday": "7:0-16:0"); without such keys, weekdays the text
+    names, five or more of them."""
+    keys = {m.group(1).lower(): m.start() for m in _WEEKDAY_KEY.finditer(source)}
+    days = keys if len(keys) > 1 else {m.group(1).lower(): m.start() for m in _WEEKDAY_NAME.finditer(source)}
+    if days is keys or len(days) >= _A_WEEK:
+        at = min(days.values())
+        yield at, at, float(len(days)), "day"
