@@ -3,14 +3,30 @@
 A season or span of years written with a slash or a dash states its second year ("1958/59" is
 1958 and 1959; "2019-20", "1963/1964"), though a number after a slash is otherwise not read
 ("3/4", "24/7"); and weekdays listed one by one, as a record's opening hours list them, state
-how many days a week they make ("Monday" to "Sunday": seven). :mod:`.numbers` adds these to the
-numbers it reads of a context.
+how many days a week they make ("Monday" to "Sunday": seven); and a temperature states itself in
+the other scale (:data:`CONVERT`). :mod:`.numbers` adds these to the numbers it reads of a context.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+
+# A temperature converted between °C and °F is the same one when this close, in the answer's unit
+# (recipes and weather round a conversion: 220 °C is written 425 °F, 350 °F 175 °C).
+CONVERSION_SLACK = {"°f": 3.0, "°c": 2.0}
+
+
+def _to_celsius(fahrenheit: float) -> float:
+    return (fahrenheit - 32) * 5 / 9
+
+
+def _to_fahrenheit(celsius: float) -> float:
+    return celsius * 9 / 5 + 32
+
+
+# An answer's unit: the other scale, and how a context value in it converts to the answer's.
+CONVERT: dict[str, tuple[str, Callable[[float], float]]] = {"°c": ("°f", _to_celsius), "°f": ("°c", _to_fahrenheit)}
 
 WEEKDAYS = frozenset({"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"})
 

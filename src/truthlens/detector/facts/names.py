@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from truthlens.detector.facts.implied import WEEKDAYS
+from truthlens.detector.facts.numbers import MONTHS, NUMBER_WORDS, UNIT_WORDS
 from truthlens.detector.facts.word_forms import (
     US_STATE_CODES,
     US_STATES,
@@ -23,7 +24,6 @@ from truthlens.detector.facts.word_forms import (
     singular,
     word_matches,
 )
-from truthlens.detector.facts.numbers import MONTHS, NUMBER_WORDS, UNIT_WORDS
 from truthlens.detector.text import is_stop_word, stem
 
 # Capitalised words that are not names: function words a sentence may start with, pronouns,

@@ -24,11 +24,11 @@ from __future__ import annotations
 import bisect
 import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from truthlens.detector.facts.claims import SENTENCE_END, Claim, Ranges, topic_words
-from truthlens.detector.facts.implied import implied_numbers
+from truthlens.detector.facts.implied import CONVERSION_SLACK, CONVERT, implied_numbers
 from truthlens.detector.facts.pointers import own_count, points_elsewhere, rating_scale, set_size
 from truthlens.detector.text import list_markers
 from truthlens.detector.types import FactReason
@@ -95,21 +95,6 @@ _KINDS = {u: kind for kind, units in {
 # "pounds" may be money or weight: either reading supports it.
 # "degrees" says no scale: either of °C and °F agrees with it.
 _UNIT_ALSO = {"lb": {"gbp"}, "gbp": {"lb"}, "°": {"°c", "°f"}, "°c": {"°"}, "°f": {"°"}}
-# A temperature converted between °C and °F is the same one when this close, in the answer's unit
-# (recipes and weather round a conversion: 220 °C is written 425 °F, 350 °F 175 °C).
-_CONVERSION_SLACK = {"°f": 3.0, "°c": 2.0}
-
-
-def _to_celsius(fahrenheit: float) -> float:
-    return (fahrenheit - 32) * 5 / 9
-
-
-def _to_fahrenheit(celsius: float) -> float:
-    return celsius * 9 / 5 + 32
-
-
-# An answer's unit: the other scale, and how a context value in it converts to the answer's.
-_CONVERT: dict[str, tuple[str, Callable[[float], float]]] = {"°c": ("°f", _to_celsius), "°f": ("°c", _to_fahrenheit)}
 _CURRENCY_SIGNS = {"$": "usd", "us$": "usd", "€": "eur", "£": "gbp", "¥": "jpy"}
 _SCALES = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6, "billion": 1e9, "bn": 1e9,
            "trillion": 1e12, "millions": 1e6, "milliard": 1e9, "milliards": 1e9}  # (French plurals and 10^9)
@@ -434,10 +419,10 @@ class KnownNumbers:
                     and self._same_thing(c, q, claim)]
         if not same and q.alt is not None and any(math.isclose(c.value, q.alt) for c in self.quantities):
             return None
-        if not same and q.unit in _CONVERT:
-            other, convert = _CONVERT[q.unit]
+        if not same and q.unit in CONVERT:
+            other, convert = CONVERT[q.unit]
             # (a context's bare "degrees" may be on the other scale too)
-            if any(c.unit in (other, "°") and abs(convert(c.value) - q.value) <= _CONVERSION_SLACK[q.unit]
+            if any(c.unit in (other, "°") and abs(convert(c.value) - q.value) <= CONVERSION_SLACK[q.unit]
                    for c in self.quantities):
                 return None
         if not same:
