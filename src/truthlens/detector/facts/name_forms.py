@@ -29,9 +29,14 @@ _MODIFIER_BEFORE = re.compile(
 # A preposition, "the" and title words may stand between it and the name ("of the Ms Taylor", "at
 # St Albans Crown Court" where the name is read from "Albans").
 _AFTER_PREPOSITION = re.compile(
-    r"\b((?i:on|in|at|to|from|into|onto|of|for|with|by|near|across))\s+(?:(?i:the)\s+)?(?:[A-Z][\w.'’-]*\s+)*$")
+    r"\b((?i:on|in|at|to|from|into|onto|of|for|with|by|near|across))\s+(?:(?i:the)\s+)?(?:[A-Z][\w.'’-]*\s+)*"
+    r"(?:[A-Z][\w.'’]*-)?$")  # (a name read from its second part: "An-" before "Noor")
+# "of" after a capitalised word is inside a name or a title ("Director of Public Prosecutions",
+# "University of"): no preposition of the clause.
+_NAME_OF = re.compile(r"[A-Z][\w.'’-]*\s+$")
 _TITLES = re.compile(r"(?:[A-Z][\w.'’-]*\s+)+$")  # "Mrs " before "Ginneti"
-_COORDINATED = re.compile(r"(?:[A-Z][\w'’.-]*\s+)+(?:and|or)\s+$")
+# The names before "and" or "or" (and a title or first name after it: "on Aspell and Many Clouds").
+_COORDINATED = re.compile(r"(?:[A-Z][\w'’.-]*\s+)+(?:and|or)\s+(?:[A-Z][\w'’.-]*\s+)*$")
 _NOUN_AFTER = re.compile(r"\s+([a-z][a-z-]*[a-z])\b")
 _IRREGULAR_VERBS = frozenset(
     """said told won beat lost made took gave got left led met ran hit put set sent paid kept held became began
@@ -53,7 +58,11 @@ def preposition_before(before: str) -> str:
     agent's "by" of a passive verb: :func:`after_preposition`)."""
     before = _COORDINATED.sub("", before)
     hit = _AFTER_PREPOSITION.search(before)
-    return "" if hit is None or PASSIVE_AGENT.search(_TITLES.sub("", before)) else hit.group(1).lower()
+    if hit is None or PASSIVE_AGENT.search(_TITLES.sub("", before)):
+        return ""
+    if hit.group(1).lower() == "of" and _NAME_OF.search(before, 0, hit.start()):
+        return ""
+    return hit.group(1).lower()
 
 
 def is_modifier(text: str, start: int, end: int) -> bool:
