@@ -34,11 +34,15 @@ Capitalised words that are not names are skipped: pronouns, determiners, titles 
 word when the text also uses it in lower case, and a lone capitalised word opening a sentence
 unless a verb such as "is" follows it (no dictionary tells "Exactly" from "Mumbai").
 
-Numbers and dates are read by :mod:`.numbers`, names by :mod:`.names`; this module puts the
-answer's against the context's. Names in another role (:mod:`.roles`), reversed comparisons
-or flipped negations (:mod:`.relations`) and names, numbers, years and relation words moved
-from the context clause the answer restates (:mod:`.clauses`) are checked between things the
-context does state. Sentences, clauses and word forms come from :mod:`truthlens.detector.text`.
+Numbers and dates are read by :mod:`.numbers`, names by :mod:`.names`; what a context states
+without writing it out (a season's second year, days a week, a temperature in the other scale,
+initials spelled out, a word clipped or misspelt) by :mod:`.implied`, :mod:`.initials` and
+:mod:`.word_forms`; numbers that state no fact (a rating's scale, a list's own count) by
+:mod:`.pointers`. This module puts the answer's against the context's. Names in another role
+(:mod:`.roles`), reversed comparisons or flipped negations (:mod:`.relations`) and names,
+numbers, years and relation words moved from the context clause the answer restates
+(:mod:`.clauses`) are checked between things the context does state. Sentences, clauses and word
+forms come from :mod:`truthlens.detector.text`.
 """
 
 from __future__ import annotations
