@@ -121,3 +121,11 @@ def test_an_answer_word_weighs_no_more_than_the_rest_of_its_clause() -> None:
 def test_an_answer_word_outside_a_restatement_keeps_its_own_score(answer: str) -> None:
     facts = check_facts(answer, (ADULTS,), "Is the drug approved for adults?")
     assert facts.answer_words == ()
+
+
+def test_a_clause_opening_on_no_as_a_determiner_has_no_answer_word() -> None:
+    # "No one" is the clause's subject, not an answer to a yes/no question.
+    answer = "No one was hurt in the fire at the depot."
+    facts = check_facts(answer, ("No one was hurt in the fire at the depot on Monday.",), "")
+    assert [answer[s:e] for s, e in facts.restated_clauses] == ["No one was hurt in the fire at the depot"]
+    assert facts.answer_words == ()

@@ -73,10 +73,8 @@ def as_its_clause(
     capped = probs.astype(np.float32, copy=True)
     for start, end in words:
         clause_end = next((e for s, e in clauses if s == start), end)
-        rest = _tokens_in(offsets, end, clause_end)
-        capped[_tokens_in(offsets, start, end)] = np.minimum(
-            capped[_tokens_in(offsets, start, end)], capped[rest].max() if rest.any() else 0.0
-        )
+        word, rest = _tokens_in(offsets, start, end), _tokens_in(offsets, end, clause_end)
+        capped[word] = np.minimum(capped[word], capped[rest].max() if rest.any() else 0.0)
     return capped
 
 

@@ -59,7 +59,7 @@ from truthlens.detector.facts.names import KnownNames, find_names, lower_case_wo
 from truthlens.detector.facts.numbers import KnownNumbers, find_dates, find_quantities, find_times
 from truthlens.detector.facts.records import Field, contradicted_fields, record_fields
 from truthlens.detector.facts.relations import ContextRelations, context_relations, contradicted_relations
-from truthlens.detector.facts.restatements import answer_words, restated_clauses
+from truthlens.detector.facts.restatements import restatements
 from truthlens.detector.facts.roles import ContextSentences, context_sentences, misattributed_names
 from truthlens.detector.types import FactReason
 
@@ -160,10 +160,9 @@ def check_facts(
     findings.extend(record_findings(answer, context, findings, question))
     if roles:  # who did what: the role check's switch turns both off
         findings.extend(clause_findings(answer, context, findings, question))
-    clauses = restated_clauses(answer, sentences, question)
     return FactCheck(
-        tuple(sorted(findings, key=lambda f: (f.start, f.end))), tuple(restated), clauses,
-        answer_words(answer, clauses),
+        tuple(sorted(findings, key=lambda f: (f.start, f.end))), tuple(restated),
+        *restatements(answer, sentences, question),
     )
 
 

@@ -27,13 +27,11 @@ A bare "Yes" or "No" before a restated clause says what the clause says when the
 agree ("No, the drug is not approved ..." against "The drug is not approved ..."): it belongs to
 the restatement. Models trained on yes/no answers whose polarity word was the error learn to flag
 a leading "No" whatever follows. Such a word holds no claim of its own, so the engine lets it
-weigh no more than the rest of its clause (:func:`answer_words`, :func:`truthlens.detector.fusion.fused`):
+weigh no more than the rest of its clause (:func:`restatements`, :func:`truthlens.detector.fusion.fused`):
 discounted like the clause, a flag of 0.9 on the "No" alone still read as a hallucination.
 """
 
 from __future__ import annotations
-
-import re
 
 from truthlens.detector.facts.roles import ContextSentences, clause_spans, clause_words, is_short_answer, numerals
 from truthlens.detector.text import is_negated
@@ -49,7 +47,15 @@ _ANSWER_WORDS = {"yes": False, "no": True}
 def restated_clauses(answer: str, index: ContextSentences, question: str = "") -> tuple[tuple[int, int], ...]:
     """(start, end) of each clause of ``answer`` one context sentence states outright (a short
     answer read with its ``question``'s words)."""
-    out = []
+    return restatements(answer, index, question)[0]
+
+
+def restatements(
+    answer: str, index: ContextSentences, question: str = ""
+) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
+    """The restated clauses (:func:`restated_clauses`), and the (start, end) of each bare "Yes" or
+    "No" that opens one of them (it belongs to a clause only when their polarities agree)."""
+    out, words_before = [], []
     spans = clause_spans(answer)
     asked = clause_words(question) if question and is_short_answer(answer) else set()
     for n, (start, end) in enumerate(spans):
@@ -67,18 +73,9 @@ def restated_clauses(answer: str, index: ContextSentences, question: str = "") -
             if n:
                 before_start, before_end = spans[n - 1]
                 before = answer[before_start:before_end]
-                if _ANSWER_WORDS.get(before.strip(_TRAILING).lower()) == negated:
+                word = before.strip(_TRAILING)
+                if _ANSWER_WORDS.get(word.lower()) == negated:
                     first = before_start + len(before) - len(before.lstrip())
+                    words_before.append((first, first + len(word)))
             out.append((first, start + len(clause.rstrip(_TRAILING))))
-    return tuple(out)
-
-
-def answer_words(answer: str, restated: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
-    """(start, end) of each bare "Yes" or "No" that opens one of the ``restated`` clauses (it
-    belongs to them only when their polarities agree, :func:`restated_clauses`)."""
-    out = []
-    for start, end in restated:
-        word = re.match(r"(yes|no)\b", answer[start:end], re.IGNORECASE)
-        if word is not None and word.end() < end - start:
-            out.append((start, start + word.end()))
-    return tuple(out)
+    return tuple(out), tuple(words_before)
