@@ -26,6 +26,7 @@ import numpy as np
 
 from truthlens.detector.facts import FactCheck, Finding
 from truthlens.detector.facts.roles import clause_words
+from truthlens.detector.facts.short_answers.frames import Frame
 from truthlens.detector.types import FactReason, Span
 
 REASON_WEIGHTS: Mapping[FactReason, float] = {
@@ -50,6 +51,7 @@ def fused(probs: np.ndarray, offsets: np.ndarray, facts: FactCheck) -> np.ndarra
     probs = discount(probs, offsets, facts.restated, RESTATED_KEEP)
     probs = discount(probs, offsets, facts.restated_clauses, RESTATED_CLAUSE_KEEP)
     probs = as_its_clause(probs, offsets, facts.answer_words, facts.restated_clauses)
+    probs = as_what_it_frames(probs, offsets, facts.frames)
     return fuse(probs, offsets, facts.findings)
 
 
@@ -73,9 +75,24 @@ def as_its_clause(
     capped = probs.astype(np.float32, copy=True)
     for start, end in words:
         clause_end = next((e for s, e in clauses if s == start), end)
-        word, rest = _tokens_in(offsets, start, end), _tokens_in(offsets, end, clause_end)
-        capped[word] = np.minimum(capped[word], capped[rest].max() if rest.any() else 0.0)
+        _cap(capped, _tokens_in(offsets, start, end), _tokens_in(offsets, end, clause_end))
     return capped
+
+
+def as_what_it_frames(probs: np.ndarray, offsets: np.ndarray, frames: Sequence[Frame]) -> np.ndarray:
+    """A copy of ``probs`` where the words framing a short answer's name ("The answer is",
+    :mod:`.facts.short_answers.frames`) weigh no more than the most the name weighs."""
+    if not frames:
+        return probs
+    capped = probs.astype(np.float32, copy=True)
+    for start, end, name_start, name_end in frames:
+        _cap(capped, _tokens_in(offsets, start, end), _tokens_in(offsets, name_start, name_end))
+    return capped
+
+
+def _cap(probs: np.ndarray, words: np.ndarray, by: np.ndarray) -> None:
+    """Lower ``probs`` at the ``words`` mask, in place, to at most the highest of ``by``'s (0 when ``by`` is empty)."""
+    probs[words] = np.minimum(probs[words], probs[by].max() if by.any() else 0.0)
 
 
 def _tokens_in(offsets: np.ndarray, start: int, end: int) -> np.ndarray:

@@ -61,6 +61,7 @@ from truthlens.detector.facts.records import Field, contradicted_fields, record_
 from truthlens.detector.facts.relations import ContextRelations, context_relations, contradicted_relations
 from truthlens.detector.facts.restatements import restatements
 from truthlens.detector.facts.roles import ContextSentences, context_sentences, misattributed_names
+from truthlens.detector.facts.short_answers.frames import Frame, frames
 from truthlens.detector.types import FactReason
 
 T = TypeVar("T")
@@ -108,6 +109,9 @@ class FactCheck:
     restated_clauses: tuple[tuple[int, int], ...] = ()
     # The bare "Yes" or "No" that opens one of them: it says only what its clause says.
     answer_words: tuple[tuple[int, int], ...] = ()
+    # The words around a short answer's one name ("The answer is ..."), each with the name it
+    # frames (:mod:`.short_answers.frames`): they say only what the name says.
+    frames: tuple[Frame, ...] = ()
 
 
 def unsupported_facts(answer: str, context: Sequence[str], question: str = "") -> tuple[Finding, ...]:
@@ -146,7 +150,8 @@ def check_facts(
         if q.checked and not _inside(q.start, q.end, taken):
             judge(q.start, q.end, numbers.problem(q, Claim.around(answer, q)))
     spelled = supported_spellings(answer, names)  # "the Centers for Disease Control (CDC)": as "CDC" is
-    for name in find_names(answer, names.lower_words | lower_case_words(answer), skip_sentence_starts=True):
+    answer_names = find_names(answer, names.lower_words | lower_case_words(answer), skip_sentence_starts=True)
+    for name in answer_names:
         if _inside(name.start, name.end, taken) or _inside(name.start, name.end, spelled):
             continue
         if not names.supports(name):
@@ -162,7 +167,7 @@ def check_facts(
         findings.extend(clause_findings(answer, context, findings, question))
     return FactCheck(
         tuple(sorted(findings, key=lambda f: (f.start, f.end))), tuple(restated),
-        *restatements(answer, sentences, question),
+        *restatements(answer, sentences, question), frames(answer, answer_names),
     )
 
 

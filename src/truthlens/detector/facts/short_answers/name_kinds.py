@@ -16,7 +16,11 @@ rule, and keeps a kind only where the evidence is one-sided:
 - a place: "born / located / based / headquartered in X", "near X", "the city / state of X";
 - a work: the context writes it alone in quotes (:mod:`.works`).
 
-Two kinds read for one name leave it unknown. :func:`misfit` says whether a short answer's name
+Two kinds read for one name leave it unknown. The kind asked is read from the question's head
+(:func:`.questions.question_head`), else from the first word of the table in its "what / which"
+phrase, whose verb no table tells from a noun ("what airline took over", "what 4 time Golden Globe
+winner stars in"); an event word there only as the phrase's last, since it mostly modifies ("what
+post-war area"). :func:`misfit` says whether a short answer's name
 is of a kind the question cannot ask for: a "who" question (or one asking for a person by a noun
 of a doer: "which 1925 Nobel Physics Prize recipient") answered by a place, event or work; a
 "where" question by a person, an organisation without a site, an event or a work; "which city /
@@ -79,6 +83,12 @@ _VERB_BEFORE = re.compile(r"\b([a-z]+(?:er|or)s)\s+(?:the\s+)?$")
 _OF = re.compile(r"\b([A-Z][a-z]+)\s+of\s")
 _WHICH_NOUN = re.compile(r"\b(?:which|what)\s+(?!(?:was|is|were|are|did|does|has|had|of)\b)(?:[\w-]+\s+){0,3}?"
                          r"([a-z]+)\s+(?:who|that|which|was|is|were|did|does|has|had)\b", re.IGNORECASE)
+# The words a "what / which" phrase runs over before its verb: "what two term Governor of", "what
+# 9,500 seat arena is" (up to six words, none a stop word; a comma, "of" or the verb ends it).
+# ("which" after a preposition or a comma is a relative: "through which U.S. Route 50 runs")
+_WHAT_PHRASE = re.compile(r"(?:\bwhat|(?<!\bthrough\s)(?<!\bin\s)(?<!\bof\s)(?<!\bby\s)(?<!,\s)\bwhich)\s+"
+                          r"((?:[\w'’,.-]+\s+){0,5}[\w'’-]+)", re.IGNORECASE)
+_COUNTS = frozenset("two three four five six seven eight nine ten".split())
 _WHERE = re.compile(r"\bwhere\b", re.IGNORECASE)
 _WHO = re.compile(r"^\s*(?:who|whom)\b|\bwhom\b|\bby\s+who\b", re.IGNORECASE)
 _DOER = ("er", "or", "ist", "ian", "ess", "ent", "ant")  # a noun of a doer: "composer", "recipient"
@@ -156,17 +166,49 @@ def asked_kind(question: str, head: Iterable[str]) -> str | None:
     # or a verb: "formed by which British politician who rose")
     phrase = [stem(m.group(1).lower()) for m in _WHICH_NOUN.finditer(question) if not is_stop_word(m.group(1))]
     for h in (*head, *phrase[:1]):
-        if h in _KIND_OF:
-            return _KIND_OF[h]
-        if h in _WORKS:
-            return WORK
-        if (h.endswith(_DOER) and len(h) > 4 or h in _PEOPLE) and not _WHO.search(question):
-            return PERSON
+        if kind := _kind_of_noun(h, question):
+            return kind
+    # (else the first noun of a kind in the "what" phrase: "what 4 time Golden Globe winner stars
+    # in", "what American nonsectarian university awards", whose verb no table tells from a noun)
+    phrase = _what_phrase(question)
+    for n, h in enumerate(phrase):
+        kind = _kind_of_noun(h, question, doers=("er", "or"))  # (not "-ian": "nonsectarian")
+        if kind and (kind != EVENT or n == len(phrase) - 1):  # (an event word modifies: "what war area")
+            return kind
     if _WHO.match(question):  # ("Who founded the University where ...": a relative "where")
         return WHO
     if _WHERE.search(question):
         return WHERE
     return WHO if _WHO.search(question) else None
+
+
+def _kind_of_noun(noun: str, question: str, doers: tuple[str, ...] = _DOER) -> str | None:
+    """The kind a question asking for ``noun`` (a stem) asks for, None when the tables do not say."""
+    if noun in _KIND_OF:
+        return _KIND_OF[noun]
+    if noun in _WORKS:
+        return WORK
+    if (noun.endswith(doers) and len(noun) > 4 or noun in _PEOPLE) and not _WHO.search(question):
+        return PERSON
+    return None
+
+
+def _what_phrase(question: str) -> list[str]:
+    """Stems of the words after the question's first "what" / "which", up to a stop word or a comma."""
+    m = _WHAT_PHRASE.search(question)
+    out: list[str] = []
+    for word in (m.group(1).split() if m else ()):
+        bare = word.strip(",.")
+        if not bare or bare[0].isdigit() or bare.lower() in _COUNTS:
+            if out:
+                break
+            continue  # ("what 9,500 seat arena", "what two term Governor")
+        if is_stop_word(bare) or not bare[0].isalpha():
+            break
+        out.append(stem(bare.lower()))
+        if word.endswith(","):
+            break
+    return out
 
 
 def misfit(kinds: Iterable[tuple[frozenset[str], str]], words: frozenset[str], question: str, head: Iterable[str],
