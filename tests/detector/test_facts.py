@@ -115,10 +115,23 @@ def test_words_of_two_different_names_do_not_make_a_third() -> None:
         ("The band comes from France.", "It is a French band."),
         ("The European Space Agency launched it.", "ESA launched it."),
         ("The station is run by NASA.", "NASA runs it."),
+        ("Soldiers from two bases in Texas were hurt.", "Texan soldiers were hurt."),
+        ("Every phone in Maine will get the alert.", "All Mainers will get the alert."),
+        ("She moved to Florida in 1990.", "The Floridian moved there in 1990."),
+        ("Ohio voters chose him.", "Ohioans chose him."),
     ],
 )
 def test_demonyms_and_acronyms(context: str, answer: str) -> None:
     assert check(context, answer) == ()
+
+
+def test_a_state_s_people_are_read_for_states_only() -> None:
+    # ("Lewin" is not "Lewis" written as a state's people: the forms are made from state names;
+    # two words, since a lone capitalised word opening a sentence is not read as a name)
+    (finding,) = check("Tom Lewis scored twice.", "Tom Lewin scored twice.")
+    assert (finding.text, finding.reason) == ("Tom Lewin", "unsupported_entity")
+    (finding,) = check("The plant is in Texas.", "The plant is run by Kansans.")
+    assert (finding.text, finding.reason) == ("Kansans", "unsupported_entity")
 
 
 def test_capitalised_common_words_are_not_names() -> None:

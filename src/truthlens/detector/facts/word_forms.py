@@ -1,9 +1,10 @@
 """When two written words are one word of a name: demonyms, typos, clipped forms, plurals, state codes.
 
-The name look-up (:mod:`.names`) asks whether a word of an answer's name is a word of a context
-name written another way: a country and its adjective (``Italy`` / ``Italian``), one letter off
-in a long word (``Sacracens`` / ``Saracens``), a word clipped or contracted beside words written
-in full (``Man City``, ``Newcastle Utd``), a plural, or a US state and its postal code.
+The name look-up (:mod:`.names`) asks whether a word of an answer's name is a word of a context name
+written another way: a country and its adjective (``Italy`` / ``Italian``), one letter off in a long
+word (``Sacracens`` / ``Saracens``), a US state and its people (``Texas`` / ``Texans``), a word
+clipped or contracted beside words written in full (``Man City``, ``Newcastle Utd``), a plural, or a
+US state and its postal code.
 """
 
 from __future__ import annotations
@@ -36,10 +37,28 @@ US_STATE_CODES = {code: state for state, code in US_STATES.items()}
 _DEMONYM_SUFFIXES = ("n", "an", "ian", "ean", "ese", "ish", "i", "ic", "ans", "ians", "eans", "y")
 
 
+def _state_demonyms() -> dict[str, str]:
+    """A one-word US state's people, by its last letter: "Texan(s)", "Californian(s)" or
+    "Floridian(s)", "Ohioan(s)", "Mainer(s)", "Oregonian(s)" or "Vermonter(s)". Read for states
+    only: "Lewis" / "Lewin" are two names."""
+    endings = {"s": ("-n",), "a": ("n", "-ian"), "o": ("an",), "e": ("r",), "i": ("an",), "h": ("an",)}
+    out = {}
+    for state in (s for s in US_STATES if " " not in s):
+        for ending in endings.get(state[-1], ("ian", "er")):
+            form = state[:-1] + ending[1:] if ending.startswith("-") else state + ending
+            out.update({form: state, form + "s": state})
+    return out
+
+
+_STATE_PEOPLE = _state_demonyms()
+
+
 def word_matches(word: str, known: str) -> bool:
     if word == known:
         return True
     if DEMONYMS.get(word) == known or DEMONYMS.get(known) == word:
+        return True
+    if _STATE_PEOPLE.get(word) == known or _STATE_PEOPLE.get(known) == word:
         return True
     short, long_ = (word, known) if len(word) <= len(known) else (known, word)
     if len(short) < 4:
