@@ -20,6 +20,7 @@ from truthlens.detector.facts.word_forms import (
     US_STATES,
     clipped_form,
     keys,
+    one_word_misspelt,
     plural_of,
     singular,
     word_matches,
@@ -315,8 +316,12 @@ class KnownNames:
                 return True
             if len(name.words) > 1 and clipped_form(name.words, self.ordered[i]):
                 return True
+            if one_word_misspelt(name.words, known):
+                return True
         if len(name.words) > 1 and "".join(w[0] for w in name.words) in self.acronyms:
             return True  # "the United States" where the context writes "the U.S."
+        if len(name.words) > 1 and self._spelled_out(name.phrase.split()):
+            return True
         if len(name.words) == 1:
             if first in self.initials:  # NASA, UN
                 return True
@@ -324,6 +329,16 @@ class KnownNames:
                 return True
             return any(word_matches(first, k) for key in keys(first) for k in self.words.get(key, ()))
         return self._joins_full_names(name.words)
+
+    def _spelled_out(self, words: list[str]) -> bool:
+        """Whether the words of a name are a context word written apart ("Super Bowl" for
+        "Superbowl") or spell out the context's initials, connectors included, after words the
+        context writes before them ("Secret Head of Household" for "Secret HOH")."""
+        joined = "".join(words)
+        if joined in self.words.get(joined[:3], ()):
+            return True
+        return any(" ".join(words[:k]) in self.text if k else True
+                   for k in range(len(words) - 1) if "".join(w[0] for w in words[k:]) in self.acronyms)
 
     def _joins_full_names(self, words: tuple[str, ...]) -> bool:
         """"Rhode Island NBC": two names the context gives in full, written side by side. Parts

@@ -2,9 +2,9 @@
 
 The name look-up (:mod:`.names`) asks whether a word of an answer's name is a word of a context name
 written another way: a country and its adjective (``Italy`` / ``Italian``), one letter off in a long
-word (``Sacracens`` / ``Saracens``), a US state and its people (``Texas`` / ``Texans``), a word
-clipped or contracted beside words written in full (``Man City``, ``Newcastle Utd``), a plural, or a
-US state and its postal code.
+word (``Sacracens`` / ``Saracens``) or in a name of three words, a US state and its people
+(``Texas`` / ``Texans``), a word clipped or contracted beside words written in full (``Man City``,
+``Newcastle Utd``), a plural, or a US state and its postal code.
 """
 
 from __future__ import annotations
@@ -98,6 +98,15 @@ def _clipped(short: str, word: str) -> bool:
         return False
     letters = iter(word)
     return all(c in letters for c in short)
+
+
+def one_word_misspelt(words: Sequence[str], known: frozenset[str]) -> bool:
+    """Whether a name of three words or more (``words``) is the context name ``known`` with one of
+    its words misspelt by one letter ("Braddock Carnegie Libray" / "Library"): the other words
+    hold it to that name. Two-word names are left apart ("Tom Lewin" / "Tom Lewis")."""
+    off = [w for w in words if w not in known]
+    return len(words) >= 3 and len(off) == 1 and len(off[0]) >= 5 and any(
+        _one_edit(off[0], k) for k in known if len(k) >= 5)
 
 
 def _one_edit(a: str, b: str) -> bool:
