@@ -11,7 +11,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -207,11 +207,24 @@ async def serve(
         await server.stop()
 
 
+def run_loop(main: Coroutine[Any, Any, None]) -> None:
+    """Run ``main`` on uvloop's event loop where uvloop is installed (a dependency where it
+    builds: Linux, macOS), else on asyncio's. Every ext_proc message wakes the loop several times
+    (gRPC's completion queue hands each event over through a socket the loop reads): uvloop's
+    loop costs less per wake-up (bench/extproc_profile.py, docs/benchmarks.md)."""
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(main)
+        return
+    uvloop.run(main)
+
+
 def _worker_main(settings: ServerSettings, index: int, ready: Any = None, check_port: Any = None) -> None:
     logs.configure("INFO", prefix=f"w{index} ")  # the format the CLI chose (TRUTHLENS_LOG_FORMAT)
     try:
-        asyncio.run(serve(settings, worker_index=index, serve_metrics=False,
-                          on_ready=ready.set if ready is not None else None, check_port=check_port))
+        run_loop(serve(settings, worker_index=index, serve_metrics=False,
+                       on_ready=ready.set if ready is not None else None, check_port=check_port))
     except STARTUP_ERRORS as exc:
         log.error("worker %d cannot start: %s", index, exc)
         sys.exit(STARTUP_FAILED)
@@ -225,7 +238,7 @@ def run(settings: ServerSettings) -> int:
     """
     if settings.workers <= 1:
         try:
-            asyncio.run(serve(settings))
+            run_loop(serve(settings))
         except STARTUP_ERRORS as exc:
             log.error("cannot start: %s", exc)
             return 1
