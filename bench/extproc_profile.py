@@ -12,7 +12,8 @@ Those bytes are then replayed:
                 phase (the header pass, the API, the decision plan, the prebuilt reply), the
                 request body phase (looking for the context field and cutting it out), encoding
                 the ProcessingResponses, closing; and the whole exchange as ``Stream`` runs it
-  over gRPC     the same processor handler behind a real ``grpc.aio`` server in this process,
+  over gRPC     the same processor handler behind a real ``grpc.aio`` server in this process
+                (on the processor's event loop: ``serve.run_loop``, uvloop's where installed),
                 fed by a client process that replays the recorded bytes (``--concurrency``
                 streams at a time): this process's CPU per exchange (gRPC's threads
                 included); beside it, ``bench/extproc_floor.py``'s do-nothing handler asking
@@ -23,6 +24,9 @@ the C core, the asyncio bridge, the handler's awaits); its share is of the proce
 exchange over gRPC. On a detection-off route no response message reaches the processor: the
 answer goes to the unmarked route, whose ``response_headers_to_remove`` (Envoy) drops any
 ``x-truthlens-*`` verdict the upstream forged, so the scrub costs the processor nothing there.
+
+``bench.detector_profile --only processor`` times ``Stream.handle`` in process on messages it
+builds; this bench replays the messages Envoy sent and adds what gRPC costs around them.
 
 ``--cprofile N``: also the in-process exchange's N most expensive functions (cProfile, own time).
 
@@ -37,6 +41,7 @@ import asyncio
 import contextlib
 import cProfile
 import pstats
+import subprocess
 import sys
 import tempfile
 import time
@@ -62,6 +67,7 @@ from truthlens.gateway.exchange.stream import Stream
 from truthlens.gateway.policy.config_store import ConfigStore
 from truthlens.gateway.policy.decisions import RequestFacts
 from truthlens.gateway.server.processor import METHOD_PATH, SERVICE_NAME, ExternalProcessor
+from truthlens.gateway.server.serve import run_loop
 from truthlens.testing import launch
 
 Handler = Callable[[object, grpc.aio.ServicerContext], Awaitable[None]]
@@ -228,8 +234,14 @@ def client_main(target: str, record: Path, exchanges: int, concurrency: int) -> 
 
             await asyncio.gather(*(one() for _ in range(concurrency)))
 
-    asyncio.run(run())
+    run_loop(run())
     return 0
+
+
+def spawn(*argv: str) -> subprocess.Popen[bytes]:
+    """``argv`` started by posix_spawn (``close_fds=False`` lets ``subprocess`` use it): no
+    fork while gRPC's threads run, which gRPC's fork handlers would log about."""
+    return subprocess.Popen(argv, close_fds=False)
 
 
 async def over_grpc(process: Handler, record: Path, exchanges: int, concurrency: int) -> tuple[float, float]:
@@ -239,11 +251,9 @@ async def over_grpc(process: Handler, record: Path, exchanges: int, concurrency:
     argv = [sys.executable, "-m", "bench.extproc_profile", "--client", listen, "--record", str(record),
             "--concurrency", str(concurrency)]
     try:
-        warm = await asyncio.create_subprocess_exec(*argv, "--grpc-exchanges", str(max(50, exchanges // 10)))
-        await warm.wait()
+        await asyncio.to_thread(spawn(*argv, "--grpc-exchanges", str(max(50, exchanges // 10))).wait)
         cpu, wall = time.process_time(), time.perf_counter()
-        client = await asyncio.create_subprocess_exec(*argv, "--grpc-exchanges", str(exchanges))
-        if await client.wait() != 0:
+        if await asyncio.to_thread(spawn(*argv, "--grpc-exchanges", str(exchanges)).wait) != 0:
             raise RuntimeError("the replaying client failed")
         return (time.process_time() - cpu) / exchanges, (time.perf_counter() - wall) / exchanges
     finally:
@@ -313,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.client:
         return client_main(args.client, args.record, args.grpc_exchanges, args.concurrency)
     with contextlib.suppress(KeyboardInterrupt):
-        return asyncio.run(main_async(args))
+        return run_loop(main_async(args))
     return 130
 
 

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -43,6 +43,7 @@ DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 # A bad config file, a missing model, a port in use: reported in one line, exit status 1.
 STARTUP_ERRORS = (ConfigError, DetectorError, EmbedderError, OSError, RuntimeError, ValueError)
 STARTUP_FAILED = 3  # a worker's exit status that the supervisor does not retry
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,7 +208,7 @@ async def serve(
         await server.stop()
 
 
-def run_loop(main: Coroutine[Any, Any, None]) -> None:
+def run_loop(main: Coroutine[Any, Any, T]) -> T:
     """Run ``main`` on uvloop's event loop where uvloop is installed (a dependency where it
     builds: Linux, macOS), else on asyncio's. Every ext_proc message wakes the loop several times
     (gRPC's completion queue hands each event over through a socket the loop reads): uvloop's
@@ -215,9 +216,8 @@ def run_loop(main: Coroutine[Any, Any, None]) -> None:
     try:
         import uvloop
     except ImportError:
-        asyncio.run(main)
-        return
-    uvloop.run(main)
+        return asyncio.run(main)
+    return uvloop.run(main)
 
 
 def _worker_main(settings: ServerSettings, index: int, ready: Any = None, check_port: Any = None) -> None:
