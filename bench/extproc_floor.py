@@ -27,7 +27,6 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from truthlens._proto import truthlens_ext_proc_pb2 as pb
 from truthlens.gateway.exchange import mutations
 from truthlens.gateway.server.processor import SERVICE_NAME
-from truthlens.gateway.server.serve import run_loop
 
 
 def handler(body: bool) -> Callable[[object, grpc.aio.ServicerContext], Awaitable[None]]:
@@ -71,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="ask for the request body and answer it unchanged (two messages per exchange)")
     args = parser.parse_args(argv)
     try:
+        from truthlens.gateway.server.serve import run_loop  # not at the top: handler() is imported alone too
+
         run_loop(serve(args.listen, args.body))
     except KeyboardInterrupt:
         pass

@@ -46,8 +46,9 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
+from typing import Any, TypeVar
 
 import grpc
 import yaml
@@ -67,9 +68,9 @@ from truthlens.gateway.exchange.stream import Stream
 from truthlens.gateway.policy.config_store import ConfigStore
 from truthlens.gateway.policy.decisions import RequestFacts
 from truthlens.gateway.server.processor import METHOD_PATH, SERVICE_NAME, ExternalProcessor
-from truthlens.gateway.server.serve import run_loop
 from truthlens.testing import launch
 
+T = TypeVar("T")
 Handler = Callable[[object, grpc.aio.ServicerContext], Awaitable[None]]
 
 
@@ -133,6 +134,15 @@ async def capture(rt: Runtime, work: Path, requests: int) -> list[bytes]:
             child.stop()
         await server.stop(None)
     return list(record)
+
+
+def run_on(loop: str, main: Coroutine[Any, Any, T]) -> T:
+    """``main`` on the processor's event loop (``loop`` "processor") or on asyncio's."""
+    if loop == "asyncio":
+        return asyncio.run(main)
+    from truthlens.gateway.server.serve import run_loop  # here: a build without it runs on asyncio
+
+    return run_loop(main)
 
 
 def per_call(fn: Callable[[], object], repeats: int) -> float:
@@ -213,7 +223,8 @@ def stages(rt: Runtime, raw: list[bytes], repeats: int) -> list[tuple[str, float
 
 
 def client_main(target: str, record: Path, exchanges: int, concurrency: int) -> int:
-    """The replaying client (a process of its own, so that its CPU is not the server's)."""
+    """The replaying client (a process of its own, so that its CPU is not the server's; on
+    asyncio's loop whatever the server's)."""
     raw = [bytes.fromhex(line) for line in record.read_text().split()]
 
     async def run() -> None:
@@ -234,7 +245,7 @@ def client_main(target: str, record: Path, exchanges: int, concurrency: int) -> 
 
             await asyncio.gather(*(one() for _ in range(concurrency)))
 
-    run_loop(run())
+    asyncio.run(run())
     return 0
 
 
@@ -317,13 +328,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=8, help="streams the replaying client keeps open")
     parser.add_argument("--cprofile", type=int, default=0, metavar="N",
                         help="also print the in-process exchange's N most expensive functions")
+    parser.add_argument("--loop", choices=("processor", "asyncio"), default="processor",
+                        help="the event loop: the processor's (serve.run_loop: uvloop's where installed) or "
+                             "asyncio's (the processor's before it ran on uvloop; also runs a build without run_loop)")
     parser.add_argument("--client", metavar="TARGET", help=argparse.SUPPRESS)  # the replaying client's process
     parser.add_argument("--record", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.client:
         return client_main(args.client, args.record, args.grpc_exchanges, args.concurrency)
     with contextlib.suppress(KeyboardInterrupt):
-        return run_loop(main_async(args))
+        return run_on(args.loop, main_async(args))
     return 130
 
 
