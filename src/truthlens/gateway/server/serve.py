@@ -1,5 +1,5 @@
 """grpc.aio lifecycle of the processor: bind, health service, message-size limits, worker
-processes sharing the port (SO_REUSEPORT), graceful drain on SIGTERM."""
+processes sharing the port (SO_REUSEPORT), graceful drain on SIGTERM, the event loop each runs on."""
 
 from __future__ import annotations
 
