@@ -10,7 +10,8 @@ the context extension field): the headers reply moves the exchange to the route 
 unchecked mark and asks for the body (BUFFERED), as the processor's does, and the body is
 answered unchanged. Two messages, as a detection-off route's exchange makes.
 
-It uses gRPC's reader/writer API, as the processor does (``gateway/server/processor.py``).
+It uses gRPC's reader/writer API and the event loop the processor runs on (uvloop's where it is
+installed: ``gateway/server/serve.py``'s ``run_loop``), as the processor does.
 
 Run alone: ``python -m bench.extproc_floor --listen 127.0.0.1:50051 [--body]``.
 """
@@ -18,7 +19,6 @@ Run alone: ``python -m bench.extproc_floor --listen 127.0.0.1:50051 [--body]``.
 from __future__ import annotations
 
 import argparse
-import asyncio
 from collections.abc import Awaitable, Callable
 
 import grpc
@@ -70,7 +70,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="ask for the request body and answer it unchanged (two messages per exchange)")
     args = parser.parse_args(argv)
     try:
-        asyncio.run(serve(args.listen, args.body))
+        from truthlens.gateway.server.serve import run_loop  # not at the top: handler() is imported alone too
+
+        run_loop(serve(args.listen, args.body))
     except KeyboardInterrupt:
         pass
     return 0

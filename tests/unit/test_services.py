@@ -94,3 +94,23 @@ async def test_a_confirmer_loads_at_start_reaches_every_generation_and_closes() 
     plain = await ServiceProvider.start(config("http://127.0.0.1:9/v1"), Telemetry(registry=CollectorRegistry()))
     assert plain.confirmer is None and plain.acquire(config("http://127.0.0.1:9/v1")).services.confirmer is None
     await plain.close()
+
+
+async def test_the_config_pinned_last_keeps_its_generation_until_it_retires(provider: ServiceProvider) -> None:
+    """Exchanges pinning the same config object share its generation without looking it up again;
+    once a reload retired that generation and its client closed, the same config object gets a
+    new generation (a new client), never the closed one."""
+    pinned = config("http://127.0.0.1:50/v1")
+    first = provider.acquire(pinned)
+    again = provider.acquire(pinned)
+    assert again.services is first.services
+    equal = provider.acquire(config("http://127.0.0.1:50/v1"))  # a reload that left models: as they were
+    assert equal.services is first.services
+    for lease in (first, again, equal):
+        lease.release()
+    provider.acquire(config("http://127.0.0.1:51/v1")).release()  # a reload changed models:
+    await asyncio.sleep(0.05)
+    back = provider.acquire(pinned)
+    assert back.services is not first.services and back.services.llm is not first.services.llm
+    assert provider.open_generations() == 1
+    back.release()

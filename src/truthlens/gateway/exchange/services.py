@@ -92,6 +92,11 @@ class ServiceProvider:
         self._generations: dict[tuple[Any, ...], _Generation] = {}
         self._current: _Generation | None = None
         self._closing: set[asyncio.Task[None]] = set()
+        # The config pinned last and its generation: every exchange pins the current config, and
+        # sorting and hashing its ``models:`` for the lookup cost more than the rest of opening an
+        # unchecked exchange (bench/extproc_profile.py). A reload's new config is looked up anew.
+        # That generation is always the current one, so it is never retired while kept here.
+        self._last: tuple[Config, _Generation] | None = None
 
     @classmethod
     async def start(cls, config: Config, telemetry: Telemetry) -> ServiceProvider:
@@ -112,12 +117,18 @@ class ServiceProvider:
 
     def acquire(self, config: Config) -> ServiceLease:
         """Called when an exchange pins ``config``: the newest pinned config is the current one."""
-        key = tuple(sorted(config.models.items()))
-        generation = self._generations.get(key)
-        if generation is None:
-            services = Services(detector=self.detector, llm=self._llm(config), embedder=self._embedder,
-                                tracer=self._telemetry.tracer, confirmer=self.confirmer)
-            generation = self._generations[key] = _Generation(key, services)
+        last = self._last
+        if last is not None and last[0] is config:
+            generation = last[1]
+        else:
+            key = tuple(sorted(config.models.items()))
+            found = self._generations.get(key)
+            if found is None:
+                services = Services(detector=self.detector, llm=self._llm(config), embedder=self._embedder,
+                                    tracer=self._telemetry.tracer, confirmer=self.confirmer)
+                found = self._generations[key] = _Generation(key, services)
+            generation = found
+            self._last = (config, generation)
         if generation is not self._current:
             previous, self._current = self._current, generation
             if previous is not None:

@@ -1,5 +1,5 @@
 """grpc.aio lifecycle of the processor: bind, health service, message-size limits, worker
-processes sharing the port (SO_REUSEPORT), graceful drain on SIGTERM."""
+processes sharing the port (SO_REUSEPORT), graceful drain on SIGTERM, the event loop each runs on."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -43,6 +43,7 @@ DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 # A bad config file, a missing model, a port in use: reported in one line, exit status 1.
 STARTUP_ERRORS = (ConfigError, DetectorError, EmbedderError, OSError, RuntimeError, ValueError)
 STARTUP_FAILED = 3  # a worker's exit status that the supervisor does not retry
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,11 +208,23 @@ async def serve(
         await server.stop()
 
 
+def run_loop(main: Coroutine[Any, Any, T]) -> T:
+    """Run ``main`` on uvloop's event loop where uvloop is installed (a dependency where it
+    builds: Linux, macOS), else on asyncio's. Every ext_proc message wakes the loop several times
+    (gRPC's completion queue hands each event over through a socket the loop reads): uvloop's
+    loop costs less per wake-up (bench/extproc_profile.py, docs/benchmarks.md)."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(main)
+    return uvloop.run(main)
+
+
 def _worker_main(settings: ServerSettings, index: int, ready: Any = None, check_port: Any = None) -> None:
     logs.configure("INFO", prefix=f"w{index} ")  # the format the CLI chose (TRUTHLENS_LOG_FORMAT)
     try:
-        asyncio.run(serve(settings, worker_index=index, serve_metrics=False,
-                          on_ready=ready.set if ready is not None else None, check_port=check_port))
+        run_loop(serve(settings, worker_index=index, serve_metrics=False,
+                       on_ready=ready.set if ready is not None else None, check_port=check_port))
     except STARTUP_ERRORS as exc:
         log.error("worker %d cannot start: %s", index, exc)
         sys.exit(STARTUP_FAILED)
@@ -225,7 +238,7 @@ def run(settings: ServerSettings) -> int:
     """
     if settings.workers <= 1:
         try:
-            asyncio.run(serve(settings))
+            run_loop(serve(settings))
         except STARTUP_ERRORS as exc:
             log.error("cannot start: %s", exc)
             return 1
