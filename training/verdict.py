@@ -45,6 +45,7 @@ from training.compare import OutOfFold, groups
 from training.corpus import halueval, ragtruth
 from training.evaluate import auroc
 from training.verdict_data import (
+    CACHE_DIR,
     HUMAN_DEV_SETS,
     MIXUPS_TRAIN,
     MIXUPS_TUNING,
@@ -262,6 +263,8 @@ def _command(args: argparse.Namespace) -> str:
         parts.append("--support")
     if args.check_features:
         parts.append("--check-features")
+    if args.leave_out:
+        parts += ["--leave-out", *args.leave_out]
     if args.mixups != MIXUPS or args.mixup_weight != MIXUP_WEIGHT:
         parts += ["--mixups", str(args.mixups), "--mixup-weight", f"{args.mixup_weight:g}"]
     return " ".join([*parts, "--write"])
@@ -290,6 +293,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check-features", action="store_true",
                         help="also fit the moved-term and record-field counts (facts.Finding.check) as features of "
                              "their own; left out by default: on the dev parts they added nothing beside the mix-ups")
+    parser.add_argument("--cache", type=Path, default=CACHE_DIR,
+                        help="where the model's scores of each set are cached (keyed by the graph and the set)")
+    parser.add_argument("--leave-out", nargs="*", default=[], metavar="FEATURE", choices=FEATURES,
+                        help="features the models leave out (to measure what one adds)")
     parser.add_argument("--write", action="store_true", help="store the verdict in the model's manifest.json")
     parser.add_argument("--save-oof", type=Path, default=None,
                         help="store the dev answers' out-of-fold scores here (.npz) for python -m training.compare")
@@ -305,14 +312,14 @@ def main(argv: list[str] | None = None) -> int:
         sets.update(generated)
     engine = create_detector(DetectorSettings(model_dir=args.model, provider="cpu"))
     assert isinstance(engine, DetectorEngine), "the verdict is fitted on in-process token scores (backend: onnx)"
-    raw = load_or_score(engine, sets, with_support=args.support)
+    raw = load_or_score(engine, sets, with_support=args.support, cache=args.cache)
     rules = engine.rules
     answers = [(name, r) for name, rs in raw.items() for r in rs]
     labels = np.array([name for name, _ in answers])
     # Without --support the models leave the embedder's features out: on the dev parts they
     # added nothing (training/README.md) and serving would pay an embedder pass per answer.
     names = [n for n in FEATURES if (args.support or n not in SUPPORT_FEATURES)
-             and (args.check_features or n not in CHECK_FEATURES)]
+             and (args.check_features or n not in CHECK_FEATURES) and n not in args.leave_out]
     x = design([r for _, r in answers], rules, names, engine.role_checks)
     y = np.array([float(r.case.hallucinated) for _, r in answers])
     w = weights(list(labels), y, args.mixup_weight)
