@@ -24,10 +24,15 @@ models; the bench's held-out sample is left to ``python -m bench.mixups --split 
    printed (and the README's) gives faithful answers flagged and recall per route threshold.
 4. ``--write`` stores the final model (fitted on all of it) in the model's ``manifest.json``
    under ``verdict``, without a probability map (``verdict.probability``: the model does not
-   load until ``python -m training.calibrate_tasks --write`` fits it to the new log-odds).
-   Refit whenever the model or the fact check changes:
+   load until ``python -m training.calibrate_tasks --write`` fits it to the new log-odds), and
+   the fit's fold models in :data:`SHIPPED_FOLDS`. Refit whenever the model or the fact check
+   changes, and keep the refit where the dev parts say so against the shipped fit's fold models
+   scored on the same features (``--folds``; training/README.md):
 
-    python -m training.verdict --write && python -m training.calibrate_tasks --write
+    python -m training.verdict --human-dev training/output/llm5 --folds training/verdict_folds.json --save-oof a.npz
+    python -m training.verdict --human-dev training/output/llm5 --save-oof b.npz
+    python -m training.compare a.npz b.npz
+    python -m training.verdict --human-dev training/output/llm5 --write && python -m training.calibrate_tasks --write
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from training.compare import OutOfFold, groups
 from training.corpus import halueval, ragtruth
 from training.evaluate import auroc
 from training.verdict_data import (
+    CACHE_DIR,
     HUMAN_DEV_SETS,
     MIXUPS_TRAIN,
     MIXUPS_TUNING,
@@ -85,13 +91,30 @@ MIXUP_WEIGHT = 2.0
 # Left out unless asked: with the mix-ups in the fit they took weight 0 to 0.1 and changed the
 # tuning sample and the dev parts by noise only (training/README.md).
 CHECK_FEATURES = ("moved", "fields")
+# The shipped verdict's fold models, rewritten by every ``--write`` for the shipped model: after a
+# change to the fact check, ``--folds`` scores them on the new features, the fit a refit must beat.
+SHIPPED_FOLDS = Path("training/verdict_folds.json")
 
 
-def design(raws: Sequence[Raw], rules: SpanRules, names: Sequence[str], roles: bool) -> np.ndarray:
+def feature_rows(raws: Sequence[Raw], rules: SpanRules, roles: bool) -> list[dict[str, float]]:
     """The features of ``raws`` as serving computes them: the same token rules, and role findings
     only where the model's calibration keeps the role check (else the fit reads what serving never sees)."""
-    rows = [features(signals(r, roles=roles), rules) for r in raws]
-    return np.array([[row[n] for n in names] for row in rows], dtype=np.float64)
+    return [features(signals(r, roles=roles), rules) for r in raws]
+
+
+def design(rows: Sequence[dict[str, float]], names: Sequence[str]) -> np.ndarray:
+    return np.array([[row[n] for n in names] for row in rows], dtype=np.float64).reshape(len(rows), len(names))
+
+
+def load_folds(path: Path) -> dict[str, list[VerdictModel]]:
+    """Fold models a fit saved (``--save-folds``): per task shape, one per group of :data:`FOLDS`."""
+    raw = json.loads(path.read_text())
+    folds: dict[str, list[VerdictModel]] = {
+        shape: [VerdictModel.from_json(m) for m in raw.get(shape, [])] for shape in SHAPES}
+    wrong = [shape for shape, models in folds.items() if len(models) != FOLDS]
+    if wrong:
+        raise ValueError(f"{path}: needs {FOLDS} fold models for each of {', '.join(wrong)}")
+    return folds
 
 
 def fit(x: np.ndarray, y: np.ndarray, w: np.ndarray, names: Sequence[str]) -> VerdictModel:
@@ -262,6 +285,8 @@ def _command(args: argparse.Namespace) -> str:
         parts.append("--support")
     if args.check_features:
         parts.append("--check-features")
+    if args.leave_out:
+        parts += ["--leave-out", *args.leave_out]
     if args.mixups != MIXUPS or args.mixup_weight != MIXUP_WEIGHT:
         parts += ["--mixups", str(args.mixups), "--mixup-weight", f"{args.mixup_weight:g}"]
     return " ".join([*parts, "--write"])
@@ -290,10 +315,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check-features", action="store_true",
                         help="also fit the moved-term and record-field counts (facts.Finding.check) as features of "
                              "their own; left out by default: on the dev parts they added nothing beside the mix-ups")
+    parser.add_argument("--cache", type=Path, default=CACHE_DIR,
+                        help="where the model's scores of each set are cached (keyed by the graph and the set)")
+    parser.add_argument("--leave-out", nargs="*", default=[], metavar="FEATURE", choices=FEATURES,
+                        help="features the models leave out (to measure what one adds)")
+    parser.add_argument("--save-folds", type=Path, default=None,
+                        help="store the fit's fold models here (.json), to score a later fact check with --folds")
+    parser.add_argument("--folds", type=Path, default=None,
+                        help=f"score the dev parts with these saved fold models instead of fitting them "
+                             f"({SHIPPED_FOLDS}: the shipped fit on this build's fact check, for "
+                             "python -m training.compare)")
     parser.add_argument("--write", action="store_true", help="store the verdict in the model's manifest.json")
     parser.add_argument("--save-oof", type=Path, default=None,
                         help="store the dev answers' out-of-fold scores here (.npz) for python -m training.compare")
     args = parser.parse_args(argv)
+    if args.folds is not None and args.write:
+        parser.error("--folds scores saved fold models; it writes no verdict (drop --write)")
     if not ragtruth.available(args.ragtruth):
         parser.error(f"RAGTruth files not in {args.ragtruth}: run python -m training.corpus.ragtruth --faithjudge DIR")
 
@@ -305,15 +342,16 @@ def main(argv: list[str] | None = None) -> int:
         sets.update(generated)
     engine = create_detector(DetectorSettings(model_dir=args.model, provider="cpu"))
     assert isinstance(engine, DetectorEngine), "the verdict is fitted on in-process token scores (backend: onnx)"
-    raw = load_or_score(engine, sets, with_support=args.support)
+    raw = load_or_score(engine, sets, with_support=args.support, cache=args.cache)
     rules = engine.rules
     answers = [(name, r) for name, rs in raw.items() for r in rs]
     labels = np.array([name for name, _ in answers])
     # Without --support the models leave the embedder's features out: on the dev parts they
     # added nothing (training/README.md) and serving would pay an embedder pass per answer.
     names = [n for n in FEATURES if (args.support or n not in SUPPORT_FEATURES)
-             and (args.check_features or n not in CHECK_FEATURES)]
-    x = design([r for _, r in answers], rules, names, engine.role_checks)
+             and (args.check_features or n not in CHECK_FEATURES) and n not in args.leave_out]
+    rows = feature_rows([r for _, r in answers], rules, engine.role_checks)
+    x = design(rows, names)
     y = np.array([float(r.case.hallucinated) for _, r in answers])
     w = weights(list(labels), y, args.mixup_weight)
     is_tuning = labels == MIXUPS_TUNING  # reported under the final models, never fitted or chosen on
@@ -329,13 +367,19 @@ def main(argv: list[str] | None = None) -> int:
     # score's log-odds (0 at the operating point).
     shifted = np.full(len(y), np.nan)
     models: dict[str, VerdictModel] = {}
+    fold_models: dict[str, list[VerdictModel]] = {}
+    frozen = load_folds(args.folds) if args.folds is not None else None
     for shape in SHAPES:
         mine = shapes == shape
         for g in range(FOLDS):
             held = mine & is_dev & (groups == g)
             train = mine & fitting & ~held
-            model = fit_signed(x[train], y[train], w[train], names)
-            shifted[held] = log_odds(model, x[held])
+            # --folds: another fit's fold models (fitted on the features of their day) score
+            # this build's features, so a refit is compared with the shipped fit on the same
+            # fact check; the operating point below is re-chosen on them by the same rule.
+            model = frozen[shape][g] if frozen is not None else fit_signed(x[train], y[train], w[train], names)
+            fold_models.setdefault(shape, []).append(model)
+            shifted[held] = log_odds(model, design([rows[i] for i in np.flatnonzero(held)], model.names))
         dev = mine & is_dev
         families = tuple(f for f in ("ragtruth", "halueval") if np.char.startswith(labels[dev].astype(str), f).any())
         cut = operating_point(shifted[dev], y[dev], list(labels[dev]), families)
@@ -352,6 +396,10 @@ def main(argv: list[str] | None = None) -> int:
           f"{' (with ' + ', '.join(HUMAN_DEV_SETS) + ')' if args.human_dev else ''}\n")
     at_choice = report("dev parts, out-of-fold, at the chosen operating points (route threshold 0.5)",
                        shifted[is_dev], y[is_dev], list(labels[is_dev]), 0.0)
+    folds_json = json.dumps({k: [m.to_json() for m in v] for k, v in fold_models.items()}, indent=1) + "\n"
+    if args.save_folds is not None:
+        args.save_folds.write_text(folds_json)
+        print(f"fold models -> {args.save_folds}\n")
     if args.save_oof is not None:
         dev_answers = [r for (_, r), dev in zip(answers, is_dev, strict=True) if dev]
         OutOfFold(labels[is_dev], y[is_dev] == 1, shifted[is_dev], np.array([_digest(r) for r in dev_answers])).save(
@@ -393,6 +441,8 @@ def main(argv: list[str] | None = None) -> int:
             "route_thresholds": trade,
         }
         path.write_text(json.dumps(manifest, indent=2) + "\n")
+        if args.model is None:
+            SHIPPED_FOLDS.write_text(folds_json)
         # The refitted models' log-odds are not the ones the old probability map was fitted on:
         # the block is dropped (the model then fails to load naming it) until it is refitted.
         print(f"verdict -> {path}; now fit its probability map: python -m training.calibrate_tasks --write")

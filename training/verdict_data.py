@@ -155,15 +155,15 @@ async def _score(engine: DetectorEngine, cases: list[Case], with_support: bool) 
 
 
 def load_or_score(
-    engine: DetectorEngine, sets: dict[str, list[Case]], *, with_support: bool = True
+    engine: DetectorEngine, sets: dict[str, list[Case]], *, with_support: bool = True, cache: Path = CACHE_DIR
 ) -> dict[str, list[Raw]]:
-    """Every set's raw scores, from the cache where the same model scored it before. Without
-    ``with_support`` the embedder's support score is left out (``None``: a fit that does not read
-    it needs no embedder pass per answer, about as costly as the model's)."""
-    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    """Every set's raw scores, from the cache (``cache``) where the same model scored it before.
+    Without ``with_support`` the embedder's support score is left out (``None``: a fit that does
+    not read it needs no embedder pass per answer, about as costly as the model's)."""
+    cache.mkdir(parents=True, exist_ok=True)
     out: dict[str, list[Raw]] = {}
     for name, cases in sets.items():
-        path = CACHE_DIR / _key(engine, name, cases, with_support)
+        path = cache / _key(engine, name, cases, with_support)
         if path.exists():
             out[name] = pickle.loads(path.read_bytes())
             continue
