@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from truthlens.detector.facts.claims import SENTENCE_END, Claim, Ranges, topic_words
-from truthlens.detector.facts.implied import CONVERSION_SLACK, CONVERT, implied_numbers
+from truthlens.detector.facts.implied import CONVERSION_SLACK, CONVERT, counts_the_list, implied_numbers
 from truthlens.detector.facts.pointers import own_count, points_elsewhere, rating_scale, set_size
 from truthlens.detector.text import list_markers
 from truthlens.detector.types import FactReason
@@ -293,7 +293,7 @@ def find_quantities(text: str, *, answer: bool = True) -> Iterator[Quantity]:
             value *= _SCALES[m.group("scale").lower()]
         unit = _UNITS[m.group("unit").lower()] if m.group("unit") else None
         checked = (word not in _UNCHECKED_WORDS or bool(m.group("scale") or m.group("hundred"))) and not (
-            answer and (set_size(text, m.start(), m.end())
+            answer and (set_size(text, m.start(), m.end()) or rating_scale(text, m.start(), m.end())
                         or (word in _ORDINAL_WORDS and own_count(text, m.start(), m.end()))))
         yield Quantity(m.start(), m.end(), value, unit, answer and _hedged(text, m.start()), False, None, checked,
                        ordinal=word in _ORDINAL_WORDS)
@@ -412,11 +412,12 @@ class KnownNumbers:
             if any(c.year_like and decade <= c.value < decade + 10 for c in self.quantities):
                 return None
             return "unsupported_date"
-        same = [c for c in self.quantities if _exact(c.value, q) or (c.alt is not None and _exact(c.alt, q))]
+        same = [c for c in self.quantities if (_exact(c.value, q) or (c.alt is not None and _exact(c.alt, q)))
+                and counts_the_list(c.unit, claim.words)]
         if not same:
             same = [c for c in self.quantities
                     if (_near(c, q) or (c.alt is not None and _near(replace(c, value=c.alt, year_like=False), q)))
-                    and self._same_thing(c, q, claim)]
+                    and self._same_thing(c, q, claim) and counts_the_list(c.unit, claim.words)]
         if not same and q.alt is not None and any(math.isclose(c.value, q.alt) for c in self.quantities):
             return None
         if not same and q.unit in CONVERT:
