@@ -35,11 +35,8 @@ def read_headers(header_map: pb.HeaderMap) -> tuple[dict[str, str], dict[str, tu
     test them one by one, as Envoy's route matchers do), from one pass over the map."""
     out: dict[str, str] = {}
     values: dict[str, list[str]] = {}  # only the names that came more than once
-    errors = mutations.HEADER_ERRORS
     for header in header_map.headers:
-        # mutations.header_value, inlined: this runs for every header of every exchange.
-        raw = header.raw_value
-        name, value = header.key.lower(), raw.decode("utf-8", errors) if raw else header.value
+        name, value = header.key.lower(), mutations.header_value(header)
         if name in out:
             if name in values:
                 values[name].append(value)
