@@ -42,7 +42,7 @@ _WEEKDAY_KEY = re.compile(r"[\"'](" + "|".join(sorted(WEEKDAYS)) + r")[\"']\s*:"
 # The unit of a list's size, before the list's key ("list size:review_info").
 LIST_SIZE = "list size:"
 # A record's key whose value is a list: "review_info": [ ... ].
-_LIST_KEY = re.compile(r"[\"'][\w ]+[\"']\s*:\s*(?=\[)")
+_LIST_KEY = re.compile(r"[\"']([\w ]+)[\"']\s*:\s*(?=\[)")
 _LIST_SIZES = range(2, 11)  # the counts an answer writes of a record's list ("two", "three reviews")
 # Fewer weekdays named are no week's schedule but days in a story (and "2 days" beside a "second
 # year" would read as that year in another unit).
@@ -51,7 +51,7 @@ _A_WEEK = 5
 
 def implied_numbers(source: str) -> Iterator[tuple[int, int, float, str | None]]:
     """``(start, end, value, unit)``: each span's second year (unit None, a year), the days a
-    week of listed weekdays (unit "day") and the size of a record's list (unit None)."""
+    week of listed weekdays (unit "day") and the size of a record's list (unit :data:`LIST_SIZE` and its key)."""
     yield from _second_years(source)
     yield from _days_a_week(source)
     yield from _list_sizes(source)
@@ -89,8 +89,7 @@ def _list_sizes(source: str) -> Iterator[tuple[int, int, float, str | None]]:
         except ValueError:
             continue  # (not JSON from here: a list written in prose, or a cut record)
         if isinstance(items, list) and len(items) in _LIST_SIZES:
-            key = source[m.start() + 1:m.end()].split(":")[0].rstrip("\"' ")
-            yield m.start(), m.end(), float(len(items)), LIST_SIZE + key
+            yield m.start(), m.end(), float(len(items)), LIST_SIZE + m.group(1)
 
 
 def counts_the_list(unit: str | None, claim_words: frozenset[str]) -> bool:

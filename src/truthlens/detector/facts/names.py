@@ -318,9 +318,7 @@ class KnownNames:
                 return True
             if one_word_misspelt(name.words, known):
                 return True
-        if len(name.words) > 1 and "".join(w[0] for w in name.words) in self.acronyms:
-            return True  # "the United States" where the context writes "the U.S."
-        if len(name.words) > 1 and self._spelled_out(name.phrase.split()):
+        if len(name.words) > 1 and self._spelled_out(name):
             return True
         if len(name.words) == 1:
             if first in self.initials:  # NASA, UN
@@ -330,14 +328,18 @@ class KnownNames:
             return any(word_matches(first, k) for key in keys(first) for k in self.words.get(key, ()))
         return self._joins_full_names(name.words)
 
-    def _spelled_out(self, words: list[str]) -> bool:
-        """Whether the words of a name are a context word written apart ("Super Bowl" for
-        "Superbowl") or spell out the context's initials, connectors included, after words the
-        context writes before them ("Secret Head of Household" for "Secret HOH")."""
+    def _spelled_out(self, name: Name) -> bool:
+        """Whether a name of two words or more spells out the context's initials ("the United
+        States" for "the U.S."; connectors included after words the context writes before them:
+        "Secret Head of Household" for "Secret HOH") or is a context word written apart ("Super
+        Bowl" for "Superbowl")."""
+        if "".join(w[0] for w in name.words) in self.acronyms:
+            return True
+        words = name.phrase.split()
         joined = "".join(words)
         if joined in self.words.get(joined[:3], ()):
             return True
-        return any(" ".join(words[:k]) in self.text if k else True
+        return any(self.states(" ".join(words[:k])) if k else True
                    for k in range(len(words) - 1) if "".join(w[0] for w in words[k:]) in self.acronyms)
 
     def _joins_full_names(self, words: tuple[str, ...]) -> bool:
