@@ -20,10 +20,11 @@ words (``on the words``) — ``flagged`` says how many were flagged anywhere; a 
 counts when it is flagged at all. ``--check facts`` runs the fact check alone (no model),
 ``--check detector`` (default) the shipped defaults at the routes' default threshold, as ``truthlens detect``
 does. ``--beside COMMIT`` adds another build's figures, its code run in a child process on the
-same generated cases (:mod:`bench.other_build`).
+same generated cases (:mod:`bench.other_build`); ``--model DIR`` a candidate model directory's,
+with this build's code.
 
     python -m bench.mixups [--split tuning|held-out] [--per-kind 200] [--check detector|facts]
-        [--beside COMMIT ...] [--write-sample FILE --per-kind 12] [--sample FILE]
+        [--beside COMMIT ...] [--model DIR ...] [--write-sample FILE --per-kind 12] [--sample FILE]
 """
 
 from __future__ import annotations
@@ -161,12 +162,13 @@ def judge_facts(cases: Sequence[Case]) -> list[tuple[bool, bool]]:
     return out
 
 
-async def judge_detector(cases: Sequence[Case]) -> list[tuple[bool, bool]]:
-    """(flagged, flagged on the changed words) of each case, by the shipped defaults."""
+async def judge_detector(cases: Sequence[Case], model_dir: Path | None = None) -> list[tuple[bool, bool]]:
+    """(flagged, flagged on the changed words) of each case, by the shipped defaults (or the
+    model directory ``model_dir`` with this build's code)."""
     from truthlens.detector.backends.factory import create_detector
     from truthlens.detector.types import DetectionInput, DetectorSettings
 
-    engine = create_detector(DetectorSettings(provider="cpu"))
+    engine = create_detector(DetectorSettings(provider="cpu", model_dir=str(model_dir) if model_dir else None))
     gate = asyncio.Semaphore(16)
 
     async def one(c: Case) -> tuple[bool, bool]:
@@ -194,8 +196,8 @@ def rows(cases: Sequence[Case], judged: Sequence[tuple[bool, bool]]) -> dict[str
     return {k: f"{'wrong' if wrong[k] else 'faithful'}\t{n}\t{f}\t{w}" for k, (n, f, w) in count.items()}
 
 
-def measure(cases: Sequence[Case], check: str) -> dict[str, str]:
-    judged = judge_facts(cases) if check == "facts" else asyncio.run(judge_detector(cases))
+def measure(cases: Sequence[Case], check: str, model_dir: Path | None = None) -> dict[str, str]:
+    judged = judge_facts(cases) if check == "facts" else asyncio.run(judge_detector(cases, model_dir))
     return rows(cases, judged)
 
 
@@ -205,6 +207,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-kind", type=int, default=200)
     parser.add_argument("--check", choices=("detector", "facts"), default="detector")
     parser.add_argument("--beside", nargs="*", default=[], metavar="COMMIT")
+    parser.add_argument("--model", type=Path, nargs="*", default=[], metavar="DIR",
+                        help="candidate model directories, each measured with this build's code beside it")
     parser.add_argument("--ragtruth", type=Path, default=ragtruth.DEFAULT_DIR)
     parser.add_argument("--halueval", type=Path, default=halueval.DEFAULT_DIR)
     parser.add_argument("--write-sample", type=Path, help="write the generated cases (JSON) and stop")
@@ -224,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     builds = {"this build": measure(cases, args.check)}
     elapsed = time.perf_counter() - started
+    for model_dir in args.model:
+        builds[f"model {model_dir.name}"] = measure(cases, "detector", model_dir)
     if args.beside:
         from bench import other_build
 
