@@ -216,6 +216,8 @@ def main(argv: list[str] | None = None) -> int:
                         "generating them (another generator's sample, beside the same builds)")
     parser.add_argument("--cases", type=Path, help=argparse.SUPPRESS)  # (what a child build reads)
     args = parser.parse_args(argv)
+    if args.model and args.check != "detector":
+        parser.error("--model measures a model: it needs --check detector")
     if args.cases:
         for kind, row in measure(load(args.cases), args.check).items():
             print(f"{kind}\t{row}")
@@ -229,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     builds = {"this build": measure(cases, args.check)}
     elapsed = time.perf_counter() - started
     for model_dir in args.model:
-        builds[f"model {model_dir.name}"] = measure(cases, "detector", model_dir)
+        builds[f"model {model_dir.name}"] = measure(cases, args.check, model_dir)
     if args.beside:
         from bench import other_build
 
