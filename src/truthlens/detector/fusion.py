@@ -43,13 +43,19 @@ REASON_WEIGHTS: Mapping[FactReason, float] = {
 RESTATED_KEEP = 0.25
 # ... and inside a clause one context sentence states outright (:mod:`.facts.restatements`).
 RESTATED_CLAUSE_KEEP = 0.5
+# ... and inside a short answer's name that the learned fit reads as what the question asks for
+# (:mod:`.facts.short_answers.answer_fit`): the name is in the context, where the question points,
+# so a flag there is most often the model's doubt of a bare name ("Elena Kagan." 0.72 on its own).
+ANSWERED_KEEP = 0.25
 
 
 def fused(probs: np.ndarray, offsets: np.ndarray, facts: FactCheck) -> np.ndarray:
     """The model's token probabilities with the fact check's evidence in: lowered inside what the
-    context states (another format, or a clause restated), then raised inside every finding."""
+    context states (another format, a clause restated, a short answer's name where the question
+    points), then raised inside every finding."""
     probs = discount(probs, offsets, facts.restated, RESTATED_KEEP)
     probs = discount(probs, offsets, facts.restated_clauses, RESTATED_CLAUSE_KEEP)
+    probs = discount(probs, offsets, facts.answered, ANSWERED_KEEP)
     probs = as_its_clause(probs, offsets, facts.answer_words, facts.restated_clauses)
     probs = as_what_it_frames(probs, offsets, facts.frames)
     return fuse(probs, offsets, facts.findings)

@@ -60,7 +60,8 @@ from truthlens.detector.facts.numbers import KnownNumbers, find_dates, find_quan
 from truthlens.detector.facts.records import Field, contradicted_fields, record_fields
 from truthlens.detector.facts.relations import ContextRelations, context_relations, contradicted_relations
 from truthlens.detector.facts.restatements import restatements
-from truthlens.detector.facts.roles import ContextSentences, context_sentences, misattributed_names
+from truthlens.detector.facts.roles import ContextSentences, context_sentences, is_short_answer, misattributed_names
+from truthlens.detector.facts.short_answers.focus import fit_reading
 from truthlens.detector.facts.short_answers.frames import Frame, frames
 from truthlens.detector.types import FactReason
 
@@ -112,6 +113,9 @@ class FactCheck:
     # The words around a short answer's one name ("The answer is ..."), each with the name it
     # frames (:mod:`.short_answers.frames`): they say only what the name says.
     frames: tuple[Frame, ...] = ()
+    # A short answer's name the learned fit reads as what the question asks for
+    # (:mod:`.short_answers.answer_fit`): a flag of the model there is weakened.
+    answered: tuple[tuple[int, int], ...] = ()
 
 
 def unsupported_facts(answer: str, context: Sequence[str], question: str = "") -> tuple[Finding, ...]:
@@ -163,11 +167,13 @@ def check_facts(
         findings.extend(_role_findings(answer, sentences, findings, question))
     findings.extend(relation_findings(answer, context, findings, question))
     findings.extend(record_findings(answer, context, findings, question))
+    answered: tuple[tuple[int, int], ...] = ()
     if roles:  # who did what: the role check's switch turns both off
         findings.extend(clause_findings(answer, context, findings, question))
+        findings, answered = fit_findings(answer, context, findings, question)
     return FactCheck(
         tuple(sorted(findings, key=lambda f: (f.start, f.end))), tuple(restated),
-        *restatements(answer, sentences, question), frames(answer, answer_names),
+        *restatements(answer, sentences, question), frames(answer, answer_names), answered,
     )
 
 
@@ -220,6 +226,22 @@ def clause_findings(
         for m in moved_terms(answer, index, question)
         if _apart(m.start, m.end, found)
     ]
+
+
+def fit_findings(
+    answer: str, context: Sequence[str], found: Sequence[Finding], question: str = ""
+) -> tuple[list[Finding], tuple[tuple[int, int], ...]]:
+    """``found`` with the learned fit's reading of a short answer's names
+    (:mod:`.short_answers.answer_fit`) added: a name another name of the context answers far
+    better is misattributed (weighed as the focus check's findings are). The names the fit reads
+    as what is asked are returned apart: a rule's finding on one stands, a flag of the model's is weakened."""
+    if not question or not is_short_answer(answer):
+        return list(found), ()
+    reading = fit_reading(answer, question, _of_context(context, _clauses, context_clauses).focus)
+    kept = list(found)
+    kept += [Finding(o.start, o.end, o.text, "misattributed_entity", "clause")
+             for o in reading.unlikely if _apart(o.start, o.end, kept)]
+    return kept, tuple((o.start, o.end) for o in reading.answered)
 
 
 def record_findings(

@@ -67,6 +67,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from truthlens.detector.facts.names import Name, find_names, lower_case_words
+from truthlens.detector.facts.short_answers.answer_fit import (
+    ANSWERED_SHARE,
+    UNLIKELY_SHARE,
+    Features,
+    FitIndex,
+    asked,
+    candidate_of,
+    features,
+    fit_index,
+    pooled,
+    shipped,
+)
 from truthlens.detector.facts.short_answers.answer_types import OWN, PERSON, descriptions, root, whole_names
 from truthlens.detector.facts.short_answers.bridges import bridged_elsewhere, excludes, listed
 from truthlens.detector.facts.short_answers.name_kinds import misfit, name_kinds
@@ -75,6 +87,7 @@ from truthlens.detector.facts.short_answers.questions import (
     SECOND_ASK,
     TITLE_STEMS,
     TITLES,
+    YES_NO,
     question_focus,
     question_head,
     title_stems,
@@ -125,6 +138,7 @@ class FocusIndex:
     quoted: frozenset[frozenset[str]] = frozenset()  # names written in quotes (:mod:`.works`)
     lists: tuple[frozenset[frozenset[str]], ...] = ()  # names listed together (:mod:`.bridges`)
     kinds: tuple[tuple[frozenset[str], str], ...] = ()  # a person, a place, ... (:mod:`.name_kinds`)
+    fit: FitIndex = FitIndex((), ())  # the context's names as the learned fit reads them (:mod:`.answer_fit`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,8 +187,11 @@ def focus_index(context: Sequence[str], spelled: dict[str, frozenset[str]]) -> F
     for passage in context:
         for key, said in descriptions(passage, find_names(passage, lower, skip_sentence_starts=False)).items():
             called.setdefault(key, set()).update(said)
-    return FocusIndex(tuple(out), lower, spelled, tuple(titled), tuple((k, frozenset(v)) for k, v in called.items()),
-                      work_names(context, lower), tuple(lists), tuple(name_kinds(context, lower).items()))
+    kinds = name_kinds(context, lower)
+    quoted = work_names(context, lower)
+    calls = {k: frozenset(v) for k, v in called.items()}
+    return FocusIndex(tuple(out), lower, spelled, tuple(titled), tuple(calls.items()), quoted, tuple(lists),
+                      tuple(kinds.items()), fit_index(context, kinds, calls, quoted, frozenset(n for n, _ in titled)))
 
 
 def _sentences(passage: str) -> list[tuple[int, int]]:
@@ -205,23 +222,28 @@ def _score(index: FocusIndex, words: frozenset[str], focus: frozenset[str],
     return max(scores) if scores else None
 
 
-def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffFocus, ...]:
-    """Names of the short ``answer`` that the context ties to another role than ``question``'s focus."""
+def _short_answer_names(answer: str, question: str, index: FocusIndex) -> list[Name]:
+    """The one or two names of ``answer`` when it is a name and little else ("It was Buzz Aldrin.",
+    "The CFO is Maria Lopez.": what it says besides the name is the question's), else none."""
     if not question or not index.sentences or SECOND_ASK.search(question):
-        return ()  # (two questions in one: a short answer may answer either, so neither focus judges it)
+        return []  # (two questions in one: a short answer may answer either, so neither focus judges it)
     lower = index.lower_words | lower_case_words(answer)
     names = whole_names(answer, [n for n in find_names(answer, lower, skip_sentence_starts=True) if n.words])
+    if not names or len(names) > 2:
+        return []
+    # (a short sentence of its own is the clause check's)
+    said = content_words(answer) - {stem(w) for n in names for w in n.words} - content_words(question)
+    return names if len(said - {"answer"}) <= MAX_OWN_WORDS else []
+
+
+def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffFocus, ...]:
+    """Names of the short ``answer`` that the context ties to another role than ``question``'s focus."""
+    names = _short_answer_names(answer, question, index)
+    if not names:
+        return ()
     asked_names = [n.words for n in find_names(question, lower_case_words(question), skip_sentence_starts=True)
                    if n.words]
-    asked = [frozenset(a) for a in asked_names]
-    if not names or len(names) > 2:
-        return ()
-    # A name and little else ("It was Buzz Aldrin.", "The CFO is Maria Lopez."): what it says
-    # besides the name is the question's. A short sentence of its own is the clause check's.
-    said = content_words(answer) - {stem(w) for n in names for w in n.words} - content_words(question)
-    if len(said - {"answer"}) > MAX_OWN_WORDS:
-        return ()
-    asked_words = {w for a in asked for w in a}
+    asked_words = {w for a in asked_names for w in a}
     if CHOICE.search(question) is not None:
         # A choice ("..., Pablo Trapero or Aleksander Ford?") is answered by one of its options:
         # a name the context mentions that holds no name of the question, nor its last word
@@ -272,6 +294,49 @@ def off_focus_names(answer: str, question: str, index: FocusIndex) -> tuple[OffF
         if best[0] > mine[0] and best[0] >= max(1, -(-len(focus) // 2)):
             out.append(_off(answer, name))
     return tuple(out) + tuple(b for b in bridged if b not in out)
+
+
+@dataclass(frozen=True, slots=True)
+class FitReading:
+    """What the learned fit (:mod:`.answer_fit`) says of a short answer's names: those another name
+    of the context answers far better, and those it reads as what the question asks for."""
+
+    unlikely: tuple[OffFocus, ...] = ()
+    answered: tuple[OffFocus, ...] = ()
+
+
+def fit_reading(answer: str, question: str, index: FocusIndex) -> FitReading:
+    """Each name of the short ``answer`` by its share of the context's names as the answer to ``question``."""
+    shares = answer_shares(answer, question, index)
+    return FitReading(tuple(_off(answer, n) for n, share in shares if share < UNLIKELY_SHARE),
+                      tuple(_off(answer, n) for n, share in shares if share >= ANSWERED_SHARE))
+
+
+def answer_shares(answer: str, question: str, index: FocusIndex) -> list[tuple[Name, float]]:
+    """The names of the short ``answer`` that are names of the context, each with its share
+    (:mod:`.answer_fit`); none when the context has one name only (nothing to weigh it against)."""
+    focus = question_focus(question, index.spelled) | question_head(question, index.spelled)
+    if YES_NO.match(question) or CHOICE.search(question) or (focus and focus <= TITLE_STEMS):
+        # A yes/no question asks for no name ("No, Mourinho is not afraid ..." names its subject);
+        # a choice and a title ("Who is the CFO?") are the rules' to judge: the fit reads words,
+        # and "chief financial officer" shares two of three with "chief executive officer".
+        return []
+    names = _short_answer_names(answer, question, index)
+    found = fit_features(question, index) if names else {}
+    if len(found) < 2:
+        return []
+    shares = shipped().shares(found)
+    keys = [(name, candidate_of(found, frozenset(name.words))) for name in names]
+    return [(name, pooled(shares, key)) for name, key in keys if key is not None]
+
+
+def fit_features(question: str, index: FocusIndex) -> Features:
+    """The learned fit's keys for each name of the context as the answer to ``question`` (:mod:`.answer_fit`)."""
+    head = question_head(question, index.spelled)
+    focus = question_focus(question, index.spelled) | head
+    overlap = {c.words: _score(index, c.words, focus) or (0, 0) for c in index.fit.candidates}
+    return features(asked(question, head, focus), index.fit, [(s.words, s.names) for s in index.sentences], overlap,
+                    dict(index.called))
 
 
 def _is_option(words: tuple[str, ...], option: tuple[str, ...]) -> bool:

@@ -49,6 +49,9 @@ _BY_WHOM = re.compile(r"(?P<focus>[^?]+?)\s+(?:by\s+whom|by\s+who|where|when)\s*
 # Or one opening it: "Between the two American bands The Gaslight Anthem and Squirrel Nut Zippers, which ...?"
 CHOICE = re.compile(r"\bor\s+(?P<b>(?:the\s+)?[A-Z\"“'][^?]{0,80}?)\s*\?\s*$"
                     r"|^\s*(?:[Bb]etween|[Oo]f)\s+[^,?]*?[A-Z][^,?]*\s+and\s+(?:the\s+)?[A-Z\"“'][^,?]*,\s*(?:[Ww]hich|[Ww]ho|[Ww]hat)\b")
+# A yes/no question ("Is Mourinho afraid ...?", "Did the board approve it?"): it asks for no name.
+YES_NO = re.compile(r"^\s*(?:is|are|was|were|do|does|did|has|have|had|can|could|will|would|should|may|might|must)\b",
+                    re.IGNORECASE)
 _DETERMINERS = frozenset("the a an his her its their this these that those".split())
 FOCUS_WORDS = 4
 SKIP = STOP_WORDS | {"name", "called", "known", "person", "people", "one", "did", "does", "do"}
