@@ -52,6 +52,11 @@ name the context mentions, is off focus too.
 Passages joined without a space ("... the name Cossbysweater.Milhouse is ...", common in
 retrieved chunks) are cut into sentences at the glued full stop.
 
+Beside the rules, :func:`fit_reading` reads a short answer's names with a small learned fit of
+the context's names to the question (:mod:`.answer_fit`): a name it gives almost none of the
+share is off focus too; one it reads as what is asked keeps the rules' findings but weakens the
+model's flag. Yes/no questions, choices and titles are the rules' alone.
+
 What it cannot see: a focus the question words as the context never does ("stars as which
 character" over "portraying Will Traynor"), a wrong name of the same kind that shares the focus
 sentence with the right one ("directed by ..., with a screenplay by ..."), the kind of a "when"
