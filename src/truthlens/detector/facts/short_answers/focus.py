@@ -320,14 +320,15 @@ def fit_reading(answer: str, question: str, index: FocusIndex) -> FitReading:
 def answer_shares(answer: str, question: str, index: FocusIndex) -> list[tuple[Name, float]]:
     """The names of the short ``answer`` that are names of the context, each with its share
     (:mod:`.answer_fit`); none when the context has one name only (nothing to weigh it against)."""
-    focus = question_focus(question, index.spelled) | question_head(question, index.spelled)
+    head = question_head(question, index.spelled)
+    focus = question_focus(question, index.spelled) | head
     if YES_NO.match(question) or CHOICE.search(question) or (focus and focus <= TITLE_STEMS):
         # A yes/no question asks for no name ("No, Mourinho is not afraid ..." names its subject);
         # a choice and a title ("Who is the CFO?") are the rules' to judge: the fit reads words,
         # and "chief financial officer" shares two of three with "chief executive officer".
         return []
     names = _short_answer_names(answer, question, index)
-    found = fit_features(question, index) if names else {}
+    found = _fit_features(question, head, focus, index) if names else {}
     if len(found) < 2:
         return []
     shares = shipped().shares(found)
@@ -338,7 +339,10 @@ def answer_shares(answer: str, question: str, index: FocusIndex) -> list[tuple[N
 def fit_features(question: str, index: FocusIndex) -> Features:
     """The learned fit's keys for each name of the context as the answer to ``question`` (:mod:`.answer_fit`)."""
     head = question_head(question, index.spelled)
-    focus = question_focus(question, index.spelled) | head
+    return _fit_features(question, head, question_focus(question, index.spelled) | head, index)
+
+
+def _fit_features(question: str, head: frozenset[str], focus: frozenset[str], index: FocusIndex) -> Features:
     overlap = {c.words: _score(index, c.words, focus) or (0, 0) for c in index.fit.candidates}
     return features(asked(question, head, focus), index.fit, [(s.words, s.names) for s in index.sentences], overlap,
                     dict(index.called))
