@@ -99,6 +99,15 @@ def test_an_answer_to_a_yes_no_question_is_not_read_by_the_fit() -> None:
     assert cases and all(answer_shares(c.answer, c.question, context_clauses(c.context).focus) == [] for c in cases)
 
 
+def test_a_context_of_many_more_names_than_the_fit_was_fitted_on_is_left_to_the_rules() -> None:
+    # (a softmax over a long article's names spreads thin: each would fall under the unlikely share)
+    passages = tuple(dict.fromkeys(p for c in ONE_NAME for p in c.context))
+    index = context_clauses(passages).focus
+    assert len(passages) > 5 and index.fit.candidates == ()
+    assert all(answer_shares(c.answer, c.question, index) == [] for c in ONE_NAME)
+    assert context_clauses(ONE_NAME[0].context).focus.fit.candidates  # (one knowledge passage is read)
+
+
 def test_fusion_weakens_the_model_inside_an_answered_name_only() -> None:
     facts = check_facts("x", ("y",))
     probs = np.array([0.9, 0.8, 0.7], np.float32)

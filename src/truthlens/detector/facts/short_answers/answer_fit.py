@@ -27,9 +27,11 @@ it is weakened (a rule's finding stands). Yes/no questions, choices and titles (
 CFO?") are left to the rules, which read them exactly.
 
 What it cannot see: anything but capitalised names (a date, a number, "yes"), a context with one
-name, and the relation itself: the fit reads which name sits where the question points, not
-whether the context says it did what is asked. Its features are the focus check's readings, so
-a change to those readings asks for a refit (the recipe prints the fit's cross-validated ranking).
+name, a context far from the knowledge passages it was fitted on (over :data:`MAX_NAMES` names or
+:data:`MAX_WORDS` words: left to the rules), and the relation itself: the fit reads which name
+sits where the question points, not whether the context says it did what is asked. Its features
+are the focus check's readings, so a change to those readings asks for a refit (the recipe prints
+the fit's cross-validated ranking).
 """
 
 from __future__ import annotations
@@ -55,6 +57,12 @@ ANSWERED_SHARE = 0.3
 _WH = re.compile(r"\b(who|whom|whose|where|when|what|which|how)\b", re.IGNORECASE)
 _TOKEN = re.compile(r"[\w'’-]+")
 _NEAR = 8  # words either side of a name that count as beside it
+# The contexts it was fitted on: HaluEval's knowledge passages, at most 56 names and 252 words. On
+# a context of many more names a softmax spreads thin (every name of a long article would fall
+# under UNLIKELY_SHARE), and reading one costs in proportion to names times words: the fit
+# leaves such contexts alone (an empty index), and the rules judge their short answers.
+MAX_NAMES = 64
+MAX_WORDS = 1_000
 _GRAMS = 12  # three-letter pieces of a name's words kept, in order
 
 
@@ -105,7 +113,11 @@ Sentences = Sequence[tuple[frozenset[str], tuple[frozenset[str], ...]]]  # each 
 
 def fit_index(context: Sequence[str], kinds: Mapping[frozenset[str], str], called: Called,
               quoted: frozenset[frozenset[str]], titled: frozenset[frozenset[str]]) -> FitIndex:
-    """The context's names, each once (its first mention), with the keys of :func:`_name_keys`."""
+    """The context's names, each once (its first mention), with the keys of :func:`_name_keys`;
+    empty for a context of more than :data:`MAX_WORDS` words or :data:`MAX_NAMES` names."""
+    tokens = tuple((t.lower(), stem(t.lower())) for t in _TOKEN.findall("\n".join(context)))
+    if len(tokens) > MAX_WORDS:
+        return FitIndex((), ())
     lower = lower_case_words("\n".join(context))
     seen: dict[frozenset[str], Candidate] = {}
     for passage in context:
@@ -114,7 +126,8 @@ def fit_index(context: Sequence[str], kinds: Mapping[frozenset[str], str], calle
             words = frozenset(n.words)
             if words not in seen:
                 seen[words] = Candidate(words, _name_keys(n, passage, words, kinds, called, quoted, titled))
-    tokens = tuple((t.lower(), stem(t.lower())) for t in _TOKEN.findall("\n".join(context)))
+    if len(seen) > MAX_NAMES:
+        return FitIndex((), ())
     return FitIndex(tuple(seen.values()), tokens)
 
 
