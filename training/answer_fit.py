@@ -40,7 +40,14 @@ from truthlens.detector import facts
 from truthlens.detector.facts.clauses import context_clauses
 from truthlens.detector.facts.names import find_names
 from truthlens.detector.facts.short_answers import focus as focus_check
-from truthlens.detector.facts.short_answers.answer_fit import WEIGHTS, Features, Fit, candidate_of, same_name
+from truthlens.detector.facts.short_answers.answer_fit import (
+    WEIGHTS,
+    Features,
+    Fit,
+    candidate_of,
+    linear_keys,
+    same_name,
+)
 
 GROUPS = ("23", "45", "67", "89")  # the train fold's line indices mod 10, in cross-validation pairs
 # Lines the shipped weights never see: the focus check's test sample is drawn from them
@@ -107,7 +114,7 @@ class Trainer:
             n = tuple(x for x in n if x in self.kept)
             qv = sum((self._vector(self.q, x, init) for x in q), np.zeros(self.dim, np.float32))
             nv = sum((self._vector(self.n, x, init) for x in n), np.zeros(self.dim, np.float32))
-            lin = [f"n|{x}" for x in n] + [f"r|{x}" for x in position] + [f"{q[0]}|{x}" for x in position]
+            lin = linear_keys(q, n, position)
             rows.append((q, n, lin, qv, nv, float(qv @ nv) + sum(self.linear.get(x, 0.0) for x in lin)))
         scores = np.array([r[-1] for r in rows])
         p = np.exp(scores - scores.max())

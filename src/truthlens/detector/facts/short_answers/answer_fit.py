@@ -115,10 +115,11 @@ def fit_index(context: Sequence[str], kinds: Mapping[frozenset[str], str], calle
               quoted: frozenset[frozenset[str]], titled: frozenset[frozenset[str]]) -> FitIndex:
     """The context's names, each once (its first mention), with the keys of :func:`_name_keys`;
     empty for a context of more than :data:`MAX_WORDS` words or :data:`MAX_NAMES` names."""
-    tokens = tuple((t.lower(), stem(t.lower())) for t in _TOKEN.findall("\n".join(context)))
+    text = "\n".join(context)
+    tokens = tuple((t.lower(), stem(t.lower())) for t in _TOKEN.findall(text))
     if len(tokens) > MAX_WORDS:
         return FitIndex((), ())
-    lower = lower_case_words("\n".join(context))
+    lower = lower_case_words(text)
     seen: dict[frozenset[str], Candidate] = {}
     for passage in context:
         found = whole_names(passage, [n for n in find_names(passage, lower, skip_sentence_starts=False) if n.words])
@@ -152,7 +153,7 @@ def _called(called: Called, words: frozenset[str]) -> frozenset[str]:
 
 
 def _position_keys(words: frozenset[str], q: Asked, sentences: Sentences, overlap: tuple[int, int],
-                   tokens: Sequence[tuple[str, str]], called: frozenset[str]) -> list[str]:
+                   places: _Places, called: frozenset[str]) -> list[str]:
     """How the name sits towards the question (module note, second point)."""
     whole = max(len(q.focus), 1)
     mentions = [(said, names) for said, names in sentences if any(words & k for k in names)]
@@ -171,15 +172,30 @@ def _position_keys(words: frozenset[str], q: Asked, sentences: Sentences, overla
     if heads and any(c[:5] in heads for c in called):
         keys.append("headcalled")
     keys.append(f"calledq:{min(sum(1 for c in called if c[:5] in {w[:5] for w in q.stems}), 3)}")
-    return keys + _proximity(tokens, words, q)
+    return keys + _proximity(places, words)
 
 
-def _proximity(tokens: Sequence[tuple[str, str]], words: frozenset[str], q: Asked) -> list[str]:
+@dataclass(frozen=True, slots=True)
+class _Places:
+    """Where the question's words stand in the context (read once per question)."""
+
+    tokens: Sequence[tuple[str, str]]
+    focus: list[int]  # the focus words' places
+    said: list[int]  # the places of the question's other content words
+
+    @classmethod
+    def of(cls, tokens: Sequence[tuple[str, str]], q: Asked) -> _Places:
+        return cls(tokens, [i for i, (_, s) in enumerate(tokens) if s in q.focus],
+                   [i for i, (_, s) in enumerate(tokens) if s in q.stems])
+
+
+def _proximity(places: _Places, words: frozenset[str]) -> list[str]:
+    tokens = places.tokens
     at = [i for i, (w, _) in enumerate(tokens) if w in words]
     if not at:
         return ["dfoc:none"]
-    focus = [i for i, (_, s) in enumerate(tokens) if s in q.focus]
-    said = [i for i, (w, s) in enumerate(tokens) if s in q.stems and w not in words]
+    focus = places.focus
+    said = [i for i in places.said if tokens[i][0] not in words]  # (the name's own words are not the question's)
     near = max(len({tokens[j][1] for j in said if abs(j - a) <= _NEAR}) for a in at) if said else 0
     return ["dfoc:" + (_bucket(min(abs(a - b) for a in at for b in focus)) if focus else "none"),
             "dq:" + (_bucket(min(abs(a - b) for a in at for b in said)) if said else "none"), f"win:{min(near, 5)}"]
@@ -196,11 +212,12 @@ def features(q: Asked, index: FitIndex, sentences: Sentences, overlap: Mapping[f
              called: Called) -> Features:
     """Per name of the context but the question's own: (question keys, name keys, position keys)."""
     own = {w for n in q.names for w in n}
+    places = _Places.of(index.tokens, q)
     out: Features = {}
     for c in index.candidates:
         if c.words <= own:
             continue
-        out[c.words] = (q.keys, c.keys, tuple(_position_keys(c.words, q, sentences, overlap[c.words], index.tokens,
+        out[c.words] = (q.keys, c.keys, tuple(_position_keys(c.words, q, sentences, overlap[c.words], places,
                                                              _called(called, c.words))))
     return out
 
@@ -208,6 +225,12 @@ def features(q: Asked, index: FitIndex, sentences: Sentences, overlap: Mapping[f
 def same_name(a: frozenset[str], b: frozenset[str]) -> bool:
     """One name written two ways: one holds the other's words."""
     return a <= b or b <= a
+
+
+def linear_keys(q: Sequence[str], n: Sequence[str], position: Sequence[str]) -> list[str]:
+    """The keys of a name's linear weights: each name key, and each position key on its own and
+    per "wh" word (``q[0]``)."""
+    return [f"n|{k}" for k in n] + [f"r|{k}" for k in position] + [f"{q[0]}|{k}" for k in position]
 
 
 class Fit:
@@ -229,9 +252,7 @@ class Fit:
         zero = np.zeros(self.dim, np.float32)
         qv = sum((self.q[k] for k in q if k in self.q), zero)
         nv = sum((self.n[k] for k in n if k in self.n), zero)
-        lin = self.linear.get
-        return float(qv @ nv) + sum(lin("n|" + k, 0.0) for k in n) + sum(
-            lin("r|" + k, 0.0) + lin(q[0] + "|" + k, 0.0) for k in position)
+        return float(qv @ nv) + sum(self.linear.get(k, 0.0) for k in linear_keys(q, n, position))
 
     def shares(self, found: Features) -> dict[frozenset[str], float]:
         """Each name's softmax share of the context's names."""
